@@ -1,0 +1,47 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SAMPLE := .docshelf-sample
+
+.PHONY: install run test lint typecheck pytest bench docs-cli clean
+
+# Idempotent: the venv is (re)built only when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[local,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Index the project's own docs as a sample library, then search it.
+run: install
+	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf add docs
+	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf add README.md
+	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf status
+	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf search "how are chunks cited"
+
+test: install lint typecheck pytest
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/search.py
+
+# Regenerate docs/cli.md from the commands' --help (a test checks it is current).
+docs-cli: install
+	$(BIN)/python -m docshelf.clidoc > docs/cli.md
+
+clean:
+	rm -rf $(VENV) $(SAMPLE) .pytest_cache .mypy_cache .ruff_cache

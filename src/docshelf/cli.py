@@ -1,0 +1,564 @@
+"""The ``docshelf`` command: a thin face over ``Shelf``.
+
+On a terminal it prints tables and progress bars; with ``--json``, or whenever
+stdout is not a terminal, it prints one JSON envelope (SPEC §9):
+``{ok, command, result, next_actions, error}``. Exit status: 0 on success,
+1 on a docshelf error (the envelope's ``error.code`` says which), 2 on a usage
+error. Heavy modules (numpy, the store, the model) are imported inside the
+commands so ``docshelf --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from docshelf.shelf import Progress, Shelf
+
+app = typer.Typer(
+    name="docshelf",
+    help="Index the documents you already keep, search them, and cite every hit.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the JSON envelope (default when stdout is not a TTY).")
+]
+
+
+@dataclass
+class Action:
+    command: str
+    description: str
+
+
+@dataclass
+class Outcome:
+    result: dict[str, Any]
+    next_actions: list[Action] = field(default_factory=list)
+
+
+@dataclass
+class CliState:
+    home: Path | None = None
+    json: bool = False
+
+
+def _state(ctx: typer.Context) -> CliState:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, CliState) else CliState()
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home", help="Data directory (overrides DOCSHELF_HOME).", show_default=False
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    ctx.obj = CliState(home=home, json=json_out)
+
+
+def _q(arg: str) -> str:
+    return shlex.quote(arg)
+
+
+def _prefix(state: CliState) -> str:
+    return f"docshelf --home {_q(str(state.home))}" if state.home else "docshelf"
+
+
+class _Run:
+    """Runs one command: opens the shelf, renders the outcome or the error."""
+
+    def __init__(self, ctx: typer.Context, command: str, json_flag: bool) -> None:
+        self.state = _state(ctx)
+        self.command = command
+        self.as_json = json_flag or self.state.json or not sys.stdout.isatty()
+        self._shelf: Shelf | None = None
+
+    def shelf(self, **kwargs: Any) -> Shelf:
+        if self._shelf is None:
+            from docshelf.shelf import Shelf
+
+            self._shelf = Shelf(self.state.home, **kwargs)
+        return self._shelf
+
+    def cmd(self, rest: str) -> str:
+        return f"{_prefix(self.state)} {rest}"
+
+    @contextmanager
+    def progress(self, label: str) -> Iterator[Progress | None]:
+        """A rich progress bar on a terminal; nothing in JSON mode."""
+        if self.as_json or not sys.stderr.isatty():
+            yield None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[item]}", style="dim"),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task(label, total=None, item="")
+
+            def update(done: int, total: int, item: str) -> None:
+                bar.update(task, completed=done, total=total, item=item[-60:])
+
+            yield update
+
+    def finish(self, produce: Callable[[], Outcome], render: Callable[[Outcome], None]) -> None:
+        from docshelf.errors import DocshelfError
+
+        try:
+            outcome = produce()
+        except DocshelfError as exc:
+            self._fail(exc.code, exc.message)
+        except KeyboardInterrupt:
+            self._fail("interrupted", "Interrupted; committed work is kept, run the command again")
+        finally:
+            if self._shelf is not None:
+                self._shelf.close()
+        if self.as_json:
+            envelope = {
+                "ok": True,
+                "command": self.command,
+                "result": outcome.result,
+                "next_actions": [a.__dict__ for a in outcome.next_actions],
+                "error": None,
+            }
+            sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+        else:
+            render(outcome)
+            if outcome.next_actions:
+                console.print(Text("\nNext:", style="bold"))
+                for a in outcome.next_actions:
+                    console.print(Text(f"  {a.command}", style="cyan"), Text(f"  {a.description}"))
+
+    def _fail(self, code: str, message: str) -> None:
+        if self.as_json:
+            envelope = {
+                "ok": False,
+                "command": self.command,
+                "result": None,
+                "next_actions": [],
+                "error": {"code": code, "message": message},
+            }
+            sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+        else:
+            err_console.print(Text(f"Error ({code}): {message}", style="red"))
+        raise typer.Exit(1)
+
+
+def _report_render(title: str) -> Callable[[Outcome], None]:
+    def render(o: Outcome) -> None:
+        counts = o.result["counts"]
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+        console.print(Text(f"{title}: {summary or 'nothing to do'}", style="bold"))
+        for f in o.result["failures"][:50]:
+            console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        if len(o.result["failures"]) > 50:
+            console.print(Text(f"  … and {len(o.result['failures']) - 50} more"))
+
+    return render
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="A file or folder to index where it lives.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Register a file or folder and index it (Markdown and text)."""
+    from docshelf import views
+
+    run = _Run(ctx, "add", json_out)
+
+    def produce() -> Outcome:
+        with run.progress("Indexing") as progress:
+            report = run.shelf().add(path, progress=progress)
+        return Outcome(
+            views.report(report),
+            [
+                Action(run.cmd('search "your question"'), "Search what was indexed"),
+                Action(run.cmd("status"), "See counts, failures and embedding coverage"),
+            ],
+        )
+
+    run.finish(produce, _report_render("Indexed"))
+
+
+@app.command()
+def sync(
+    ctx: typer.Context,
+    source: Annotated[
+        str | None,
+        typer.Argument(help="A source id; all sources when omitted.", show_default=False),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Re-read registered sources: pick up new, changed, moved and deleted files."""
+    from docshelf import views
+
+    run = _Run(ctx, "sync", json_out)
+
+    def produce() -> Outcome:
+        with run.progress("Syncing") as progress:
+            report = run.shelf().sync(source, progress=progress)
+        return Outcome(views.report(report), [Action(run.cmd("status"), "See the library's state")])
+
+    run.finish(produce, _report_render("Synced"))
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Only documents of this source id.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many documents.", min=1)] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many documents.", min=0)] = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """List sources and documents."""
+    from docshelf import views
+
+    run = _Run(ctx, "list", json_out)
+
+    def produce() -> Outcome:
+        shelf = run.shelf()
+        docs = shelf.documents(source_id=source, limit=limit, offset=offset)
+        actions = [Action(run.cmd(f"show {d.id}"), f"Show {d.title}") for d in docs[:1]]
+        if not docs:
+            actions.append(Action(run.cmd("add PATH"), "Index a file or folder"))
+        return Outcome(
+            {
+                "sources": [views.source(s) for s in shelf.sources()],
+                "documents": [views.document(d) for d in docs],
+            },
+            actions,
+        )
+
+    def render(o: Outcome) -> None:
+        sources = Table("source", "path", "kind", title="Sources")
+        for s in o.result["sources"]:
+            sources.add_row(s["id"], s["path"], s["kind"])
+        console.print(sources)
+        docs = Table("document", "title", "path", "snippets", "status", title="Documents")
+        for d in o.result["documents"]:
+            docs.add_row(
+                d["id"],
+                d["title"],
+                d["path"],
+                str(d["chunk_counts"].get("snippet", 0)),
+                d["status"],
+            )
+        console.print(docs)
+
+    run.finish(produce, render)
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help="A document id (see `list`).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a document's record, its files and its sections."""
+    from docshelf import views
+
+    run = _Run(ctx, "show", json_out)
+
+    def produce() -> Outcome:
+        view = run.shelf().document(document_id)
+        actions = [
+            Action(run.cmd(f"context {s.id} --mode parent-section"), "Read the first section")
+            for s in view.sections[:1]
+        ]
+        return Outcome(views.document_view(view), actions)
+
+    def render(o: Outcome) -> None:
+        r = o.result
+        table = Table(show_header=False, box=None)
+        for key in (
+            "id",
+            "title",
+            "path",
+            "file_type",
+            "size_bytes",
+            "status",
+            "tags",
+            "chunk_counts",
+            "embedding_model",
+            "sha256",
+        ):
+            table.add_row(Text(key, style="bold"), Text(str(r[key])))
+        console.print(table)
+        for s in r["sections"]:
+            console.print(Text(f"  {s['chunk_id']}  {' > '.join(s['heading_path']) or '(top)'}"))
+
+    run.finish(produce, render)
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    check: Annotated[bool, typer.Option("--check", help="Also run an integrity check.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Counts, failures, embedding coverage (and with --check, integrity)."""
+    from docshelf import views
+
+    run = _Run(ctx, "status", json_out)
+
+    def produce() -> Outcome:
+        shelf = run.shelf(embedder=None, check_model=False)
+        st = shelf.status()
+        actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
+        if st.documents == 0:
+            actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
+        return Outcome(views.status(st, shelf.check() if check else None), actions)
+
+    def render(o: Outcome) -> None:
+        r = o.result
+        console.print(Text(f"Library at {r['home']}", style="bold"))
+        console.print(
+            f"{r['documents']} documents from {r['sources']} sources; "
+            f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
+        )
+        console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
+        console.print(f"Failures: {r['failed']}")
+        for f in r["failures"]:
+            console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        if "problems" in r:
+            console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
+            for p in r["problems"]:
+                console.print(Text(f"  ✗ {p}", style="red"))
+
+    run.finish(produce, render)
+
+
+def _parse_filters(items: list[str]) -> Any:
+    from docshelf.errors import InvalidInput
+    from docshelf.store import SearchFilters
+
+    known = {"source": "source_id", "path": "path_prefix", "type": "file_type", "tag": "tags"}
+    values: dict[str, Any] = {"tags": ()}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in known or not value:
+            raise InvalidInput(
+                f"Bad filter {item!r}; use KEY=VALUE with KEY one of {', '.join(known)}"
+            )
+        if key == "tag":
+            values["tags"] = (*values["tags"], value.lstrip("#"))
+        else:
+            values[known[key]] = value
+    return SearchFilters(**values)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Number of hits.")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, lexical or vector.")] = "hybrid",
+    filter_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=markdown|text, tag=TAG.",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hybrid search over snippets; every hit is cited."""
+    from docshelf import views
+
+    run = _Run(ctx, "search", json_out)
+
+    def produce() -> Outcome:
+        result = run.shelf().search(
+            query, limit=limit, mode=mode, filters=_parse_filters(filter_ or [])
+        )
+        actions = []
+        if result.hits:
+            top = result.hits[0]
+            actions = [
+                Action(
+                    run.cmd(f"context {top.chunk.id} --mode parent-section"),
+                    "Read the section around the top hit",
+                ),
+                Action(run.cmd(f"show {top.document.id}"), "Show the top hit's document"),
+            ]
+        else:
+            actions = [Action(run.cmd("status"), "Check what is indexed")]
+        return Outcome(views.search(result), actions)
+
+    def render(o: Outcome) -> None:
+        r = o.result
+        if r.get("notice"):
+            console.print(Text(r["notice"], style="yellow"))
+        if not r["hits"]:
+            console.print("No hits.")
+        for n, h in enumerate(r["hits"], start=1):
+            head = Text(f"{n}. ", style="bold")
+            head.append(h["citation"]["label"], style="bold cyan")
+            head.append(f"  {h['score']:.3f}  {h['chunk_id']}", style="dim")
+            console.print(head)
+            body = " ".join(h["text"].split())
+            console.print(Text("   " + (body[:300] + ("…" if len(body) > 300 else ""))))
+
+    run.finish(produce, render)
+
+
+@app.command()
+def context(
+    ctx: typer.Context,
+    chunk_id: Annotated[str, typer.Argument(help="A chunk id from a search hit.")],
+    mode: Annotated[
+        str, typer.Option(help="snippet-window, parent-section or section-neighborhood.")
+    ] = "snippet-window",
+    window: Annotated[int, typer.Option(help="Neighbours on each side (snippet-window).")] = 1,
+    json_out: JsonOpt = False,
+) -> None:
+    """Expand a hit: its neighbouring snippets, its section, or its section's neighbours."""
+    from docshelf import views
+
+    run = _Run(ctx, "context", json_out)
+
+    def produce() -> Outcome:
+        result = run.shelf(embedder=None, check_model=False).context(chunk_id, mode, window)
+        others = [
+            m for m in ("snippet-window", "parent-section", "section-neighborhood") if m != mode
+        ]
+        return Outcome(
+            views.context(result),
+            [Action(run.cmd(f"context {chunk_id} --mode {m}"), f"Expand as {m}") for m in others],
+        )
+
+    def render(o: Outcome) -> None:
+        console.print(Text(o.result["citation"]["label"], style="bold cyan"))
+        console.print(Text(o.result["text"]))
+
+    run.finish(produce, render)
+
+
+@app.command()
+def remove(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="A source id or the path it was added with.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Unregister a source; its documents leave the index (the files stay untouched)."""
+    from docshelf import views
+
+    run = _Run(ctx, "remove", json_out)
+
+    def produce() -> Outcome:
+        report = run.shelf(embedder=None, check_model=False).remove(source)
+        return Outcome(views.report(report), [Action(run.cmd("list"), "See what remains")])
+
+    run.finish(produce, _report_render("Removed"))
+
+
+@app.command()
+def reindex(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Re-embed every snippet with the configured embedder (after changing models)."""
+    run = _Run(ctx, "reindex", json_out)
+
+    def produce() -> Outcome:
+        shelf = run.shelf(check_model=False)
+        with run.progress("Re-embedding") as progress:
+            result = shelf.reindex(progress=progress)
+        return Outcome(result, [Action(run.cmd("status"), "Check embedding coverage")])
+
+    def render(o: Outcome) -> None:
+        console.print(
+            f"Re-embedded {o.result['snippets']} snippets with {o.result['embedding_model']}"
+        )
+
+    run.finish(produce, render)
+
+
+@app.command("eval")
+def eval_(
+    ctx: typer.Context,
+    dataset: Annotated[Path, typer.Argument(help="A BEIR-format dataset folder.")],
+    mode: Annotated[str, typer.Option(help="hybrid, lexical or vector.")] = "hybrid",
+    k: Annotated[int, typer.Option("--k", help="Cut-off for the metrics.", min=1)] = 10,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure retrieval quality (nDCG, recall, MRR) and latency on BEIR data."""
+    run = _Run(ctx, "eval", json_out)
+
+    def produce() -> Outcome:
+        from docshelf.config import Settings
+        from docshelf.evaluate import build_index, eval_home, evaluate, load_beir
+        from docshelf.shelf import SEARCH_MODES, Shelf
+
+        if mode not in SEARCH_MODES:
+            from docshelf.errors import InvalidInput
+
+            raise InvalidInput(f"Unknown mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        ds = load_beir(dataset)
+        main = run.shelf(embedder=None, check_model=False)
+        from docshelf.embed import make_embedder
+
+        embedder = make_embedder(main.settings.embedder)
+        model = embedder.model_id if embedder else "none"
+        home = eval_home(main.settings.home, ds, model)
+        settings = Settings(home, f"sqlite:///{home / 'docshelf.db'}", embedder=model)
+        with (
+            Shelf(settings=settings, embedder=embedder) as shelf,
+            run.progress("Indexing corpus") as progress,
+        ):
+            mapping = build_index(shelf, ds, progress)
+            result = evaluate(shelf, ds, mapping, mode=mode, k=k)
+        others = [m for m in SEARCH_MODES if m != mode]
+        return Outcome(
+            result.as_json(),
+            [
+                Action(run.cmd(f"eval {_q(str(dataset))} --mode {m}"), f"Compare with {m}")
+                for m in others
+            ],
+        )
+
+    def render(o: Outcome) -> None:
+        table = Table("metric", "value", title=f"{o.result['dataset']} ({o.result['mode']})")
+        for key, value in o.result.items():
+            if key not in ("dataset", "mode"):
+                table.add_row(key, str(value))
+        console.print(table)
+
+    run.finish(produce, render)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""One file's trip to the store: read → fingerprint → parse → chunk → embed → write.
+
+``prepare`` does the pure part for one file (no store, no model);
+``Embedding`` turns retrieval texts into vectors through the embedding cache;
+the caller (``Shelf``) batches files so the model sees many texts at once and
+writes each document in its own transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
+from docshelf.errors import InvalidInput
+from docshelf.model import Chunk, Document, Tier, document_id, fingerprint
+from docshelf.parse import parse
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from docshelf.embed import Embedder
+    from docshelf.store.base import Store
+
+
+def read_file(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and the stat taken with them, or ``InvalidInput`` with the reason."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat_mod.S_ISREG(st.st_mode):
+                raise InvalidInput("not a regular file")
+            if st.st_size > max_bytes:
+                raise InvalidInput(
+                    f"too large: {st.st_size / 2**20:.1f} MB is over the "
+                    f"{max_bytes / 2**20:.0f} MB limit (DOCSHELF_MAX_FILE_MB)"
+                )
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise InvalidInput("file vanished before it could be read") from None
+    except PermissionError:
+        raise InvalidInput("permission denied") from None
+    except IsADirectoryError:
+        raise InvalidInput("is a folder, not a file") from None
+    except OSError as exc:
+        raise InvalidInput(f"unreadable: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise InvalidInput("too large: the file grew past the size limit while being read")
+    return data, st
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A parsed and chunked file, ready to embed and write."""
+
+    document: Document
+    chunks: list[Chunk]
+    warnings: tuple[str, ...]
+
+    @property
+    def snippets(self) -> list[Chunk]:
+        return [c for c in self.chunks if c.tier is Tier.SNIPPET]
+
+
+def prepare(
+    data: bytes,
+    *,
+    file_type: str,
+    path: str,
+    rel_path: str,
+    source_id: str | None,
+    host: str,
+    settings: ChunkSettings,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    title: str | None = None,
+    embedding_model: str | None,
+) -> Prepared:
+    fp = fingerprint(data)
+    parsed = parse(data, file_type)
+    title = title or parsed.title or Path(rel_path).stem or rel_path
+    chunks = chunk_document(
+        parsed, fp=fp, title=title, settings=settings, count_tokens=count_tokens
+    )
+    now = time.time()
+    doc = Document(
+        id=document_id(fp),
+        sha256=fp,
+        title=title,
+        path=path,
+        rel_path=rel_path,
+        source_id=source_id,
+        source_host=host,
+        file_type=file_type,
+        size_bytes=len(data),
+        added_at=now,
+        updated_at=now,
+        status="complete",
+        tags=parsed.tags,
+        page_count=parsed.page_count,
+        pages_without_text=parsed.pages_without_text,
+        embedding_model=embedding_model,
+        chunk_counts={
+            "section": sum(c.tier is Tier.SECTION for c in chunks),
+            "snippet": sum(c.tier is Tier.SNIPPET for c in chunks),
+        },
+    )
+    return Prepared(doc, chunks, parsed.warnings)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass
+class EmbedCounts:
+    cached: int = 0
+    computed: int = 0
+
+
+def embed_texts(
+    store: Store, embedder: Embedder, texts: Sequence[str], counts: EmbedCounts | None = None
+) -> npt.NDArray[np.float32]:
+    """Vectors for ``texts``, computing only those not in the (model, text hash) cache."""
+    import numpy as np
+
+    hashes = [text_hash(t) for t in texts]
+    cached = store.cached_embeddings(embedder.model_id, list(dict.fromkeys(hashes)))
+    missing = list(dict.fromkeys(h for h in hashes if h not in cached))
+    if missing:
+        first_text = {}
+        for h, t in zip(hashes, texts, strict=True):
+            first_text.setdefault(h, t)
+        fresh = embedder.embed([first_text[h] for h in missing])
+        store.cache_embeddings(embedder.model_id, list(zip(missing, fresh, strict=True)))
+        cached.update(zip(missing, fresh, strict=True))
+    if counts is not None:
+        counts.cached += len(hashes) - len(missing)
+        counts.computed += len(missing)
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)

@@ -1,0 +1,215 @@
+"""The domain: plain values that cross module boundaries. No I/O here."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Tier(StrEnum):
+    """The two chunk tiers: large sections for context, small snippets for recall."""
+
+    SECTION = "section"
+    SNIPPET = "snippet"
+
+
+class BlockKind(StrEnum):
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST = "list"
+    CODE = "code"
+    TABLE = "table"
+    QUOTE = "quote"
+    OTHER = "other"
+
+
+def fingerprint(data: bytes) -> str:
+    """A document's identity: the SHA-256 of its bytes, as hex.
+
+    The bytes are hashed exactly as stored ("normalised" is the identity): an
+    upload can then be fingerprinted while it streams, and a file on disk and
+    the same file uploaded get the same fingerprint.
+    """
+    return hashlib.sha256(data).hexdigest()
+
+
+def document_id(fp: str) -> str:
+    """Document ids derive from the fingerprint, so the same bytes are one document."""
+    return f"doc_{fp[:16]}"
+
+
+def chunk_id(fp: str, tier: Tier, index: int) -> str:
+    """Deterministic chunk ids: ``chunk_<fp12>_<n>`` for snippets, ``..._s<n>`` for sections."""
+    suffix = f"s{index}" if tier is Tier.SECTION else str(index)
+    return f"chunk_{fp[:12]}_{suffix}"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural unit of a parsed document, located by character span in its body."""
+
+    kind: BlockKind
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    level: int = 0  # heading level (1-6) for headings, else 0
+    page: int | None = None  # 1-based page for paged formats
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a parser returns: the body text, its blocks, and what it learnt about the file."""
+
+    body: str
+    blocks: tuple[Block, ...]
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    page_count: int | None = None
+    pages_without_text: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A section or snippet. ``text`` is the body span; ``header`` the structural prefix."""
+
+    id: str
+    document_id: str
+    tier: Tier
+    index: int  # position within its tier, 0-based
+    text: str
+    header: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+    parent_id: str | None = None
+    prev_id: str | None = None
+    next_id: str | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    token_count: int = 0
+
+    @property
+    def retrieval_text(self) -> str:
+        """What is embedded: the structural header, a blank line, the chunk."""
+        return f"{self.header}\n\n{self.text}" if self.header else self.text
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str
+    path: str
+    kind: str  # "folder" or "file"
+    host: str
+    added_at: float
+
+
+@dataclass(frozen=True)
+class Document:
+    """The shared record of one file's content (SPEC §9 "Document record")."""
+
+    id: str
+    sha256: str
+    title: str
+    path: str
+    rel_path: str
+    source_id: str | None
+    source_host: str
+    file_type: str
+    size_bytes: int
+    added_at: float
+    updated_at: float
+    status: str = "complete"
+    tags: tuple[str, ...] = ()
+    concept_ids: tuple[str, ...] = ()
+    primary_concept_id: str | None = None
+    concept_source: str | None = None
+    taxonomy_version: str | None = None
+    document_type: str | None = None
+    category: str | None = None
+    summary: str | None = None
+    page_count: int | None = None
+    pages_without_text: int = 0
+    chunk_counts: dict[str, int] = field(default_factory=dict)
+    embedding_model: str | None = None
+
+
+@dataclass(frozen=True)
+class Citation:
+    label: str
+    path: str
+    title: str
+    heading_path: tuple[str, ...]
+    chunk_index: int
+    page_start: int | None
+    page_end: int | None
+
+    @classmethod
+    def for_chunk(cls, chunk: Chunk, doc: Document) -> Citation:
+        if chunk.page_start is not None:
+            pages = (
+                f"p.{chunk.page_start}"
+                if chunk.page_end in (None, chunk.page_start)
+                else f"pp.{chunk.page_start}-{chunk.page_end}"
+            )
+            where = f"{doc.rel_path} {pages}"
+        else:
+            where = f"{doc.rel_path}#{chunk.index}"
+        return cls(
+            label=f"{doc.title} ({where})",
+            path=doc.path,
+            title=doc.title,
+            heading_path=chunk.heading_path,
+            chunk_index=chunk.index,
+            page_start=chunk.page_start,
+            page_end=chunk.page_end,
+        )
+
+
+@dataclass(frozen=True)
+class Scores:
+    lexical: float | None
+    vector: float | None
+    fused: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    document: Document
+    score: float
+    scores: Scores
+    citation: Citation
+
+
+@dataclass(frozen=True)
+class Failure:
+    path: str
+    reason: str
+
+
+@dataclass
+class SyncReport:
+    """What ``add`` and ``sync`` did, file by file (SPEC §9)."""
+
+    source_id: str | None
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    moved: int = 0
+    removed: int = 0
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    def merge(self, other: SyncReport) -> None:
+        self.added += other.added
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.moved += other.moved
+        self.removed += other.removed
+        self.failures.extend(other.failures)

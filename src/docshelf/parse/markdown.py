@@ -1,0 +1,183 @@
+"""Markdown (CommonMark plus tables) with optional YAML frontmatter.
+
+Blocks are markdown-it's top-level block tokens, located through their line
+maps. A valid frontmatter mapping (``---`` … ``---`` at the very top) is read
+for ``title``, ``tags`` and ``aliases`` and removed from the body, so ``body``
+and every span into it start after the frontmatter. Frontmatter that is not
+valid YAML, or not a mapping, is only a warning: its text stays in the body as
+ordinary content, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from docshelf.model import Block, BlockKind, ParsedDocument
+
+_MD = MarkdownIt("commonmark").enable("table")
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_INLINE_CODE = re.compile(r"(`+).*?\1", re.DOTALL)
+_INLINE_TAG = re.compile(r"(?<!\S)#([^\W\d_][\w/-]*)")
+_LIST_SEPARATORS = re.compile(r"[,\s]+")
+
+_BLOCK_KINDS: dict[str, BlockKind] = {
+    "heading_open": BlockKind.HEADING,
+    "paragraph_open": BlockKind.PARAGRAPH,
+    "bullet_list_open": BlockKind.LIST,
+    "ordered_list_open": BlockKind.LIST,
+    "fence": BlockKind.CODE,
+    "code_block": BlockKind.CODE,
+    "table_open": BlockKind.TABLE,
+    "blockquote_open": BlockKind.QUOTE,
+}
+
+
+@dataclass
+class _Frontmatter:
+    title: str | None = None
+    tags: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_markdown(text: str) -> ParsedDocument:
+    """Parse decoded markdown (LF line ends) into blocks, title, tags and aliases."""
+    front, body = _split_frontmatter(text)
+    blocks = tuple(_blocks(body, _MD.parse(body)))
+    h1_titles = (b.heading_path[0] for b in blocks if b.level == 1 and b.heading_path)
+    title = front.title or next(h1_titles, None)
+    return ParsedDocument(
+        body=body,
+        blocks=blocks,
+        title=title,
+        tags=_unique([*front.tags, *_inline_tags(body, blocks)]),
+        aliases=_unique(front.aliases),
+        warnings=tuple(front.warnings),
+    )
+
+
+# -- frontmatter ---------------------------------------------------------------
+
+
+def _split_frontmatter(text: str) -> tuple[_Frontmatter, str]:
+    """The frontmatter's fields and the body after it (the whole text if there is none)."""
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        return _Frontmatter(), text
+    try:
+        data = yaml.safe_load(match.group(1) or "")
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        return _Frontmatter(warnings=[f"invalid YAML frontmatter, ignored: {_describe(exc)}"]), text
+    if data is None:
+        return _Frontmatter(), text[match.end() :]
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        return _Frontmatter(warnings=[f"frontmatter is a {kind}, not a mapping; ignored"]), text
+    return _read_fields(data), text[match.end() :]
+
+
+def _describe(exc: Exception) -> str:
+    """A one-line description of a YAML error, with its line number in the file."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        # +2: marks are 0-based and counted from the line after the opening "---".
+        return f"{exc.problem} at line {exc.problem_mark.line + 2}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _read_fields(data: dict[Any, Any]) -> _Frontmatter:
+    front = _Frontmatter()
+    title = data.get("title")
+    if isinstance(title, str | int | float) and not isinstance(title, bool):
+        front.title = " ".join(str(title).split()) or None
+    elif title is not None:
+        front.warnings.append("frontmatter title is not text; ignored")
+    front.tags = [t.lstrip("#") for t in _strings(data.get("tags"), _LIST_SEPARATORS)]
+    front.tags = [t for t in front.tags if t]
+    front.aliases = _strings(data.get("aliases"), re.compile(r"\s*,\s*"))
+    return front
+
+
+def _strings(value: object, separators: re.Pattern[str]) -> list[str]:
+    """A list of strings from a YAML list, or from a string split on ``separators``."""
+    if isinstance(value, str):
+        items: Sequence[object] = separators.split(value)
+    elif isinstance(value, list):
+        items = value
+    else:
+        return []
+    strings = (" ".join(str(v).split()) for v in items if isinstance(v, str | int | float))
+    return [s for s in strings if s]
+
+
+# -- blocks --------------------------------------------------------------------
+
+
+def _blocks(body: str, tokens: Sequence[Token]) -> Iterator[Block]:
+    """One Block per top-level token, with the heading path in force at it."""
+    line_starts = [0, *(m.end() for m in re.finditer("\n", body))]
+    headings: list[tuple[int, str]] = []  # the open headings: (level, text)
+    for i, token in enumerate(tokens):
+        if token.level != 0 or token.nesting == -1 or token.map is None:
+            continue
+        start, end = _span(body, line_starts, token.map[0], token.map[1])
+        if start >= end:
+            continue
+        kind = _BLOCK_KINDS.get(token.type, BlockKind.OTHER)
+        level = 0
+        if kind is BlockKind.HEADING:
+            level = int(token.tag[1:])
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            text = _plain_text(tokens[i + 1]) if i + 1 < len(tokens) else ""
+            if text:
+                headings.append((level, text))
+        yield Block(kind, start, end, tuple(t for _, t in headings), level=level)
+
+
+def _span(body: str, line_starts: list[int], first: int, last: int) -> tuple[int, int]:
+    """Character span of lines [first, last), without surrounding whitespace."""
+    start = line_starts[first] if first < len(line_starts) else len(body)
+    end = line_starts[last] if last < len(line_starts) else len(body)
+    text = body[start:end]
+    stripped = text.strip()
+    if not stripped:
+        return start, start
+    start += len(text) - len(text.lstrip())
+    return start, start + len(stripped)
+
+
+def _plain_text(inline: Token) -> str:
+    """The visible text of an inline token (a heading's words, without markup)."""
+    parts: list[str] = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline", "image"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return " ".join("".join(parts).split())
+
+
+# -- tags ----------------------------------------------------------------------
+
+
+def _inline_tags(body: str, blocks: Sequence[Block]) -> list[str]:
+    """``#tags`` in the text of non-code blocks, outside inline code spans."""
+    tags: list[str] = []
+    for block in blocks:
+        if block.kind is BlockKind.CODE:
+            continue
+        text = _INLINE_CODE.sub(" ", body[block.start : block.end])
+        tags.extend(m.group(1) for m in _INLINE_TAG.finditer(text))
+    return tags
+
+
+def _unique(items: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))

@@ -1,0 +1,85 @@
+"""Fusing the lexical and vector rankings into one (pure functions).
+
+Two methods:
+
+``rrf``     weighted reciprocal rank fusion: ``sum_i w_i / (k + rank_i)``.
+``convex``  a convex combination of per-query normalised scores:
+            ``w_v * norm(vector) + w_l * norm(lexical)``. Scores are min-max
+            normalised over each list's candidates; a candidate missing from a
+            list gets 0 for that part.
+
+Which method and which weights are the defaults is decided by measurement
+(``docshelf eval``; see BENCHMARKS.md), not by taste.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+Ranking = Sequence[tuple[str, float]]  # (id, score), best first
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    method: str = "convex"
+    vector_weight: float = 0.7
+    lexical_weight: float = 0.3
+    rrf_k: int = 60
+
+
+@dataclass(frozen=True)
+class Fused:
+    id: str
+    score: float
+    lexical: float | None
+    vector: float | None
+
+
+def _min_max(ranking: Ranking) -> dict[str, float]:
+    if not ranking:
+        return {}
+    scores = [s for _, s in ranking]
+    lo, hi = min(scores), max(scores)
+    if hi == lo:
+        return {i: 1.0 for i, _ in ranking}
+    return {i: (s - lo) / (hi - lo) for i, s in ranking}
+
+
+def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fused]:
+    """One ranking from two; ties are broken by id so the order is deterministic."""
+    lex = dict(lexical)
+    vec = dict(vector)
+    ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
+    if settings.method == "rrf":
+        lex_rank = {i: r for r, (i, _) in enumerate(lexical, start=1)}
+        vec_rank = {i: r for r, (i, _) in enumerate(vector, start=1)}
+        k = settings.rrf_k
+
+        def score(i: str) -> float:
+            s = 0.0
+            if i in lex_rank:
+                s += settings.lexical_weight / (k + lex_rank[i])
+            if i in vec_rank:
+                s += settings.vector_weight / (k + vec_rank[i])
+            return s
+
+    elif settings.method == "convex":
+        lex_n = _min_max(lexical)
+        vec_n = _min_max(vector)
+
+        def score(i: str) -> float:
+            return settings.vector_weight * vec_n.get(i, 0.0) + settings.lexical_weight * lex_n.get(
+                i, 0.0
+            )
+
+    else:
+        raise ValueError(f"unknown fusion method {settings.method!r}")
+    fused = [Fused(i, score(i), lex.get(i), vec.get(i)) for i in ids]
+    fused.sort(key=lambda f: (-f.score, f.id))
+    return fused
+
+
+def as_fused(lexical: Ranking, vector: Ranking) -> list[Fused]:
+    """A single ranking (one of the two is empty) in fused form, its own score kept."""
+    return [Fused(i, s, s, None) for i, s in lexical] + [Fused(i, s, None, s) for i, s in vector]

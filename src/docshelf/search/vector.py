@@ -1,0 +1,60 @@
+"""Exact vector search over the store's snippet vectors.
+
+The matrix is loaded once and reused until the store's generation moves,
+so a long-running process pays the load once per change, not per query.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.store.base import Store, VectorSnapshot
+
+
+class ExactVectorIndex:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._snapshot: VectorSnapshot | None = None
+        self._doc_codes: npt.NDArray[np.int32] | None = None
+        self._doc_index: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _current(self) -> VectorSnapshot:
+        with self._lock:
+            generation = self._store.generation()
+            if self._snapshot is None or self._snapshot.generation != generation:
+                snap = self._store.vector_snapshot()
+                self._doc_index = {}
+                codes = [
+                    self._doc_index.setdefault(d, len(self._doc_index)) for d in snap.document_ids
+                ]
+                self._doc_codes = np.asarray(codes, dtype=np.int32)
+                self._snapshot = snap
+            return self._snapshot
+
+    def __len__(self) -> int:
+        return len(self._current().chunk_ids)
+
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        allowed_documents: set[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, cosine similarity), best first; vectors are unit length."""
+        snap = self._current()
+        if not snap.chunk_ids or limit <= 0:
+            return []
+        scores = snap.matrix @ np.asarray(query, dtype=np.float32)
+        if allowed_documents is not None:
+            assert self._doc_codes is not None
+            allowed = [self._doc_index[d] for d in allowed_documents if d in self._doc_index]
+            mask = np.isin(self._doc_codes, np.asarray(allowed, dtype=np.int32))
+            scores = np.where(mask, scores, -np.inf)
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(snap.chunk_ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]

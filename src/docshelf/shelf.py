@@ -1,0 +1,655 @@
+"""``Shelf``: the one facade the CLI, the HTTP API, the MCP server and Python users call.
+
+with Shelf() as shelf:
+    shelf.add("~/notes")
+    for hit in shelf.search("raft leader election").hits:
+        print(hit.citation.label)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+from docshelf.chunk import ChunkSettings, approx_tokens
+from docshelf.config import Settings
+from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
+from docshelf.errors import Conflict, InvalidInput, NotFound
+from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prepare, read_file
+from docshelf.model import (
+    Chunk,
+    Citation,
+    Document,
+    Failure,
+    Hit,
+    Scores,
+    Source,
+    SyncReport,
+    Tier,
+    document_id,
+    fingerprint,
+)
+from docshelf.parse import FILE_TYPES, file_type_for
+from docshelf.search.fusion import Fused, FusionSettings, as_fused, fuse
+from docshelf.search.query import lexical_terms
+from docshelf.search.vector import ExactVectorIndex
+from docshelf.sources import FoundFile, walk
+from docshelf.store import FileRecord, SearchFilters, Store, open_store
+
+SearchMode = Literal["hybrid", "lexical", "vector"]
+SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
+ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
+CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
+MAX_LIMIT = 200
+
+# Progress callback: (files done, files to do, what is happening now).
+Progress = Callable[[int, int, str], None]
+
+_FROM_SETTINGS = object()
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A prepared document waiting for its vectors, and the file it came from (if any)."""
+
+    prepared: Prepared
+    record: FileRecord | None
+    previous: FileRecord | None
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    hits: list[Hit]
+    notice: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ContextResult:
+    chunk_id: str
+    mode: str
+    chunks: list[Chunk]
+    citation: Citation
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(c.text for c in self.chunks)
+
+
+@dataclass
+class DocumentView:
+    document: Document
+    files: list[str]
+    sections: list[Chunk]
+
+
+@dataclass
+class Status:
+    home: str
+    database: str
+    embedding_model: str
+    documents: int
+    sources: int
+    sections: int
+    snippets: int
+    snippets_with_vectors: int
+    by_status: dict[str, int]
+    by_file_type: dict[str, int]
+    failures: list[Failure]
+    failure_count: int
+
+    @property
+    def embedding_coverage(self) -> float:
+        return self.snippets_with_vectors / self.snippets if self.snippets else 1.0
+
+
+class Shelf:
+    """A library of documents: sources in, cited hits out."""
+
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | object | None = _FROM_SETTINGS,
+        fusion: FusionSettings | None = None,
+        batch_snippets: int = 256,
+        check_model: bool = True,
+    ) -> None:
+        self.settings = settings or Settings.from_env(Path(home) if home else None)
+        self.store: Store = open_store(self.settings.database_url)
+        self.host = socket.gethostname()
+        self.fusion = fusion or FusionSettings()
+        self.batch_snippets = batch_snippets
+        self.embedder = self._bind_embedder(embedder, check_model)
+        window = self.embedder.window if self.embedder else DEFAULT_WINDOW
+        self.chunk_settings = ChunkSettings.for_window(window)
+        self.count_tokens = self.embedder.count_tokens if self.embedder else approx_tokens
+        self._vectors = ExactVectorIndex(self.store)
+        self.embed_counts = EmbedCounts()
+
+    # -- lifecycle --------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Shelf:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _bind_embedder(self, given: Embedder | object | None, check_model: bool) -> Embedder | None:
+        """The configured embedder; a library whose vectors came from another model is refused
+        (unless reindexing), since its vectors and the query's would not be comparable."""
+        if given is _FROM_SETTINGS:
+            bound = self.store.get_meta("embedding_model")
+            if self.settings.embedder == "auto" and bound == "none":
+                given = None  # a lexical-only library stays lexical until reindexed
+            else:
+                given = make_embedder(
+                    self.settings.embedder, batch_size=self.settings.embed_batch_size
+                )
+        embedder: Embedder | None = given  # type: ignore[assignment]
+        conflict = self._model_conflict(embedder)
+        if check_model and conflict and embedder is not None:
+            raise Conflict(conflict)
+        return embedder
+
+    def _model_conflict(self, embedder: Embedder | None) -> str | None:
+        bound = self.store.get_meta("embedding_model")
+        model = embedder.model_id if embedder else "none"
+        if bound is None or bound == model:
+            return None
+        if model == "none":
+            return (
+                f"This library is indexed with {bound}; without an embedder new documents "
+                "would get no vectors. Set DOCSHELF_EMBEDDER=local (install `docshelf[local]`), "
+                "or run `DOCSHELF_EMBEDDER=none docshelf reindex` to make the library lexical-only."
+            )
+        return (
+            f"This library's vectors were made with {bound}, but the configured embedder is "
+            f"{model}. Run `docshelf reindex` to re-embed everything with {model}, or set "
+            "DOCSHELF_EMBEDDER to match the library."
+        )
+
+    def _check_writable(self) -> None:
+        """Refuse writes whose vectors would not match the library's (naming the fix);
+        the first write binds the library to the configured model."""
+        conflict = self._model_conflict(self.embedder)
+        if conflict:
+            raise Conflict(conflict)
+        if self.store.get_meta("embedding_model") is None:
+            with self.store.transaction():
+                self.store.set_meta(
+                    "embedding_model", self.embedder.model_id if self.embedder else "none"
+                )
+                if self.embedder:
+                    self.store.set_meta("embedding_dim", str(self.embedder.dim))
+
+    # -- sources -----------------------------------------------------------------
+    def add(self, path: str | Path, progress: Progress | None = None) -> SyncReport:
+        """Register a file or folder (indexed where it lives) and index it."""
+        target = Path(path).expanduser()
+        try:
+            target = target.resolve(strict=True)
+        except FileNotFoundError:
+            raise NotFound(f"No such file or folder: {path}") from None
+        except (OSError, RuntimeError) as exc:
+            raise InvalidInput(f"Cannot resolve {path}: {exc}") from None
+        if not target.is_dir() and file_type_for(target.name) is None:
+            raise InvalidInput(
+                f"{target.name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
+            )
+        source = self.store.find_source(str(target))
+        if source is None:
+            for other in self.store.list_sources():
+                other_path = Path(other.path)
+                if other.kind == "folder" and target.is_relative_to(other_path):
+                    return self._sync_source(other, progress)
+                if target.is_dir() and other_path.is_relative_to(target):
+                    raise Conflict(
+                        f"{other.path} is already a source inside {target}; remove it first "
+                        f"(`docshelf remove {other.id}`), then add the larger folder"
+                    )
+            self._check_writable()
+            source = Source(
+                id="src_" + hashlib.sha256(str(target).encode()).hexdigest()[:12],
+                path=str(target),
+                kind="folder" if target.is_dir() else "file",
+                host=self.host,
+                added_at=time.time(),
+            )
+            self.store.add_source(source)
+        return self._sync_source(source, progress)
+
+    def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
+        """Re-read registered sources: new, changed and deleted files are followed."""
+        sources = [self._source(source_id)] if source_id else self.store.list_sources()
+        report = SyncReport(source_id=source_id)
+        for source in sources:
+            report.merge(self._sync_source(source, progress))
+        return report
+
+    def remove(self, target: str) -> SyncReport:
+        """Unregister a source (by id or path); its documents leave the index everywhere."""
+        source = self.store.get_source(target) or self.store.find_source(
+            str(Path(target).expanduser().resolve())
+        )
+        if source is None:
+            raise NotFound(f"No source {target!r}; `docshelf list` shows the sources")
+        report = SyncReport(source_id=source.id)
+        with self.store.transaction():
+            for record in self.store.files_of_source(source.id).values():
+                report.removed += self._drop_file(record)
+            self.store.delete_source(source.id)
+        return report
+
+    def sources(self) -> list[Source]:
+        return self.store.list_sources()
+
+    def _source(self, source_id: str) -> Source:
+        source = self.store.get_source(source_id)
+        if source is None:
+            raise NotFound(f"No source {source_id!r}; `docshelf list` shows the sources")
+        return source
+
+    def _scan(self, source: Source) -> Iterator[FoundFile | Failure]:
+        root = Path(source.path)
+        if source.kind == "folder":
+            if not root.is_dir():
+                yield Failure(source.path, "source folder is missing or unreadable")
+                return
+            yield from walk(root)
+            return
+        try:
+            yield FoundFile(root, root.name, root.stat())
+        except OSError as exc:
+            yield Failure(source.path, f"unreadable: {exc.strerror or exc}")
+
+    def _sync_source(self, source: Source, progress: Progress | None) -> SyncReport:
+        report = SyncReport(source_id=source.id)
+        known = self.store.files_of_source(source.id)
+        seen: set[str] = set()
+        todo: list[FoundFile] = []
+        source_missing = False
+        for found in self._scan(source):
+            if isinstance(found, Failure):
+                report.failures.append(found)
+                source_missing = source_missing or found.path == source.path
+                continue
+            key = str(found.path)
+            seen.add(key)
+            rec = known.get(key)
+            if rec and rec.size == found.stat.st_size and rec.mtime_ns == found.stat.st_mtime_ns:
+                report.unchanged += 1
+            else:
+                todo.append(found)
+        if todo:
+            self._check_writable()
+        gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
+        self._ingest(source, todo, known, gone, report, progress)
+        with self.store.transaction():
+            for record in gone.values():
+                report.removed += self._drop_file(record)
+            self.store.record_failures(source.id, report.failures)
+        return report
+
+    def _drop_file(self, record: FileRecord) -> int:
+        """Forget a file; its document goes too when no other file holds it. Returns 1 if so."""
+        with self.store.transaction():
+            self.store.delete_file(record.path)
+            if not self.store.files_of_document(record.document_id):
+                self.store.delete_document(record.document_id)
+                return 1
+        return 0
+
+    # -- ingest --------------------------------------------------------------------
+    def _ingest(
+        self,
+        source: Source,
+        todo: list[FoundFile],
+        known: dict[str, FileRecord],
+        gone: dict[str, FileRecord],
+        report: SyncReport,
+        progress: Progress | None,
+    ) -> None:
+        def items() -> Iterator[_Pending | None]:
+            for n, found in enumerate(todo):
+                if progress:
+                    progress(n, len(todo), found.rel_path)
+                yield self._prepare_file(source, found, known, gone, report)
+
+        self._write_batched(items(), report)
+        if progress and todo:
+            progress(len(todo), len(todo), "done")
+
+    def add_documents(
+        self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
+    ) -> SyncReport:
+        """Index documents given as bytes, not files: ``(name, data, title or None)``.
+
+        ``name`` is shown as the document's path (its extension picks the
+        parser). Bytes already in the library are not indexed again.
+        """
+        self._check_writable()
+        report = SyncReport(source_id=None)
+        listed = list(items)
+
+        def pending() -> Iterator[_Pending | None]:
+            for n, (name, data, title) in enumerate(listed):
+                if progress:
+                    progress(n, len(listed), name)
+                file_type = file_type_for(name)
+                if file_type is None:
+                    report.failures.append(Failure(name, "unsupported file type"))
+                    continue
+                if self.store.get_document(document_id(fingerprint(data))) is not None:
+                    report.unchanged += 1
+                    continue
+                try:
+                    yield _Pending(
+                        self._prepare(data, file_type, name, name, None, title), None, None
+                    )
+                except InvalidInput as exc:
+                    report.failures.append(Failure(name, exc.message))
+
+        self._write_batched(pending(), report)
+        return report
+
+    def _prepare(
+        self,
+        data: bytes,
+        file_type: str,
+        path: str,
+        rel_path: str,
+        source_id: str | None,
+        title: str | None = None,
+    ) -> Prepared:
+        return prepare(
+            data,
+            file_type=file_type,
+            path=path,
+            rel_path=rel_path,
+            source_id=source_id,
+            host=self.host,
+            settings=self.chunk_settings,
+            count_tokens=self.count_tokens,
+            title=title,
+            embedding_model=self.embedder.model_id if self.embedder else None,
+        )
+
+    def _prepare_file(
+        self,
+        source: Source,
+        found: FoundFile,
+        known: dict[str, FileRecord],
+        gone: dict[str, FileRecord],
+        report: SyncReport,
+    ) -> _Pending | None:
+        path = str(found.path)
+        try:
+            data, st = read_file(found.path, self.settings.max_file_bytes)
+            doc_id = document_id(fingerprint(data))
+            record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
+            previous = known.get(path)
+            if previous is not None and previous.document_id == doc_id:
+                self.store.put_file(record)  # touched, same bytes: remember the new stat
+                report.unchanged += 1
+                return None
+            existing = self.store.get_document(doc_id)
+            if existing is not None:
+                self._link_existing(existing, record, found, previous, gone, report)
+                return None
+            file_type = file_type_for(found.path.name)
+            assert file_type is not None  # walk() only yields supported files
+            prepared = self._prepare(data, file_type, path, found.rel_path, source.id)
+        except InvalidInput as exc:
+            report.failures.append(Failure(path, exc.message))
+            return None
+        return _Pending(prepared, record, previous)
+
+    def _link_existing(
+        self,
+        existing: Document,
+        record: FileRecord,
+        found: FoundFile,
+        previous: FileRecord | None,
+        gone: dict[str, FileRecord],
+        report: SyncReport,
+    ) -> None:
+        """Bytes we already have under another path: a move, or a copy. Nothing is re-parsed."""
+        moved_from = [p for p, r in gone.items() if r.document_id == existing.id]
+        with self.store.transaction():
+            self._point_file(record, previous)
+            if moved_from or not Path(existing.path).exists():
+                self.store.update_document_path(existing.id, record.path, found.rel_path)
+            for p in moved_from:
+                self.store.delete_file(p)
+                del gone[p]
+        if moved_from:
+            report.moved += 1
+        else:
+            report.unchanged += 1
+
+    def _point_file(self, record: FileRecord, previous: FileRecord | None) -> None:
+        """Record which document a file holds; the one it held before goes if now orphaned."""
+        self.store.put_file(record)
+        if (
+            previous is not None
+            and previous.document_id != record.document_id
+            and not self.store.files_of_document(previous.document_id)
+        ):
+            self.store.delete_document(previous.document_id)
+
+    def _write_batched(self, items: Iterable[_Pending | None], report: SyncReport) -> None:
+        """Embed many documents' snippets per model call; write each document on its own."""
+        batch: list[_Pending] = []
+        pending = 0
+        for item in items:
+            if item is not None:
+                batch.append(item)
+                pending += len(item.prepared.snippets)
+            if pending >= self.batch_snippets:
+                self._write_batch(batch, report)
+                batch, pending = [], 0
+        self._write_batch(batch, report)
+
+    def _write_batch(self, batch: list[_Pending], report: SyncReport) -> None:
+        if not batch:
+            return
+        vectors = None
+        if self.embedder is not None:
+            texts = [c.retrieval_text for item in batch for c in item.prepared.snippets]
+            vectors = embed_texts(self.store, self.embedder, texts, self.embed_counts)
+        offset = 0
+        for item in batch:
+            n = len(item.prepared.snippets)
+            doc_vectors = vectors[offset : offset + n] if vectors is not None else None
+            offset += n
+            # One transaction: the old content leaves as the new arrives.
+            with self.store.transaction():
+                self.store.put_document(item.prepared.document, item.prepared.chunks, doc_vectors)
+                if item.record is not None:
+                    self._point_file(item.record, item.previous)
+            if item.previous is None:
+                report.added += 1
+            else:
+                report.updated += 1
+
+    # -- documents -------------------------------------------------------------------
+    def documents(
+        self, *, source_id: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Document]:
+        return self.store.list_documents(source_id=source_id, limit=limit, offset=offset)
+
+    def document(self, document_id: str) -> DocumentView:
+        doc = self.store.get_document(document_id)
+        if doc is None:
+            raise NotFound(f"No document {document_id!r}")
+        files = [r.path for r in self.store.files_of_document(document_id)]
+        return DocumentView(doc, files, self.store.chunks_of_document(document_id, Tier.SECTION))
+
+    def status(self) -> Status:
+        s = self.store.stats()
+        return Status(
+            home=str(self.settings.home),
+            database=self.store.url,
+            embedding_model=self.store.get_meta("embedding_model")
+            or (self.embedder.model_id if self.embedder else "none"),
+            documents=s.documents,
+            sources=s.sources,
+            sections=s.sections,
+            snippets=s.snippets,
+            snippets_with_vectors=s.snippets_with_vectors,
+            by_status=s.by_status,
+            by_file_type=s.by_file_type,
+            failures=self.store.list_failures(limit=20),
+            failure_count=self.store.count_failures(),
+        )
+
+    def check(self) -> list[str]:
+        return self.store.check()
+
+    def reindex(self, progress: Progress | None = None) -> dict[str, object]:
+        """Re-embed every snippet with the configured embedder. Resumable: run it again
+        after an interruption and it continues with the snippets still missing vectors."""
+        model = self.embedder.model_id if self.embedder else "none"
+        with self.store.transaction():
+            if self.store.get_meta("embedding_model") != model:
+                self.store.drop_vectors()
+                self.store.set_meta("embedding_model", model)
+                if self.embedder:
+                    self.store.set_meta("embedding_dim", str(self.embedder.dim))
+        total = self.store.stats().snippets
+        done = 0
+        if self.embedder is not None:
+            while batch := self.store.snippets_without_vectors(self.batch_snippets):
+                if progress:
+                    progress(done, total, "")
+                vectors = embed_texts(
+                    self.store, self.embedder, [c.retrieval_text for c in batch], self.embed_counts
+                )
+                self.store.put_vectors([c.id for c in batch], vectors)
+                done += len(batch)
+        return {"embedding_model": model, "snippets": done}
+
+    # -- search -------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        mode: str = "hybrid",
+        filters: SearchFilters | None = None,
+        candidates: int | None = None,
+    ) -> SearchResult:
+        """Snippet-first hybrid search: lexical and vector recall, fused, then cited."""
+        if not query or not query.strip():
+            raise InvalidInput("The query is empty; give some words to search for")
+        if mode not in SEARCH_MODES:
+            raise InvalidInput(
+                f"Unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}"
+            )
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+        filters = filters or SearchFilters()
+        notice = None
+        if mode != "lexical" and not self._can_embed_queries():
+            notice = (
+                "No embedding model for this library: results are lexical only "
+                "(install `docshelf[local]` and run `docshelf reindex` for hybrid search)"
+            )
+            mode = "lexical"
+        pool = max(candidates or 0, limit * 5, 50)
+        timings: dict[str, float] = {}
+        allowed = None if filters.empty else self.store.documents_matching(filters)
+
+        lexical: list[tuple[str, float]] = []
+        vector: list[tuple[str, float]] = []
+        if mode in ("hybrid", "lexical"):
+            t = time.perf_counter()
+            lexical = self.store.lexical_search(lexical_terms(query), pool, filters)
+            timings["lexical"] = (time.perf_counter() - t) * 1000
+        if mode in ("hybrid", "vector"):
+            assert self.embedder is not None
+            t = time.perf_counter()
+            qvec = self.embedder.embed([query])[0]
+            timings["embed"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            vector = self._vectors.search(qvec, pool, allowed)
+            timings["vector"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        fused = (
+            fuse(lexical, vector, self.fusion) if mode == "hybrid" else as_fused(lexical, vector)
+        )
+        timings["fusion"] = (time.perf_counter() - t) * 1000
+        hits = self._hits(fused[:limit])
+        return SearchResult(query=query, mode=mode, hits=hits, notice=notice, timings_ms=timings)
+
+    def _can_embed_queries(self) -> bool:
+        return self.embedder is not None and self._model_conflict(self.embedder) is None
+
+    def _hits(self, items: Sequence[Fused]) -> list[Hit]:
+        chunks = {c.id: c for c in self.store.get_chunks([f.id for f in items])}
+        docs: dict[str, Document] = {}
+        hits = []
+        for f in items:
+            chunk = chunks.get(f.id)
+            if chunk is None:
+                continue  # deleted between recall and fetch
+            doc = docs.get(chunk.document_id) or self.store.get_document(chunk.document_id)
+            if doc is None:
+                continue
+            docs[doc.id] = doc
+            hits.append(
+                Hit(
+                    chunk=chunk,
+                    document=doc,
+                    score=f.score,
+                    scores=Scores(lexical=f.lexical, vector=f.vector, fused=f.score),
+                    citation=Citation.for_chunk(chunk, doc),
+                )
+            )
+        return hits
+
+    # -- context ---------------------------------------------------------------------------
+    def context(
+        self, chunk_id: str, mode: str = "snippet-window", window: int = 1
+    ) -> ContextResult:
+        """Widen a hit: its neighbours, its section, or its section's neighbours."""
+        if mode not in CONTEXT_MODES:
+            raise InvalidInput(
+                f"Unknown context mode {mode!r}; use one of {', '.join(CONTEXT_MODES)}"
+            )
+        if not 0 <= window <= 20:
+            raise InvalidInput(f"window must be between 0 and 20, not {window}")
+        found = self.store.get_chunks([chunk_id])
+        if not found:
+            raise NotFound(f"No chunk {chunk_id!r}")
+        chunk = found[0]
+        doc = self.store.get_document(chunk.document_id)
+        if doc is None:
+            raise NotFound(f"No chunk {chunk_id!r}")
+        if mode == "snippet-window":
+            chunks = self._neighbours(chunk, window)
+        else:
+            section = chunk
+            if chunk.tier is Tier.SNIPPET and chunk.parent_id:
+                section = self.store.get_chunks([chunk.parent_id])[0]
+            chunks = [section] if mode == "parent-section" else self._neighbours(section, 1)
+        return ContextResult(chunk_id, mode, chunks, Citation.for_chunk(chunk, doc))
+
+    def _neighbours(self, chunk: Chunk, window: int) -> list[Chunk]:
+        tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)
+        lo, hi = max(0, chunk.index - window), chunk.index + window + 1
+        return tier[lo:hi]

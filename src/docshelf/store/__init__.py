@@ -1,0 +1,30 @@
+"""The store port and the factory that picks an adapter from a URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+from docshelf.errors import InvalidInput, Unavailable
+from docshelf.store.base import FileRecord, SearchFilters, Store, StoreStats, VectorSnapshot
+
+
+def open_store(url: str) -> Store:
+    """``sqlite:///abs/path.db`` (embedded). PostgreSQL arrives with the scale-out work."""
+    scheme = urlparse(url).scheme
+    if scheme == "sqlite":
+        from docshelf.store.sqlite import SQLiteStore
+
+        path = url.removeprefix("sqlite://")
+        if not path or path == "/":
+            raise InvalidInput(f"{url!r} names no database file; use sqlite:///path/to/db")
+        return SQLiteStore(Path(path))
+    if scheme in ("postgres", "postgresql"):
+        raise Unavailable(
+            "The PostgreSQL store is not available in this version; "
+            "unset DOCSHELF_DATABASE_URL to use the embedded SQLite store"
+        )
+    raise InvalidInput(f"Unknown database URL {url!r}; expected sqlite:///… or postgresql://…")
+
+
+__all__ = ["FileRecord", "SearchFilters", "Store", "StoreStats", "VectorSnapshot", "open_store"]

@@ -1,0 +1,174 @@
+"""The ``Store`` port: one transactional home for everything docshelf derives.
+
+Documents, sources, the files that point at documents, chunks of both tiers,
+their vectors, the lexical index and the embedding cache live together, so a
+document's chunks, vectors and index entries appear and disappear in one
+transaction. Adapters translate their driver's errors into ``docshelf.errors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from docshelf.model import Chunk, Document, Failure, Source, Tier
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """A file on disk that currently holds a document's bytes (the connector's view)."""
+
+    path: str
+    source_id: str
+    document_id: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Metadata filters applied before ranking (SPEC §4)."""
+
+    source_id: str | None = None
+    path_prefix: str | None = None
+    file_type: str | None = None
+    tags: tuple[str, ...] = ()
+    document_ids: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.source_id or self.path_prefix or self.file_type or self.tags or self.document_ids
+        )
+
+
+@dataclass
+class VectorSnapshot:
+    """All snippet vectors at one generation, for an exact scan.
+
+    ``chunk_ids[i]`` and ``document_ids[i]`` describe row ``i`` of ``matrix``.
+    """
+
+    generation: int
+    chunk_ids: list[str]
+    document_ids: list[str]
+    matrix: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    documents: int
+    sources: int
+    files: int
+    sections: int
+    snippets: int
+    snippets_with_vectors: int
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_file_type: dict[str, int] = field(default_factory=dict)
+
+
+class Store(Protocol):
+    """What the rest of docshelf may ask of a store."""
+
+    url: str
+
+    def close(self) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group writes atomically; nests (inner blocks become savepoints)."""
+        ...
+
+    # -- settings that bind the store ------------------------------------
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def generation(self) -> int:
+        """Bumped by every committed change to chunks or vectors."""
+        ...
+
+    # -- sources and files -------------------------------------------------
+    def add_source(self, source: Source) -> None: ...
+    def get_source(self, source_id: str) -> Source | None: ...
+    def find_source(self, path: str) -> Source | None: ...
+    def list_sources(self) -> list[Source]: ...
+    def delete_source(self, source_id: str) -> None: ...
+    def files_of_source(self, source_id: str) -> dict[str, FileRecord]: ...
+    def files_of_document(self, document_id: str) -> list[FileRecord]: ...
+    def put_file(self, record: FileRecord) -> None: ...
+    def delete_file(self, path: str) -> None: ...
+
+    def record_failures(self, source_id: str, failures: Sequence[Failure]) -> None:
+        """Replace the source's remembered failures with these."""
+        ...
+
+    def list_failures(self, limit: int = 100) -> list[Failure]: ...
+    def count_failures(self) -> int: ...
+
+    # -- documents and chunks ----------------------------------------------
+    def get_document(self, document_id: str) -> Document | None: ...
+    def list_documents(
+        self, *, source_id: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Document]: ...
+    def put_document(
+        self,
+        document: Document,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32] | None,
+    ) -> None:
+        """Insert or replace a document with its chunks and (snippet) vectors.
+
+        ``vectors`` rows follow the order of the snippets in ``chunks``. Call
+        inside ``transaction()`` together with the file change that caused it.
+        """
+        ...
+
+    def update_document_path(self, document_id: str, path: str, rel_path: str) -> None: ...
+    def delete_document(self, document_id: str) -> None:
+        """Remove a document with its chunks, vectors and index entries."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id, in the order asked; unknown ids are skipped."""
+        ...
+
+    def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...
+    def snippets_without_vectors(self, limit: int) -> list[Chunk]: ...
+    def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None: ...
+    def drop_vectors(self) -> None: ...
+
+    # -- retrieval -----------------------------------------------------------
+    def lexical_search(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """BM25 over snippets' retrieval text: (chunk_id, score), higher is better."""
+        ...
+
+    def vector_snapshot(self) -> VectorSnapshot: ...
+    def documents_matching(self, filters: SearchFilters) -> set[str]: ...
+
+    # -- embedding cache -----------------------------------------------------
+    def cached_embeddings(
+        self, model: str, text_hashes: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]: ...
+    def cache_embeddings(
+        self, model: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
+    ) -> None: ...
+
+    # -- upkeep ----------------------------------------------------------------
+    def stats(self) -> StoreStats: ...
+    def check(self) -> list[str]:
+        """Integrity problems, or an empty list when the store is sound."""
+        ...
+
+
+T = TypeVar("T")
+
+
+def iter_batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

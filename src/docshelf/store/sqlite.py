@@ -1,0 +1,625 @@
+"""The embedded store: one SQLite file in WAL mode, FTS5 for the lexical index,
+vectors as float32 BLOBs beside the chunks (scanned exactly by the search layer).
+
+Transactions are explicit: the connection runs in autocommit mode and every
+write happens inside ``transaction()``, which issues ``BEGIN IMMEDIATE`` (one
+writer at a time, readers never blocked under WAL) or a savepoint when nested.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.errors import Conflict, InvalidInput, Unavailable
+from docshelf.model import Chunk, Document, Failure, Source, Tier
+from docshelf.store.base import (
+    FileRecord,
+    SearchFilters,
+    StoreStats,
+    VectorSnapshot,
+    iter_batches,
+)
+from docshelf.store.sqlite_schema import MIGRATIONS
+
+_DOC_COLUMNS = (
+    "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
+    "added_at, updated_at, status, tags, concept_ids, primary_concept_id, concept_source, "
+    "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
+    "embedding_model"
+)
+_CHUNK_COLUMNS = (
+    "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
+    "page_end, char_start, char_end, token_count, header, text"
+)
+_DOC_UPDATES = ", ".join(
+    f"{c.strip()} = excluded.{c.strip()}" for c in _DOC_COLUMNS.split(",")[1:] if c.strip()
+)
+# bm25() weights for (header, text): a match in the title/heading path counts double.
+_BM25_WEIGHTS = (2.0, 1.0)
+_MAX_VARS = 500  # stay well below SQLite's bound-parameter limit
+
+
+def _translate(exc: sqlite3.Error, url: str) -> Exception:
+    msg = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in msg:
+        return Unavailable(f"The database {url} is busy (another writer holds it); try again")
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in msg:
+        return InvalidInput(f"{url} is not a docshelf database (SQLite says: {msg})")
+    if isinstance(exc, sqlite3.IntegrityError):
+        return Conflict(f"Store constraint violated: {msg}")
+    return Unavailable(f"SQLite error on {url}: {msg}")
+
+
+class SQLiteStore:
+    """``Store`` on a single SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.url) from exc
+        except OSError as exc:
+            raise Unavailable(f"Cannot open the database at {path}: {exc.strerror}") from exc
+
+    # -- plumbing ---------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            depth = self._depth
+            try:
+                self._db.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.url) from exc
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self._db.execute("ROLLBACK")
+                else:
+                    self._db.execute(f"ROLLBACK TO sp{depth}")
+                    self._db.execute(f"RELEASE sp{depth}")
+                raise
+            self._depth -= 1
+            try:
+                self._db.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.url) from exc
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                cur = self._db.execute(sql, params)
+                return cur.fetchall()
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.url) from exc
+
+    def _x(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._require_tx()
+        try:
+            self._db.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.url) from exc
+
+    def _xm(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._require_tx()
+        try:
+            self._db.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.url) from exc
+
+    def _require_tx(self) -> None:
+        if self._depth == 0:
+            raise RuntimeError("store writes must run inside store.transaction()")
+
+    def _migrate(self) -> None:
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        done = {row[0] for row in self._db.execute("SELECT version FROM schema_migrations")}
+        for m in MIGRATIONS:
+            if m.version in done:
+                continue
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                # executescript would COMMIT first; run statement by statement instead.
+                for stmt in _split_sql(m.sql):
+                    self._db.execute(stmt)
+                self._db.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    (m.version, m.name, time.time()),
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        return int(self._q("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0])
+
+    # -- meta -------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def generation(self) -> int:
+        value = self.get_meta("generation")
+        return int(value) if value else 0
+
+    def _bump_generation(self) -> None:
+        self._x(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+        )
+
+    # -- sources and files --------------------------------------------------------
+    def add_source(self, source: Source) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT INTO sources(id, path, kind, host, added_at) VALUES (?, ?, ?, ?, ?)",
+                (source.id, source.path, source.kind, source.host, source.added_at),
+            )
+
+    def get_source(self, source_id: str) -> Source | None:
+        rows = self._q(
+            "SELECT id, path, kind, host, added_at FROM sources WHERE id = ?", (source_id,)
+        )
+        return Source(*rows[0]) if rows else None
+
+    def find_source(self, path: str) -> Source | None:
+        rows = self._q("SELECT id, path, kind, host, added_at FROM sources WHERE path = ?", (path,))
+        return Source(*rows[0]) if rows else None
+
+    def list_sources(self) -> list[Source]:
+        rows = self._q("SELECT id, path, kind, host, added_at FROM sources ORDER BY path")
+        return [Source(*r) for r in rows]
+
+    def delete_source(self, source_id: str) -> None:
+        with self.transaction():
+            self._x("DELETE FROM sources WHERE id = ?", (source_id,))
+
+    def files_of_source(self, source_id: str) -> dict[str, FileRecord]:
+        rows = self._q(
+            "SELECT path, source_id, document_id, size, mtime_ns FROM files WHERE source_id = ?",
+            (source_id,),
+        )
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def files_of_document(self, document_id: str) -> list[FileRecord]:
+        rows = self._q(
+            "SELECT path, source_id, document_id, size, mtime_ns FROM files "
+            "WHERE document_id = ? ORDER BY path",
+            (document_id,),
+        )
+        return [FileRecord(*r) for r in rows]
+
+    def put_file(self, record: FileRecord) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT INTO files(path, source_id, document_id, size, mtime_ns) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+                "source_id = excluded.source_id, document_id = excluded.document_id, "
+                "size = excluded.size, mtime_ns = excluded.mtime_ns",
+                (record.path, record.source_id, record.document_id, record.size, record.mtime_ns),
+            )
+
+    def delete_file(self, path: str) -> None:
+        with self.transaction():
+            self._x("DELETE FROM files WHERE path = ?", (path,))
+
+    def record_failures(self, source_id: str, failures: Sequence[Failure]) -> None:
+        with self.transaction():
+            self._x("DELETE FROM failures WHERE source_id = ?", (source_id,))
+            now = time.time()
+            self._xm(
+                "INSERT OR REPLACE INTO failures(path, source_id, reason, seen_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(f.path, source_id, f.reason, now) for f in failures],
+            )
+
+    def list_failures(self, limit: int = 100) -> list[Failure]:
+        rows = self._q("SELECT path, reason FROM failures ORDER BY path LIMIT ?", (limit,))
+        return [Failure(r[0], r[1]) for r in rows]
+
+    def count_failures(self) -> int:
+        return int(self._q("SELECT COUNT(*) FROM failures")[0][0])
+
+    # -- documents ----------------------------------------------------------------
+    def get_document(self, document_id: str) -> Document | None:
+        rows = self._q(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,))
+        if not rows:
+            return None
+        return self._documents(rows)[0]
+
+    def list_documents(
+        self, *, source_id: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Document]:
+        where, params = ("WHERE source_id = ?", [source_id]) if source_id else ("", [])
+        rows = self._q(
+            f"SELECT {_DOC_COLUMNS} FROM documents {where} ORDER BY rel_path, id LIMIT ? OFFSET ?",
+            [*params, -1 if limit is None else limit, offset],
+        )
+        return self._documents(rows)
+
+    def _documents(self, rows: Sequence[sqlite3.Row]) -> list[Document]:
+        ids = [r[0] for r in rows]
+        counts: dict[str, dict[str, int]] = {i: {"section": 0, "snippet": 0} for i in ids}
+        for batch in iter_batches(ids, _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            for doc_id, tier, n in self._q(
+                f"SELECT document_id, tier, COUNT(*) FROM chunks WHERE document_id IN ({marks}) "
+                "GROUP BY document_id, tier",
+                batch,
+            ):
+                counts[doc_id][tier] = n
+        return [_document_from_row(r, counts[r[0]]) for r in rows]
+
+    def put_document(
+        self,
+        document: Document,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32] | None,
+    ) -> None:
+        snippets = [c for c in chunks if c.tier is Tier.SNIPPET]
+        if vectors is not None and len(vectors) != len(snippets):
+            raise ValueError(f"{len(vectors)} vectors for {len(snippets)} snippets")
+        d = document
+        with self.transaction():
+            self._delete_chunks(d.id)
+            # An upsert, not INSERT OR REPLACE: a replace would delete the row
+            # and cascade to the files that point at it.
+            self._x(
+                f"INSERT INTO documents({_DOC_COLUMNS}) VALUES ({','.join('?' * 23)}) "
+                f"ON CONFLICT(id) DO UPDATE SET {_DOC_UPDATES}",
+                (
+                    d.id,
+                    d.sha256,
+                    d.title,
+                    d.path,
+                    d.rel_path,
+                    d.source_id,
+                    d.source_host,
+                    d.file_type,
+                    d.size_bytes,
+                    d.added_at,
+                    d.updated_at,
+                    d.status,
+                    json.dumps(list(d.tags)),
+                    json.dumps(list(d.concept_ids)),
+                    d.primary_concept_id,
+                    d.concept_source,
+                    d.taxonomy_version,
+                    d.document_type,
+                    d.category,
+                    d.summary,
+                    d.page_count,
+                    d.pages_without_text,
+                    d.embedding_model,
+                ),
+            )
+            self._xm(
+                f"INSERT INTO chunks({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 15)})",
+                [_chunk_row(c) for c in chunks],
+            )
+            if vectors is not None and len(snippets):
+                self._insert_vectors([c.id for c in snippets], vectors)
+            self._bump_generation()
+
+    def update_document_path(self, document_id: str, path: str, rel_path: str) -> None:
+        with self.transaction():
+            self._x(
+                "UPDATE documents SET path = ?, rel_path = ?, updated_at = ? WHERE id = ?",
+                (path, rel_path, time.time(), document_id),
+            )
+
+    def delete_document(self, document_id: str) -> None:
+        with self.transaction():
+            self._delete_chunks(document_id)
+            self._x("DELETE FROM documents WHERE id = ?", (document_id,))
+            self._bump_generation()
+
+    def _delete_chunks(self, document_id: str) -> None:
+        # Explicit, so the FTS delete trigger fires row by row before the cascade.
+        self._x(
+            "DELETE FROM vectors WHERE chunk_seq IN (SELECT seq FROM chunks WHERE document_id = ?)",
+            (document_id,),
+        )
+        self._x("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+
+    # -- chunks -----------------------------------------------------------------------
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        found: dict[str, Chunk] = {}
+        for batch in iter_batches(list(chunk_ids), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            for r in self._q(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
+                found[r[0]] = _chunk_from_row(r)
+        return [found[i] for i in chunk_ids if i in found]
+
+    def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
+        rows = self._q(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE document_id = ? AND tier = ? ORDER BY ord",
+            (document_id, tier.value),
+        )
+        return [_chunk_from_row(r) for r in rows]
+
+    def snippets_without_vectors(self, limit: int) -> list[Chunk]:
+        rows = self._q(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' AND NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq) ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [_chunk_from_row(r) for r in rows]
+
+    def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        with self.transaction():
+            self._insert_vectors(chunk_ids, vectors)
+            self._bump_generation()
+
+    def _insert_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        blobs = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._xm(
+            "INSERT OR REPLACE INTO vectors(chunk_seq, embedding) "
+            "SELECT seq, ? FROM chunks WHERE id = ?",
+            [(blobs[i].tobytes(), cid) for i, cid in enumerate(chunk_ids)],
+        )
+
+    def drop_vectors(self) -> None:
+        with self.transaction():
+            self._x("DELETE FROM vectors")
+            self._bump_generation()
+
+    # -- retrieval ---------------------------------------------------------------------
+    def lexical_search(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        # Every term is quoted, so no user input is ever parsed as FTS5 syntax.
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = _filter_sql(filters)
+        rows = self._q(
+            f"SELECT c.id, bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS rank "
+            "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
+            "JOIN documents d ON d.id = c.document_id "
+            f"WHERE chunks_fts MATCH ? {where} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        # FTS5's bm25() is negative (lower is better); flip it so higher is better.
+        return [(r[0], -float(r[1])) for r in rows]
+
+    def vector_snapshot(self) -> VectorSnapshot:
+        with self._lock:
+            generation = self.generation()
+            rows = self._q(
+                "SELECT c.id, c.document_id, v.embedding FROM vectors v "
+                "JOIN chunks c ON c.seq = v.chunk_seq ORDER BY v.chunk_seq"
+            )
+        dim = int(self.get_meta("embedding_dim") or 0)
+        if rows:
+            matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+            matrix = matrix.reshape(len(rows), -1)
+        else:
+            matrix = np.zeros((0, dim), dtype=np.float32)
+        return VectorSnapshot(
+            generation=generation,
+            chunk_ids=[r[0] for r in rows],
+            document_ids=[r[1] for r in rows],
+            matrix=matrix,
+        )
+
+    def documents_matching(self, filters: SearchFilters) -> set[str]:
+        where, params = _filter_sql(filters)
+        rows = self._q(f"SELECT d.id FROM documents d WHERE 1 = 1 {where}", params)
+        return {r[0] for r in rows}
+
+    # -- embedding cache -----------------------------------------------------------------
+    def cached_embeddings(
+        self, model: str, text_hashes: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        for batch in iter_batches(list(text_hashes), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            for h, blob in self._q(
+                "SELECT text_hash, embedding FROM embedding_cache "
+                f"WHERE model = ? AND text_hash IN ({marks})",
+                [model, *batch],
+            ):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def cache_embeddings(
+        self, model: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
+    ) -> None:
+        with self.transaction():
+            self._xm(
+                "INSERT OR IGNORE INTO embedding_cache(model, text_hash, embedding) "
+                "VALUES (?, ?, ?)",
+                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+            )
+
+    # -- upkeep ------------------------------------------------------------------------------
+    def stats(self) -> StoreStats:
+        one = self._q(
+            "SELECT (SELECT COUNT(*) FROM documents), (SELECT COUNT(*) FROM sources), "
+            "(SELECT COUNT(*) FROM files), "
+            "(SELECT COUNT(*) FROM chunks WHERE tier = 'section'), "
+            "(SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'), "
+            "(SELECT COUNT(*) FROM vectors)"
+        )[0]
+        by_status = dict(self._q("SELECT status, COUNT(*) FROM documents GROUP BY status"))
+        by_type = dict(self._q("SELECT file_type, COUNT(*) FROM documents GROUP BY file_type"))
+        return StoreStats(*one, by_status=by_status, by_file_type=by_type)
+
+    def check(self) -> list[str]:
+        problems: list[str] = []
+        result = self._q("PRAGMA integrity_check")
+        if [r[0] for r in result] != ["ok"]:
+            problems.extend(f"sqlite: {r[0]}" for r in result)
+        with self._lock:
+            try:
+                self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"lexical index out of step with chunks: {exc}")
+        orphan = self._q(
+            "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM documents d WHERE d.id = c.document_id)"
+        )[0][0]
+        if orphan:
+            problems.append(f"{orphan} chunks belong to no document")
+        model = self.get_meta("embedding_model")
+        if model and model != "none":
+            missing = self._q(
+                "SELECT COUNT(*) FROM chunks c WHERE tier = 'snippet' AND NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq)"
+            )[0][0]
+            if missing:
+                problems.append(f"{missing} snippets have no vector")
+        return problems
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
+    """SQL conditions on the ``documents d`` alias for the given filters."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if f.source_id:
+        parts.append("d.source_id = ?")
+        params.append(f.source_id)
+    if f.path_prefix:
+        column = "d.path" if f.path_prefix.startswith("/") else "d.rel_path"
+        parts.append(f"{column} LIKE ? ESCAPE '\\'")
+        params.append(_like_prefix(f.path_prefix))
+    if f.file_type:
+        parts.append("d.file_type = ?")
+        params.append(f.file_type)
+    for tag in f.tags:
+        parts.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(value) = lower(?))")
+        params.append(tag)
+    if f.document_ids:
+        parts.append(f"d.id IN ({','.join('?' * len(f.document_ids))})")
+        params.extend(f.document_ids)
+    return "".join(f" AND {p}" for p in parts), params
+
+
+def _chunk_row(c: Chunk) -> tuple[Any, ...]:
+    return (
+        c.id,
+        c.document_id,
+        c.tier.value,
+        c.index,
+        c.parent_id,
+        c.prev_id,
+        c.next_id,
+        json.dumps(list(c.heading_path)),
+        c.page_start,
+        c.page_end,
+        c.start,
+        c.end,
+        c.token_count,
+        c.header,
+        c.text,
+    )
+
+
+def _chunk_from_row(r: Sequence[Any]) -> Chunk:
+    return Chunk(
+        id=r[0],
+        document_id=r[1],
+        tier=Tier(r[2]),
+        index=r[3],
+        parent_id=r[4],
+        prev_id=r[5],
+        next_id=r[6],
+        heading_path=tuple(json.loads(r[7])),
+        page_start=r[8],
+        page_end=r[9],
+        start=r[10],
+        end=r[11],
+        token_count=r[12],
+        header=r[13],
+        text=r[14],
+    )
+
+
+def _document_from_row(r: Sequence[Any], counts: dict[str, int]) -> Document:
+    return Document(
+        id=r[0],
+        sha256=r[1],
+        title=r[2],
+        path=r[3],
+        rel_path=r[4],
+        source_id=r[5],
+        source_host=r[6],
+        file_type=r[7],
+        size_bytes=r[8],
+        added_at=r[9],
+        updated_at=r[10],
+        status=r[11],
+        tags=tuple(json.loads(r[12])),
+        concept_ids=tuple(json.loads(r[13])),
+        primary_concept_id=r[14],
+        concept_source=r[15],
+        taxonomy_version=r[16],
+        document_type=r[17],
+        category=r[18],
+        summary=r[19],
+        page_count=r[20],
+        pages_without_text=r[21],
+        embedding_model=r[22],
+        chunk_counts=counts,
+    )

@@ -1,0 +1,142 @@
+"""Numbered migrations of the SQLite store.
+
+Each migration is applied together with its row in ``schema_migrations`` in
+one transaction, so a crash can never leave a migration applied but
+unrecorded (or recorded but not applied). Append new migrations; never edit
+one that has shipped.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Migration(NamedTuple):
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "core",
+        """
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+
+        CREATE TABLE sources (
+            id       TEXT PRIMARY KEY,
+            path     TEXT NOT NULL UNIQUE,
+            kind     TEXT NOT NULL CHECK (kind IN ('folder', 'file')),
+            host     TEXT NOT NULL,
+            added_at REAL NOT NULL
+        );
+
+        CREATE TABLE documents (
+            id                 TEXT PRIMARY KEY,
+            sha256             TEXT NOT NULL UNIQUE,
+            title              TEXT NOT NULL,
+            path               TEXT NOT NULL,
+            rel_path           TEXT NOT NULL,
+            source_id          TEXT REFERENCES sources(id) ON DELETE SET NULL,
+            source_host        TEXT NOT NULL,
+            file_type          TEXT NOT NULL,
+            size_bytes         INTEGER NOT NULL,
+            added_at           REAL NOT NULL,
+            updated_at         REAL NOT NULL,
+            status             TEXT NOT NULL,
+            tags               TEXT NOT NULL DEFAULT '[]',
+            concept_ids        TEXT NOT NULL DEFAULT '[]',
+            primary_concept_id TEXT,
+            concept_source     TEXT,
+            taxonomy_version   TEXT,
+            document_type      TEXT,
+            category           TEXT,
+            summary            TEXT,
+            page_count         INTEGER,
+            pages_without_text INTEGER NOT NULL DEFAULT 0,
+            embedding_model    TEXT
+        );
+        CREATE INDEX documents_source ON documents(source_id);
+        CREATE INDEX documents_rel_path ON documents(rel_path);
+
+        -- The connector's view: which file on disk holds which document.
+        CREATE TABLE files (
+            path        TEXT PRIMARY KEY,
+            source_id   TEXT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            size        INTEGER NOT NULL,
+            mtime_ns    INTEGER NOT NULL
+        );
+        CREATE INDEX files_source ON files(source_id);
+        CREATE INDEX files_document ON files(document_id);
+
+        -- Chunk text lives here and only here; the lexical index and the
+        -- vectors refer to chunks by their integer key.
+        CREATE TABLE chunks (
+            seq          INTEGER PRIMARY KEY,
+            id           TEXT NOT NULL UNIQUE,
+            document_id  TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            tier         TEXT NOT NULL CHECK (tier IN ('section', 'snippet')),
+            ord          INTEGER NOT NULL,
+            parent_id    TEXT,
+            prev_id      TEXT,
+            next_id      TEXT,
+            heading_path TEXT NOT NULL DEFAULT '[]',
+            page_start   INTEGER,
+            page_end     INTEGER,
+            char_start   INTEGER NOT NULL,
+            char_end     INTEGER NOT NULL,
+            token_count  INTEGER NOT NULL,
+            header       TEXT NOT NULL,
+            text         TEXT NOT NULL
+        );
+        CREATE INDEX chunks_document ON chunks(document_id, tier, ord);
+
+        CREATE TABLE vectors (
+            chunk_seq INTEGER PRIMARY KEY REFERENCES chunks(seq) ON DELETE CASCADE,
+            embedding BLOB NOT NULL
+        );
+
+        -- External-content FTS5: the index stores no text of its own. Only
+        -- snippets are indexed (search is snippet-first). The header column
+        -- carries title and heading path, so bm25() can weight it apart.
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            header, text,
+            content='chunks', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks WHEN new.tier = 'snippet'
+        BEGIN
+            INSERT INTO chunks_fts(rowid, header, text) VALUES (new.seq, new.header, new.text);
+        END;
+        CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks WHEN old.tier = 'snippet'
+        BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, header, text)
+            VALUES ('delete', old.seq, old.header, old.text);
+        END;
+        CREATE TRIGGER chunks_no_update BEFORE UPDATE OF header, text ON chunks
+        BEGIN
+            SELECT RAISE(ABORT, 'chunks are immutable: replace the document instead');
+        END;
+
+        -- Files that could not be indexed at the last sync, with the reason.
+        CREATE TABLE failures (
+            path      TEXT PRIMARY KEY,
+            source_id TEXT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+            reason    TEXT NOT NULL,
+            seen_at   REAL NOT NULL
+        );
+
+        CREATE TABLE embedding_cache (
+            model     TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            PRIMARY KEY (model, text_hash)
+        ) WITHOUT ROWID;
+        """,
+    ),
+)

@@ -1,0 +1,123 @@
+"""The JSON shapes of SPEC §9, built from domain values (shared by every face)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from docshelf.model import Chunk, Citation, Document, Hit, Source, SyncReport
+from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status
+
+JSON = dict[str, Any]
+
+
+def citation(c: Citation) -> JSON:
+    return {
+        "label": c.label,
+        "path": c.path,
+        "title": c.title,
+        "heading_path": list(c.heading_path),
+        "chunk_index": c.chunk_index,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+    }
+
+
+def hit(h: Hit) -> JSON:
+    return {
+        "chunk_id": h.chunk.id,
+        "document_id": h.document.id,
+        "score": h.score,
+        "scores": {"lexical": h.scores.lexical, "vector": h.scores.vector, "fused": h.scores.fused},
+        "text": h.chunk.text,
+        "citation": citation(h.citation),
+    }
+
+
+def search(r: SearchResult) -> JSON:
+    out: JSON = {"query": r.query, "mode": r.mode, "hits": [hit(h) for h in r.hits]}
+    if r.notice:
+        out["notice"] = r.notice
+    return out
+
+
+def chunk(c: Chunk) -> JSON:
+    return {
+        "chunk_id": c.id,
+        "tier": c.tier.value,
+        "index": c.index,
+        "heading_path": list(c.heading_path),
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "parent_id": c.parent_id,
+        "prev_id": c.prev_id,
+        "next_id": c.next_id,
+        "text": c.text,
+    }
+
+
+def context(r: ContextResult) -> JSON:
+    return {
+        "chunk_id": r.chunk_id,
+        "mode": r.mode,
+        "text": r.text,
+        "chunks": [chunk(c) for c in r.chunks],
+        "citation": citation(r.citation),
+    }
+
+
+def document(d: Document) -> JSON:
+    out = dataclasses.asdict(d)
+    out["tags"] = list(d.tags)
+    out["concept_ids"] = list(d.concept_ids)
+    out.pop("rel_path")
+    return out
+
+
+def document_view(v: DocumentView) -> JSON:
+    out = document(v.document)
+    out["files"] = v.files
+    out["sections"] = [
+        {"chunk_id": s.id, "heading_path": list(s.heading_path), "tokens": s.token_count}
+        for s in v.sections
+    ]
+    return out
+
+
+def source(s: Source) -> JSON:
+    return dataclasses.asdict(s)
+
+
+def report(r: SyncReport) -> JSON:
+    return {
+        "source_id": r.source_id,
+        "counts": {
+            "added": r.added,
+            "updated": r.updated,
+            "unchanged": r.unchanged,
+            "moved": r.moved,
+            "removed": r.removed,
+            "failed": r.failed,
+        },
+        "failures": [{"path": f.path, "reason": f.reason} for f in r.failures],
+    }
+
+
+def status(s: Status, problems: list[str] | None = None) -> JSON:
+    out: JSON = {
+        "home": s.home,
+        "database": s.database,
+        "embedding_model": s.embedding_model,
+        "documents": s.documents,
+        "sources": s.sources,
+        "chunks": {"section": s.sections, "snippet": s.snippets},
+        "embedding_coverage": round(s.embedding_coverage, 4),
+        "by_status": s.by_status,
+        "by_file_type": s.by_file_type,
+        "pending": s.by_status.get("queued", 0),
+        "failed": s.failure_count + s.by_status.get("failed", 0),
+        "failures": [{"path": f.path, "reason": f.reason} for f in s.failures],
+    }
+    if problems is not None:
+        out["problems"] = problems
+    return out

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from docshelf.shelf import Shelf
+from tests.fakes import HashEmbedder
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own DOCSHELF_HOME and none of the caller's docshelf settings."""
+    for key in list(os.environ):
+        if key.startswith("DOCSHELF_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    monkeypatch.setenv("DOCSHELF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def shelf(isolated_home: Path, embedder: HashEmbedder) -> Iterator[Shelf]:
+    with Shelf(isolated_home, embedder=embedder) as s:
+        yield s
+
+
+FILLER = " ".join(
+    "It keeps going with more plain words so that every section is long enough to stand "
+    "as a snippet of its own, which is what a real note of some length looks like.".split()
+)
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A small notes folder."""
+    root = tmp_path / "notes"
+    (root / "projects").mkdir(parents=True)
+    (root / "projects" / "raft.md").write_text(
+        "# Raft\n\nRaft is a consensus algorithm for managing a replicated log. "
+        + FILLER
+        + "\n\n## Leader election\n\n"
+        "A follower that hears no heartbeat becomes a candidate and asks for votes. "
+        + FILLER
+        + "\n\n## Log replication\n\nThe leader appends entries and replicates them "
+        "to followers. " + FILLER + "\n"
+    )
+    (root / "cooking.md").write_text(
+        "---\ntitle: Bread\ntags: [baking, food]\n---\n# Sourdough\n\n"
+        "Feed the starter with flour and water the night before baking.\n"
+    )
+    (root / "todo.txt").write_text("Buy flour.\n\nCall the plumber about the leak.\n")
+    (root / ".obsidian").mkdir()
+    (root / ".obsidian" / "config.md").write_text("# hidden\n\nnot indexed\n")
+    return root

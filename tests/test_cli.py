@@ -1,0 +1,208 @@
+"""The CLI: the JSON envelope of every command, errors, and a light --help."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from docshelf.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, dict[str, Any]]:
+    # DOCSHELF_EMBEDDER=none keeps these tests free of the model; the envelope
+    # is the same whatever the embedder.
+    result = runner.invoke(app, ["--json", *args], env={"DOCSHELF_EMBEDDER": "none"})
+    lines = [ln for ln in result.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stdout
+    return result.exit_code, json.loads(lines[0])
+
+
+def check_envelope(env: dict[str, Any], command: str, ok: bool = True) -> None:
+    assert set(env) == {"ok", "command", "result", "next_actions", "error"}
+    assert env["command"] == command
+    assert env["ok"] is ok
+    for action in env["next_actions"]:
+        assert set(action) == {"command", "description"}
+        assert action["command"].startswith("docshelf")
+    if ok:
+        assert env["error"] is None and env["next_actions"]
+    else:
+        assert set(env["error"]) == {"code", "message"} and env["result"] is None
+
+
+def test_every_command_speaks_the_envelope(notes: Path, tmp_path: Path) -> None:
+    code, env = run("add", str(notes))
+    check_envelope(env, "add")
+    assert code == 0
+    assert set(env["result"]) == {"source_id", "counts", "failures"}
+    assert set(env["result"]["counts"]) >= {"added", "updated", "unchanged", "removed", "failed"}
+    assert env["result"]["counts"]["added"] == 3
+
+    code, env = run("sync")
+    check_envelope(env, "sync")
+    assert env["result"]["counts"]["unchanged"] == 3
+
+    code, env = run("search", "leader election", "--limit", "3")
+    check_envelope(env, "search")
+    r = env["result"]
+    assert r["mode"] == "lexical" and r["query"] == "leader election"
+    hit = r["hits"][0]
+    assert set(hit) == {"chunk_id", "document_id", "score", "scores", "text", "citation"}
+    assert set(hit["scores"]) == {"lexical", "vector", "fused"}
+    assert set(hit["citation"]) == {
+        "label",
+        "path",
+        "title",
+        "heading_path",
+        "chunk_index",
+        "page_start",
+        "page_end",
+    }
+    assert "context" in env["next_actions"][0]["command"]
+
+    code, env = run("context", hit["chunk_id"], "--mode", "parent-section")
+    check_envelope(env, "context")
+    assert set(env["result"]) == {"chunk_id", "mode", "text", "chunks", "citation"}
+
+    code, env = run("list")
+    check_envelope(env, "list")
+    doc_id = env["result"]["documents"][0]["id"]
+
+    code, env = run("show", doc_id)
+    check_envelope(env, "show")
+    for key in (
+        "id",
+        "title",
+        "path",
+        "source_id",
+        "source_host",
+        "file_type",
+        "tags",
+        "size_bytes",
+        "sha256",
+        "added_at",
+        "updated_at",
+        "status",
+        "chunk_counts",
+        "embedding_model",
+        "concept_ids",
+        "page_count",
+        "pages_without_text",
+    ):
+        assert key in env["result"]
+
+    code, env = run("status", "--check")
+    check_envelope(env, "status")
+    assert env["result"]["documents"] == 3 and env["result"]["problems"] == []
+    assert "embedding_coverage" in env["result"] and "failed" in env["result"]
+
+    code, env = run("remove", str(notes))
+    check_envelope(env, "remove")
+    assert env["result"]["counts"]["removed"] == 3
+
+
+def test_eval_envelope(tmp_path: Path) -> None:
+    ds = tmp_path / "tiny"
+    (ds / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Raft", "text": "Raft elects a leader with heartbeats."},
+        {"_id": "d2", "title": "Bread", "text": "Sourdough needs a starter and flour."},
+        {"_id": "d3", "title": "Paxos", "text": "Paxos reaches consensus among acceptors."},
+    ]
+    (ds / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus))
+    (ds / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "leader heartbeats"})
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "sourdough starter"})
+    )
+    (ds / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq2\td2\t1\n")
+    code, env = run("eval", str(ds), "--mode", "lexical")
+    check_envelope(env, "eval")
+    assert code == 0
+    r = env["result"]
+    assert set(r) == {
+        "dataset",
+        "queries",
+        "ndcg@10",
+        "recall@10",
+        "mrr@10",
+        "p50_ms",
+        "p95_ms",
+        "mode",
+    }
+    assert r["queries"] == 2 and r["ndcg@10"] == 1.0 and r["mode"] == "lexical"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("show", "doc_nope"), "not_found"),
+        (("context", "chunk_nope_1"), "not_found"),
+        (("remove", "src_nope"), "not_found"),
+        (("search", "x", "--filter", "colour=red"), "invalid_input"),
+        (("search", "x", "--mode", "psychic"), "invalid_input"),
+        (("search", "  "), "invalid_input"),
+        (("add", "/definitely/not/here"), "not_found"),
+        (("eval", "/definitely/not/here"), "invalid_input"),
+        (("sync", "src_nope"), "not_found"),
+    ],
+)
+def test_errors_are_envelopes(args: tuple[str, ...], code: str) -> None:
+    exit_code, env = run(*args)
+    check_envelope(env, args[0], ok=False)
+    assert env["error"]["code"] == code
+    assert exit_code == 1
+
+
+def test_home_option_overrides_env(tmp_path: Path, notes: Path) -> None:
+    other = tmp_path / "other-home"
+    run("--home", str(other), "add", str(notes / "todo.txt"))
+    assert (other / "docshelf.db").exists()
+    _, env = run("--home", str(other), "status")
+    assert env["result"]["documents"] == 1
+    _, env = run("status")
+    assert env["result"]["documents"] == 0
+
+
+def test_help_is_fast_and_imports_no_model_stack(tmp_path: Path) -> None:
+    code = (
+        "import sys; from docshelf.cli import app; "
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'numpy') "
+        "if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    help_out = subprocess.run(
+        [sys.executable, "-m", "docshelf.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DOCSHELF_HOME": str(tmp_path)},
+    )
+    for command in ("add", "sync", "list", "show", "status", "search", "context", "remove", "eval"):
+        assert command in help_out.stdout
+
+
+def test_status_imports_no_model_stack(tmp_path: Path, notes: Path) -> None:
+    code = (
+        "import sys; from docshelf.cli import main; sys.argv = ['docshelf', '--json', 'status'];\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print([m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DOCSHELF_HOME": str(tmp_path)},
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,180 @@
+"""Search, citations, filters, hostile queries and context expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from docshelf.errors import InvalidInput, NotFound
+from docshelf.model import Tier
+from docshelf.search.fusion import FusionSettings, fuse
+from docshelf.search.query import lexical_terms
+from docshelf.shelf import Shelf
+from docshelf.store import SearchFilters
+
+
+@pytest.fixture
+def indexed(shelf: Shelf, notes: Path) -> Shelf:
+    shelf.add(notes)
+    return shelf
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
+def test_search_finds_and_cites(indexed: Shelf, mode: str) -> None:
+    result = indexed.search("leader election heartbeat", mode=mode)
+    assert result.mode == mode
+    top = result.hits[0]
+    assert top.document.rel_path == "projects/raft.md"
+    c = top.citation
+    assert c.title == "Raft"
+    assert c.label == f"Raft (projects/raft.md#{top.chunk.index})"
+    assert c.path.endswith("projects/raft.md")
+    assert "Leader election" in c.heading_path
+    assert c.page_start is None
+    if mode == "hybrid":
+        assert top.scores.lexical is not None and top.scores.vector is not None
+    assert all(h.chunk.tier is Tier.SNIPPET for h in result.hits)
+
+
+def test_filters(indexed: Shelf) -> None:
+    src = indexed.sources()[0].id
+    by_path = indexed.search("flour", filters=SearchFilters(path_prefix="projects/"))
+    assert all(h.document.rel_path.startswith("projects/") for h in by_path.hits)
+    by_type = indexed.search("flour", filters=SearchFilters(file_type="text"))
+    assert {h.document.rel_path for h in by_type.hits} == {"todo.txt"}
+    by_tag = indexed.search("flour", filters=SearchFilters(tags=("Baking",)))
+    assert {h.document.rel_path for h in by_tag.hits} == {"cooking.md"}
+    by_source = indexed.search("flour", filters=SearchFilters(source_id=src))
+    assert by_source.hits
+    assert indexed.search("flour", filters=SearchFilters(source_id="src_other")).hits == []
+    # LIKE wildcards in a prefix are literal
+    assert indexed.search("flour", filters=SearchFilters(path_prefix="%")).hits == []
+
+
+HOSTILE = [
+    '"unbalanced',
+    "AND OR NOT",
+    "NEAR(raft leader, 2)",
+    "raft*",
+    "-raft",
+    "col:raft",
+    "^raft",
+    "{raft}",
+    "raft) OR (1=1",
+    "'; DROP TABLE chunks; --",
+    "\x00\x01",
+    "🦀 unicode ünïcödé",
+    "*",
+    "a" * 5000,
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_break(indexed: Shelf, query: str) -> None:
+    for mode in ("hybrid", "lexical"):
+        result = indexed.search(query, mode=mode)
+        assert isinstance(result.hits, list)
+    assert indexed.check() == []
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(min_size=1, max_size=80).filter(lambda q: q.strip()))
+def test_any_query_text_is_safe(indexed: Shelf, query: str) -> None:
+    indexed.search(query, mode="lexical")
+
+
+def test_bad_arguments(indexed: Shelf) -> None:
+    with pytest.raises(InvalidInput, match="empty"):
+        indexed.search("   ")
+    with pytest.raises(InvalidInput, match="mode"):
+        indexed.search("raft", mode="fuzzy")
+    with pytest.raises(InvalidInput, match="limit"):
+        indexed.search("raft", limit=0)
+
+
+def test_lexical_only_library_says_so(isolated_home: Path, notes: Path) -> None:
+    with Shelf(isolated_home, embedder=None) as s:
+        s.add(notes)
+        result = s.search("leader election")
+        assert result.mode == "lexical"
+        assert result.notice and "lexical" in result.notice
+        assert result.hits[0].document.rel_path == "projects/raft.md"
+        assert result.hits[0].scores.vector is None
+
+
+def test_context_modes(tmp_path: Path, shelf: Shelf) -> None:
+    root = tmp_path / "long"
+    root.mkdir()
+    parts = []
+    for i in range(12):
+        parts.append(f"## Part {i}\n\n" + " ".join(f"word{i}x{j}" for j in range(400)) + "\n")
+    (root / "long.md").write_text("# Long\n\n" + "\n".join(parts))
+    shelf.add(root)
+    doc = shelf.documents()[0]
+    snippets = shelf.store.chunks_of_document(doc.id, Tier.SNIPPET)
+    sections = shelf.store.chunks_of_document(doc.id, Tier.SECTION)
+    assert len(sections) >= 3 and len(snippets) > len(sections)
+    mid = snippets[len(snippets) // 2]
+
+    window = shelf.context(mid.id, "snippet-window")
+    assert [c.id for c in window.chunks] == [mid.prev_id, mid.id, mid.next_id]
+    assert window.citation.chunk_index == mid.index
+
+    wide = shelf.context(mid.id, "snippet-window", window=2)
+    assert len(wide.chunks) == 5
+
+    parent = shelf.context(mid.id, "parent-section")
+    assert [c.id for c in parent.chunks] == [mid.parent_id]
+    assert mid.text in parent.text
+
+    hood = shelf.context(mid.id, "section-neighborhood")
+    ids = [c.id for c in hood.chunks]
+    assert mid.parent_id in ids and 2 <= len(ids) <= 3
+
+    first = shelf.context(snippets[0].id, "snippet-window")
+    assert [c.id for c in first.chunks] == [snippets[0].id, snippets[1].id]
+
+    with pytest.raises(NotFound):
+        shelf.context("chunk_nope_1")
+    with pytest.raises(InvalidInput):
+        shelf.context(mid.id, "everything")
+
+
+def test_query_terms_strip_syntax() -> None:
+    assert lexical_terms('NEAR("raft" leader*, 2) -x') == ["near", "raft", "leader", "2", "x"]
+    assert lexical_terms("the of") == ["the", "of"]
+    assert lexical_terms("the raft") == ["raft"]
+    assert lexical_terms("***") == []
+
+
+rankings = st.lists(
+    st.tuples(st.sampled_from([f"c{i}" for i in range(30)]), st.floats(-50, 50)),
+    max_size=20,
+    unique_by=lambda t: t[0],
+).map(lambda r: sorted(r, key=lambda t: -t[1]))
+
+
+@given(lex=rankings, vec=rankings, method=st.sampled_from(["rrf", "convex"]))
+def test_fusion_properties(
+    lex: list[tuple[str, float]], vec: list[tuple[str, float]], method: str
+) -> None:
+    s = FusionSettings(method=method)
+    fused = fuse(lex, vec, s)
+    assert {f.id for f in fused} == {i for i, _ in lex} | {i for i, _ in vec}
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    assert fuse(lex, vec, s) == fused
+    for f in fused:
+        assert f.lexical == dict(lex).get(f.id) and f.vector == dict(vec).get(f.id)
+
+
+def test_fusion_rewards_agreement() -> None:
+    lex = [("a", 10.0), ("b", 5.0), ("c", 1.0)]
+    vec = [("b", 0.9), ("d", 0.8), ("a", 0.1)]
+    for method in ("rrf", "convex"):
+        fused = fuse(lex, vec, FusionSettings(method=method, vector_weight=0.5, lexical_weight=0.5))
+        assert fused[0].id == "b"
