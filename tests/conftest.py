@@ -33,9 +33,9 @@ def shelf(isolated_home: Path, embedder: HashEmbedder) -> Iterator[Shelf]:
         yield s
 
 
-FILLER = " ".join(
+FILLER = (
     "It keeps going with more plain words so that every section is long enough to stand "
-    "as a snippet of its own, which is what a real note of some length looks like.".split()
+    "as a snippet of its own, which is what a real note of some length looks like."
 )
 
 

@@ -71,7 +71,8 @@ def make_doc(n: int, words: str, *, tags: tuple[str, ...] = ()) -> tuple[Documen
 def vecs(n: int, dim: int = 4, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     v = rng.normal(size=(n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def put(store: Store, n: int, words: str, **kw: tuple[str, ...]) -> Document:

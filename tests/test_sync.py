@@ -201,8 +201,7 @@ def test_file_deleted_between_listing_and_reading(
     shelf: Shelf, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import docshelf.shelf as shelf_mod
-
-    real = shelf_mod.read_file
+    from docshelf.ingest import read_file as real
 
     def vanishing(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
         if path.name == "todo.txt":

@@ -134,7 +134,7 @@ def embed_texts(
     cached = store.cached_embeddings(embedder.model_id, list(dict.fromkeys(hashes)))
     missing = list(dict.fromkeys(h for h in hashes if h not in cached))
     if missing:
-        first_text = {}
+        first_text: dict[str, str] = {}
         for h, t in zip(hashes, texts, strict=True):
             first_text.setdefault(h, t)
         fresh = embedder.embed([first_text[h] for h in missing])

@@ -10,13 +10,15 @@ from docshelf.store.base import FileRecord, SearchFilters, Store, StoreStats, Ve
 
 
 def open_store(url: str) -> Store:
-    """``sqlite:///abs/path.db`` (embedded). PostgreSQL arrives with the scale-out work."""
+    """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (embedded).
+
+    PostgreSQL arrives with the scale-out work."""
     scheme = urlparse(url).scheme
     if scheme == "sqlite":
         from docshelf.store.sqlite import SQLiteStore
 
-        path = url.removeprefix("sqlite://")
-        if not path or path == "/":
+        path = url.removeprefix("sqlite:///")
+        if not path or path == url:
             raise InvalidInput(f"{url!r} names no database file; use sqlite:///path/to/db")
         return SQLiteStore(Path(path))
     if scheme in ("postgres", "postgresql"):

@@ -481,9 +481,24 @@ class SQLiteStore:
             "(SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'), "
             "(SELECT COUNT(*) FROM vectors)"
         )[0]
-        by_status = dict(self._q("SELECT status, COUNT(*) FROM documents GROUP BY status"))
-        by_type = dict(self._q("SELECT file_type, COUNT(*) FROM documents GROUP BY file_type"))
-        return StoreStats(*one, by_status=by_status, by_file_type=by_type)
+        by_status = {
+            str(r[0]): int(r[1])
+            for r in self._q("SELECT status, COUNT(*) FROM documents GROUP BY status")
+        }
+        by_type = {
+            str(r[0]): int(r[1])
+            for r in self._q("SELECT file_type, COUNT(*) FROM documents GROUP BY file_type")
+        }
+        return StoreStats(
+            documents=one[0],
+            sources=one[1],
+            files=one[2],
+            sections=one[3],
+            snippets=one[4],
+            snippets_with_vectors=one[5],
+            by_status=by_status,
+            by_file_type=by_type,
+        )
 
     def check(self) -> list[str]:
         problems: list[str] = []
