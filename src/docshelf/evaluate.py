@@ -23,7 +23,7 @@ from docshelf.errors import InvalidInput
 from docshelf.shelf import Progress, Shelf
 
 # Bump when chunking or indexing changes in a way that invalidates cached eval indexes.
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 
 
 @dataclass(frozen=True)

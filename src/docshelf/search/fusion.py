@@ -23,8 +23,10 @@ Ranking = Sequence[tuple[str, float]]  # (id, score), best first
 @dataclass(frozen=True)
 class FusionSettings:
     method: str = "convex"
-    vector_weight: float = 0.7
-    lexical_weight: float = 0.3
+    # Chosen with bench/fusion.py on dbpedia-5k (BENCHMARKS.md): convex min-max
+    # fusion at 0.8/0.2 was the best setting, and above vector-only.
+    vector_weight: float = 0.8
+    lexical_weight: float = 0.2
     rrf_k: int = 60
 
 

@@ -1,0 +1,143 @@
+"""Ingest benchmark: `add` of a folder of Markdown files against the bare model.
+
+Prints, for one run on this machine:
+- `add` wall time with the local model (model loaded beforehand; its load time
+  is printed apart), and the ratio to a bare `model.encode()` of the very same
+  retrieval texts in the same process — the pipeline's overhead over the model;
+- re-sync with no change, as a fraction of the first `add`;
+- lexical-only `add` throughput (no model) in files/s;
+- peak RSS of the process.
+
+    .venv/bin/python bench/ingest.py [--files N]
+
+The files are built from ../shared/data/dbpedia-5k (five passages per file,
+one `##` heading each) when that is present, else from generated text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from docshelf.embed.local import LocalEmbedder
+from docshelf.model import Tier
+from docshelf.shelf import Shelf
+
+ROOT = Path(__file__).resolve().parent.parent
+DBPEDIA = ROOT.parent / "shared" / "data" / "dbpedia-5k" / "corpus.jsonl"
+
+
+def passages() -> list[tuple[str, str]]:
+    if DBPEDIA.is_file():
+        rows = [json.loads(line) for line in DBPEDIA.open(encoding="utf-8")]
+        return [(r["title"], r["text"]) for r in rows]
+    rng = random.Random(7)
+    words = [f"w{rng.randrange(5000)}" for _ in range(200_000)]
+    return [
+        (f"Topic {i}", " ".join(words[i * 40 : i * 40 + rng.randrange(20, 120)]))
+        for i in range(5000)
+    ]
+
+
+def make_folder(dst: Path, n_files: int) -> None:
+    pool = passages()
+    for i in range(n_files):
+        parts = [pool[(i * 5 + j) % len(pool)] for j in range(5)]
+        body = "\n\n".join(f"## {title}\n\n{text}" for title, text in parts)
+        (dst / f"note{i:05}.md").write_text(f"# Note {i}\n\n{body}\n", encoding="utf-8")
+
+
+def child_peak_mb(folder: Path, home: Path, embedder: str) -> float:
+    """Peak RSS of a real `docshelf add` process (each call is its own child)."""
+    code = (
+        "import resource, sys; from docshelf.cli import main; "
+        "sys.argv = ['docshelf', '--json', 'add', sys.argv[1]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
+    )
+    env = {**os.environ, "DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": embedder}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stderr.strip().splitlines()[-1]) / 1024
+
+
+def memory(tmp: Path, n_files: int) -> None:
+    """Peak memory of `add` at two library sizes: it must not grow with the file count."""
+    for embedder, sizes in (
+        ("none", (n_files // 4, n_files)),
+        ("local", (n_files // 10, n_files // 4)),
+    ):
+        for n in sizes:
+            folder = tmp / f"mem-{embedder}-{n}"
+            folder.mkdir()
+            make_folder(folder, n)
+            mb = child_peak_mb(folder, tmp / f"home-{embedder}-{n}", embedder)
+            print(f"peak RSS of `docshelf add` ({embedder}, {n} files): {mb:.0f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=1000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "notes"
+        folder.mkdir()
+        make_folder(folder, args.files)
+
+        embedder = LocalEmbedder()
+        t = time.perf_counter()
+        embedder.embed(["warm up"])
+        load_s = time.perf_counter() - t
+
+        with Shelf(Path(tmp) / "home", embedder=embedder) as shelf:
+            t = time.perf_counter()
+            report = shelf.add(folder)
+            add_s = time.perf_counter() - t
+            assert report.failed == 0, report.failures[:3]
+            texts = [
+                c.retrieval_text
+                for d in shelf.documents()
+                for c in shelf.store.chunks_of_document(d.id, Tier.SNIPPET)
+            ]
+            t = time.perf_counter()
+            shelf.sync()
+            resync_s = time.perf_counter() - t
+
+        model = embedder._load()
+        t = time.perf_counter()
+        model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
+        encode_s = time.perf_counter() - t
+
+        with Shelf(Path(tmp) / "home-lexical", embedder=None) as shelf:
+            t = time.perf_counter()
+            shelf.add(folder)
+            lexical_s = time.perf_counter() - t
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"files: {args.files}, snippets: {len(texts)}")
+    print(f"model load: {load_s:.2f} s")
+    print(f"add (local model): {add_s:.2f} s  ({len(texts) / add_s:.1f} snippets/s)")
+    print(f"bare model.encode of the same texts: {encode_s:.2f} s")
+    print(f"ratio add / encode: {add_s / encode_s:.3f}")
+    print(f"re-sync, no change: {resync_s * 1000:.1f} ms = {resync_s / add_s:.2%} of add")
+    print(f"lexical-only add: {lexical_s:.2f} s = {args.files / lexical_s:.0f} files/s")
+    print(f"peak RSS of this benchmark process: {peak_mb:.0f} MB")
+    with tempfile.TemporaryDirectory() as tmp:
+        memory(Path(tmp), args.files)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Search latency at 10k and 100k snippets (hybrid, warm).
+
+The libraries are synthetic but shaped like real ones: documents of ten
+snippets, text drawn from a Zipf-distributed vocabulary (so BM25 sees common
+and rare terms), and 384-dimensional unit vectors around 200 cluster centres.
+They are written straight through the store, so building 100k snippets takes
+seconds rather than the model's twenty minutes.
+
+Two figures per size, over 200 queries after a warm-up:
+- excluding the query embedding (a precomputed query vector), which is
+  docshelf's own cost: lexical + vector scan + fusion + fetching and citing;
+- including it, with the real local model embedding each query.
+
+    .venv/bin/python bench/search.py [--sizes 10000 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.embed.local import LocalEmbedder
+from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
+from docshelf.shelf import Shelf
+
+DIM = 384
+PER_DOC = 10
+
+
+class FixedQueries:
+    """An embedder that answers each benchmark query with its precomputed vector."""
+
+    model_id = "bench-synthetic"
+    dim = DIM
+    window = 256
+
+    def __init__(self, vectors: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.vectors = vectors
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    out: npt.NDArray[np.float32] = (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(
+        np.float32
+    )
+    return out
+
+
+def build(shelf: Shelf, n_snippets: int, rng: np.random.Generator) -> list[str]:
+    vocab = [f"term{i}" for i in range(30_000)]
+    weights = 1.0 / np.arange(1, len(vocab) + 1)
+    weights /= weights.sum()
+    centres = unit(rng.normal(size=(200, DIM)).astype(np.float32))
+    shelf.store.set_meta("embedding_model", "bench-synthetic")
+    shelf.store.set_meta("embedding_dim", str(DIM))
+    with shelf.store.transaction():
+        for d in range(n_snippets // PER_DOC):
+            fp = f"{d:016x}".rjust(64, "0")[::-1]
+            did = document_id(fp)
+            words = rng.choice(len(vocab), size=(PER_DOC, 60), p=weights)
+            texts = [" ".join(vocab[w] for w in row) for row in words]
+            section = Chunk(
+                chunk_id(fp, Tier.SECTION, 0),
+                did,
+                Tier.SECTION,
+                0,
+                "\n\n".join(texts),
+                f"[DOC: Doc {d}]",
+                0,
+                1,
+            )
+            snippets = [
+                Chunk(
+                    chunk_id(fp, Tier.SNIPPET, i),
+                    did,
+                    Tier.SNIPPET,
+                    i,
+                    t,
+                    f"[DOC: Doc {d}]",
+                    0,
+                    1,
+                    parent_id=section.id,
+                )
+                for i, t in enumerate(texts)
+            ]
+            centre = centres[rng.integers(len(centres))]
+            vecs = unit(
+                centre + 0.6 * rng.normal(size=(PER_DOC, DIM)).astype(np.float32) / np.sqrt(DIM) * 8
+            )
+            doc = Document(
+                did,
+                fp,
+                f"Doc {d}",
+                f"/bench/doc{d}.md",
+                f"doc{d}.md",
+                None,
+                "bench",
+                "markdown",
+                1000,
+                0.0,
+                0.0,
+            )
+            shelf.store.put_document(doc, [section, *snippets], vecs)
+    return vocab[:5000]
+
+
+def measure(shelf: Shelf, queries: list[str]) -> tuple[float, float]:
+    for q in queries[:20]:
+        shelf.search(q, limit=10)
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        shelf.search(q, limit=10)
+        times.append((time.perf_counter() - t) * 1000)
+    cuts = statistics.quantiles(times, n=100)
+    return cuts[49], cuts[94]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    args = ap.parse_args()
+    rng = np.random.default_rng(3)
+    model = LocalEmbedder()
+    model.embed(["warm up"])
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            queries_vec: dict[str, npt.NDArray[np.float32]] = {}
+            fixed = FixedQueries(queries_vec)
+            with Shelf(Path(tmp), embedder=fixed) as shelf:
+                t = time.perf_counter()
+                vocab = build(shelf, size, rng)
+                build_s = time.perf_counter() - t
+                queries = [
+                    " ".join(rng.choice(vocab, size=int(rng.integers(2, 6)))) for _ in range(200)
+                ]
+                for q in queries:
+                    queries_vec[q] = unit(rng.normal(size=DIM).astype(np.float32))
+                excl = measure(shelf, queries)
+                t = time.perf_counter()
+                model.embed(queries)
+                embed_ms = (time.perf_counter() - t) * 1000 / len(queries)
+                # the same searches with the real model embedding each query
+                fixed.embed = lambda texts: model.embed(texts)  # type: ignore[method-assign]
+                incl = measure(shelf, queries)
+        print(f"{size:>7} snippets (built in {build_s:.1f} s)")
+        print(
+            f"        hybrid, excluding query embedding: p50 {excl[0]:.1f} ms, p95 {excl[1]:.1f} ms"
+        )
+        print(
+            f"        hybrid, including query embedding: p50 {incl[0]:.1f} ms, p95 {incl[1]:.1f} ms"
+        )
+        print(f"        (one query embedding alone, batched mean: {embed_ms:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()
