@@ -56,12 +56,16 @@ def make_folder(dst: Path, n_files: int) -> None:
 
 
 def child_peak_mb(folder: Path, home: Path, embedder: str) -> float:
-    """Peak RSS of a real `docshelf add` process (each call is its own child)."""
+    """Peak RSS (VmHWM) of a real `docshelf add` process, read by that process at its end.
+
+    (``ru_maxrss`` would not do: on Linux it carries the parent's high-water
+    mark across fork and exec.)"""
     code = (
-        "import resource, sys; from docshelf.cli import main; "
+        "import sys; from docshelf.cli import main; "
         "sys.argv = ['docshelf', '--json', 'add', sys.argv[1]]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
+        "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
+        "print(hwm.split()[1], file=sys.stderr)"
     )
     env = {**os.environ, "DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": embedder}
     out = subprocess.run(

@@ -26,7 +26,7 @@ class Settings:
     database_url: str
     embedder: str  # "local", "none", or "auto" (local when installed, else none)
     max_file_bytes: int = 25 * 1024 * 1024
-    embed_batch_size: int = 32
+    embed_batch_size: int = 16  # small batches were faster on a 2-core CPU (BENCHMARKS.md)
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:

@@ -129,7 +129,11 @@ class Shelf:
         self.host = socket.gethostname()
         self.fusion = fusion or FusionSettings()
         self.batch_snippets = batch_snippets
-        self.embedder = self._bind_embedder(embedder, check_model)
+        try:
+            self.embedder = self._bind_embedder(embedder, check_model)
+        except BaseException:
+            self.store.close()
+            raise
         window = self.embedder.window if self.embedder else DEFAULT_WINDOW
         self.chunk_settings = ChunkSettings.for_window(window)
         self.count_tokens = self.embedder.count_tokens if self.embedder else approx_tokens
@@ -149,11 +153,13 @@ class Shelf:
         self.close()
 
     def _bind_embedder(self, given: Embedder | object | None, check_model: bool) -> Embedder | None:
-        """The configured embedder; a library whose vectors came from another model is refused
-        (unless reindexing), since its vectors and the query's would not be comparable."""
+        """The configured embedder. A library whose vectors came from another model is
+        refused, since its vectors and the query's would not be comparable — unless
+        ``check_model`` is off (``reindex``), which also lets ``auto`` pick the local
+        model for a lexical-only library instead of following it."""
         if given is _FROM_SETTINGS:
             bound = self.store.get_meta("embedding_model")
-            if self.settings.embedder == "auto" and bound == "none":
+            if self.settings.embedder == "auto" and bound == "none" and check_model:
                 given = None  # a lexical-only library stays lexical until reindexed
             else:
                 given = make_embedder(

@@ -43,7 +43,7 @@ def local_available() -> bool:
     )
 
 
-def make_embedder(name: str, *, batch_size: int = 32) -> Embedder | None:
+def make_embedder(name: str, *, batch_size: int = 16) -> Embedder | None:
     """The embedder named by ``DOCSHELF_EMBEDDER`` (``None`` means lexical only)."""
     if name == "none":
         return None

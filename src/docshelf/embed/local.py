@@ -7,10 +7,11 @@ tokens needs only the (fast, torch-free) ``tokenizers`` library.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,24 @@ import numpy as np
 import numpy.typing as npt
 
 MODEL_ID = "all-MiniLM-L6-v2"
+
+
+def _malloc_trim() -> Callable[[], None]:
+    """glibc's ``malloc_trim(0)``, or a no-op where there is no glibc.
+
+    torch's CPU tensors of ever-changing shapes fragment glibc's heap, so an
+    ``add`` of many files grew its resident memory batch after batch (measured:
+    +90 MB per 200 files). Returning freed pages after each batch keeps it flat.
+    """
+    try:
+        malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+
+    def trim() -> None:
+        malloc_trim(0)
+
+    return trim
 
 
 def _model_dir() -> Path:
@@ -30,8 +49,9 @@ def _model_dir() -> Path:
 class LocalEmbedder:
     model_id = MODEL_ID
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = 16) -> None:
         self.batch_size = batch_size
+        self._trim = _malloc_trim()
         self._dir = _model_dir()
         self._lock = threading.Lock()
         self._model: Any = None
@@ -68,11 +88,19 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        # Sort by length (similar lengths pad less) and run one small batch at a
+        # time, returning freed memory after each so the peak stays flat.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = model.encode(
+                [texts[i] for i in rows],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            if len(order) > self.batch_size:
+                self._trim()
+        return out
