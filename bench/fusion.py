@@ -4,30 +4,37 @@ Recall runs once per query (lexical and vector candidates); every fusion
 setting is then scored offline on the same candidates, so the comparison is
 exact and fast. Used to pick docshelf's default fusion (see BENCHMARKS.md).
 
-    .venv/bin/python bench/fusion.py [DATASET_DIR]   # default ../shared/data/dbpedia-5k
+    .venv/bin/python bench/fusion.py [DATASET_DIR] [--pool N ...]
+    # default ../shared/data/dbpedia-5k, pools 50 100 250
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 from pathlib import Path
 
 from docshelf.config import Settings
 from docshelf.embed import make_embedder
-from docshelf.evaluate import build_index, eval_home, load_beir, ndcg_at_k
+from docshelf.evaluate import Dataset, build_index, eval_home, load_beir, ndcg_at_k
 from docshelf.search.fusion import FusionSettings, as_fused, fuse
 from docshelf.search.query import lexical_terms
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 
-POOL = 100
-
 
 def main() -> None:
     root = Path(__file__).resolve().parent.parent
-    dataset = Path(sys.argv[1]) if len(sys.argv) > 1 else root.parent / "shared/data/dbpedia-5k"
-    ds = load_beir(dataset)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset", nargs="?", default=root.parent / "shared/data/dbpedia-5k")
+    ap.add_argument("--pool", type=int, nargs="+", default=[50, 100, 250])
+    args = ap.parse_args()
+    ds = load_beir(args.dataset)
+    for pool in args.pool:
+        sweep(ds, pool)
+
+
+def sweep(ds: Dataset, pool: int) -> None:
     embedder = make_embedder("local")
     assert embedder is not None
     base = Settings.from_env()
@@ -38,8 +45,8 @@ def main() -> None:
         chunk_doc: dict[str, str] = {}
         runs = []
         for qid, text in ds.queries.items():
-            lex = shelf.store.lexical_search(lexical_terms(text), POOL, SearchFilters())
-            vec = shelf._vectors.search(embedder.embed([text])[0], POOL)
+            lex = shelf.store.lexical_search(lexical_terms(text), pool, SearchFilters())
+            vec = shelf._vectors.search(embedder.embed([text])[0], pool)
             for cid, _ in lex + vec:
                 if cid not in chunk_doc:
                     chunk = shelf.store.get_chunks([cid])[0]
@@ -63,7 +70,7 @@ def main() -> None:
             values.append(ndcg_at_k(ranked, ds.qrels[qid], 10))
         return statistics.fmean(values)
 
-    print(f"{ds.name}: {len(runs)} queries, candidate pool {POOL} per side")
+    print(f"{ds.name}: {len(runs)} queries, candidate pool {pool} per side")
     print(f"lexical only   nDCG@10 {score('lexical', 0):.4f}")
     print(f"vector only    nDCG@10 {score('vector', 1):.4f}")
     for method in ("rrf", "convex"):

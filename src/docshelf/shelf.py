@@ -47,6 +47,7 @@ SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
 CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
 MAX_LIMIT = 200
+CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion
 
 # Progress callback: (files done, files to do, what is happening now).
 Progress = Callable[[int, int, str], None]
@@ -576,7 +577,9 @@ class Shelf:
                 "(install `docshelf[local]` and run `docshelf reindex` for hybrid search)"
             )
             mode = "lexical"
-        pool = max(candidates or 0, limit * 5, 50)
+        # A fixed pool: min-max fusion normalises over the candidates, so the
+        # pool must not move with `limit` (bench/fusion.py measured 100 best).
+        pool = max(candidates or CANDIDATE_POOL, limit)
         timings: dict[str, float] = {}
         allowed = None if filters.empty else self.store.documents_matching(filters)
 

@@ -80,7 +80,13 @@ class LocalEmbedder:
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 from sentence_transformers import SentenceTransformer
+                from threadpoolctl import threadpool_limits
 
+                # torch's threads own the cores from here on. OpenBLAS threads
+                # (numpy's vector scan) spinning beside them made a query's
+                # embedding several times slower at p95 (BENCHMARKS.md), so
+                # numpy's BLAS runs single-threaded in a process that embeds.
+                threadpool_limits(limits=1, user_api="blas")
                 self._model = SentenceTransformer(str(self._dir), device="cpu")
             return self._model
 
