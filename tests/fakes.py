@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+
 from docshelf.chunk import approx_tokens
 
 
