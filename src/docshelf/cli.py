@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -267,6 +268,7 @@ def list_(
             sources.add_row(s["id"], s["path"], s["kind"])
         console.print(sources)
         docs = Table("document", "title", "path", "snippets", "status", title="Documents")
+        docs.columns[2].overflow = "fold"
         for d in o.result["documents"]:
             docs.add_row(
                 d["id"],
@@ -424,12 +426,16 @@ def search(
         if not r["hits"]:
             console.print("No hits.")
         for n, h in enumerate(r["hits"], start=1):
+            c = h["citation"]
             head = Text(f"{n}. ", style="bold")
-            head.append(h["citation"]["label"], style="bold cyan")
+            head.append(c["label"], style="bold cyan")
+            if c["heading_path"]:
+                head.append(f"  > {' > '.join(c['heading_path'])}", style="cyan")
             head.append(f"  {h['score']:.3f}  {h['chunk_id']}", style="dim")
             console.print(head)
             body = " ".join(h["text"].split())
-            console.print(Text("   " + (body[:300] + ("…" if len(body) > 300 else ""))))
+            body = body[:300] + ("…" if len(body) > 300 else "")
+            console.print(Padding(Text(body), (0, 0, 1, 3)))
 
     run.finish(produce, render)
 
