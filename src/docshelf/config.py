@@ -27,6 +27,9 @@ class Settings:
     embedder: str  # "local", "none", or "auto" (local when installed, else none)
     max_file_bytes: int = 25 * 1024 * 1024
     embed_batch_size: int = 16  # small batches were faster on a 2-core CPU (BENCHMARKS.md)
+    max_upload_bytes: int = 50 * 1024 * 1024
+    workers: int = 1  # in-process ingest workers of `serve`
+    embed_rate: float | None = None  # embedding calls per second, None = unbounded
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -37,9 +40,28 @@ class Settings:
             raise InvalidInput(
                 f"DOCSHELF_EMBEDDER={embedder!r} is not known; use one of: local, none"
             )
-        max_mb = os.environ.get("DOCSHELF_MAX_FILE_MB")
-        try:
-            max_bytes = int(float(max_mb) * 1024 * 1024) if max_mb else cls.max_file_bytes
-        except ValueError:
-            raise InvalidInput(f"DOCSHELF_MAX_FILE_MB={max_mb!r} is not a number") from None
-        return cls(home=home, database_url=db, embedder=embedder, max_file_bytes=max_bytes)
+        max_file = _number("DOCSHELF_MAX_FILE_MB", cls.max_file_bytes / 2**20)
+        max_upload = _number("DOCSHELF_MAX_UPLOAD_MB", cls.max_upload_bytes / 2**20)
+        rate = _number("DOCSHELF_EMBED_RATE", 0.0)
+        return cls(
+            home=home,
+            database_url=db,
+            embedder=embedder,
+            max_file_bytes=int(max_file * 2**20),
+            max_upload_bytes=int(max_upload * 2**20),
+            workers=max(1, int(_number("DOCSHELF_WORKERS", cls.workers))),
+            embed_rate=rate or None,
+        )
+
+
+def _number(key: str, default: float) -> float:
+    raw = os.environ.get(key)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{key}={raw!r} is not a number") from None
+    if value < 0:
+        raise InvalidInput(f"{key}={raw!r} must not be negative")
+    return value

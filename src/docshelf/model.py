@@ -104,6 +104,7 @@ class Source:
     kind: str  # "folder" or "file"
     host: str
     added_at: float
+    user_id: str | None = None  # the owner: the user who added it
 
 
 @dataclass(frozen=True)
@@ -213,3 +214,61 @@ class SyncReport:
         self.moved += other.moved
         self.removed += other.removed
         self.failures.extend(other.failures)
+
+
+class Stage(StrEnum):
+    """Where a job is in the pipeline (SPEC §2); ``failed`` is the dead-letter state."""
+
+    QUEUED = "queued"
+    PARSING = "parsing"
+    CHUNKING = "chunking"
+    EMBEDDING = "embedding"
+    INDEXING = "indexing"
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (Stage.COMPLETE, Stage.FAILED)
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    name: str
+    is_admin: bool
+    created_at: float
+    revoked_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """The durable record of one document's trip through the pipeline."""
+
+    document_id: str
+    stage: Stage
+    status: str  # queued | running | complete | failed
+    attempts: int
+    next_attempt_at: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+    last_error: str | None
+    blob_sha256: str
+    file_type: str
+    name: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class Event:
+    """A stage change (``kind == "stage"``) or a lifecycle event (``document.*``)."""
+
+    seq: int
+    document_id: str
+    kind: str
+    stage: str | None
+    progress_pct: int | None
+    message: str
+    created_at: float
+    user_id: str | None = None

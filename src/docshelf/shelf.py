@@ -8,6 +8,7 @@ with Shelf() as shelf:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import socket
 import time
@@ -17,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from docshelf import users as users_mod
+from docshelf.blobs import BlobStore, LocalBlobStore
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
@@ -26,12 +29,16 @@ from docshelf.model import (
     Chunk,
     Citation,
     Document,
+    Event,
     Failure,
     Hit,
+    Job,
     Scores,
     Source,
+    Stage,
     SyncReport,
     Tier,
+    User,
     document_id,
     fingerprint,
 )
@@ -41,6 +48,7 @@ from docshelf.search.query import lexical_terms
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
+from docshelf.telemetry import Metrics, RateLimiter
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
@@ -62,6 +70,31 @@ class _Pending:
     prepared: Prepared
     record: FileRecord | None
     previous: FileRecord | None
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    document_id: str
+    status: str
+    fingerprint: str
+    created: bool  # a new document and job
+    linked: bool  # the caller got access by this upload
+
+
+def sanitize_filename(name: str) -> str:
+    """A display name from an uploaded file name: never a path.
+
+    Only the last component survives (``/`` and ``\\`` both separate), control
+    characters and NUL are dropped, ``..`` and leading dots are stripped.
+    """
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(ch for ch in base if ch.isprintable())
+    base = base.strip().lstrip(".").strip()
+    return base[:200] or "upload"
+
+
+def unsupported_type_message(name: str) -> str:
+    return f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
 
 
 @dataclass
@@ -140,6 +173,9 @@ class Shelf:
         self.count_tokens = self.embedder.count_tokens if self.embedder else approx_tokens
         self._vectors = ExactVectorIndex(self.store)
         self.embed_counts = EmbedCounts()
+        self.blobs: BlobStore = LocalBlobStore(self.settings.home / "blobs")
+        self.metrics = Metrics()
+        self.rate_limit = RateLimiter(self.settings.embed_rate)
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -204,8 +240,13 @@ class Shelf:
                     self.store.set_meta("embedding_dim", str(self.embedder.dim))
 
     # -- sources -----------------------------------------------------------------
-    def add(self, path: str | Path, progress: Progress | None = None) -> SyncReport:
-        """Register a file or folder (indexed where it lives) and index it."""
+    def add(
+        self, path: str | Path, progress: Progress | None = None, *, user_id: str | None = None
+    ) -> SyncReport:
+        """Register a file or folder (indexed where it lives) and index it.
+
+        The source belongs to ``user_id`` (the local admin when None): its
+        documents are that user's."""
         target = Path(path).expanduser()
         try:
             target = target.resolve(strict=True)
@@ -214,10 +255,11 @@ class Shelf:
         except (OSError, RuntimeError) as exc:
             raise InvalidInput(f"Cannot resolve {path}: {exc}") from None
         if not target.is_dir() and file_type_for(target.name) is None:
-            raise InvalidInput(
-                f"{target.name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
-            )
+            raise InvalidInput(unsupported_type_message(target.name))
+        owner = user_id or users_mod.ensure_local_admin(self.store).id
         source = self.store.find_source(str(target))
+        if source is not None and source.user_id not in (None, owner):
+            raise Conflict(f"{target} is already a source of another user")
         if source is None:
             for other in self.store.list_sources():
                 other_path = Path(other.path)
@@ -235,6 +277,7 @@ class Shelf:
                 kind="folder" if target.is_dir() else "file",
                 host=self.host,
                 added_at=time.time(),
+                user_id=owner,
             )
             self.store.add_source(source)
         return self._sync_source(source, progress)
@@ -449,8 +492,12 @@ class Shelf:
             report.unchanged += 1
 
     def _point_file(self, record: FileRecord, previous: FileRecord | None) -> None:
-        """Record which document a file holds; the one it held before goes if now orphaned."""
+        """Record which document a file holds (and give the source's owner access to it);
+        the document it held before goes if now orphaned."""
         self.store.put_file(record)
+        source = self.store.get_source(record.source_id)
+        if source is not None and source.user_id:
+            self.store.grant(source.user_id, record.document_id)
         if (
             previous is not None
             and previous.document_id != record.document_id
@@ -495,14 +542,27 @@ class Shelf:
 
     # -- documents -------------------------------------------------------------------
     def documents(
-        self, *, source_id: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        source_id: str | None = None,
+        user_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[Document]:
-        return self.store.list_documents(source_id=source_id, limit=limit, offset=offset)
+        """Documents (only ``user_id``'s when given; all for the local caller)."""
+        return self.store.list_documents(
+            source_id=source_id, user_id=user_id, limit=limit, offset=offset
+        )
 
-    def document(self, document_id: str) -> DocumentView:
+    def _visible(self, document_id: str, user_id: str | None) -> Document:
+        """The document, if the caller may see it; another user's is answered as unknown."""
         doc = self.store.get_document(document_id)
-        if doc is None:
+        if doc is None or (user_id is not None and not self.store.has_access(user_id, doc.id)):
             raise NotFound(f"No document {document_id!r}")
+        return doc
+
+    def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
+        doc = self._visible(document_id, user_id)
         files = [r.path for r in self.store.files_of_document(document_id)]
         return DocumentView(doc, files, self.store.chunks_of_document(document_id, Tier.SECTION))
 
@@ -559,6 +619,7 @@ class Shelf:
         mode: str = "hybrid",
         filters: SearchFilters | None = None,
         candidates: int | None = None,
+        user_id: str | None = None,
     ) -> SearchResult:
         """Snippet-first hybrid search: lexical and vector recall, fused, then cited."""
         if not query or not query.strip():
@@ -570,6 +631,9 @@ class Shelf:
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
         filters = filters or SearchFilters()
+        if user_id is not None:  # access first, inside the queries
+            filters = dataclasses.replace(filters, user_id=user_id)
+        started = time.perf_counter()
         notice = None
         if mode != "lexical" and not self._can_embed_queries():
             notice = (
@@ -603,6 +667,7 @@ class Shelf:
         )
         timings["fusion"] = (time.perf_counter() - t) * 1000
         hits = self._hits(fused[:limit])
+        self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
         return SearchResult(query=query, mode=mode, hits=hits, notice=notice, timings_ms=timings)
 
     def _can_embed_queries(self) -> bool:
@@ -633,7 +698,11 @@ class Shelf:
 
     # -- context ---------------------------------------------------------------------------
     def context(
-        self, chunk_id: str, mode: str = "snippet-window", window: int = 1
+        self,
+        chunk_id: str,
+        mode: str = "snippet-window",
+        window: int = 1,
+        user_id: str | None = None,
     ) -> ContextResult:
         """Widen a hit: its neighbours, its section, or its section's neighbours."""
         if mode not in CONTEXT_MODES:
@@ -646,9 +715,10 @@ class Shelf:
         if not found:
             raise NotFound(f"No chunk {chunk_id!r}")
         chunk = found[0]
-        doc = self.store.get_document(chunk.document_id)
-        if doc is None:
-            raise NotFound(f"No chunk {chunk_id!r}")
+        try:
+            doc = self._visible(chunk.document_id, user_id)
+        except NotFound:
+            raise NotFound(f"No chunk {chunk_id!r}") from None
         if mode == "snippet-window":
             chunks = self._neighbours(chunk, window)
         else:
@@ -662,3 +732,184 @@ class Shelf:
         tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)
         lo, hi = max(0, chunk.index - window), chunk.index + window + 1
         return tier[lo:hi]
+
+    # -- users -------------------------------------------------------------------------------
+    def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
+        """A new user and their bearer token (shown once; only its hash is kept)."""
+        return users_mod.create_user(self.store, name, admin=admin)
+
+    def users(self) -> list[User]:
+        return self.store.list_users()
+
+    def revoke_user(self, name_or_id: str) -> User:
+        user = self.store.get_user(name_or_id)
+        if user is None:
+            raise NotFound(f"No user {name_or_id!r}")
+        revoked = dataclasses.replace(user, revoked_at=time.time())
+        self.store.put_user(revoked, None)
+        return revoked
+
+    def authenticate(self, token: str) -> User | None:
+        return users_mod.authenticate(self.store, token)
+
+    def local_admin_token(self) -> str | None:
+        """On a home with no token yet, create the local admin's and return it (once)."""
+        admin = users_mod.ensure_local_admin(self.store)
+        if self.store.has_token(admin.id):
+            return None
+        return users_mod.issue_token(self.store, admin)
+
+    # -- uploads and jobs ----------------------------------------------------------------------
+    def register_upload(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
+        """Record uploaded bytes (already in the blob store) for ``user_id``.
+
+        New bytes get a document and a queued job; bytes this user already has
+        are answered with the same document; bytes another user already has
+        get an access link for this one — nothing is parsed or embedded again.
+        """
+        file_type = file_type_for(name)
+        if file_type is None:
+            raise InvalidInput(f"{name}: unsupported file type")
+        doc_id = document_id(sha256)
+        now = time.time()
+        with self.store.transaction():
+            doc = self.store.get_document(doc_id)
+            if doc is not None:
+                linked = self.store.grant(user_id, doc_id, title=name)
+                if linked:
+                    self.metrics.upload_dedup("linked")
+                    self.store.add_event(
+                        doc_id, "document.queued", stage=doc.status, message=name, user_id=user_id
+                    )
+                    if doc.status == Stage.COMPLETE:
+                        self.store.add_event(
+                            doc_id,
+                            "document.completed",
+                            stage="complete",
+                            progress_pct=100,
+                            message=name,
+                            user_id=user_id,
+                        )
+                else:
+                    self.metrics.upload_dedup("same_user")
+                return UploadResult(doc_id, doc.status, sha256, created=False, linked=linked)
+            self._check_writable()
+            self.store.put_document(
+                Document(
+                    id=doc_id,
+                    sha256=sha256,
+                    title=Path(name).stem or name,
+                    path=self.blobs.location(sha256),
+                    rel_path=name,
+                    source_id=None,
+                    source_host=self.host,
+                    file_type=file_type,
+                    size_bytes=size,
+                    added_at=now,
+                    updated_at=now,
+                    status=Stage.QUEUED.value,
+                    embedding_model=self.embedder.model_id if self.embedder else None,
+                ),
+                [],
+                None,
+            )
+            self.store.put_job(
+                Job(
+                    doc_id,
+                    Stage.QUEUED,
+                    "queued",
+                    0,
+                    now,
+                    None,
+                    None,
+                    None,
+                    sha256,
+                    file_type,
+                    name,
+                    now,
+                    now,
+                )
+            )
+            self.store.grant(user_id, doc_id, title=name)
+            self.store.add_event(
+                doc_id, "stage", stage="queued", progress_pct=0, message=f"queued {name}"
+            )
+            self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
+        return UploadResult(doc_id, Stage.QUEUED.value, sha256, created=True, linked=True)
+
+    def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
+        """Store ``data`` as an upload named ``name`` (the library form of POST /v1/documents)."""
+        clean = sanitize_filename(name)
+        if file_type_for(clean) is None:
+            raise InvalidInput(unsupported_type_message(clean))
+        with self.blobs.writer(self.settings.max_upload_bytes) as writer:
+            writer.write(data)
+            sha = writer.commit()
+        return self.register_upload(user_id, clean, sha, len(data))
+
+    def job(self, document_id: str, user_id: str | None = None) -> Job:
+        self._visible(document_id, user_id)
+        job = self.store.get_job(document_id)
+        if job is None:
+            raise NotFound(f"Document {document_id!r} has no ingest job (it came from a source)")
+        return job
+
+    def retry(self, document_id: str, user_id: str | None = None) -> Job:
+        """Re-queue a failed job at the stage where it failed."""
+        job = self.job(document_id, user_id)
+        if job.status != "failed":
+            raise Conflict(f"Document {document_id} is {job.status}, not failed; nothing to retry")
+        with self.store.transaction():
+            self.store.update_job(
+                document_id,
+                status="queued",
+                attempts=0,
+                next_attempt_at=time.time(),
+                last_error=None,
+            )
+            self.store.set_document_status(document_id, job.stage.value)
+            self.store.add_event(
+                document_id,
+                "stage",
+                stage=Stage.QUEUED.value,
+                progress_pct=0,
+                message=f"retry requested; resuming at {job.stage.value}",
+            )
+            self.store.add_event(document_id, "document.queued", stage="queued", message="retry")
+        return self.job(document_id, user_id)
+
+    def delete_document(self, document_id: str, user_id: str | None = None) -> bool:
+        """Remove the caller's access; the last access removes the data. True if data went."""
+        doc = self._visible(document_id, user_id)
+        with self.store.transaction():
+            if user_id is not None:
+                self.store.revoke_access(user_id, doc.id)
+            self.store.add_event(doc.id, "document.removed", message=doc.rel_path, user_id=user_id)
+            if user_id is not None and self.store.access_count(doc.id):
+                return False
+            if self.store.files_of_document(doc.id):
+                return False  # still held by a file in a source; sync decides
+            self.store.delete_document(doc.id)
+        if self.store.get_job(doc.id) is None and not self.store.get_document(doc.id):
+            self.blobs.delete(doc.sha256)
+        return True
+
+    def events(
+        self,
+        after: int = 0,
+        *,
+        document_id: str | None = None,
+        lifecycle: bool = False,
+        user_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Stage events of one document, or lifecycle events (``document.*``), after ``after``."""
+        if document_id is not None:
+            self._visible(document_id, user_id)
+        return self.store.events_after(
+            after,
+            document_id=document_id,
+            kinds="document.%" if lifecycle else "stage",
+            user_id=user_id if document_id is None else None,
+            limit=limit,
+        )

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from docshelf.model import Chunk, Document, Failure, Source, Tier
+from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,6 +35,7 @@ class FileRecord:
 class SearchFilters:
     """Metadata filters applied before ranking (SPEC §4)."""
 
+    user_id: str | None = None  # only documents this user has access to
     source_id: str | None = None
     path_prefix: str | None = None
     file_type: str | None = None
@@ -44,7 +45,12 @@ class SearchFilters:
     @property
     def empty(self) -> bool:
         return not (
-            self.source_id or self.path_prefix or self.file_type or self.tags or self.document_ids
+            self.user_id
+            or self.source_id
+            or self.path_prefix
+            or self.file_type
+            or self.tags
+            or self.document_ids
         )
 
 
@@ -112,7 +118,12 @@ class Store(Protocol):
     # -- documents and chunks ----------------------------------------------
     def get_document(self, document_id: str) -> Document | None: ...
     def list_documents(
-        self, *, source_id: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        source_id: str | None = None,
+        user_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[Document]: ...
     def put_document(
         self,
@@ -137,7 +148,9 @@ class Store(Protocol):
         ...
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...
-    def snippets_without_vectors(self, limit: int) -> list[Chunk]: ...
+    def snippets_without_vectors(
+        self, limit: int, document_id: str | None = None
+    ) -> list[Chunk]: ...
     def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None: ...
     def drop_vectors(self) -> None: ...
 
@@ -158,6 +171,54 @@ class Store(Protocol):
     def cache_embeddings(
         self, model: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
     ) -> None: ...
+
+    # -- users and access ------------------------------------------------------
+    def put_user(self, user: User, token_hash: str | None) -> None: ...
+    def get_user(self, user_id_or_name: str) -> User | None: ...
+    def user_for_token(self, token_hash: str) -> User | None:
+        """The user holding this token, unless revoked."""
+        ...
+
+    def has_token(self, user_id: str) -> bool: ...
+    def list_users(self) -> list[User]: ...
+    def grant(self, user_id: str, document_id: str, title: str | None = None) -> bool: ...
+    def revoke_access(self, user_id: str, document_id: str) -> bool: ...
+    def has_access(self, user_id: str, document_id: str) -> bool: ...
+    def access_count(self, document_id: str) -> int: ...
+
+    # -- jobs and events ---------------------------------------------------------
+    def put_job(self, job: Job) -> None: ...
+    def get_job(self, document_id: str) -> Job | None: ...
+    def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
+        """Atomically lease one due job (queued and due, or running past its lease)."""
+        ...
+
+    def renew_lease(self, document_id: str, owner: str, until: float) -> bool: ...
+    def update_job(self, document_id: str, **fields: Any) -> None: ...
+    def job_counts(self) -> dict[str, int]: ...
+    def put_payload(self, document_id: str, stage: str, payload: bytes) -> None: ...
+    def get_payload(self, document_id: str, stage: str) -> bytes | None: ...
+    def delete_payload(self, document_id: str) -> None: ...
+    def set_document_status(self, document_id: str, status: str) -> None: ...
+    def add_event(
+        self,
+        document_id: str,
+        kind: str,
+        *,
+        stage: str | None = None,
+        progress_pct: int | None = None,
+        message: str = "",
+        user_id: str | None = None,
+    ) -> int: ...
+    def events_after(
+        self,
+        after: int,
+        *,
+        document_id: str | None = None,
+        kinds: str | None = None,
+        user_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]: ...
 
     # -- upkeep ----------------------------------------------------------------
     def stats(self) -> StoreStats: ...

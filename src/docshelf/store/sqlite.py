@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from docshelf.errors import Conflict, InvalidInput, Unavailable
-from docshelf.model import Chunk, Document, Failure, Source, Tier
+from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Stage, Tier, User
 from docshelf.store.base import (
     FileRecord,
     SearchFilters,
@@ -43,6 +43,12 @@ _CHUNK_COLUMNS = (
 )
 _DOC_UPDATES = ", ".join(
     f"{c.strip()} = excluded.{c.strip()}" for c in _DOC_COLUMNS.split(",")[1:] if c.strip()
+)
+_SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id"
+_USER_COLUMNS = "id, name, is_admin, created_at, revoked_at"
+_JOB_COLUMNS = (
+    "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
+    "last_error, blob_sha256, file_type, name, created_at, updated_at"
 )
 # bm25() weights for (header, text): a match in the title/heading path counts double.
 _BM25_WEIGHTS = (2.0, 1.0)
@@ -191,22 +197,21 @@ class SQLiteStore:
     def add_source(self, source: Source) -> None:
         with self.transaction():
             self._x(
-                "INSERT INTO sources(id, path, kind, host, added_at) VALUES (?, ?, ?, ?, ?)",
-                (source.id, source.path, source.kind, source.host, source.added_at),
+                "INSERT INTO sources(id, path, kind, host, added_at, user_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (source.id, source.path, source.kind, source.host, source.added_at, source.user_id),
             )
 
     def get_source(self, source_id: str) -> Source | None:
-        rows = self._q(
-            "SELECT id, path, kind, host, added_at FROM sources WHERE id = ?", (source_id,)
-        )
+        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE id = ?", (source_id,))
         return Source(*rows[0]) if rows else None
 
     def find_source(self, path: str) -> Source | None:
-        rows = self._q("SELECT id, path, kind, host, added_at FROM sources WHERE path = ?", (path,))
+        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,))
         return Source(*rows[0]) if rows else None
 
     def list_sources(self) -> list[Source]:
-        rows = self._q("SELECT id, path, kind, host, added_at FROM sources ORDER BY path")
+        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources ORDER BY path")
         return [Source(*r) for r in rows]
 
     def delete_source(self, source_id: str) -> None:
@@ -267,11 +272,17 @@ class SQLiteStore:
         return self._documents(rows)[0]
 
     def list_documents(
-        self, *, source_id: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        source_id: str | None = None,
+        user_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[Document]:
-        where, params = ("WHERE source_id = ?", [source_id]) if source_id else ("", [])
+        where, params = _filter_sql(SearchFilters(source_id=source_id, user_id=user_id))
         rows = self._q(
-            f"SELECT {_DOC_COLUMNS} FROM documents {where} ORDER BY rel_path, id LIMIT ? OFFSET ?",
+            f"SELECT {_DOC_COLUMNS} FROM documents d WHERE 1 = 1 {where} "
+            "ORDER BY rel_path, id LIMIT ? OFFSET ?",
             [*params, -1 if limit is None else limit, offset],
         )
         return self._documents(rows)
@@ -377,11 +388,12 @@ class SQLiteStore:
         )
         return [_chunk_from_row(r) for r in rows]
 
-    def snippets_without_vectors(self, limit: int) -> list[Chunk]:
+    def snippets_without_vectors(self, limit: int, document_id: str | None = None) -> list[Chunk]:
+        where, params = ("AND document_id = ?", [document_id]) if document_id else ("", [])
         rows = self._q(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' AND NOT EXISTS "
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' {where} AND NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq) ORDER BY seq LIMIT ?",
-            (limit,),
+            [*params, limit],
         )
         return [_chunk_from_row(r) for r in rows]
 
@@ -416,7 +428,7 @@ class SQLiteStore:
             f"SELECT c.id, bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS rank "
             "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.document_id "
-            f"WHERE chunks_fts MATCH ? {where} ORDER BY rank LIMIT ?",
+            f"WHERE chunks_fts MATCH ? AND d.status = 'complete' {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )
         # FTS5's bm25() is negative (lower is better); flip it so higher is better.
@@ -427,7 +439,8 @@ class SQLiteStore:
             generation = self.generation()
             rows = self._q(
                 "SELECT c.id, c.document_id, v.embedding FROM vectors v "
-                "JOIN chunks c ON c.seq = v.chunk_seq ORDER BY v.chunk_seq"
+                "JOIN chunks c ON c.seq = v.chunk_seq JOIN documents d ON d.id = c.document_id "
+                "WHERE d.status = 'complete' ORDER BY v.chunk_seq"
             )
         dim = int(self.get_meta("embedding_dim") or 0)
         if rows:
@@ -471,6 +484,212 @@ class SQLiteStore:
                 "VALUES (?, ?, ?)",
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
             )
+
+    # -- users and access --------------------------------------------------------------------
+    def put_user(self, user: User, token_hash: str | None) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT INTO users(id, name, token_hash, is_admin, created_at, revoked_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                "token_hash = excluded.token_hash, revoked_at = excluded.revoked_at",
+                (
+                    user.id,
+                    user.name,
+                    token_hash,
+                    int(user.is_admin),
+                    user.created_at,
+                    user.revoked_at,
+                ),
+            )
+
+    def get_user(self, user_id_or_name: str) -> User | None:
+        rows = self._q(
+            f"SELECT {_USER_COLUMNS} FROM users WHERE id = ? OR name = ?",
+            (user_id_or_name, user_id_or_name),
+        )
+        return _user_from_row(rows[0]) if rows else None
+
+    def user_for_token(self, token_hash: str) -> User | None:
+        rows = self._q(
+            f"SELECT {_USER_COLUMNS} FROM users WHERE token_hash = ? AND revoked_at IS NULL",
+            (token_hash,),
+        )
+        return _user_from_row(rows[0]) if rows else None
+
+    def has_token(self, user_id: str) -> bool:
+        return bool(
+            self._q("SELECT 1 FROM users WHERE id = ? AND token_hash IS NOT NULL", (user_id,))
+        )
+
+    def list_users(self) -> list[User]:
+        return [
+            _user_from_row(r) for r in self._q(f"SELECT {_USER_COLUMNS} FROM users ORDER BY name")
+        ]
+
+    def grant(self, user_id: str, document_id: str, title: str | None = None) -> bool:
+        """Give a user access to a document; False if they had it already."""
+        with self.transaction():
+            before = self._db.total_changes
+            self._x(
+                "INSERT OR IGNORE INTO access(user_id, document_id, title, added_at) "
+                "VALUES (?, ?, ?, ?)",
+                (user_id, document_id, title, time.time()),
+            )
+            return self._db.total_changes > before
+
+    def revoke_access(self, user_id: str, document_id: str) -> bool:
+        with self.transaction():
+            before = self._db.total_changes
+            self._x(
+                "DELETE FROM access WHERE user_id = ? AND document_id = ?", (user_id, document_id)
+            )
+            return self._db.total_changes > before
+
+    def has_access(self, user_id: str, document_id: str) -> bool:
+        return bool(
+            self._q(
+                "SELECT 1 FROM access WHERE user_id = ? AND document_id = ?",
+                (user_id, document_id),
+            )
+        )
+
+    def access_count(self, document_id: str) -> int:
+        return int(
+            self._q("SELECT COUNT(*) FROM access WHERE document_id = ?", (document_id,))[0][0]
+        )
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def put_job(self, job: Job) -> None:
+        with self.transaction():
+            self._x(
+                f"INSERT OR REPLACE INTO jobs({_JOB_COLUMNS}) VALUES ({','.join('?' * 13)})",
+                _job_row(job),
+            )
+
+    def get_job(self, document_id: str) -> Job | None:
+        rows = self._q(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE document_id = ?", (document_id,))
+        return _job_from_row(rows[0]) if rows else None
+
+    def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
+        """Atomically take one due job: queued and due, or running with an expired lease."""
+        with self.transaction():
+            rows = self._q(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE "
+                "(status = 'queued' AND next_attempt_at <= ?) OR "
+                "(status = 'running' AND lease_expires_at < ?) "
+                "ORDER BY next_attempt_at LIMIT 1",
+                (now, now),
+            )
+            if not rows:
+                return None
+            job = _job_from_row(rows[0])
+            self._x(
+                "UPDATE jobs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
+                "updated_at = ? WHERE document_id = ?",
+                (owner, now + lease_seconds, now, job.document_id),
+            )
+        return self.get_job(job.document_id)
+
+    def renew_lease(self, document_id: str, owner: str, until: float) -> bool:
+        with self.transaction():
+            before = self._db.total_changes
+            self._x(
+                "UPDATE jobs SET lease_expires_at = ? WHERE document_id = ? AND lease_owner = ? "
+                "AND status = 'running'",
+                (until, document_id, owner),
+            )
+            return self._db.total_changes > before
+
+    def update_job(self, document_id: str, **fields: Any) -> None:
+        if not fields:
+            return
+        fields["updated_at"] = time.time()
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        with self.transaction():
+            self._x(
+                f"UPDATE jobs SET {sets} WHERE document_id = ?", [*fields.values(), document_id]
+            )
+
+    def job_counts(self) -> dict[str, int]:
+        rows = self._q("SELECT status, COUNT(*) FROM jobs GROUP BY status")
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def put_payload(self, document_id: str, stage: str, payload: bytes) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT OR REPLACE INTO job_payloads(document_id, stage, payload) VALUES (?, ?, ?)",
+                (document_id, stage, payload),
+            )
+
+    def get_payload(self, document_id: str, stage: str) -> bytes | None:
+        rows = self._q(
+            "SELECT payload FROM job_payloads WHERE document_id = ? AND stage = ?",
+            (document_id, stage),
+        )
+        return bytes(rows[0][0]) if rows else None
+
+    def delete_payload(self, document_id: str) -> None:
+        with self.transaction():
+            self._x("DELETE FROM job_payloads WHERE document_id = ?", (document_id,))
+
+    def set_document_status(self, document_id: str, status: str) -> None:
+        with self.transaction():
+            self._x(
+                "UPDATE documents SET status = ?, updated_at = ? WHERE id = ?",
+                (status, time.time(), document_id),
+            )
+            self._bump_generation()
+
+    # -- events ----------------------------------------------------------------------------------
+    def add_event(
+        self,
+        document_id: str,
+        kind: str,
+        *,
+        stage: str | None = None,
+        progress_pct: int | None = None,
+        message: str = "",
+        user_id: str | None = None,
+    ) -> int:
+        with self.transaction():
+            cur = self._db.execute(
+                "INSERT INTO events(document_id, user_id, kind, stage, progress_pct, message, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (document_id, user_id, kind, stage, progress_pct, message, time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def events_after(
+        self,
+        after: int,
+        *,
+        document_id: str | None = None,
+        kinds: str | None = None,
+        user_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Events with ``seq > after``, oldest first. ``kinds`` is a LIKE pattern; with
+        ``user_id``, only events of documents the user can see or addressed to them."""
+        where = ["seq > ?"]
+        params: list[Any] = [after]
+        if document_id is not None:
+            where.append("document_id = ?")
+            params.append(document_id)
+        if kinds is not None:
+            where.append("kind LIKE ?")
+            params.append(kinds)
+        if user_id is not None:
+            where.append(
+                "(user_id = ? OR (user_id IS NULL AND EXISTS (SELECT 1 FROM access a "
+                "WHERE a.document_id = events.document_id AND a.user_id = ?)))"
+            )
+            params += [user_id, user_id]
+        rows = self._q(
+            f"SELECT seq, document_id, kind, stage, progress_pct, message, created_at, user_id "
+            f"FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
+            [*params, limit],
+        )
+        return [Event(*r) for r in rows]
 
     # -- upkeep ------------------------------------------------------------------------------
     def stats(self) -> StoreStats:
@@ -519,11 +738,12 @@ class SQLiteStore:
         model = self.get_meta("embedding_model")
         if model and model != "none":
             missing = self._q(
-                "SELECT COUNT(*) FROM chunks c WHERE tier = 'snippet' AND NOT EXISTS "
+                "SELECT COUNT(*) FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE c.tier = 'snippet' AND d.status = 'complete' AND NOT EXISTS "
                 "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq)"
             )[0][0]
             if missing:
-                problems.append(f"{missing} snippets have no vector")
+                problems.append(f"{missing} snippets of complete documents have no vector")
         return problems
 
 
@@ -552,6 +772,9 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     """SQL conditions on the ``documents d`` alias for the given filters."""
     parts: list[str] = []
     params: list[Any] = []
+    if f.user_id:
+        parts.append("EXISTS (SELECT 1 FROM access a WHERE a.document_id = d.id AND a.user_id = ?)")
+        params.append(f.user_id)
     if f.source_id:
         parts.append("d.source_id = ?")
         params.append(f.source_id)
@@ -637,4 +860,44 @@ def _document_from_row(r: Sequence[Any], counts: dict[str, int]) -> Document:
         pages_without_text=r[21],
         embedding_model=r[22],
         chunk_counts=counts,
+    )
+
+
+def _user_from_row(r: Sequence[Any]) -> User:
+    return User(id=r[0], name=r[1], is_admin=bool(r[2]), created_at=r[3], revoked_at=r[4])
+
+
+def _job_row(j: Job) -> tuple[Any, ...]:
+    return (
+        j.document_id,
+        j.stage.value,
+        j.status,
+        j.attempts,
+        j.next_attempt_at,
+        j.lease_owner,
+        j.lease_expires_at,
+        j.last_error,
+        j.blob_sha256,
+        j.file_type,
+        j.name,
+        j.created_at,
+        j.updated_at,
+    )
+
+
+def _job_from_row(r: Sequence[Any]) -> Job:
+    return Job(
+        document_id=r[0],
+        stage=Stage(r[1]),
+        status=r[2],
+        attempts=r[3],
+        next_attempt_at=r[4],
+        lease_owner=r[5],
+        lease_expires_at=r[6],
+        last_error=r[7],
+        blob_sha256=r[8],
+        file_type=r[9],
+        name=r[10],
+        created_at=r[11],
+        updated_at=r[12],
     )

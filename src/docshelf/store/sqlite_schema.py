@@ -140,3 +140,73 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        2,
+        "users_jobs_events",
+        """
+        CREATE TABLE users (
+            id          TEXT PRIMARY KEY,
+            name        TEXT NOT NULL UNIQUE,
+            token_hash  TEXT UNIQUE,
+            is_admin    INTEGER NOT NULL DEFAULT 0,
+            created_at  REAL NOT NULL,
+            revoked_at  REAL
+        );
+
+        -- A user's right to a document, with that user's own title and tags.
+        CREATE TABLE access (
+            user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            title       TEXT,
+            tags        TEXT NOT NULL DEFAULT '[]',
+            added_at    REAL NOT NULL,
+            PRIMARY KEY (user_id, document_id)
+        );
+        CREATE INDEX access_document ON access(document_id);
+
+        ALTER TABLE sources ADD COLUMN user_id TEXT REFERENCES users(id);
+
+        -- The durable record of a document's trip through the pipeline.
+        -- `stage` is where the job is; `status` whether it waits, runs or ended.
+        CREATE TABLE jobs (
+            document_id      TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+            stage            TEXT NOT NULL,
+            status           TEXT NOT NULL
+                             CHECK (status IN ('queued', 'running', 'complete', 'failed')),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  REAL NOT NULL,
+            lease_owner      TEXT,
+            lease_expires_at REAL,
+            last_error       TEXT,
+            blob_sha256      TEXT NOT NULL,
+            file_type        TEXT NOT NULL,
+            name             TEXT NOT NULL,
+            created_at       REAL NOT NULL,
+            updated_at       REAL NOT NULL
+        );
+        CREATE INDEX jobs_due ON jobs(status, next_attempt_at);
+
+        -- A stage's output that the next stage reads (e.g. the parsed document).
+        CREATE TABLE job_payloads (
+            document_id TEXT PRIMARY KEY REFERENCES jobs(document_id) ON DELETE CASCADE,
+            stage       TEXT NOT NULL,
+            payload     BLOB NOT NULL
+        );
+
+        -- Stage changes and lifecycle events, in commit order (seq = SSE event id).
+        CREATE TABLE events (
+            seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+            document_id  TEXT NOT NULL,
+            user_id      TEXT,  -- set when the event concerns one user only
+            kind         TEXT NOT NULL,
+            stage        TEXT,
+            progress_pct INTEGER,
+            message      TEXT NOT NULL DEFAULT '',
+            created_at   REAL NOT NULL
+        );
+        CREATE INDEX events_document ON events(document_id, seq);
+        """,
+    ),
+)

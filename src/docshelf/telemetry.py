@@ -1,0 +1,112 @@
+"""Metrics (Prometheus) and tracing (OpenTelemetry), both cheap when unused.
+
+Metric names follow SPEC §7. The OpenTelemetry API is a no-op until an SDK is
+configured: ``configure_tracing()`` installs one with an OTLP exporter only
+when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (exporter off by default).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+_STAGE_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
+
+INGEST_JOBS = Counter("ingest_jobs", "Pipeline stages completed", ["stage"])
+INGEST_FAILURES = Counter("ingest_failures", "Pipeline stage failures", ["stage", "reason"])
+INGEST_LATENCY = Histogram(
+    "ingest_latency_ms", "Time spent in a pipeline stage (ms)", ["stage"], buckets=_STAGE_BUCKETS
+)
+EMBEDDING_UPSERTS = Counter(
+    "embedding_upserts", "Snippet vectors written, by embedding-cache outcome", ["dedup"]
+)
+UPLOAD_DEDUP = Counter("upload_dedup", "Uploads answered from bytes already stored", ["kind"])
+SEARCH_LATENCY = Histogram(
+    "search_latency_ms",
+    "Search latency (ms)",
+    ["mode"],
+    buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000),
+)
+QUEUE_DEPTH = Gauge("ingest_queue_depth", "Jobs waiting or running", ["status"])
+
+
+class Metrics:
+    """The few calls the rest of docshelf makes; the metric objects stay here."""
+
+    def stage_done(self, stage: str, ms: float) -> None:
+        INGEST_JOBS.labels(stage=stage).inc()
+        INGEST_LATENCY.labels(stage=stage).observe(ms)
+
+    def failure(self, stage: str, reason: str) -> None:
+        INGEST_FAILURES.labels(stage=stage, reason=reason).inc()
+
+    def embedded(self, *, cached: int, computed: int) -> None:
+        if cached:
+            EMBEDDING_UPSERTS.labels(dedup="hit").inc(cached)
+        if computed:
+            EMBEDDING_UPSERTS.labels(dedup="miss").inc(computed)
+
+    def upload_dedup(self, kind: str) -> None:
+        UPLOAD_DEDUP.labels(kind=kind).inc()
+
+    def searched(self, mode: str, ms: float) -> None:
+        SEARCH_LATENCY.labels(mode=mode).observe(ms)
+
+    def queue(self, counts: dict[str, int]) -> None:
+        for status in ("queued", "running", "failed"):
+            QUEUE_DEPTH.labels(status=status).set(counts.get(status, 0))
+
+
+class RateLimiter:
+    """At most ``rate`` calls per second (a token bucket of one); ``None`` = unbounded."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.interval = 1.0 / rate if rate else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self._lock:
+            now = time.monotonic()
+            delay = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if delay > 0:
+            time.sleep(delay)
+
+
+_tracer: Any = None
+
+
+def configure_tracing() -> None:
+    """Export spans over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; else keep no-op."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "docshelf"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+
+
+@contextmanager
+def span(name: str, **attributes: str | int | float) -> Iterator[None]:
+    """One OpenTelemetry span (a no-op unless tracing is configured)."""
+    global _tracer
+    if _tracer is None:
+        from opentelemetry import trace
+
+        _tracer = trace.get_tracer("docshelf")
+    with _tracer.start_as_current_span(name, attributes=attributes):
+        yield

@@ -1,0 +1,374 @@
+"""Background ingest: workers that claim jobs from the store and run their stages.
+
+    queued → parsing → chunking → embedding → indexing → complete   (or failed)
+
+The job's row in the store is its truth. A worker leases a job (renewing the
+lease while it works) and runs the stage the job is at; each stage commits its
+output together with the move to the next stage and its event, in one
+transaction, after checking that the worker still holds the lease. A worker
+killed at any point leaves the job at the last committed stage; once the lease
+expires another worker claims it and resumes there. Re-running a stage
+rewrites the same rows (chunk ids and vectors are keyed by content), so
+nothing is written twice.
+
+Search only sees documents whose status is ``complete``, so chunks waiting
+for their vectors are never visible.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from docshelf import telemetry
+from docshelf.chunk import chunk_document
+from docshelf.errors import InvalidInput
+from docshelf.ingest import embed_texts
+from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
+from docshelf.parse import parse
+
+if TYPE_CHECKING:
+    from docshelf.shelf import Shelf
+
+log = logging.getLogger("docshelf.worker")
+
+PROGRESS = {
+    Stage.QUEUED: 0,
+    Stage.PARSING: 10,
+    Stage.CHUNKING: 30,
+    Stage.EMBEDDING: 40,
+    Stage.INDEXING: 95,
+    Stage.COMPLETE: 100,
+}
+
+
+class LeaseLost(Exception):
+    """Another worker owns the job now; stop without writing."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    lease_seconds: float = 30.0
+    poll_seconds: float = 0.25
+    max_attempts: int = 5
+    backoff_base: float = 2.0  # seconds before the first retry; doubles each attempt
+    backoff_cap: float = 300.0
+    embed_batch: int = 64  # snippets embedded and committed per step of the embedding stage
+
+    def backoff(self, attempts: int) -> float:
+        """Exponential backoff with full jitter in [0.5, 1.5) of the nominal delay."""
+        nominal = min(self.backoff_cap, self.backoff_base * 2.0 ** max(0, attempts - 1))
+        return float(nominal * (0.5 + random.random()))
+
+
+class Worker:
+    def __init__(
+        self,
+        shelf: Shelf,
+        settings: WorkerSettings | None = None,
+        *,
+        name: str | None = None,
+        on_stage: Callable[[Job, Stage], None] | None = None,
+    ) -> None:
+        self.shelf = shelf
+        self.store = shelf.store
+        self.settings = settings or WorkerSettings()
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.on_stage = on_stage  # a hook for tests and metrics: called before each stage
+        self.alive_at = time.time()
+
+    # -- the loop --------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.alive_at = time.time()
+            try:
+                worked = self.run_once()
+            except Exception:  # never let one bad job kill the worker
+                log.exception("worker %s: unexpected error", self.name)
+                worked = False
+            if not worked:
+                stop.wait(self.settings.poll_seconds)
+
+    def run_once(self) -> bool:
+        """Claim one due job and take it as far as it goes. False when none was due."""
+        job = self.store.claim_job(self.name, self.settings.lease_seconds, time.time())
+        if job is None:
+            return False
+        stop_renewing = threading.Event()
+        renewer = threading.Thread(target=self._renew, args=(job, stop_renewing), daemon=True)
+        renewer.start()
+        try:
+            self._advance(job)
+        except LeaseLost:
+            log.warning("worker %s lost the lease on %s", self.name, job.document_id)
+        finally:
+            stop_renewing.set()
+            renewer.join()
+        return True
+
+    def _renew(self, job: Job, stop: threading.Event) -> None:
+        while not stop.wait(self.settings.lease_seconds / 3):
+            until = time.time() + self.settings.lease_seconds
+            if not self.store.renew_lease(job.document_id, self.name, until):
+                return
+
+    def _advance(self, job: Job) -> None:
+        stage = job.stage
+        if stage is Stage.QUEUED:
+            stage = self._move(job, Stage.PARSING, f"parsing {job.name}")
+        while not stage.terminal:
+            if self.on_stage:
+                self.on_stage(job, stage)
+            started = time.perf_counter()
+            try:
+                with telemetry.span(f"ingest.{stage.value}", document_id=job.document_id):
+                    stage = self._run_stage(job, stage)
+            except LeaseLost:
+                raise
+            except InvalidInput as exc:  # the input is bad: retrying cannot help
+                self.shelf.metrics.failure(stage.value, exc.code)
+                self._fail(job, stage, exc.message)
+                return
+            except Exception as exc:
+                self.shelf.metrics.failure(stage.value, type(exc).__name__)
+                self._retry_later(job, stage, f"{type(exc).__name__}: {exc}")
+                return
+            self.shelf.metrics.stage_done(stage.value, (time.perf_counter() - started) * 1000)
+
+    def _run_stage(self, job: Job, stage: Stage) -> Stage:
+        if stage is Stage.PARSING:
+            return self._parse(job)
+        if stage is Stage.CHUNKING:
+            return self._chunk(job)
+        if stage is Stage.EMBEDDING:
+            return self._embed(job)
+        if stage is Stage.INDEXING:
+            return self._index(job)
+        raise ValueError(f"no stage runner for {stage}")
+
+    # -- stage bookkeeping ---------------------------------------------------------------
+    def _owned(self, job: Job) -> None:
+        """Fencing: inside a transaction, make sure the lease is still ours."""
+        current = self.store.get_job(job.document_id)
+        if current is None or current.lease_owner != self.name or current.status != "running":
+            raise LeaseLost(job.document_id)
+
+    def _move(self, job: Job, to: Stage, message: str, pct: int | None = None) -> Stage:
+        """Record the move to ``to`` (call inside the stage's transaction)."""
+        self._owned(job)
+        status = "complete" if to is Stage.COMPLETE else "running"
+        self.store.update_job(job.document_id, stage=to.value, status=status)
+        if to is not Stage.COMPLETE:
+            self.store.set_document_status(job.document_id, to.value)
+        progress = PROGRESS.get(to, 0) if pct is None else pct
+        self.store.add_event(
+            job.document_id, "stage", stage=to.value, progress_pct=progress, message=message
+        )
+        return to
+
+    def _document(self, job: Job) -> Document:
+        doc = self.store.get_document(job.document_id)
+        if doc is None:  # deleted while queued
+            raise LeaseLost(job.document_id)
+        return doc
+
+    # -- the stages --------------------------------------------------------------------------
+    def _parse(self, job: Job) -> Stage:
+        data = self.shelf.blobs.read(job.blob_sha256)
+        parsed = parse(data, job.file_type)
+        payload = json.dumps(asdict(parsed)).encode("utf-8")
+        with self.store.transaction():
+            self.store.put_payload(job.document_id, Stage.PARSING.value, payload)
+            return self._move(job, Stage.CHUNKING, f"parsed {len(parsed.body)} characters")
+
+    def _chunk(self, job: Job) -> Stage:
+        raw = self.store.get_payload(job.document_id, Stage.PARSING.value)
+        if raw is None:  # parsed output lost (should not happen): parse again
+            with self.store.transaction():
+                return self._move(job, Stage.PARSING, "parsing again")
+        parsed = _parsed_from_json(raw)
+        doc = self._document(job)
+        title = parsed.title or doc.title
+        chunks = chunk_document(
+            parsed,
+            fp=doc.sha256,
+            title=title,
+            settings=self.shelf.chunk_settings,
+            count_tokens=self.shelf.count_tokens,
+        )
+        counts = {t.value: sum(c.tier is t for c in chunks) for t in Tier}
+        updated = Document(
+            **{
+                **asdict(doc),
+                "title": title,
+                "tags": parsed.tags,
+                "status": Stage.CHUNKING.value,
+                "chunk_counts": counts,
+                "page_count": parsed.page_count,
+                "pages_without_text": parsed.pages_without_text,
+            }
+        )
+        with self.store.transaction():
+            self._owned(job)
+            self.store.put_document(updated, chunks, None)
+            self.store.delete_payload(job.document_id)
+            return self._move(job, Stage.EMBEDDING, f"{counts['snippet']} snippets to embed")
+
+    def _embed(self, job: Job) -> Stage:
+        embedder = self.shelf.embedder
+        snippets = self.store.chunks_of_document(job.document_id, Tier.SNIPPET)
+        total = len(snippets)
+        if embedder is not None:
+            while True:
+                todo = self.store.snippets_without_vectors(
+                    self.settings.embed_batch, document_id=job.document_id
+                )
+                if not todo:
+                    break
+                self.shelf.rate_limit.wait()
+                counts_before = (self.shelf.embed_counts.cached, self.shelf.embed_counts.computed)
+                vectors = embed_texts(
+                    self.store, embedder, [c.retrieval_text for c in todo], self.shelf.embed_counts
+                )
+                self.shelf.metrics.embedded(
+                    cached=self.shelf.embed_counts.cached - counts_before[0],
+                    computed=self.shelf.embed_counts.computed - counts_before[1],
+                )
+                with self.store.transaction():
+                    self._owned(job)
+                    self.store.put_vectors([c.id for c in todo], vectors)
+                    left = len(self.store.snippets_without_vectors(1, document_id=job.document_id))
+                    done = total - left if left else total
+                    pct = 40 + int(55 * done / max(total, 1))
+                    self.store.add_event(
+                        job.document_id,
+                        "stage",
+                        stage=Stage.EMBEDDING.value,
+                        progress_pct=min(pct, 94),
+                        message=f"embedded {done}/{total} snippets",
+                    )
+        with self.store.transaction():
+            return self._move(job, Stage.INDEXING, "indexing")
+
+    def _index(self, job: Job) -> Stage:
+        with self.store.transaction():
+            self._owned(job)
+            self.store.set_document_status(job.document_id, Stage.COMPLETE.value)
+            stage = self._move(job, Stage.COMPLETE, "complete")
+            self.store.update_job(
+                job.document_id, lease_owner=None, lease_expires_at=None, last_error=None
+            )
+            self.store.add_event(
+                job.document_id,
+                "document.completed",
+                stage="complete",
+                progress_pct=100,
+                message=job.name,
+            )
+        return stage
+
+    # -- failure ------------------------------------------------------------------------------
+    def _fail(self, job: Job, stage: Stage, reason: str) -> None:
+        """Dead-letter: the job stops at ``failed`` with its reason, until retried by hand."""
+        with self.store.transaction():
+            self._owned(job)
+            self.store.update_job(
+                job.document_id,
+                status="failed",
+                last_error=reason,
+                lease_owner=None,
+                lease_expires_at=None,
+            )
+            self.store.set_document_status(job.document_id, Stage.FAILED.value)
+            self.store.add_event(
+                job.document_id,
+                "stage",
+                stage=Stage.FAILED.value,
+                progress_pct=100,
+                message=f"{stage.value}: {reason}",
+            )
+            self.store.add_event(job.document_id, "document.failed", stage="failed", message=reason)
+
+    def _retry_later(self, job: Job, stage: Stage, reason: str) -> None:
+        current = self.store.get_job(job.document_id)
+        attempts = (current.attempts if current else job.attempts) + 1
+        if attempts >= self.settings.max_attempts:
+            self._fail(job, stage, f"{reason} (after {attempts} attempts)")
+            return
+        delay = self.settings.backoff(attempts)
+        with self.store.transaction():
+            self._owned(job)
+            self.store.update_job(
+                job.document_id,
+                status="queued",
+                attempts=attempts,
+                next_attempt_at=time.time() + delay,
+                last_error=reason,
+                lease_owner=None,
+                lease_expires_at=None,
+            )
+            self.store.add_event(
+                job.document_id,
+                "stage",
+                stage=stage.value,
+                progress_pct=PROGRESS.get(stage, 0),
+                message=f"attempt {attempts} failed ({reason}); retrying in {delay:.1f}s",
+            )
+
+
+def _parsed_from_json(raw: bytes) -> ParsedDocument:
+    data = json.loads(raw)
+    blocks = tuple(
+        Block(
+            kind=BlockKind(b["kind"]),
+            start=b["start"],
+            end=b["end"],
+            heading_path=tuple(b["heading_path"]),
+            level=b["level"],
+            page=b["page"],
+        )
+        for b in data["blocks"]
+    )
+    return ParsedDocument(
+        body=data["body"],
+        blocks=blocks,
+        title=data["title"],
+        tags=tuple(data["tags"]),
+        aliases=tuple(data["aliases"]),
+        page_count=data["page_count"],
+        pages_without_text=data["pages_without_text"],
+        warnings=tuple(data["warnings"]),
+    )
+
+
+class WorkerPool:
+    """``n`` workers in threads of this process (what ``serve`` runs)."""
+
+    def __init__(self, shelf: Shelf, n: int, settings: WorkerSettings | None = None) -> None:
+        self.workers = [Worker(shelf, settings) for _ in range(n)]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for w in self.workers:
+            t = threading.Thread(target=w.run, args=(self._stop,), name=w.name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return bool(self._threads) and all(t.is_alive() for t in self._threads)
