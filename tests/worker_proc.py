@@ -1,0 +1,37 @@
+"""A worker process for the crash test: `python -m tests.worker_proc HOME`.
+
+Runs one docshelf worker against HOME with a slow deterministic embedder, so
+the test can kill it (SIGKILL) in the middle of the embedding stage.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.shelf import Shelf
+from docshelf.worker import Worker, WorkerSettings
+from tests.fakes import HashEmbedder
+
+
+class SlowEmbedder(HashEmbedder):
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        time.sleep(0.4)
+        return super().embed(texts)
+
+
+def main() -> None:
+    home = Path(sys.argv[1])
+    with Shelf(home, embedder=SlowEmbedder()) as shelf:
+        worker = Worker(shelf, WorkerSettings(lease_seconds=2.0, embed_batch=4), name="victim")
+        worker.run(threading.Event())
+
+
+if __name__ == "__main__":
+    main()
