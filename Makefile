@@ -16,12 +16,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Index the project's own docs as a sample library, then search it.
+# Index the project's own docs as a sample library, search it, then serve it.
 run: install
 	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf add docs
 	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf add README.md
-	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf status
-	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf search "how are chunks cited"
+	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf search "how are chunks cited" --limit 3
+	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf serve
 
 test: install lint typecheck pytest
 
@@ -38,6 +38,7 @@ pytest: install
 bench: install
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/search.py
+	$(BIN)/python bench/upload_load.py
 
 # Regenerate docs/cli.md from the commands' --help (a test checks it is current).
 docs-cli: install

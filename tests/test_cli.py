@@ -206,3 +206,37 @@ def test_status_imports_no_model_stack(tmp_path: Path, notes: Path) -> None:
         env={**os.environ, "DOCSHELF_HOME": str(tmp_path)},
     )
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_users_and_retry_envelopes(isolated_home: Path) -> None:
+    code, env = run("users", "create", "alice")
+    check_envelope(env, "users create")
+    assert set(env["result"]) == {"user_id", "token"} and env["result"]["token"].startswith("dsk_")
+    _, env = run("users", "create", "alice")
+    check_envelope(env, "users create", ok=False)
+    assert env["error"]["code"] == "conflict"
+    _, env = run("users", "create", "../bad name")
+    assert env["error"]["code"] == "invalid_input"
+    _, env = run("users", "list")
+    check_envelope(env, "users list")
+    assert [u["name"] for u in env["result"]["users"]] == ["alice"]
+    assert "token" not in json.dumps(env["result"])
+    _, env = run("users", "revoke", "alice")
+    check_envelope(env, "users revoke")
+    assert env["result"]["revoked"] is True
+
+    from docshelf.shelf import Shelf
+    from docshelf.worker import Worker
+
+    with Shelf(isolated_home, embedder=None) as shelf:
+        user = shelf.create_user("bob")[0].id
+        bad = shelf.upload(user, "bad.md", b"\xff\xfe broken")
+        Worker(shelf).run_once()
+        assert shelf.job(bad.document_id).status == "failed"
+    code, env = run("retry", bad.document_id)
+    check_envelope(env, "retry")
+    assert env["result"]["status"] == "queued"
+    _, env = run("retry", bad.document_id)
+    assert env["error"]["code"] == "conflict"
+    _, env = run("retry", "doc_nope")
+    assert env["error"]["code"] == "not_found"

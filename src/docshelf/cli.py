@@ -562,6 +562,184 @@ def eval_(
     run.finish(produce, render)
 
 
+users_app = typer.Typer(
+    help="Manage the users of the HTTP API and their tokens.", no_args_is_help=True
+)
+app.add_typer(users_app, name="users")
+
+
+def _user_json(u: Any) -> dict[str, Any]:
+    return {
+        "user_id": u.id,
+        "name": u.name,
+        "admin": u.is_admin,
+        "revoked": u.revoked_at is not None,
+    }
+
+
+@users_app.command("create")
+def users_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The new user's name.")],
+    admin: Annotated[bool, typer.Option("--admin", help="Make the user an administrator.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create a user and print their bearer token (shown once; only its hash is kept)."""
+    run = _Run(ctx, "users create", json_out)
+
+    def produce() -> Outcome:
+        user, token = run.shelf(embedder=None, check_model=False).create_user(name, admin=admin)
+        return Outcome(
+            {"user_id": user.id, "token": token},
+            [Action(run.cmd("users list"), "See all users")],
+        )
+
+    def render(o: Outcome) -> None:
+        console.print(f"Created user {name} ({o.result['user_id']}). Token (shown once):")
+        console.print(Text(o.result["token"], style="bold"))
+
+    run.finish(produce, render)
+
+
+@users_app.command("list")
+def users_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """List users (tokens are never shown again)."""
+    run = _Run(ctx, "users list", json_out)
+
+    def produce() -> Outcome:
+        users = run.shelf(embedder=None, check_model=False).users()
+        return Outcome(
+            {"users": [_user_json(u) for u in users]},
+            [Action(run.cmd("users create NAME"), "Create a user and a token")],
+        )
+
+    def render(o: Outcome) -> None:
+        table = Table("user", "name", "admin", "revoked")
+        for u in o.result["users"]:
+            table.add_row(u["user_id"], u["name"], str(u["admin"]), str(u["revoked"]))
+        console.print(table)
+
+    run.finish(produce, render)
+
+
+@users_app.command("revoke")
+def users_revoke(
+    ctx: typer.Context,
+    user: Annotated[str, typer.Argument(help="A user name or id.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Revoke a user's token: their requests are refused from now on."""
+    run = _Run(ctx, "users revoke", json_out)
+
+    def produce() -> Outcome:
+        revoked = run.shelf(embedder=None, check_model=False).revoke_user(user)
+        return Outcome(_user_json(revoked), [Action(run.cmd("users list"), "See all users")])
+
+    run.finish(produce, lambda o: console.print(f"Revoked {o.result['name']}."))
+
+
+@app.command()
+def retry(
+    ctx: typer.Context,
+    document_id: Annotated[str, typer.Argument(help="A document whose ingest job failed.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Re-queue a failed ingest job at the stage where it failed."""
+    run = _Run(ctx, "retry", json_out)
+
+    def produce() -> Outcome:
+        job = run.shelf(embedder=None, check_model=False).retry(document_id)
+        return Outcome(
+            {"document_id": job.document_id, "stage": job.stage.value, "status": job.status},
+            [
+                Action(run.cmd(f"show {document_id}"), "Follow the document's status"),
+                Action(run.cmd("worker"), "Run a worker if no server is running one"),
+            ],
+        )
+
+    run.finish(produce, lambda o: console.print(f"Re-queued {document_id} at {o.result['stage']}."))
+
+
+@app.command()
+def worker(
+    ctx: typer.Context,
+    count: Annotated[int, typer.Option("--count", "-c", help="Worker threads.", min=1)] = 1,
+    lease: Annotated[float, typer.Option(help="Job lease in seconds.", min=1)] = 30.0,
+) -> None:
+    """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
+    import signal
+    import threading
+
+    from docshelf.errors import DocshelfError
+    from docshelf.shelf import Shelf
+    from docshelf.telemetry import configure_tracing
+    from docshelf.worker import Worker, WorkerSettings
+
+    state = _state(ctx)
+    try:
+        shelf = Shelf(state.home)
+    except DocshelfError as exc:
+        err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
+        raise typer.Exit(1) from None
+    configure_tracing()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
+    threads = [threading.Thread(target=w.run, args=(stop,), name=w.name) for w in workers]
+    err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop")
+    for t in threads:
+        t.start()
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        stop.set()
+    for t in threads:
+        t.join()
+    shelf.close()
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8750,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="In-process ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
+    ] = None,
+) -> None:
+    """Serve the HTTP API (and the web page) with background ingest workers."""
+    from docshelf.errors import DocshelfError
+    from docshelf.shelf import Shelf
+    from docshelf.telemetry import configure_tracing
+
+    state = _state(ctx)
+    try:
+        import uvicorn
+
+        from docshelf.api import create_app
+    except ImportError as exc:
+        err_console.print(
+            Text(f"The server needs the `server` extra: pip install 'docshelf[server]' ({exc})")
+        )
+        raise typer.Exit(1) from None
+    try:
+        shelf = Shelf(state.home)
+    except DocshelfError as exc:
+        err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
+        raise typer.Exit(1) from None
+    configure_tracing()
+    token = shelf.local_admin_token()
+    if token:
+        err_console.print(Text("Admin token for this library (shown once, keep it):", style="bold"))
+        err_console.print(Text(token, style="bold green"))
+    n = shelf.settings.workers if workers is None else workers
+    err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
+    uvicorn.run(create_app(shelf, workers=n), host=host, port=port, log_level="warning")
+    shelf.close()
+
+
 def main() -> None:
     app()
 
