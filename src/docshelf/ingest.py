@@ -13,12 +13,13 @@ import os
 import stat as stat_mod
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
 from docshelf.errors import InvalidInput
+from docshelf.links import WikiLink, names_for, wikilinks
 from docshelf.model import Chunk, Document, Tier, document_id, fingerprint
 from docshelf.parse import parse
 
@@ -63,6 +64,12 @@ class Prepared:
     document: Document
     chunks: list[Chunk]
     warnings: tuple[str, ...]
+    links: list[WikiLink] = field(default_factory=list)
+    aliases: tuple[str, ...] = ()
+
+    def record_links(self, store: Store) -> None:
+        """Write the document's wikilinks and names (inside its write transaction)."""
+        record_links(store, self.document, self.links, self.aliases)
 
     @property
     def snippets(self) -> list[Chunk]:
@@ -111,7 +118,16 @@ def prepare(
             "snippet": sum(c.tier is Tier.SNIPPET for c in chunks),
         },
     )
-    return Prepared(doc, chunks, parsed.warnings)
+    links = wikilinks(parsed) if file_type == "markdown" else []
+    return Prepared(doc, chunks, parsed.warnings, links, parsed.aliases)
+
+
+def record_links(
+    store: Store, doc: Document, links: Sequence[WikiLink], aliases: Sequence[str]
+) -> None:
+    store.put_links(doc.id, links)
+    store.put_names(doc.id, names_for(doc.rel_path, "", ()), "path")
+    store.put_names(doc.id, names_for("", doc.title, aliases), "title")
 
 
 def text_hash(text: str) -> str:

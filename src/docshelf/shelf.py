@@ -25,6 +25,7 @@ from docshelf.config import Settings
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
 from docshelf.errors import Conflict, InvalidInput, NotFound
 from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prepare, read_file
+from docshelf.links import WikiLink, names_for
 from docshelf.model import (
     Chunk,
     Citation,
@@ -123,6 +124,8 @@ class DocumentView:
     document: Document
     files: list[str]
     sections: list[Chunk]
+    links: list[tuple[WikiLink, list[str]]] = field(default_factory=list)
+    backlinks: list[Document] = field(default_factory=list)
 
 
 @dataclass
@@ -483,6 +486,7 @@ class Shelf:
             self._point_file(record, previous)
             if moved_from or not Path(existing.path).exists():
                 self.store.update_document_path(existing.id, record.path, found.rel_path)
+                self.store.put_names(existing.id, names_for(found.rel_path, "", ()), "path")
             for p in moved_from:
                 self.store.delete_file(p)
                 del gone[p]
@@ -533,6 +537,7 @@ class Shelf:
             # One transaction: the old content leaves as the new arrives.
             with self.store.transaction():
                 self.store.put_document(item.prepared.document, item.prepared.chunks, doc_vectors)
+                item.prepared.record_links(self.store)
                 if item.record is not None:
                     self._point_file(item.record, item.previous)
             if item.previous is None:
@@ -564,7 +569,20 @@ class Shelf:
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
         doc = self._visible(document_id, user_id)
         files = [r.path for r in self.store.files_of_document(document_id)]
-        return DocumentView(doc, files, self.store.chunks_of_document(document_id, Tier.SECTION))
+        links = [
+            (link, [d for d in targets if self._may_see(d, user_id)])
+            for link, targets in self.store.links_of(doc.id)
+        ]
+        backlinks = [
+            d
+            for d in map(self.store.get_document, self.store.backlinks(doc.id))
+            if d is not None and self._may_see(d.id, user_id)
+        ]
+        sections = self.store.chunks_of_document(document_id, Tier.SECTION)
+        return DocumentView(doc, files, sections, links, backlinks)
+
+    def _may_see(self, document_id: str, user_id: str | None) -> bool:
+        return user_id is None or self.store.has_access(user_id, document_id)
 
     def status(self) -> Status:
         s = self.store.stats()

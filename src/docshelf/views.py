@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from docshelf.model import Chunk, Citation, Document, Hit, Source, SyncReport
-from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status
+from docshelf.model import Chunk, Citation, Document, Event, Hit, Job, Source, SyncReport
+from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status, UploadResult
 
 JSON = dict[str, Any]
 
@@ -81,6 +81,19 @@ def document_view(v: DocumentView) -> JSON:
         {"chunk_id": s.id, "heading_path": list(s.heading_path), "tokens": s.token_count}
         for s in v.sections
     ]
+    out["links"] = [
+        {
+            "target": link.target,
+            "heading": link.heading,
+            "alias": link.alias,
+            "embed": link.embed,
+            "document_ids": targets,
+        }
+        for link, targets in v.links
+    ]
+    out["backlinks"] = [
+        {"document_id": d.id, "title": d.title, "path": d.path} for d in v.backlinks
+    ]
     return out
 
 
@@ -121,3 +134,29 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
     if problems is not None:
         out["problems"] = problems
     return out
+
+
+def upload(r: UploadResult) -> JSON:
+    return {"document_id": r.document_id, "status": r.status, "fingerprint": r.fingerprint}
+
+
+def job(j: Job) -> JSON:
+    return {
+        "document_id": j.document_id,
+        "stage": j.stage.value,
+        "status": j.status,
+        "attempts": j.attempts,
+        "last_error": j.last_error,
+        "next_attempt_at": j.next_attempt_at,
+        "updated_at": j.updated_at,
+    }
+
+
+def stage_event(e: Event) -> JSON:
+    """The data of a stage event on ``/v1/documents/{id}/events``."""
+    return {"stage": e.stage, "progress_pct": e.progress_pct, "message": e.message}
+
+
+def lifecycle_event(e: Event) -> JSON:
+    """The data of a ``document.*`` event on ``/v1/events``."""
+    return {"document_id": e.document_id, "stage": e.stage, "message": e.message}

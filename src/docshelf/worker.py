@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from docshelf import telemetry
 from docshelf.chunk import chunk_document
 from docshelf.errors import InvalidInput
-from docshelf.ingest import embed_texts
+from docshelf.ingest import embed_texts, record_links
+from docshelf.links import wikilinks
 from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
 
@@ -220,6 +221,8 @@ class Worker:
         with self.store.transaction():
             self._owned(job)
             self.store.put_document(updated, chunks, None)
+            links = wikilinks(parsed) if job.file_type == "markdown" else []
+            record_links(self.store, updated, links, parsed.aliases)
             self.store.delete_payload(job.document_id)
             return self._move(job, Stage.EMBEDDING, f"{counts['snippet']} snippets to embed")
 

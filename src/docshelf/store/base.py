@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
 
 if TYPE_CHECKING:
@@ -171,6 +172,12 @@ class Store(Protocol):
     def cache_embeddings(
         self, model: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
     ) -> None: ...
+
+    # -- links between notes ------------------------------------------------------
+    def put_links(self, document_id: str, links: Sequence[WikiLink]) -> None: ...
+    def put_names(self, document_id: str, names: Sequence[str], kind: str) -> None: ...
+    def links_of(self, document_id: str) -> list[tuple[WikiLink, list[str]]]: ...
+    def backlinks(self, document_id: str) -> list[str]: ...
 
     # -- users and access ------------------------------------------------------
     def put_user(self, user: User, token_hash: str | None) -> None: ...

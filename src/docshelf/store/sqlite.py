@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from docshelf.errors import Conflict, InvalidInput, Unavailable
+from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Stage, Tier, User
 from docshelf.store.base import (
     FileRecord,
@@ -484,6 +485,52 @@ class SQLiteStore:
                 "VALUES (?, ?, ?)",
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
             )
+
+    # -- links between notes -----------------------------------------------------------------
+    def put_links(self, document_id: str, links: Sequence[WikiLink]) -> None:
+        with self.transaction():
+            self._x("DELETE FROM links WHERE document_id = ?", (document_id,))
+            self._xm(
+                "INSERT INTO links(document_id, ord, target, heading, alias, embed) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (document_id, n, k.target, k.heading, k.alias, int(k.embed))
+                    for n, k in enumerate(links)
+                ],
+            )
+
+    def put_names(self, document_id: str, names: Sequence[str], kind: str) -> None:
+        """Replace the document's names of one kind (``path`` or ``title``)."""
+        with self.transaction():
+            self._x(
+                "DELETE FROM note_names WHERE document_id = ? AND kind = ?", (document_id, kind)
+            )
+            self._xm(
+                "INSERT OR IGNORE INTO note_names(document_id, name, kind) VALUES (?, ?, ?)",
+                [(document_id, name, kind) for name in names],
+            )
+
+    def links_of(self, document_id: str) -> list[tuple[WikiLink, list[str]]]:
+        """Each link of the document with the ids of the documents its name resolves to."""
+        rows = self._q(
+            "SELECT l.target, l.heading, l.alias, l.embed, "
+            "(SELECT group_concat(DISTINCT n.document_id) FROM note_names n "
+            "WHERE n.name = l.target) FROM links l WHERE l.document_id = ? ORDER BY l.ord",
+            (document_id,),
+        )
+        return [
+            (WikiLink(r[0], r[1], r[2], bool(r[3])), sorted(r[4].split(",")) if r[4] else [])
+            for r in rows
+        ]
+
+    def backlinks(self, document_id: str) -> list[str]:
+        """Ids of the documents that link to any name of this one."""
+        rows = self._q(
+            "SELECT DISTINCT l.document_id FROM links l JOIN note_names n ON n.name = l.target "
+            "WHERE n.document_id = ? AND l.document_id != ? ORDER BY l.document_id",
+            (document_id, document_id),
+        )
+        return [r[0] for r in rows]
 
     # -- users and access --------------------------------------------------------------------
     def put_user(self, user: User, token_hash: str | None) -> None:

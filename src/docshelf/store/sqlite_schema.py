@@ -210,3 +210,32 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        3,
+        "links",
+        """
+        -- [[wikilinks]] by the name they use; resolved against note_names when read.
+        CREATE TABLE links (
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ord         INTEGER NOT NULL,
+            target      TEXT NOT NULL,
+            heading     TEXT,
+            alias       TEXT,
+            embed       INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (document_id, ord)
+        );
+        CREATE INDEX links_target ON links(target);
+
+        -- The names a note answers to: its path and file name ('path'), title and aliases.
+        CREATE TABLE note_names (
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            name        TEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('path', 'title')),
+            PRIMARY KEY (document_id, name)
+        );
+        CREATE INDEX note_names_name ON note_names(name);
+        """,
+    ),
+)
