@@ -14,7 +14,7 @@ import json
 import shlex
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -233,6 +233,41 @@ def sync(
     run.finish(produce, _report_render("Synced"))
 
 
+@app.command()
+def watch(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Follow the registered sources live: sync now, then on every change (Ctrl-C stops)."""
+    from docshelf import views
+    from docshelf.watch import watch as follow
+
+    run = _Run(ctx, "watch", json_out)
+    render = _report_render("Synced")
+
+    def show(report: Any) -> None:
+        outcome = Outcome(views.report(report))
+        if run.as_json:
+            envelope = {
+                "ok": True,
+                "command": "watch",
+                "result": outcome.result,
+                "next_actions": [],
+                "error": None,
+            }
+            sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        elif any(outcome.result["counts"][k] for k in outcome.result["counts"] if k != "unchanged"):
+            render(outcome)
+
+    def produce() -> Outcome:
+        shelf = run.shelf()
+        if not run.as_json:
+            err_console.print(f"Watching {len(shelf.sources())} source(s); Ctrl-C to stop")
+        with suppress(KeyboardInterrupt):
+            follow(shelf, show)
+        return Outcome({"stopped": True}, [Action(run.cmd("status"), "See the library's state")])
+
+    run.finish(produce, lambda o: None)
+
+
 @app.command("list")
 def list_(
     ctx: typer.Context,
@@ -320,6 +355,15 @@ def show(
         console.print(table)
         for s in r["sections"]:
             console.print(Text(f"  {s['chunk_id']}  {' > '.join(s['heading_path']) or '(top)'}"))
+        if r["links"]:
+            console.print(Text("Links:", style="bold"))
+            for link in r["links"]:
+                where = ", ".join(link["document_ids"]) or "(no such note)"
+                console.print(Text(f"  [[{link['target']}]] -> {where}"))
+        if r["backlinks"]:
+            console.print(Text("Backlinks:", style="bold"))
+            for b in r["backlinks"]:
+                console.print(Text(f"  {b['document_id']}  {b['title']}"))
 
     run.finish(produce, render)
 
@@ -708,6 +752,9 @@ def serve(
         int | None,
         typer.Option(help="In-process ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
     ] = None,
+    watch_sources: Annotated[
+        bool, typer.Option("--watch", help="Also follow the registered sources live.")
+    ] = False,
 ) -> None:
     """Serve the HTTP API (and the web page) with background ingest workers."""
     from docshelf.errors import DocshelfError
@@ -735,6 +782,10 @@ def serve(
         err_console.print(Text("Admin token for this library (shown once, keep it):", style="bold"))
         err_console.print(Text(token, style="bold green"))
     n = shelf.settings.workers if workers is None else workers
+    if watch_sources:
+        from docshelf.watch import watch_in_background
+
+        watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
     uvicorn.run(create_app(shelf, workers=n), host=host, port=port, log_level="warning")
     shelf.close()
