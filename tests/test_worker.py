@@ -259,3 +259,26 @@ def test_worker_killed_during_embedding_resumes_without_duplicates(isolated_home
         assert seen.count("parsing") == 1 and seen.count("chunking") == 1
         assert shelf.check() == []
         assert shelf.search("topic7", user_id=user).hits
+
+
+def test_worker_command_processes_jobs_and_stops_on_sigterm(isolated_home: Path) -> None:
+    with Shelf(isolated_home, embedder=None) as shelf:
+        user = shelf.create_user("alice")[0].id
+        up = shelf.upload(user, "raft.md", NOTE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "docshelf.cli", "worker", "--count", "2"],
+        env={**os.environ, "DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with Shelf(isolated_home, embedder=None) as shelf:
+            deadline = time.monotonic() + 30
+            while shelf.job(up.document_id).status != "complete":
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+        proc.wait()
