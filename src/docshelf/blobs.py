@@ -15,11 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Protocol
 
-from docshelf.errors import InvalidInput, NotFound
-
-
-class TooLarge(InvalidInput):
-    code = "too_large"
+from docshelf.errors import NotFound, TooLarge
 
 
 class BlobWriter(Protocol):
@@ -44,9 +40,6 @@ class BlobStore(Protocol):
     def open(self, sha256: str) -> BinaryIO: ...
     def exists(self, sha256: str) -> bool: ...
     def delete(self, sha256: str) -> None: ...
-    def location(self, sha256: str) -> str:
-        """Where the blob lives, for the document record's ``path``."""
-        ...
 
 
 class _LocalWriter:
@@ -132,5 +125,3 @@ class LocalBlobStore:
     def delete(self, sha256: str) -> None:
         self.path(sha256).unlink(missing_ok=True)
 
-    def location(self, sha256: str) -> str:
-        return str(self.path(sha256))

@@ -28,7 +28,7 @@ class Settings:
     max_file_bytes: int = 25 * 1024 * 1024
     embed_batch_size: int = 16  # small batches were faster on a 2-core CPU (BENCHMARKS.md)
     max_upload_bytes: int = 50 * 1024 * 1024
-    workers: int = 1  # in-process ingest workers of `serve`
+    workers: int = 1  # in-process ingest workers of `serve` (0: API only)
     embed_rate: float | None = None  # embedding calls per second, None = unbounded
 
     @classmethod
@@ -49,7 +49,7 @@ class Settings:
             embedder=embedder,
             max_file_bytes=int(max_file * 2**20),
             max_upload_bytes=int(max_upload * 2**20),
-            workers=max(1, int(_number("DOCSHELF_WORKERS", cls.workers))),
+            workers=int(_number("DOCSHELF_WORKERS", cls.workers)),
             embed_rate=rate or None,
         )
 

@@ -23,7 +23,7 @@ from docshelf.blobs import BlobStore, LocalBlobStore
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
-from docshelf.errors import Conflict, InvalidInput, NotFound
+from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable, UnsupportedType
 from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prepare, read_file
 from docshelf.links import WikiLink, names_for
 from docshelf.model import (
@@ -787,10 +787,15 @@ class Shelf:
         """
         file_type = file_type_for(name)
         if file_type is None:
-            raise InvalidInput(f"{name}: unsupported file type")
+            raise UnsupportedType(unsupported_type_message(name))
         doc_id = document_id(sha256)
         now = time.time()
         with self.store.transaction():
+            if not self.blobs.exists(sha256):
+                # the same bytes were deleted between the blob write and this transaction
+                raise Unavailable(
+                    "The upload raced with a deletion of the same file; send it again"
+                )
             doc = self.store.get_document(doc_id)
             if doc is not None:
                 linked = self.store.grant(user_id, doc_id, title=name)
@@ -817,7 +822,7 @@ class Shelf:
                     id=doc_id,
                     sha256=sha256,
                     title=Path(name).stem or name,
-                    path=self.blobs.location(sha256),
+                    path=f"upload://{sha256}",
                     rel_path=name,
                     source_id=None,
                     source_host=self.host,
@@ -859,7 +864,7 @@ class Shelf:
         """Store ``data`` as an upload named ``name`` (the library form of POST /v1/documents)."""
         clean = sanitize_filename(name)
         if file_type_for(clean) is None:
-            raise InvalidInput(unsupported_type_message(clean))
+            raise UnsupportedType(unsupported_type_message(clean))
         with self.blobs.writer(self.settings.max_upload_bytes) as writer:
             writer.write(data)
             sha = writer.commit()
@@ -908,7 +913,9 @@ class Shelf:
             if self.store.files_of_document(doc.id):
                 return False  # still held by a file in a source; sync decides
             self.store.delete_document(doc.id)
-        if self.store.get_job(doc.id) is None and not self.store.get_document(doc.id):
+            # inside the transaction: an upload of the same bytes registering
+            # concurrently either comes first (and keeps the data) or sees the
+            # blob gone and asks for the upload again
             self.blobs.delete(doc.sha256)
         return True
 

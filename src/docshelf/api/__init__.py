@@ -1,0 +1,82 @@
+"""The HTTP API (SPEC §9): a thin face over :class:`~docshelf.shelf.Shelf`.
+
+    app = create_app(Shelf(), workers=2)      # then serve it with uvicorn
+
+Routes live under ``/v1`` (OpenAPI docs at ``/docs``) and need a bearer token,
+except ``/healthz``, ``/readyz``, ``/metrics`` and ``/``. Modules: ``deps``
+(auth and the error mapping), ``uploads`` (streaming multipart), ``routes``
+(documents, search, context, sources), ``events`` (SSE), ``ops`` (health,
+metrics, front page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from docshelf import __version__
+from docshelf.api import events, ops, routes, uploads
+from docshelf.api.deps import install_error_handlers
+from docshelf.shelf import Shelf
+from docshelf.worker import WorkerPool, WorkerSettings
+
+__all__ = ["app_from_env", "create_app"]
+
+
+def create_app(
+    shelf: Shelf,
+    *,
+    workers: int = 0,
+    worker_settings: WorkerSettings | None = None,
+    sse_poll: float = 0.2,
+    sse_ping: float = 10.0,
+    close_shelf: bool = False,
+) -> FastAPI:
+    """The API over ``shelf``. With ``workers > 0`` the app runs an ingest worker pool
+    for its lifetime; ``close_shelf`` closes the shelf on shutdown (for app factories)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if workers > 0:
+            app.state.pool = WorkerPool(shelf, workers, worker_settings)
+            app.state.pool.start()
+        try:
+            yield
+        finally:
+            pool: WorkerPool | None = app.state.pool
+            if pool is not None:
+                await run_in_threadpool(pool.stop)
+                app.state.pool = None
+            if close_shelf:
+                shelf.close()
+
+    app = FastAPI(
+        title="docshelf",
+        version=__version__,
+        summary="Your documents, searchable and cited: uploads, search, context, live progress.",
+        lifespan=lifespan,
+    )
+    app.state.shelf = shelf
+    app.state.workers = workers
+    app.state.pool = None
+    app.state.sse_poll = sse_poll
+    app.state.sse_ping = sse_ping
+    install_error_handlers(app)
+
+    v1 = APIRouter(prefix="/v1")  # every route there declares `UserDep` (a test checks)
+    v1.include_router(uploads.router, tags=["documents"])
+    v1.include_router(routes.router, tags=["documents"])
+    v1.include_router(events.router, tags=["events"])
+    app.include_router(v1)
+    app.include_router(ops.router, tags=["operations"])
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """An app factory for ``uvicorn --factory docshelf.api:app_from_env``: the shelf and
+    the number of in-process workers come from the environment (DOCSHELF_*)."""
+    shelf = Shelf()
+    return create_app(shelf, workers=shelf.settings.workers, close_shelf=True)

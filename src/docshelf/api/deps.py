@@ -1,0 +1,101 @@
+"""What every route shares: the shelf, the caller, and the mapping of docshelf's
+exception tree to HTTP statuses with one JSON error body ``{"error": {code, message}}``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from docshelf.errors import (
+    Conflict,
+    DocshelfError,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+    UnsupportedType,
+)
+from docshelf.model import User
+from docshelf.shelf import Shelf
+
+# Most specific first: TooLarge and UnsupportedType are InvalidInput too.
+_STATUS: tuple[tuple[type[DocshelfError], int], ...] = (
+    (Unauthorized, 401),
+    (TooLarge, 413),
+    (UnsupportedType, 415),
+    (NotFound, 404),
+    (InvalidInput, 400),
+    (Conflict, 409),
+    (Unavailable, 503),
+)
+_CODES = {400: "invalid_input", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
+
+
+def status_for(exc: DocshelfError) -> int:
+    return next((status for kind, status in _STATUS if isinstance(exc, kind)), 500)
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error leaves the API in the same shape, whoever raised it."""
+
+    async def docshelf_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, DocshelfError)
+        return error_response(status_for(exc), exc.code, exc.message)
+
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', 'invalid')}"
+            for e in exc.errors()
+        )
+        return error_response(400, "invalid_input", problems or "invalid request")
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = _CODES.get(exc.status_code, "error")
+        return error_response(exc.status_code, code, str(exc.detail))
+
+    app.add_exception_handler(DocshelfError, docshelf_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+
+
+def get_shelf(request: Request) -> Shelf:
+    shelf: Shelf = request.app.state.shelf
+    return shelf
+
+
+_bearer = HTTPBearer(auto_error=False, description="A token from `docshelf users create NAME`")
+
+
+def current_user(
+    shelf: Annotated[Shelf, Depends(get_shelf)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    """The caller, from ``Authorization: Bearer <token>`` (a sync dependency, so the
+    store lookup runs in the threadpool)."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized(
+            "Send `Authorization: Bearer <token>`; `docshelf users create` makes one"
+        )
+    user = shelf.authenticate(credentials.credentials)
+    if user is None:
+        raise Unauthorized("The bearer token is unknown or revoked")
+    return user
+
+
+ShelfDep = Annotated[Shelf, Depends(get_shelf)]
+UserDep = Annotated[User, Depends(current_user)]

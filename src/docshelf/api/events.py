@@ -1,0 +1,134 @@
+"""Server-Sent Events: a document's stages, and the lifecycle of all the caller's documents.
+
+Both streams poll the store, the one source of truth, so events written by a
+worker in another process reach the client as well as those of this one's pool.
+Each event's SSE ``id`` is its sequence number in the store; a client that
+reconnects with ``Last-Event-ID`` gets exactly the events after it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Header, Request
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
+
+from docshelf import views
+from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.errors import InvalidInput, NotFound
+from docshelf.model import Event, Stage
+
+router = APIRouter()
+
+BATCH = 100
+TERMINAL = frozenset({Stage.COMPLETE.value, Stage.FAILED.value})
+
+LastEventId = Annotated[
+    str | None,
+    Header(alias="Last-Event-ID", description="Resume after this event id (its `id:` field)"),
+]
+
+
+def _after(last_event_id: str | None) -> int:
+    if last_event_id is None or not last_event_id.strip():
+        return 0
+    try:
+        after = int(last_event_id)
+    except ValueError:
+        raise InvalidInput(f"Last-Event-ID must be an event id, not {last_event_id!r}") from None
+    if after < 0:
+        raise InvalidInput(f"Last-Event-ID must not be negative, not {after}")
+    return after
+
+
+def _sse(event: Event, name: str, data: dict[str, object]) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(data), event=name, id=str(event.seq))
+
+
+def _timing(request: Request) -> tuple[float, float]:
+    """(poll interval, ping interval) in seconds, as configured in ``create_app``."""
+    return request.app.state.sse_poll, request.app.state.sse_ping
+
+
+@router.get(
+    "/documents/{document_id}/events",
+    summary="A document's stage changes (SSE); the stream ends after `complete` or `failed`",
+    response_class=EventSourceResponse,
+)
+async def document_events(
+    document_id: str,
+    request: Request,
+    shelf: ShelfDep,
+    user: UserDep,
+    last_event_id: LastEventId = None,
+) -> EventSourceResponse:
+    after = _after(last_event_id)
+    poll, ping = _timing(request)
+
+    def fetch(after: int) -> list[Event]:
+        return shelf.events(after, document_id=document_id, user_id=user.id, limit=BATCH)
+
+    def current_status() -> str:
+        return shelf.document(document_id, user.id).document.status
+
+    first = await run_in_threadpool(fetch, after)  # before the stream starts: 404 stays a 404
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        nonlocal after
+        batch = first
+        last_stage: str | None = None
+        checked_status = False
+        while True:
+            for event in batch:
+                yield _sse(event, "stage", views.stage_event(event))
+                after, last_stage = event.seq, event.stage
+            if len(batch) < BATCH:  # caught up with the store
+                if last_stage in TERMINAL:
+                    return
+                if last_stage is None and not checked_status:
+                    # Nothing after Last-Event-ID: end at once if the document is done
+                    # (resumed after its last event, or it came from a source and has none).
+                    checked_status = True
+                    status = await run_in_threadpool(current_status)
+                    batch = await run_in_threadpool(fetch, after)
+                    if not batch and status in TERMINAL:
+                        return
+                    continue
+                await anyio.sleep(poll)
+            try:
+                batch = await run_in_threadpool(fetch, after)
+            except NotFound:  # deleted (or access revoked) while streaming
+                return
+
+    return EventSourceResponse(stream(), ping=ping)
+
+
+@router.get(
+    "/events",
+    summary="Lifecycle events of all the caller's documents (SSE; never ends by itself)",
+    response_class=EventSourceResponse,
+)
+async def lifecycle_events(
+    request: Request, shelf: ShelfDep, user: UserDep, last_event_id: LastEventId = None
+) -> EventSourceResponse:
+    after = _after(last_event_id)
+    poll, ping = _timing(request)
+
+    def fetch(after: int) -> list[Event]:
+        return shelf.events(after, lifecycle=True, user_id=user.id, limit=BATCH)
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        nonlocal after
+        while True:
+            batch = await run_in_threadpool(fetch, after)
+            for event in batch:
+                yield _sse(event, event.kind, views.lifecycle_event(event))
+                after = event.seq
+            if len(batch) < BATCH:
+                await anyio.sleep(poll)
+
+    return EventSourceResponse(stream(), ping=ping)

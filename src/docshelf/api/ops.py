@@ -1,0 +1,62 @@
+"""Health, readiness, metrics and the front page: the routes without auth."""
+
+from __future__ import annotations
+
+import html
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from docshelf import __version__
+from docshelf.api.deps import ShelfDep
+from docshelf.worker import WorkerPool
+
+router = APIRouter()
+
+
+@router.get("/healthz", summary="Liveness: the process answers")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz",
+    summary="Readiness: the store answers and the worker pool (if any) is alive",
+    responses={503: {"description": "Not ready; the body says why"}},
+)
+def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
+    problems: list[str] = []
+    try:
+        shelf.store.get_meta("generation")
+    except Exception as exc:  # any failure means not ready; say which
+        problems.append(f"store: {exc}")
+    pool: WorkerPool | None = request.app.state.pool
+    if request.app.state.workers and (pool is None or not pool.alive):
+        problems.append("workers: the ingest worker pool is not running")
+    if problems:
+        return JSONResponse({"status": "unavailable", "problems": problems}, status_code=503)
+    return JSONResponse({"status": "ready"})
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+def metrics(shelf: ShelfDep) -> Response:
+    shelf.metrics.queue(shelf.store.job_counts())
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>docshelf</title></head>
+<body>
+<h1>docshelf {version}</h1>
+<p>The web page (search, upload, library) is coming. Until then, use the HTTP API:
+<a href="/docs">API documentation</a> (OpenAPI: <a href="/openapi.json">/openapi.json</a>).</p>
+</body>
+</html>
+"""
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def index() -> HTMLResponse:
+    return HTMLResponse(_PAGE.format(version=html.escape(__version__)))

@@ -1,0 +1,148 @@
+"""The caller's documents, search, context and sources (``/v1``).
+
+Handlers are plain ``def``: FastAPI runs them in its threadpool, so the blocking
+store and search calls never hold up the event loop. Every call passes the
+caller's user id, so another user's ids are answered exactly like unknown ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from docshelf import views
+from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.errors import NotFound
+from docshelf.shelf import CONTEXT_MODES, MAX_LIMIT, SEARCH_MODES
+from docshelf.store import SearchFilters
+
+router = APIRouter()
+
+JSON = dict[str, Any]
+_MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "text": "text/plain; charset=utf-8"}
+_BLOB_CHUNK = 64 * 1024
+
+
+@router.get("/documents", summary="The caller's documents")
+def list_documents(
+    shelf: ShelfDep,
+    user: UserDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> JSON:
+    docs = shelf.documents(user_id=user.id, limit=limit, offset=offset)
+    return {"documents": [views.document(d) for d in docs], "limit": limit, "offset": offset}
+
+
+@router.get("/documents/{document_id}", summary="A document's record, sections and ingest job")
+def get_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
+    out = views.document_view(shelf.document(document_id, user.id))
+    try:
+        out["job"] = views.job(shelf.job(document_id, user.id))
+    except NotFound:  # it came from a source: no ingest job
+        out["job"] = None
+    return out
+
+
+@router.delete(
+    "/documents/{document_id}",
+    summary="Remove the caller's access; the last access removes the data",
+)
+def delete_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
+    removed = shelf.delete_document(document_id, user.id)
+    return {"document_id": document_id, "removed": removed}
+
+
+@router.get(
+    "/documents/{document_id}/blob",
+    summary="Download the uploaded bytes",
+    response_class=StreamingResponse,
+)
+def download(document_id: str, shelf: ShelfDep, user: UserDep) -> StreamingResponse:
+    doc = shelf.document(document_id, user.id).document
+    if not shelf.blobs.exists(doc.sha256):
+        raise NotFound(f"Document {document_id!r} has no uploaded bytes (it lives in a source)")
+    fh = shelf.blobs.open(doc.sha256)
+
+    def chunks() -> Iterator[bytes]:
+        with fh:
+            while block := fh.read(_BLOB_CHUNK):
+                yield block
+
+    name = doc.rel_path.rsplit("/", 1)[-1] or "document"
+    return StreamingResponse(
+        chunks(),
+        media_type=_MEDIA_TYPES.get(doc.file_type, "application/octet-stream"),
+        headers={
+            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}",
+            "Content-Length": str(doc.size_bytes),
+        },
+    )
+
+
+@router.post(
+    "/documents/{document_id}/retry",
+    status_code=202,
+    summary="Re-queue a failed ingest job (409 when it has not failed)",
+)
+def retry(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
+    return views.job(shelf.retry(document_id, user.id))
+
+
+class Filters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = Field(default=None, description="A source id")
+    path: str | None = Field(default=None, description="A path prefix")
+    type: str | None = Field(default=None, description="A file type: markdown, text")
+    tag: list[str] = Field(default_factory=list, description="Tags the document must all have")
+
+    def to_search_filters(self) -> SearchFilters:
+        return SearchFilters(
+            source_id=self.source,
+            path_prefix=self.path,
+            file_type=self.type,
+            tags=tuple(t.lstrip("#") for t in self.tag),
+        )
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    mode: str = Field(default="hybrid", description=" | ".join(SEARCH_MODES))
+    filters: Filters = Field(default_factory=lambda: Filters())
+
+
+@router.post("/search", summary="Hybrid search over the caller's documents, with citations")
+def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
+    result = shelf.search(
+        body.query,
+        limit=body.limit,
+        mode=body.mode,
+        filters=body.filters.to_search_filters(),
+        user_id=user.id,
+    )
+    return views.search(result)
+
+
+@router.get("/chunks/{chunk_id}/context", summary="Widen a hit: neighbours, section, or more")
+def context(
+    chunk_id: str,
+    shelf: ShelfDep,
+    user: UserDep,
+    mode: Annotated[str, Query(description=" | ".join(CONTEXT_MODES))] = "snippet-window",
+    window: Annotated[int, Query(ge=0, le=20)] = 1,
+) -> JSON:
+    return views.context(shelf.context(chunk_id, mode, window, user_id=user.id))
+
+
+@router.get("/sources", summary="The caller's registered sources")
+def sources(shelf: ShelfDep, user: UserDep) -> JSON:
+    return {"sources": [views.source(s) for s in shelf.sources() if s.user_id == user.id]}

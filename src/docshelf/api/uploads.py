@@ -1,0 +1,180 @@
+"""``POST /v1/documents``: a multipart upload streamed straight into the blob store.
+
+The body is parsed as it arrives (python-multipart's low-level parser), so the
+file is never held in memory or spooled twice: the ``file`` part's bytes go to
+a blob writer that hashes them on the way to a temporary file. The name is
+sanitised and its type checked when the part's headers end — before any byte
+is written. Only then is the upload recorded (a document and a job, or a link
+to bytes already there); parsing and embedding happen in a worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from docshelf import views
+from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.blobs import BlobStore, BlobWriter
+from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
+from docshelf.parse import file_type_for
+from docshelf.shelf import Shelf, UploadResult, sanitize_filename, unsupported_type_message
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
+
+router = APIRouter()
+
+FIELD = "file"
+# Room for the multipart framing around the file (boundaries, part headers, small fields).
+FRAMING_BYTES = 64 * 1024
+
+_UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": [FIELD],
+                    "properties": {FIELD: {"type": "string", "format": "binary"}},
+                }
+            }
+        },
+    }
+}
+
+
+class _Receiver:
+    """python-multipart callbacks: route the ``file`` part's bytes into a blob writer."""
+
+    def __init__(self, blobs: BlobStore, max_bytes: int) -> None:
+        self._blobs = blobs
+        self._max_bytes = max_bytes
+        self._headers: dict[bytes, bytes] = {}
+        self._field = bytearray()
+        self._value = bytearray()
+        self._in_file = False
+        self.name: str | None = None
+        self.writer: BlobWriter | None = None
+        self.ended = False
+
+    def callbacks(self) -> MultipartCallbacks:
+        return {
+            "on_part_begin": self._part_begin,
+            "on_header_field": lambda data, start, end: self._field.extend(data[start:end]),
+            "on_header_value": lambda data, start, end: self._value.extend(data[start:end]),
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished,
+            "on_part_data": self._part_data,
+            "on_part_end": self._part_end,
+            "on_end": self._end,
+        }
+
+    def _part_begin(self) -> None:
+        self._headers = {}
+        self._in_file = False
+
+    def _header_end(self) -> None:
+        self._headers[bytes(self._field).strip().lower()] = bytes(self._value).strip()
+        self._field.clear()
+        self._value.clear()
+
+    def _headers_finished(self) -> None:
+        disposition, params = parse_options_header(self._headers.get(b"content-disposition"))
+        if disposition != b"form-data" or params.get(b"name") != FIELD.encode():
+            return  # another field: its bytes are skipped
+        if self.writer is not None:
+            raise InvalidInput(f"Send one `{FIELD}` per request")
+        raw = params.get(b"filename")
+        if not raw:
+            raise InvalidInput(
+                f"The `{FIELD}` field has no filename; its extension picks the parser"
+            )
+        name = sanitize_filename(raw.decode("utf-8", errors="replace"))
+        if file_type_for(name) is None:
+            raise UnsupportedType(unsupported_type_message(name))
+        self.name = name
+        self.writer = self._blobs.writer(self._max_bytes)
+        self._in_file = True
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._in_file and self.writer is not None:
+            # A buffered write of at most one network chunk: cheaper than a thread
+            # hop. The one slow call, the fsync in commit(), runs in the threadpool.
+            self.writer.write(data[start:end])
+
+    def _part_end(self) -> None:
+        self._in_file = False
+
+    def _end(self) -> None:
+        self.ended = True
+
+
+def _boundary(request: Request) -> bytes:
+    mime, params = parse_options_header(request.headers.get("content-type"))
+    boundary = params.get(b"boundary")
+    if mime != b"multipart/form-data" or not boundary:
+        raise InvalidInput(f"Send the file as multipart/form-data, in a field named `{FIELD}`")
+    return boundary
+
+
+@router.post(
+    "/documents",
+    status_code=202,
+    summary="Upload a file (multipart field `file`); parsing and embedding happen later",
+    responses={
+        200: {"description": "The same bytes were already there: that document"},
+        400: {"description": "Malformed body, no `file` field, or an empty file"},
+        413: {"description": "Over the upload size limit"},
+        415: {"description": "Unsupported file type"},
+    },
+    openapi_extra=_UPLOAD_BODY,
+)
+async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONResponse:
+    limit = shelf.settings.max_upload_bytes
+    too_large = f"file is over the {limit / 2**20:g} MB upload limit"
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit + FRAMING_BYTES:
+        raise TooLarge(too_large)
+    receiver = _Receiver(shelf.blobs, limit)
+    received = 0
+    recorded = False
+    try:
+        try:
+            parser = MultipartParser(_boundary(request), receiver.callbacks())
+            async for chunk in request.stream():
+                received += len(chunk)
+                if received > limit + FRAMING_BYTES:
+                    raise TooLarge(too_large)
+                parser.write(chunk)
+            parser.finalize()
+        except FormParserError as exc:
+            raise InvalidInput(f"Malformed multipart body: {exc}") from None
+        except ClientDisconnect:
+            raise InvalidInput("The upload was cut off: the client went away") from None
+        if not receiver.ended:
+            raise InvalidInput("Malformed multipart body: it ends before its closing boundary")
+        writer, name = receiver.writer, receiver.name
+        if writer is None or name is None:
+            raise InvalidInput(f"No `{FIELD}` field in the multipart body")
+        if writer.size == 0:
+            raise InvalidInput("empty file")
+        result = await run_in_threadpool(_record, shelf, writer, user.id, name)
+        recorded = True
+    finally:
+        if receiver.writer is not None and not recorded:
+            receiver.writer.abort()  # no temp file is left behind
+    return JSONResponse(views.upload(result), status_code=202 if result.created else 200)
+
+
+def _record(shelf: Shelf, writer: BlobWriter, user_id: str, name: str) -> UploadResult:
+    """Make the blob durable (fsync, atomic rename), then record it: one thread hop."""
+    sha = writer.commit()
+    return shelf.register_upload(user_id, name, sha, writer.size)
