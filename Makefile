@@ -7,11 +7,17 @@ SAMPLE := .docshelf-sample
 
 .PHONY: install run test lint typecheck pytest bench docs-cli clean
 
+# Under CI the services are on their standard ports, and their tests must run
+# (a missing service fails them); elsewhere they run only when these are set.
+ifeq ($(CI),true)
+export DOCSHELF_TEST_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
+endif
+
 # Idempotent: the venv is (re)built only when pyproject.toml changes.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

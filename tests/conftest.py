@@ -12,9 +12,10 @@ from tests.fakes import HashEmbedder
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own DOCSHELF_HOME and none of the caller's docshelf settings."""
+    """Every test gets its own DOCSHELF_HOME and none of the caller's docshelf settings
+    (the DOCSHELF_TEST_* service URLs stay)."""
     for key in list(os.environ):
-        if key.startswith("DOCSHELF_"):
+        if key.startswith("DOCSHELF_") and not key.startswith("DOCSHELF_TEST_"):
             monkeypatch.delenv(key)
     home = tmp_path / "home"
     monkeypatch.setenv("DOCSHELF_HOME", str(home))

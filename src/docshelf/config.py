@@ -30,6 +30,7 @@ class Settings:
     max_upload_bytes: int = 50 * 1024 * 1024
     workers: int = 1  # in-process ingest workers of `serve` (0: API only)
     embed_rate: float | None = None  # embedding calls per second, None = unbounded
+    queue_url: str = "local"  # job wake-ups: `local` or amqp://…
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -51,6 +52,7 @@ class Settings:
             max_upload_bytes=int(max_upload * 2**20),
             workers=int(_number("DOCSHELF_WORKERS", cls.workers)),
             embed_rate=rate or None,
+            queue_url=os.environ.get("DOCSHELF_QUEUE_URL", "local").strip() or "local",
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,7 +24,14 @@ from docshelf.blobs import BlobStore, LocalBlobStore
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
-from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable, UnsupportedType
+from docshelf.errors import (
+    Conflict,
+    DocshelfError,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    UnsupportedType,
+)
 from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prepare, read_file
 from docshelf.links import WikiLink, names_for
 from docshelf.model import (
@@ -50,6 +58,7 @@ from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
 from docshelf.telemetry import Metrics, RateLimiter
+from docshelf.transport import Transport, open_transport
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
@@ -62,6 +71,7 @@ CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion
 Progress = Callable[[int, int, str], None]
 
 _FROM_SETTINGS = object()
+log = logging.getLogger("docshelf")
 
 
 @dataclass(frozen=True)
@@ -179,10 +189,20 @@ class Shelf:
         self.blobs: BlobStore = LocalBlobStore(self.settings.home / "blobs")
         self.metrics = Metrics()
         self.rate_limit = RateLimiter(self.settings.embed_rate)
+        self.transport: Transport = open_transport(self.settings.queue_url)
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
+        self.transport.close()
         self.store.close()
+
+    def wake_workers(self, document_id: str) -> None:
+        """Tell workers a job is due (after its commit). Losing the message is harmless:
+        workers also poll the store."""
+        try:
+            self.transport.notify(document_id)
+        except DocshelfError as exc:
+            log.warning("could not notify workers of %s: %s", document_id, exc.message)
 
     def __enter__(self) -> Shelf:
         return self
@@ -858,6 +878,7 @@ class Shelf:
                 doc_id, "stage", stage="queued", progress_pct=0, message=f"queued {name}"
             )
             self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
+        self.wake_workers(doc_id)
         return UploadResult(doc_id, Stage.QUEUED.value, sha256, created=True, linked=True)
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
@@ -899,6 +920,7 @@ class Shelf:
                 message=f"retry requested; resuming at {job.stage.value}",
             )
             self.store.add_event(document_id, "document.queued", stage="queued", message="retry")
+        self.wake_workers(document_id)
         return self.job(document_id, user_id)
 
     def delete_document(self, document_id: str, user_id: str | None = None) -> bool:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.chunk import chunk_document
-from docshelf.errors import InvalidInput
+from docshelf.errors import DocshelfError, InvalidInput
 from docshelf.ingest import embed_texts, record_links
 from docshelf.links import wikilinks
 from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
@@ -89,15 +89,23 @@ class Worker:
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.alive_at = time.time()
-            try:
-                worked = self.run_once()
-            except Exception:  # never let one bad job kill the worker
-                log.exception("worker %s: unexpected error", self.name)
-                worked = False
-            if not worked:
-                stop.wait(self.settings.poll_seconds)
+        """Work until ``stop`` is set: claim due jobs; when none is left, acknowledge the
+        wake-ups received (their work is committed) and wait for the next one — or
+        for the poll interval, which catches retries and expired leases."""
+        consumer = self.shelf.transport.consumer()
+        try:
+            while not stop.is_set():
+                self.alive_at = time.time()
+                try:
+                    worked = self.run_once()
+                except Exception:  # never let one bad job kill the worker
+                    log.exception("worker %s: unexpected error", self.name)
+                    worked = False
+                if not worked:
+                    consumer.ack()
+                    consumer.wait(self.settings.poll_seconds)
+        finally:
+            consumer.close()
 
     def run_once(self) -> bool:
         """Claim one due job and take it as far as it goes. False when none was due."""
@@ -300,6 +308,10 @@ class Worker:
                 message=f"{stage.value}: {reason}",
             )
             self.store.add_event(job.document_id, "document.failed", stage="failed", message=reason)
+        try:
+            self.shelf.transport.dead_letter(job.document_id, reason)
+        except DocshelfError as exc:  # the store already holds the dead-letter state
+            log.warning("could not dead-letter %s on the broker: %s", job.document_id, exc)
 
     def _retry_later(self, job: Job, stage: Stage, reason: str) -> None:
         current = self.store.get_job(job.document_id)

@@ -1,0 +1,184 @@
+"""RabbitMQ wake-ups for workers on any number of machines (pika, blocking API).
+
+Topology (declared idempotently by every connection):
+
+    docshelf.jobs        durable queue of wake-ups (body: the document id);
+                         rejected messages go to the dead-letter exchange
+    docshelf.dead        direct exchange (the DLX)
+    docshelf.jobs.dead   durable queue bound to it: one message per job that
+                         went to the dead-letter state, reason in the
+                         ``x-docshelf-reason`` header
+
+``?queue=NAME`` in the URL renames the queue (and derives the other names),
+so several libraries — or tests — can share one broker.
+
+Publishing uses publisher confirms; consumers use manual acks, sent only after
+the work a wake-up led to is committed, and a bounded prefetch. Redelivery is
+harmless: the store decides who owns a job. pika connections are not
+thread-safe, so publishing is serialised by a lock and each worker has its
+own consumer connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any
+from urllib.parse import parse_qs, urlparse, urlunparse
+
+import pika
+import pika.exceptions
+
+from docshelf.errors import Unavailable
+
+log = logging.getLogger("docshelf.transport")
+REASON_HEADER = "x-docshelf-reason"
+_PIKA_ERRORS = (pika.exceptions.AMQPError, OSError)
+
+
+def _split(url: str) -> tuple[str, str]:
+    """The broker URL without our ``queue`` parameter, and the queue name."""
+    parts = urlparse(url)
+    query = parse_qs(parts.query)
+    queue = query.pop("queue", ["docshelf.jobs"])[0]
+    rest = "&".join(f"{k}={v[0]}" for k, v in query.items())
+    return urlunparse(parts._replace(query=rest)), queue
+
+
+def _redacted(url: str) -> str:
+    parts = urlparse(url)
+    if parts.password:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
+    return urlunparse(parts)
+
+
+class _Topology:
+    def __init__(self, url: str) -> None:
+        broker, self.queue = _split(url)
+        self.dlx = f"{self.queue}.dlx"
+        self.dead_queue = f"{self.queue}.dead"
+        self.params = pika.URLParameters(broker)
+        # Long stages do not pump the connection; keep the broker from closing it meanwhile.
+        self.params.heartbeat = 600
+        self.params.blocked_connection_timeout = 300
+        self.label = _redacted(broker)
+
+    def connect(self) -> tuple[Any, Any]:
+        try:
+            conn = pika.BlockingConnection(self.params)
+            ch = conn.channel()
+            ch.exchange_declare(self.dlx, exchange_type="direct", durable=True)
+            ch.queue_declare(self.dead_queue, durable=True)
+            ch.queue_bind(self.dead_queue, self.dlx, routing_key=self.queue)
+            ch.queue_declare(
+                self.queue,
+                durable=True,
+                arguments={
+                    "x-dead-letter-exchange": self.dlx,
+                    "x-dead-letter-routing-key": self.queue,
+                },
+            )
+        except _PIKA_ERRORS as exc:
+            raise Unavailable(f"RabbitMQ at {self.label} is unreachable: {exc!r}") from exc
+        return conn, ch
+
+
+class RabbitTransport:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.topology = _Topology(url)
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._ch: Any = None
+
+    def _publish(
+        self, exchange: str, routing_key: str, body: bytes, headers: dict[str, str]
+    ) -> None:
+        props = pika.BasicProperties(delivery_mode=2, content_type="text/plain", headers=headers)
+        with self._lock:
+            for attempt in (1, 2):  # one reconnect: the connection may have gone idle
+                try:
+                    if self._ch is None or self._ch.is_closed:
+                        self._conn, self._ch = self.topology.connect()
+                        self._ch.confirm_delivery()
+                    self._ch.basic_publish(exchange, routing_key, body, props, mandatory=True)
+                    return
+                except _PIKA_ERRORS as exc:
+                    self._ch = None
+                    if attempt == 2:
+                        raise Unavailable(
+                            f"RabbitMQ at {self.topology.label} refused a message: {exc!r}"
+                        ) from exc
+
+    def notify(self, document_id: str) -> None:
+        self._publish("", self.topology.queue, document_id.encode(), {})
+
+    def dead_letter(self, document_id: str, reason: str) -> None:
+        self._publish(
+            self.topology.dlx,
+            self.topology.queue,
+            document_id.encode(),
+            {REASON_HEADER: reason[:1000]},
+        )
+
+    def consumer(self, prefetch: int = 1) -> RabbitConsumer:
+        return RabbitConsumer(self.topology, prefetch)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._conn.is_open:
+                with contextlib.suppress(_PIKA_ERRORS):
+                    self._conn.close()
+            self._conn = self._ch = None
+
+
+class RabbitConsumer:
+    """Collects wake-ups; acknowledges them together once their work is committed."""
+
+    def __init__(self, topology: _Topology, prefetch: int) -> None:
+        self.topology = topology
+        self.prefetch = prefetch
+        self._pending: list[int] = []
+        self._conn: Any = None
+        self._ch: Any = None
+
+    def _connect(self) -> None:
+        self._conn, self._ch = self.topology.connect()
+        self._ch.basic_qos(prefetch_count=self.prefetch)
+        self._ch.basic_consume(self.topology.queue, self._on_message, auto_ack=False)
+        self._pending = []  # unacked deliveries of a lost connection are redelivered
+
+    def _on_message(self, ch: Any, method: Any, props: Any, body: bytes) -> None:
+        self._pending.append(method.delivery_tag)
+
+    def wait(self, timeout: float) -> bool:
+        if self._pending:
+            return True
+        try:
+            if self._ch is None or self._ch.is_closed:
+                self._connect()
+            self._conn.process_data_events(time_limit=timeout)
+        except Unavailable as exc:
+            log.warning("%s; polling the store only", exc.message)
+            self._ch = None
+        except _PIKA_ERRORS as exc:
+            log.warning("RabbitMQ connection lost (%r); reconnecting", exc)
+            self._ch = None
+        return bool(self._pending)
+
+    def ack(self) -> None:
+        if not self._pending or self._ch is None:
+            return
+        try:
+            self._ch.basic_ack(delivery_tag=max(self._pending), multiple=True)
+        except _PIKA_ERRORS as exc:  # redelivered later: harmless
+            log.warning("could not ack wake-ups (%r)", exc)
+            self._ch = None
+        self._pending = []
+
+    def close(self) -> None:
+        if self._conn is not None and self._conn.is_open:
+            with contextlib.suppress(_PIKA_ERRORS):
+                self._conn.close()
+        self._conn = self._ch = None
