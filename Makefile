@@ -17,7 +17,7 @@ endif
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -31,6 +31,7 @@ class Settings:
     workers: int = 1  # in-process ingest workers of `serve` (0: API only)
     embed_rate: float | None = None  # embedding calls per second, None = unbounded
     queue_url: str = "local"  # job wake-ups: `local` or amqp://…
+    blob_url: str | None = None  # uploaded bytes: $DOCSHELF_HOME/blobs, file:///… or s3://…
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -53,6 +54,7 @@ class Settings:
             workers=int(_number("DOCSHELF_WORKERS", cls.workers)),
             embed_rate=rate or None,
             queue_url=os.environ.get("DOCSHELF_QUEUE_URL", "local").strip() or "local",
+            blob_url=os.environ.get("DOCSHELF_BLOB_URL") or None,
         )
 
 

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Literal
 
 from docshelf import users as users_mod
-from docshelf.blobs import BlobStore, LocalBlobStore
+from docshelf.blobs import BlobStore, open_blob_store
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
@@ -186,7 +186,7 @@ class Shelf:
         self.count_tokens = self.embedder.count_tokens if self.embedder else approx_tokens
         self._vectors = ExactVectorIndex(self.store)
         self.embed_counts = EmbedCounts()
-        self.blobs: BlobStore = LocalBlobStore(self.settings.home / "blobs")
+        self.blobs: BlobStore = open_blob_store(self.settings.blob_url, self.settings.home)
         self.metrics = Metrics()
         self.rate_limit = RateLimiter(self.settings.embed_rate)
         self.transport: Transport = open_transport(self.settings.queue_url)

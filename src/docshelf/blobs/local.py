@@ -1,9 +1,8 @@
-"""The ``BlobStore`` port: uploaded bytes, content-addressed by SHA-256.
+"""Blobs in a local folder: ``<root>/<sha[:2]>/<sha[2:4]>/<sha>``.
 
-``LocalBlobStore`` keeps them under ``<root>/<sha[:2]>/<sha[2:4]>/<sha>``. A blob
-is written to a temporary file while its hash is computed, fsynced, and
-renamed into place, so a blob either exists whole under its hash or not at
-all; writing the same bytes twice is harmless.
+A blob is written to a temporary file while its hash is computed, fsynced,
+and renamed into place, so a blob either exists whole under its hash or not
+at all; writing the same bytes twice is harmless.
 """
 
 from __future__ import annotations
@@ -13,42 +12,23 @@ import os
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
+from docshelf.blobs import blob_key
 from docshelf.errors import NotFound, TooLarge
 
 
-class BlobWriter(Protocol):
-    sha256: str
-    size: int
+class TempWriter:
+    """Streams bytes to a temporary file, hashing them and enforcing a size limit.
 
-    def write(self, data: bytes) -> None: ...
-    def commit(self) -> str:
-        """Make the blob durable under its hash; returns the hash."""
-        ...
+    ``commit`` fsyncs the file and hands it to ``place(tmp_path, sha256)``, which
+    moves it where it belongs (subclasses: a rename, an upload)."""
 
-    def abort(self) -> None: ...
-    def __enter__(self) -> BlobWriter: ...
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None: ...
-
-
-class BlobStore(Protocol):
-    def writer(self, max_bytes: int) -> BlobWriter: ...
-    def read(self, sha256: str) -> bytes: ...
-    def open(self, sha256: str) -> BinaryIO: ...
-    def exists(self, sha256: str) -> bool: ...
-    def delete(self, sha256: str) -> None: ...
-
-
-class _LocalWriter:
-    def __init__(self, store: LocalBlobStore, max_bytes: int) -> None:
-        self._store = store
+    def __init__(self, tmp_dir: Path, max_bytes: int) -> None:
         self._max = max_bytes
         self._hash = hashlib.sha256()
-        store.tmp.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=store.tmp, prefix="upload-")
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
         self._tmp = Path(name)
         self.size = 0
@@ -70,15 +50,14 @@ class _LocalWriter:
         self._file.close()
         self._file = None
         self.sha256 = self._hash.hexdigest()
-        final = self._store.path(self.sha256)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self._tmp, final)  # atomic; the same bytes may land twice, harmlessly
-        dir_fd = os.open(final.parent, os.O_RDONLY)
         try:
-            os.fsync(dir_fd)
+            self.place(self._tmp, self.sha256)
         finally:
-            os.close(dir_fd)
+            self._tmp.unlink(missing_ok=True)
         return self.sha256
+
+    def place(self, tmp: Path, sha256: str) -> None:
+        raise NotImplementedError
 
     def abort(self) -> None:
         if self._file is not None:
@@ -86,7 +65,7 @@ class _LocalWriter:
             self._file = None
         self._tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> _LocalWriter:
+    def __enter__(self) -> TempWriter:
         return self
 
     def __exit__(
@@ -96,15 +75,29 @@ class _LocalWriter:
             self.abort()
 
 
+class _LocalWriter(TempWriter):
+    def __init__(self, store: LocalBlobStore, max_bytes: int) -> None:
+        super().__init__(store.tmp, max_bytes)
+        self._store = store
+
+    def place(self, tmp: Path, sha256: str) -> None:
+        final = self._store.path(sha256)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, final)  # atomic; the same bytes may land twice, harmlessly
+        dir_fd = os.open(final.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
 class LocalBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.tmp = root / "tmp"
 
     def path(self, sha256: str) -> Path:
-        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
-            raise NotFound(f"No blob {sha256!r}")
-        return self.root / sha256[:2] / sha256[2:4] / sha256
+        return self.root / blob_key(sha256)
 
     def writer(self, max_bytes: int) -> _LocalWriter:
         return _LocalWriter(self, max_bytes)
@@ -124,4 +117,3 @@ class LocalBlobStore:
 
     def delete(self, sha256: str) -> None:
         self.path(sha256).unlink(missing_ok=True)
-
