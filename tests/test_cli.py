@@ -210,6 +210,7 @@ def test_status_imports_no_model_stack(tmp_path: Path, notes: Path) -> None:
 
 def test_users_and_retry_envelopes(isolated_home: Path) -> None:
     code, env = run("users", "create", "alice")
+    assert code == 0
     check_envelope(env, "users create")
     assert set(env["result"]) == {"user_id", "token"} and env["result"]["token"].startswith("dsk_")
     _, env = run("users", "create", "alice")
@@ -234,6 +235,7 @@ def test_users_and_retry_envelopes(isolated_home: Path) -> None:
         Worker(shelf).run_once()
         assert shelf.job(bad.document_id).status == "failed"
     code, env = run("retry", bad.document_id)
+    assert code == 0
     check_envelope(env, "retry")
     assert env["result"]["status"] == "queued"
     _, env = run("retry", bad.document_id)

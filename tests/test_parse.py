@@ -198,17 +198,27 @@ def test_invalid_utf8_names_the_byte_offset(data: bytes, offset: int) -> None:
 
 def test_unsupported_type_names_the_supported_ones() -> None:
     with pytest.raises(InvalidInput) as info:
-        parse(b"%PDF-1.7", "pdf")
-    assert "'pdf'" in info.value.message
+        parse(b"PK\x03\x04", "epub")
+    assert "'epub'" in info.value.message
     assert "markdown" in info.value.message and "text" in info.value.message
 
 
 def test_file_types_by_extension() -> None:
-    assert FILE_TYPES == {".md": "markdown", ".markdown": "markdown", ".txt": "text"}
+    assert FILE_TYPES == {
+        ".md": "markdown",
+        ".markdown": "markdown",
+        ".txt": "text",
+        ".rst": "rst",
+        ".pdf": "pdf",
+        ".html": "html",
+        ".htm": "html",
+        ".docx": "docx",
+    }
     assert file_type_for("notes/a.md") == "markdown"
     assert file_type_for("READ.ME.Markdown") == "markdown"
     assert file_type_for("/x/y/z.TXT") == "text"
-    assert file_type_for("paper.pdf") is None
+    assert file_type_for("paper.PDF") == "pdf"
+    assert file_type_for("book.epub") is None
     assert file_type_for("Makefile") is None
     assert file_type_for(".md") is None  # a dotfile named ".md" has no extension
 

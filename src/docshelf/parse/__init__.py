@@ -1,19 +1,30 @@
 """Parsers: a file's bytes in, a :class:`~docshelf.model.ParsedDocument` out.
 
-One module per format (``markdown.py``, ``text.py``). This module owns what they
-share: choosing a parser from a file type and decoding bytes to text. Decoding
-rejects empty, binary and non-UTF-8 input with :class:`InvalidInput`, strips a
-UTF-8 byte-order mark and normalises CRLF and CR line ends to LF, so every body
-a parser sees, and every span into it, uses ``\\n`` line ends. (The document
-fingerprint is taken elsewhere, on the raw bytes.)
+One module per format: ``markdown.py``, ``text.py``, ``rst.py`` (text
+formats), ``pdf.py`` (with ``pdf_layout.py``), ``html.py`` and ``docx.py``.
+This module owns what they share: choosing a parser from a file type, and
+decoding the bytes of text formats to text. Decoding rejects empty, binary and
+non-UTF-8 input with :class:`InvalidInput`, strips a UTF-8 byte-order mark and
+normalises CRLF and CR line ends to LF, so every body a parser sees, and every
+span into it, uses ``\\n`` line ends. (The document fingerprint is taken
+elsewhere, on the raw bytes.) PDF, DOCX and HTML are bytes to their parsers
+(they carry their own encodings) and skip these checks.
+
+Markdown and plain text are parsed in-process. PDF, HTML, DOCX and
+reStructuredText are parsed in a child process under a time and memory limit
+(``parse.sandbox``), so one hostile file cannot take down the caller. Their
+modules are imported only when a file of their type is parsed.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import os
 from collections.abc import Callable
 from pathlib import PurePath
 
-from docshelf.errors import InvalidInput
+from docshelf.errors import InvalidInput, Unavailable
 from docshelf.model import ParsedDocument
 from docshelf.parse.markdown import parse_markdown
 from docshelf.parse.text import parse_text
@@ -22,6 +33,11 @@ FILE_TYPES: dict[str, str] = {
     ".md": "markdown",
     ".markdown": "markdown",
     ".txt": "text",
+    ".rst": "rst",
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".docx": "docx",
 }
 
 _PARSERS: dict[str, Callable[[str], ParsedDocument]] = {
@@ -29,6 +45,15 @@ _PARSERS: dict[str, Callable[[str], ParsedDocument]] = {
     "text": parse_text,
 }
 
+# Parsed under limits: (module, function, library to name if it is missing, text format?).
+_LIMITED: dict[str, tuple[str, str, str, bool]] = {
+    "pdf": ("docshelf.parse.pdf", "parse_pdf", "pypdfium2", False),
+    "html": ("docshelf.parse.html", "parse_html", "lxml", False),
+    "docx": ("docshelf.parse.docx", "parse_docx", "python-docx", False),
+    "rst": ("docshelf.parse.rst", "parse_rst", "docutils", True),
+}
+
+PDF_PASSWORD_ENV = "DOCSHELF_PDF_PASSWORD"
 _BINARY_SNIFF_BYTES = 8192
 _BOM = "\ufeff"
 
@@ -59,12 +84,35 @@ def decode_text(data: bytes) -> str:
 
 
 def parse(data: bytes, file_type: str) -> ParsedDocument:
-    """Parse a file's bytes as ``file_type`` ("markdown" or "text")."""
+    """Parse a file's bytes as ``file_type`` (a value of FILE_TYPES)."""
     parser = _PARSERS.get(file_type)
-    if parser is None:
-        supported = ", ".join(sorted(_PARSERS))
+    if parser is not None:
+        return parser(decode_text(data))
+    limited = _LIMITED.get(file_type)
+    if limited is None:
+        supported = ", ".join(sorted({*_PARSERS, *_LIMITED}))
         raise InvalidInput(f"unsupported file type {file_type!r}; supported types: {supported}")
-    return parser(decode_text(data))
+    from docshelf.parse.sandbox import run_limited
+
+    module, name, library, is_text = limited
+    func = _load(module, name, library)
+    if file_type == "pdf":  # the child does not see later changes to the environment
+        func = functools.partial(func, password=os.environ.get(PDF_PASSWORD_ENV) or None)
+    if is_text:
+        return run_limited(func, decode_text(data), file_type)
+    if not data.strip():
+        raise InvalidInput("empty file")
+    return run_limited(func, data, file_type)
+
+
+def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]:
+    try:
+        parser: Callable[..., ParsedDocument] = getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise Unavailable(
+            f"cannot parse this file type: {exc}; reinstall docshelf to get {library}"
+        ) from None
+    return parser
 
 
 __all__ = ["FILE_TYPES", "decode_text", "file_type_for", "parse"]

@@ -34,7 +34,7 @@ from docshelf.errors import Unavailable
 
 log = logging.getLogger("docshelf.transport")
 REASON_HEADER = "x-docshelf-reason"
-_PIKA_ERRORS = (pika.exceptions.AMQPError, OSError)
+_PIKA_ERRORS: tuple[type[BaseException], ...] = (pika.exceptions.AMQPError, OSError)
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -128,7 +128,7 @@ class RabbitTransport:
     def close(self) -> None:
         with self._lock:
             if self._conn is not None and self._conn.is_open:
-                with contextlib.suppress(_PIKA_ERRORS):
+                with contextlib.suppress(*_PIKA_ERRORS):
                     self._conn.close()
             self._conn = self._ch = None
 
@@ -179,6 +179,6 @@ class RabbitConsumer:
 
     def close(self) -> None:
         if self._conn is not None and self._conn.is_open:
-            with contextlib.suppress(_PIKA_ERRORS):
+            with contextlib.suppress(*_PIKA_ERRORS):
                 self._conn.close()
         self._conn = self._ch = None

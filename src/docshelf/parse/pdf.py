@@ -1,0 +1,358 @@
+"""PDF: the text layer, page by page, with headings and tables where the PDF shows them.
+
+The library is pypdfium2 (Google's PDFium; Apache-2.0 / BSD-3-Clause): it was
+the fastest of the candidates measured and copes with damaged files; see
+docs/formats.md for the figures. PDFium gives each character's box and font
+size; ``parse.pdf_layout`` turns a page's words into paragraphs and tables in
+reading order (two- and three-column pages included).
+
+- Every block carries its 1-based ``page``.
+- Headings: the document outline (bookmarks) when its entries can be found
+  on their pages; otherwise short paragraphs set larger than the body text
+  (levels by size, largest first).
+- Title: the document's Title metadata unless it is a placeholder, else the
+  first heading on the first two pages.
+- A page with no text layer (a scan) is counted in ``pages_without_text``; if
+  no page has text the file fails with "no text layer on any of N pages".
+- Encrypted files fail with "encrypted" unless ``DOCSHELF_PDF_PASSWORD``
+  opens them; files that are not PDFs, truncated or malformed fail with the
+  reason.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from docshelf.errors import InvalidInput
+from docshelf.model import BlockKind, ParsedDocument
+from docshelf.parse import PDF_PASSWORD_ENV
+from docshelf.parse._blocks import BodyBuilder, one_line
+from docshelf.parse.pdf_layout import Piece, Word, pieces, regions, rows_of
+
+__all__ = ["parse_pdf"]
+
+_WORD = re.compile(r"\S+")
+_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi"})
+_EOF_WINDOW = 16 * 1024  # the %%EOF marker must be this close to the end (junk may follow)
+_HEADING_RATIO = 1.08  # a heading is set at least this much larger than the body text
+_MAX_OUTLINE_ITEMS = 5000
+_NUMBERING = re.compile(
+    r"(?:(?:chapter|section|part|appendix)\s+)?(?:(?:\d{1,3}|[a-z]|[ivxlc]{1,5})\s*){1,5}"
+)
+_PAGE_NUMBER = re.compile(r"(?:page\s+)?[\divxlc]{1,6}(?:\s*(?:of|/)\s*\d+)?", re.I)
+_PLACEHOLDER_TITLES = re.compile(
+    r"^(untitled|unknown|none|title|document\d*)$|\.(pdf|docx?|dvi|tex|ps|rtf|odt|txt|md)$", re.I
+)
+
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"II*\x00", "TIFF image"),
+    (b"MM\x00*", "TIFF image"),
+    (b"BM", "BMP image"),
+    (b"PK\x03\x04", "zip archive"),
+    (b"%!PS", "PostScript file"),
+)
+
+
+def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
+    """Parse a PDF's bytes. Raises InvalidInput for files that cannot be read as text.
+
+    ``password`` opens an encrypted file (``parse()`` passes ``DOCSHELF_PDF_PASSWORD``).
+    """
+    _check_bytes(data)
+    pdf = _open(data, password)
+    try:
+        page_count = len(pdf)
+        if page_count == 0:
+            raise InvalidInput("PDF has no pages")
+        found: list[Piece] = []
+        without_text = 0
+        warnings: list[str] = []
+        for index in range(page_count):
+            try:
+                page_pieces = _page_pieces(pdf, index)
+            except pdfium.PdfiumError as exc:
+                warnings.append(f"page {index + 1} could not be read: {exc}")
+                page_pieces = []
+            without_text += not page_pieces
+            found.extend(page_pieces)
+        if not found:
+            raise InvalidInput(f"no text layer on any of {page_count} pages (scanned?)")
+        outline = list(_outline(pdf))
+        meta_title = _metadata_title(pdf)
+    finally:
+        pdf.close()
+    found = _without_furniture(found)
+    body_size = _body_size(found)
+    if not _apply_outline(found, outline):
+        _apply_font_sizes(found, body_size)
+    builder = BodyBuilder()
+    for piece in found:
+        builder.add(piece.kind, piece.text, level=piece.level, page=piece.page)
+    return builder.build(
+        title=meta_title or _title(found, body_size),
+        page_count=page_count,
+        pages_without_text=without_text,
+        warnings=tuple(warnings),
+    )
+
+
+# -- opening -------------------------------------------------------------------------------
+
+
+def _check_bytes(data: bytes) -> None:
+    if not data.strip():
+        raise InvalidInput("empty file")
+    if b"%PDF-" not in data[:1024]:
+        kind = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
+        if kind is None and b"<html" in data[:1024].lower():
+            kind = "HTML page"
+        raise InvalidInput(f"not a PDF ({kind or 'no %PDF- header'})")
+    if b"%%EOF" not in data[-_EOF_WINDOW:]:
+        raise InvalidInput("truncated PDF (no %%EOF marker at the end of the file)")
+
+
+def _open(data: bytes, password: str | None) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(data, password=password)
+    except pdfium.PdfiumError as exc:
+        if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
+            if password:
+                raise InvalidInput(f"encrypted ({PDF_PASSWORD_ENV} does not open it)") from None
+            raise InvalidInput(
+                f"encrypted (password required; set {PDF_PASSWORD_ENV} to open it)"
+            ) from None
+        if exc.err_code == pdfium_c.FPDF_ERR_SECURITY:
+            raise InvalidInput("encrypted with an unsupported security handler") from None
+        raise InvalidInput(f"malformed PDF: {_reason(exc)}") from None
+
+
+def _reason(exc: Exception) -> str:
+    """PDFium's own words: 'Failed to load document (PDFium: Data format error).' → the part
+    in parentheses."""
+    text = str(exc)
+    match = re.search(r"\(PDFium: ([^)]*)\)", text)
+    return match.group(1).lower() if match else text
+
+
+def _metadata_title(pdf: pdfium.PdfDocument) -> str | None:
+    try:
+        title = one_line(pdf.get_metadata_value("Title"))
+    except (pdfium.PdfiumError, UnicodeDecodeError):
+        return None
+    title = title.removeprefix("Microsoft Word - ")
+    if not title or _PLACEHOLDER_TITLES.search(title):
+        return None
+    return title
+
+
+def _outline(pdf: pdfium.PdfDocument) -> Iterator[tuple[int, str, int]]:
+    """(level from 1, title, page from 1) of each bookmark that points at a page."""
+    for n, bookmark in enumerate(pdf.get_toc(max_depth=6)):
+        if n >= _MAX_OUTLINE_ITEMS:
+            return
+        dest = bookmark.get_dest()
+        index = dest.get_index() if dest is not None else None
+        title = one_line(bookmark.get_title() or "")
+        if index is not None and title:
+            yield bookmark.level + 1, title, index + 1
+
+
+# -- words of a page -----------------------------------------------------------------------
+
+
+def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> list[Piece]:
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            upright, turned = _words(textpage)
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+    found: list[Piece] = []
+    for region in regions(rows_of(upright)):
+        found.extend(pieces(region, index + 1))
+    if turned:  # rotated text (margin stamps, landscape tables) is kept, in content order
+        text = " ".join(w.text for w in turned)
+        found.append(Piece(BlockKind.PARAGRAPH, text, turned[0].size, 1, index + 1))
+    return found
+
+
+def _words(textpage: pdfium.PdfTextPage) -> tuple[list[Word], list[Word]]:
+    """The page's words, upright and rotated, from the first and last character boxes."""
+    handle = textpage.raw
+    count = pdfium_c.FPDFText_CountChars(handle)
+    if count <= 0:
+        return [], []
+    text = textpage.get_text_range()
+    if len(text) != count:  # characters outside the BMP: read them one by one
+        text = "".join(chr(pdfium_c.FPDFText_GetUnicode(handle, i) or 0xFFFD) for i in range(count))
+    box = pdfium_c.FS_RECTF()
+    ref = ctypes.byref(box)
+    matrix = pdfium_c.FS_MATRIX()
+    matrix_ref = ctypes.byref(matrix)
+    loose_box = pdfium_c.FPDFText_GetLooseCharBox
+    upright: list[Word] = []
+    turned: list[Word] = []
+    for match in _WORD.finditer(text):
+        first, last = match.start(), match.end() - 1
+        if not loose_box(handle, first, ref):
+            continue
+        x0, top, bottom = box.left, box.top, box.bottom
+        # The font's size times the vertical scale of the text and page matrices.
+        size = pdfium_c.FPDFText_GetFontSize(handle, first)
+        if pdfium_c.FPDFText_GetMatrix(handle, first, matrix_ref):
+            size *= math.hypot(matrix.c, matrix.d) or 1.0
+        size = size or (top - bottom)
+        word_text = match.group().translate(_LIGATURES)
+        angle = pdfium_c.FPDFText_GetCharAngle(handle, first)
+        if angle > 0.01 and abs(angle - 2 * math.pi) > 0.01:
+            turned.append(Word(word_text, x0, box.right, bottom, top, size))
+            continue
+        if last != first:
+            loose_box(handle, last, ref)
+        if box.right < x0 or abs((box.top + box.bottom) - (top + bottom)) > (top - bottom):
+            # The "word" runs across lines or objects: split it where it jumps.
+            upright.extend(_split_word(handle, first, last + 1, text, size))
+            continue
+        upright.append(Word(word_text, x0, box.right, min(bottom, box.bottom), top, size))
+    return upright, turned
+
+
+def _split_word(handle: object, start: int, stop: int, text: str, size: float) -> list[Word]:
+    box = pdfium_c.FS_RECTF()
+    ref = ctypes.byref(box)
+    words: list[Word] = []
+    chars: list[str] = []
+    x0 = x1 = bottom = top = 0.0
+    for i in range(start, stop):
+        if not pdfium_c.FPDFText_GetLooseCharBox(handle, i, ref):
+            continue
+        jump = chars and (box.left < x1 - size or abs(box.top - top) > 0.5 * (top - bottom))
+        if jump:
+            words.append(Word("".join(chars).translate(_LIGATURES), x0, x1, bottom, top, size))
+            chars = []
+        if not chars:
+            x0, bottom, top = box.left, box.bottom, box.top
+        chars.append(text[i])
+        x1 = box.right
+    if chars:
+        words.append(Word("".join(chars).translate(_LIGATURES), x0, x1, bottom, top, size))
+    return words
+
+
+# -- headings ------------------------------------------------------------------------------
+
+
+def _apply_outline(found: list[Piece], outline: list[tuple[int, str, int]]) -> bool:
+    """Mark the pieces the outline names as headings; False if it names none."""
+    by_page: dict[int, list[Piece]] = defaultdict(list)
+    for piece in found:
+        if piece.kind is BlockKind.PARAGRAPH and piece.rows <= 3:
+            by_page[piece.page].append(piece)
+    matched = 0
+    for level, title, page in outline:
+        want = _comparable(title)
+        for piece in by_page.get(page, ()):
+            if piece.kind is BlockKind.HEADING:
+                continue
+            got = _comparable(piece.text)
+            if got and (
+                got == want
+                or (got.startswith(want) and len(got) <= 1.3 * len(want) + 5)
+                or (got.endswith(want) and _NUMBERING.fullmatch(got[: -len(want)]))
+                or (want.endswith(got) and len(got) >= 3)
+            ):
+                piece.kind, piece.level = BlockKind.HEADING, min(level, 6)
+                matched += 1
+                break
+    return matched > 0
+
+
+def _comparable(text: str) -> str:
+    return " ".join(re.sub(r"\W+", " ", text).split()).casefold()
+
+
+def _body_size(found: list[Piece]) -> float:
+    """The font size most characters are set in (the smaller one on a tie)."""
+    chars: Counter[float] = Counter()
+    for piece in found:
+        chars.update(piece.chars_by_size)
+    return max(chars, key=lambda size: (chars[size], -size)) if chars else 0.0
+
+
+def _apply_font_sizes(found: list[Piece], body: float) -> None:
+    """Short paragraphs set larger than the body text become headings, levels by size."""
+    candidates = [p for p in found if _looks_like_heading(p, body)]
+    sizes = sorted({round(p.size * 2) / 2 for p in candidates}, reverse=True)
+    for piece in candidates:
+        piece.kind = BlockKind.HEADING
+        piece.level = min(sizes.index(round(piece.size * 2) / 2) + 1, 6)
+
+
+def _looks_like_heading(piece: Piece, body: float) -> bool:
+    return (
+        piece.kind is BlockKind.PARAGRAPH and piece.size >= body * _HEADING_RATIO and _short(piece)
+    )
+
+
+def _short(piece: Piece) -> bool:
+    return piece.rows <= 3 and len(piece.text) <= 200 and sum(c.isalpha() for c in piece.text) >= 2
+
+
+def _title(found: list[Piece], body: float) -> str | None:
+    """The largest short text on page 1 if it stands out, else the first heading."""
+    first_page = [p for p in found if p.page == 1 and p.kind is not BlockKind.TABLE and _short(p)]
+    if first_page:
+        largest = max(first_page, key=lambda p: p.size)
+        if largest.size >= body * _HEADING_RATIO:
+            return largest.text
+    return next((p.text for p in found if p.kind is BlockKind.HEADING and p.page <= 2), None)
+
+
+# -- running headers and footers -----------------------------------------------------------
+
+
+def _without_furniture(found: list[Piece]) -> list[Piece]:
+    """Without running headers, footers and page numbers.
+
+    These are short pieces among the first or last two of a page that are a
+    lone page number, or whose text (digits aside) and size repeat on at least
+    three pages and a quarter of them.
+    """
+    by_page: dict[int, list[Piece]] = defaultdict(list)
+    for piece in found:
+        by_page[piece.page].append(piece)
+    if len(by_page) < 3:
+        return found
+    counts: Counter[tuple[str, int]] = Counter()
+    for pieces_of_page in by_page.values():
+        counts.update({_furniture_key(p) for p in _edges(pieces_of_page)})
+    repeated = {k for k, n in counts.items() if n >= 3 and n >= len(by_page) / 4}
+    drop = {
+        id(p)
+        for pieces_of_page in by_page.values()
+        for p in _edges(pieces_of_page)
+        if _furniture_key(p) in repeated or _PAGE_NUMBER.fullmatch(p.text.strip(" -\u2013"))
+    }
+    return [p for p in found if id(p) not in drop]
+
+
+def _edges(page: list[Piece]) -> list[Piece]:
+    edges = page[:2] + page[2:][-2:]
+    return [p for p in edges if p.rows <= 2 and len(p.text) <= 120]
+
+
+def _furniture_key(piece: Piece) -> tuple[str, int]:
+    return re.sub(r"\d+", "#", one_line(piece.text).casefold()), round(piece.size)

@@ -1,0 +1,176 @@
+"""reStructuredText: sections, paragraphs, lists, literal blocks and tables, with docutils.
+
+docutils parses the text into a document tree; its messages go nowhere (not to
+stderr) and nothing is ever read from outside the text: ``include`` and
+``raw`` directives are disabled and docutils configuration files are ignored,
+so the result depends on the text alone.
+
+- The document title (a lone top-level section title, docutils' usual
+  promotion) is a level-1 heading and the title; sections below it are
+  headings one level deeper per nesting (at most 6).
+- Paragraphs → PARAGRAPH; literal and doctest blocks → CODE; tables → TABLE
+  (a line per row, cells joined with `` | ``); bullet, enumerated,
+  definition, field and option lists → LIST (``- item`` per item, nested
+  lists indented); block quotes → QUOTE. Admonitions, topics, sidebars and
+  other containers are read through.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+from docutils import nodes
+from docutils.core import publish_doctree
+from docutils.utils import SystemMessage
+
+from docshelf.errors import InvalidInput
+from docshelf.model import BlockKind, ParsedDocument
+from docshelf.parse._blocks import BodyBuilder, one_line
+
+__all__ = ["parse_rst"]
+
+_SETTINGS = {
+    "report_level": 5,  # no messages kept in the tree
+    "halt_level": 5,  # never stop at an error
+    "warning_stream": io.StringIO(),  # replaced per call; never stderr
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+    "_disable_config": True,
+    "input_encoding": "unicode",
+    "traceback": True,  # our caller reports errors; docutils must not exit
+    "syntax_highlight": "none",
+}
+_LISTS = (
+    nodes.bullet_list,
+    nodes.enumerated_list,
+    nodes.definition_list,
+    nodes.field_list,
+    nodes.option_list,
+)
+_SKIP = (
+    nodes.system_message,
+    nodes.comment,
+    nodes.target,
+    nodes.substitution_definition,
+    nodes.pending,
+    nodes.raw,
+    nodes.footnote_reference,
+)
+
+
+def parse_rst(text: str) -> ParsedDocument:
+    """Parse decoded reStructuredText (LF line ends)."""
+    settings = {**_SETTINGS, "warning_stream": io.StringIO()}
+    try:
+        tree = publish_doctree(text, settings_overrides=settings)
+    except SystemMessage as exc:
+        raise InvalidInput(f"malformed reStructuredText: {exc}") from None
+    builder = BodyBuilder()
+    title = tree.get("title") or None
+    has_title = any(isinstance(child, nodes.title) for child in tree.children)
+    for node, depth in _walk(tree):
+        _add(node, depth + (1 if has_title else 0), builder)
+    if not builder.blocks:
+        raise InvalidInput("no text in the reStructuredText document")
+    return builder.build(title=title or builder.first_heading(1))
+
+
+def _walk(tree: nodes.document) -> Iterator[tuple[nodes.Node, int]]:
+    """Each unit of the tree in order, with its section depth (0 at the top)."""
+    stack: list[tuple[Iterator[nodes.Node], int]] = [(iter(tree.children), 0)]
+    while stack:
+        children, depth = stack[-1]
+        node = next(children, None)
+        if node is None:
+            stack.pop()
+        elif isinstance(node, _SKIP):
+            continue
+        elif isinstance(node, nodes.section):
+            stack.append((iter(node.children), depth + 1))
+        elif isinstance(node, nodes.title | nodes.subtitle) or _is_unit(node):
+            yield node, depth
+        elif isinstance(node, nodes.Element) and node.children:
+            stack.append((iter(node.children), depth))  # a container: read through it
+        elif isinstance(node, nodes.Text) and node.astext().strip():
+            yield node, depth
+
+
+_UNITS = (
+    nodes.paragraph,
+    nodes.literal_block,
+    nodes.doctest_block,
+    nodes.table,
+    nodes.block_quote,
+    nodes.line_block,
+    nodes.rubric,
+    nodes.caption,
+    nodes.docinfo,
+    *_LISTS,
+)
+
+
+def _is_unit(node: nodes.Node) -> bool:
+    return isinstance(node, _UNITS)
+
+
+def _add(node: nodes.Node, level: int, builder: BodyBuilder) -> None:
+    if isinstance(node, nodes.title) and isinstance(node.parent, nodes.section | nodes.document):
+        builder.add(BlockKind.HEADING, node.astext(), level=max(level, 1))
+    elif isinstance(node, nodes.subtitle):
+        builder.add(BlockKind.PARAGRAPH, node.astext())
+    elif isinstance(node, nodes.literal_block | nodes.doctest_block):
+        builder.add(BlockKind.CODE, node.astext())
+    elif isinstance(node, nodes.table):
+        builder.add(BlockKind.TABLE, _table(node))
+    elif isinstance(node, (*_LISTS, nodes.docinfo)):
+        builder.add(BlockKind.LIST, "\n".join(_list_lines(node)))
+    elif isinstance(node, nodes.block_quote):
+        builder.add(BlockKind.QUOTE, node.astext())
+    elif isinstance(node, nodes.line_block):
+        builder.add(BlockKind.PARAGRAPH, node.astext())
+    else:
+        builder.add(BlockKind.PARAGRAPH, one_line(node.astext()))
+
+
+def _table(table: nodes.table) -> str:
+    lines = []
+    for title in table.findall(nodes.title, include_self=False, descend=False):
+        lines.append(one_line(title.astext()))
+    for row in table.findall(nodes.row):
+        cells = [one_line(entry.astext()) for entry in row.children]
+        if any(cells):
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def _list_lines(root: nodes.Element) -> list[str]:
+    """``- item`` per item; lists inside an item are indented under it."""
+    lines: list[str] = []
+    stack: list[tuple[Iterator[nodes.Node], int]] = [(iter(root.children), 0)]
+    while stack:
+        items, depth = stack[-1]
+        item = next(items, None)
+        if item is None:
+            stack.pop()
+            continue
+        if not isinstance(item, nodes.Element):
+            continue
+        nested = [c for c in item.children if isinstance(c, _LISTS)]
+        own = " ".join(one_line(c.astext()) for c in item.children if not isinstance(c, _LISTS))
+        if isinstance(item, nodes.field | nodes.definition_list_item | nodes.option_list_item):
+            own = _pair(item)
+            nested = []
+        elif isinstance(item, nodes.Bibliographic):  # docinfo: author, date, version, ...
+            own = f"{item.tagname.capitalize()}: {own}"
+        if own:
+            lines.append(f"{'  ' * depth}- {own}")
+        for sub in reversed(nested):
+            stack.append((iter(sub.children), depth + 1))
+    return lines
+
+
+def _pair(item: nodes.Element) -> str:
+    """A field, definition or option: ``name: body``."""
+    parts = [one_line(c.astext()) for c in item.children]
+    return f"{parts[0]}: {' '.join(parts[1:])}" if len(parts) > 1 else " ".join(parts)

@@ -1,0 +1,216 @@
+"""Running a parser in a child process under a time and a memory limit.
+
+One hostile file (a PDF that loops, an HTML page of megabytes of nested tags, a
+DOCX that decompresses to gigabytes) must not take down the process that
+parses it. :func:`run_limited` runs the parser in a child process started
+through multiprocessing's ``forkserver`` (a clean, single-threaded server that
+has the parser libraries imported already, so a child costs a fork, not an
+interpreter start-up). The child caps its own address space with
+``RLIMIT_AS``; the parent waits at most the time limit, then kills it. A
+timeout, a ``MemoryError``, a crash or any error the parser did not translate
+becomes :class:`~docshelf.errors.InvalidInput`, whose message is the file's
+failure reason.
+
+Limits come from the environment on every call:
+
+- ``DOCSHELF_PARSE_TIMEOUT_S`` (default 60): wall-clock seconds per file;
+- ``DOCSHELF_PARSE_MEMORY_MB`` (default 1024): address space the parser may
+  add on top of the parser process's start-up size.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable
+from multiprocessing import spawn
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext, SpawnContext
+from typing import Any, TypeVar
+
+from docshelf.errors import InvalidInput
+from docshelf.model import ParsedDocument
+
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "limits", "run_limited"]
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MB = 1024
+
+# Imported once in the fork server, so each child starts with them loaded.
+_PRELOAD = [
+    "docshelf.parse.pdf",
+    "docshelf.parse.html",
+    "docshelf.parse.docx",
+    "docshelf.parse.rst",
+]
+
+_PROCESS_NAME = "docshelf-parser"
+_Input = TypeVar("_Input", bytes, str)
+_context: ForkServerContext | SpawnContext | None = None
+
+
+def limits() -> tuple[float, int]:
+    """(timeout in seconds, memory in MB) from the environment, or the defaults."""
+    timeout = _env_number("DOCSHELF_PARSE_TIMEOUT_S", DEFAULT_TIMEOUT_S)
+    memory = _env_number("DOCSHELF_PARSE_MEMORY_MB", DEFAULT_MEMORY_MB)
+    return timeout, int(memory)
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise InvalidInput(f"{name} must be a positive number, not {raw!r}")
+    return value
+
+
+def run_limited(
+    func: Callable[[_Input], ParsedDocument],
+    data: _Input,
+    file_type: str,
+    *,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> ParsedDocument:
+    """``func(data)`` in a child process under the limits (from the environment by default).
+
+    ``func`` must be importable by name from a module other than ``__main__``
+    (or a ``functools.partial`` of one). Raises InvalidInput naming the limit
+    that was exceeded, or the parser's reason.
+    """
+    if getattr(func, "__module__", None) == "__main__":
+        raise ValueError("run_limited() needs a function importable from a module, not __main__")
+    env_timeout, env_memory = limits()
+    timeout = env_timeout if timeout_s is None else timeout_s
+    memory = env_memory if memory_mb is None else memory_mb
+    ctx = _get_context()
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(
+        target=_child, args=(sender, func, data, memory), name=_PROCESS_NAME, daemon=True
+    )
+    try:
+        process.start()
+        sender.close()
+        if not receiver.poll(timeout):
+            raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
+        try:
+            status, payload = receiver.recv()
+        except (EOFError, OSError):
+            process.join(5)
+            raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        if process.pid is not None:
+            process.join(5)
+    return _result(file_type, status, payload, memory)
+
+
+def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> ParsedDocument:
+    if status == "ok" and isinstance(payload, ParsedDocument):
+        return payload
+    if status == "invalid":
+        raise InvalidInput(str(payload))
+    if status == "memory":
+        raise InvalidInput(f"{file_type} parser exceeded the {memory_mb} MB memory limit")
+    raise InvalidInput(f"{file_type} parser failed: {payload}")
+
+
+def _died(file_type: str, exitcode: int | None, memory_mb: int) -> str:
+    """The reason for a child that exited without an answer."""
+    if exitcode is not None and exitcode < 0:
+        if -exitcode == signal.SIGKILL:  # most likely the kernel's out-of-memory killer
+            return f"{file_type} parser was killed (over the {memory_mb} MB memory limit?)"
+        return f"{file_type} parser crashed (signal {-exitcode})"
+    return f"{file_type} parser exited without a result (exit status {exitcode})"
+
+
+def _get_context() -> ForkServerContext | SpawnContext:
+    global _context
+    if _context is None:
+        _skip_main_in_children()
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            server = multiprocessing.get_context("forkserver")
+            server.set_forkserver_preload(_PRELOAD)
+            _context = server
+        else:  # not POSIX: a fresh interpreter per file (slower, same limits)
+            _context = multiprocessing.get_context("spawn")
+    return _context
+
+
+def _skip_main_in_children() -> None:
+    """Start parser children without re-running the caller's ``__main__`` script.
+
+    multiprocessing re-imports the main script in every spawned or forkserver
+    child (so that functions defined there can be found). Parser functions live
+    in docshelf's modules, so that import is only cost (tens of milliseconds
+    for a script with heavy imports) and a trap (a script without an
+    ``if __name__ == "__main__":`` guard would parse again in the child). The
+    preparation data of *our* children (by process name) leaves it out.
+    """
+    original = getattr(spawn, "get_preparation_data", None)
+    if original is None or getattr(original, "_docshelf", False):
+        return
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data: dict[str, Any] = original(name)
+        if name == _PROCESS_NAME:
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+
+    preparation_data._docshelf = True  # type: ignore[attr-defined]
+    spawn.get_preparation_data = preparation_data
+
+
+# -- in the child --------------------------------------------------------------------------
+
+
+def _child(conn: Connection, func: Callable[[Any], ParsedDocument], data: Any, mb: int) -> None:
+    _limit_memory(mb)
+    try:
+        answer: tuple[str, Any] = ("ok", func(data))
+    except InvalidInput as exc:
+        answer = ("invalid", exc.message)
+    except MemoryError:
+        answer = ("memory", None)
+    except RecursionError:
+        answer = ("invalid", "too deeply nested to parse")
+    except Exception as exc:
+        answer = ("error", f"{type(exc).__name__}: {exc}"[:500])
+    try:
+        conn.send(answer)
+    except MemoryError:
+        conn.send(("memory", None))
+    finally:
+        conn.close()
+
+
+def _limit_memory(mb: int) -> None:
+    """Cap the address space at what this process maps now plus ``mb`` MB."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: only the time limit applies
+        return
+    limit = _mapped_bytes() + mb * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _mapped_bytes() -> int:
+    """This process's virtual size (0 where /proc is not available)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
