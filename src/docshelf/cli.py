@@ -352,6 +352,11 @@ def show(
             "sha256",
         ):
             table.add_row(Text(key, style="bold"), Text(str(r[key])))
+        if r["page_count"]:
+            pages = f"{r['page_count']}"
+            if r["pages_without_text"]:
+                pages += f" ({r['pages_without_text']} pages without text)"
+            table.add_row(Text("pages", style="bold"), Text(pages))
         console.print(table)
         for s in r["sections"]:
             console.print(Text(f"  {s['chunk_id']}  {' > '.join(s['heading_path']) or '(top)'}"))
@@ -395,6 +400,8 @@ def status(
             f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
         )
         console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
+        if r["pages_without_text"]:
+            console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
         console.print(f"Failures: {r['failed']}")
         for f in r["failures"]:
             console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))

@@ -150,6 +150,7 @@ class Status:
     snippets_with_vectors: int
     by_status: dict[str, int]
     by_file_type: dict[str, int]
+    pages_without_text: int
     failures: list[Failure]
     failure_count: int
 
@@ -618,6 +619,7 @@ class Shelf:
             snippets_with_vectors=s.snippets_with_vectors,
             by_status=s.by_status,
             by_file_type=s.by_file_type,
+            pages_without_text=s.pages_without_text,
             failures=self.store.list_failures(limit=20),
             failure_count=self.store.count_failures(),
         )

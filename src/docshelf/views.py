@@ -127,6 +127,7 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
         "embedding_coverage": round(s.embedding_coverage, 4),
         "by_status": s.by_status,
         "by_file_type": s.by_file_type,
+        "pages_without_text": s.pages_without_text,
         "pending": s.by_status.get("queued", 0),
         "failed": s.failure_count + s.by_status.get("failed", 0),
         "failures": [{"path": f.path, "reason": f.reason} for f in s.failures],

@@ -76,6 +76,7 @@ class StoreStats:
     sections: int
     snippets: int
     snippets_with_vectors: int
+    pages_without_text: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     by_file_type: dict[str, int] = field(default_factory=dict)
 

@@ -745,7 +745,8 @@ class SQLiteStore:
             "(SELECT COUNT(*) FROM files), "
             "(SELECT COUNT(*) FROM chunks WHERE tier = 'section'), "
             "(SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'), "
-            "(SELECT COUNT(*) FROM vectors)"
+            "(SELECT COUNT(*) FROM vectors), "
+            "(SELECT COALESCE(SUM(pages_without_text), 0) FROM documents)"
         )[0]
         by_status = {
             str(r[0]): int(r[1])
@@ -762,6 +763,7 @@ class SQLiteStore:
             sections=one[3],
             snippets=one[4],
             snippets_with_vectors=one[5],
+            pages_without_text=one[6],
             by_status=by_status,
             by_file_type=by_type,
         )

@@ -1,0 +1,73 @@
+"""Formats through the whole pipeline: folders, uploads, citations with pages,
+hostile files reported per file while the rest is indexed."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from docshelf.shelf import Shelf
+from docshelf.worker import Worker
+from tests.fixtures_formats import docx_bytes, encrypted_pdf, paged_pdf, png_bytes
+
+
+FILL = [f"Line {i} of ordinary prose that fills the page with plain words." for i in range(12)]
+
+
+def good_pdf() -> bytes:
+    return paged_pdf(
+        [
+            ["Raft keeps a replicated log consistent across servers.", *FILL],
+            [],  # a scanned page: no text layer
+            ["Leader election starts when a follower's heartbeat timer expires.", *FILL],
+        ],
+        headings=["Consensus", None, "Elections"],
+        title="Raft notes",
+    )
+
+
+def test_a_folder_of_formats_with_hostile_files(shelf: Shelf, tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    root.mkdir()
+    (root / "raft.pdf").write_bytes(good_pdf())
+    (root / "report.docx").write_bytes(docx_bytes())
+    (root / "page.html").write_text(
+        "<html><head><title>Bees</title></head><body><nav>Home | About</nav>"
+        "<main><h1>Bees</h1><p>Honey bees dance to share directions.</p></main></body></html>"
+    )
+    (root / "guide.rst").write_text("Guide\n=====\n\nInstall it with pip.\n")
+    (root / "truncated.pdf").write_bytes(good_pdf()[:300])
+    (root / "image.pdf").write_bytes(png_bytes())
+    (root / "locked.pdf").write_bytes(encrypted_pdf())
+    (root / "noise.docx").write_bytes(random.Random(1).randbytes(4000))
+    report = shelf.add(root)
+    reasons = {Path(f.path).name: f.reason for f in report.failures}
+    assert set(reasons) == {"truncated.pdf", "image.pdf", "locked.pdf", "noise.docx"}
+    assert "encrypted" in reasons["locked.pdf"]
+    assert "PDF" in reasons["image.pdf"]
+    assert report.added == 4
+    docs = {d.rel_path: d for d in shelf.documents()}
+    pdf = docs["raft.pdf"]
+    assert (pdf.page_count, pdf.pages_without_text) == (3, 1)
+    assert shelf.status().pages_without_text == 1
+    hit = shelf.search("heartbeat timer", mode="lexical").hits[0]
+    assert hit.document.rel_path == "raft.pdf"
+    assert hit.citation.page_start == 3
+    assert hit.citation.label.endswith("(raft.pdf p.3)")
+    bees = shelf.search("dance directions", mode="lexical").hits[0]
+    assert bees.document.title == "Bees" and "Home" not in bees.chunk.text
+
+
+def test_uploaded_formats_and_a_hostile_pdf_keep_the_worker_going(shelf: Shelf) -> None:
+    user = shelf.create_user("alice")[0].id
+    bad = shelf.upload(user, "broken.pdf", b"%PDF-1.7\n garbage " * 10)
+    good = shelf.upload(user, "raft.pdf", good_pdf())
+    worker = Worker(shelf)
+    while worker.run_once():
+        pass
+    assert shelf.job(bad.document_id).status == "failed"
+    assert shelf.job(bad.document_id).last_error
+    assert shelf.job(good.document_id).status == "complete"
+    view = shelf.document(good.document_id, user)
+    assert view.document.pages_without_text == 1
+    assert shelf.search("replicated log", user_id=user).hits[0].citation.page_start == 1
