@@ -42,6 +42,7 @@ pytest: install
 	$(BIN)/pytest -q
 
 bench: install
+	$(BIN)/python bench/parse.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/upload_load.py
