@@ -492,6 +492,38 @@ def search(
 
 
 @app.command()
+def ask(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="A question about your documents.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Hits to answer from.")] = 5,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer from your documents with [n] citations (LLM if configured, else extractive)."""
+    from docshelf import views
+
+    run = _Run(ctx, "ask", json_out)
+
+    def produce() -> Outcome:
+        answer = run.shelf().ask(question, limit=limit)
+        actions = [
+            Action(run.cmd(f"context {c.chunk_id} --mode parent-section"), f"Read source [{c.n}]")
+            for c in answer.citations[:2]
+        ]
+        return Outcome(views.answer(answer), actions)
+
+    def render(o: Outcome) -> None:
+        r = o.result
+        if r.get("notice"):
+            console.print(Text(r["notice"], style="yellow"))
+        console.print(Text(r["answer"]))
+        console.print(Text(f"\n({r['mode']})", style="dim"))
+        for c in r["citations"]:
+            console.print(Text(f"[{c['n']}] {c['label']}  {c['chunk_id']}", style="cyan"))
+
+    run.finish(produce, render)
+
+
+@app.command()
 def context(
     ctx: typer.Context,
     chunk_id: Annotated[str, typer.Argument(help="A chunk id from a search hit.")],

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from docshelf import users as users_mod
 from docshelf.blobs import BlobStore, open_blob_store
@@ -34,6 +34,7 @@ from docshelf.errors import (
 )
 from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prepare, read_file
 from docshelf.links import WikiLink, names_for
+from docshelf.llm import LLM, make_llm
 from docshelf.model import (
     Chunk,
     Citation,
@@ -59,6 +60,9 @@ from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport, open_transport
+
+if TYPE_CHECKING:
+    from docshelf.answer import Answer
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
@@ -191,6 +195,7 @@ class Shelf:
         self.metrics = Metrics()
         self.rate_limit = RateLimiter(self.settings.embed_rate)
         self.transport: Transport = open_transport(self.settings.queue_url)
+        self.llm: LLM | None = make_llm()
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -772,6 +777,13 @@ class Shelf:
         tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)
         lo, hi = max(0, chunk.index - window), chunk.index + window + 1
         return tier[lo:hi]
+
+    # -- answers ---------------------------------------------------------------------------
+    def ask(self, question: str, *, limit: int = 5, user_id: str | None = None) -> Answer:
+        """A grounded answer: with the configured LLM, else extractive; every [n] verified."""
+        from docshelf.answer import ask
+
+        return ask(self, question, limit=limit, user_id=user_id, llm=self.llm)
 
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:

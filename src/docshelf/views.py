@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from docshelf.answer import Answer
 from docshelf.model import Chunk, Citation, Document, Event, Hit, Job, Source, SyncReport
 from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status, UploadResult
 
@@ -161,3 +162,15 @@ def stage_event(e: Event) -> JSON:
 def lifecycle_event(e: Event) -> JSON:
     """The data of a ``document.*`` event on ``/v1/events``."""
     return {"document_id": e.document_id, "stage": e.stage, "message": e.message}
+
+
+def answer(a: Answer) -> JSON:
+    out: JSON = {
+        "question": a.question,
+        "answer": a.answer,
+        "mode": a.mode,
+        "citations": [{"n": c.n, "chunk_id": c.chunk_id, "label": c.label} for c in a.citations],
+    }
+    if a.notice:
+        out["notice"] = a.notice
+    return out

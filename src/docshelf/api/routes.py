@@ -132,6 +132,18 @@ def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
     return views.search(result)
 
 
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    limit: int = Field(default=5, ge=1, le=20)
+
+
+@router.post("/ask", summary="A grounded answer with [n] citations to the caller's documents")
+def ask(body: AskRequest, shelf: ShelfDep, user: UserDep) -> JSON:
+    return views.answer(shelf.ask(body.question, limit=body.limit, user_id=user.id))
+
+
 @router.get("/chunks/{chunk_id}/context", summary="Widen a hit: neighbours, section, or more")
 def context(
     chunk_id: str,

@@ -1,0 +1,200 @@
+"""Grounded answers: retrieve, answer with inline ``[n]`` citations, verify.
+
+With an LLM, the model answers from numbered sources (hits expanded to their
+parent sections within a token budget). Every ``[n]`` is then checked against
+the sources actually given: an answer citing something that was not retrieved
+is regenerated once, and if it still cites outside the sources, the sentences
+carrying the broken citations are removed — a broken citation never reaches
+the user. Without an LLM (or when it fails), the answer is extractive: the
+sentences of the hits that best match the question, each with its citation.
+The result always names its mode.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from docshelf.errors import Unavailable
+from docshelf.llm import LLM, Message
+from docshelf.model import Hit
+from docshelf.search.query import lexical_terms
+
+if TYPE_CHECKING:
+    from docshelf.shelf import Shelf
+
+_CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+
+SYSTEM = (
+    "You answer questions using only the numbered sources you are given. "
+    "Cite every claim with the number of its source in square brackets, like [1] or [2][3]. "
+    "Cite only numbers that appear in the sources. If the sources do not answer the "
+    "question, say so briefly. Answer concisely."
+)
+
+
+@dataclass(frozen=True)
+class AnswerCitation:
+    n: int
+    chunk_id: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    answer: str
+    mode: str  # "llm" | "extractive"
+    citations: list[AnswerCitation]
+    notice: str | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    n: int
+    hit: Hit
+    text: str
+
+
+def cited_numbers(text: str) -> list[int]:
+    """Every number cited in ``text`` (``[2]``, ``[1, 3]``), in order of appearance."""
+    return [int(n) for group in _CITE.findall(text) for n in group.split(",")]
+
+
+def strip_broken(text: str, valid: set[int]) -> str:
+    """Drop the sentences that cite any number outside ``valid``."""
+    sentences = _SENTENCE.split(text.strip())
+    kept = [s for s in sentences if set(cited_numbers(s)) <= valid]
+    return " ".join(kept).strip()
+
+
+def gather_sources(
+    shelf: Shelf, hits: Sequence[Hit], user_id: str | None, budget_tokens: int
+) -> list[Source]:
+    """One source per hit (hits sharing a section share one), expanded to the parent
+    section while the token budget lasts, else the snippet itself."""
+    sources: list[Source] = []
+    seen_sections: set[str] = set()
+    used = 0
+    for hit in hits:
+        section_id = hit.chunk.parent_id or hit.chunk.id
+        if section_id in seen_sections:
+            continue
+        seen_sections.add(section_id)
+        text = hit.chunk.text
+        cost = hit.chunk.token_count
+        if hit.chunk.parent_id:
+            section = shelf.context(hit.chunk.id, "parent-section", user_id=user_id).chunks[0]
+            if used + section.token_count <= budget_tokens:
+                text, cost = section.text, section.token_count
+        if used + cost > budget_tokens and sources:
+            break
+        used += cost
+        sources.append(Source(len(sources) + 1, hit, text))
+    return sources
+
+
+def _prompt(question: str, sources: Sequence[Source], strict: bool) -> list[Message]:
+    blocks = "\n\n".join(f"[{s.n}] ({s.hit.citation.label})\n{s.text}" for s in sources)
+    note = (
+        f"\n\nYour previous answer cited sources that do not exist. Use only [1] to "
+        f"[{len(sources)}]."
+        if strict
+        else ""
+    )
+    return [
+        Message("system", SYSTEM),
+        Message("user", f"Sources:\n\n{blocks}\n\nQuestion: {question}{note}"),
+    ]
+
+
+def _citations(text: str, sources: Sequence[Source]) -> list[AnswerCitation]:
+    by_n = {s.n: s for s in sources}
+    cited = dict.fromkeys(n for n in cited_numbers(text) if n in by_n)
+    return [
+        AnswerCitation(n, by_n[n].hit.chunk.id, by_n[n].hit.citation.label) for n in sorted(cited)
+    ]
+
+
+def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None:
+    """The model's answer with every citation valid, or None if it cannot be had."""
+    valid = {s.n for s in sources}
+    text = ""
+    for strict in (False, True):
+        text = llm.complete(_prompt(question, sources, strict)).text.strip()
+        if set(cited_numbers(text)) <= valid:
+            return text
+    repaired = strip_broken(text, valid)
+    return repaired if repaired and cited_numbers(repaired) else None
+
+
+def extractive_answer(
+    shelf: Shelf, question: str, sources: Sequence[Source], sentences: int = 3
+) -> str:
+    """The best sentences of the hits for the question, each with its citation.
+
+    Sentences are scored by the question's terms they contain (stemmed by
+    prefix) and, when an embedder is available, by cosine similarity to the
+    question; ties keep retrieval order. Deterministic."""
+    terms = lexical_terms(question)
+    candidates: list[tuple[int, str]] = []
+    for s in sources:
+        for sentence in _SENTENCE.split(" ".join(s.hit.chunk.text.split())):
+            if len(sentence) > 20:
+                candidates.append((s.n, sentence))
+    if not candidates:
+        return ""
+    scores = [_term_score(sentence, terms) for _, sentence in candidates]
+    if shelf.embedder is not None:
+        vectors = shelf.embedder.embed([question] + [c[1] for c in candidates])
+        sims = vectors[1:] @ vectors[0]
+        scores = [t + float(v) for t, v in zip(scores, sims, strict=True)]
+    ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+    chosen: list[int] = []
+    per_source: dict[int, int] = {}
+    for i in ranked:
+        n = candidates[i][0]
+        if per_source.get(n, 0) >= 2:
+            continue
+        per_source[n] = per_source.get(n, 0) + 1
+        chosen.append(i)
+        if len(chosen) == sentences:
+            break
+    return " ".join(f"{candidates[i][1]} [{candidates[i][0]}]" for i in chosen)
+
+
+def _term_score(sentence: str, terms: Sequence[str]) -> float:
+    words = [w.lower() for w in re.findall(r"\w+", sentence)]
+    if not terms or not words:
+        return 0.0
+    hits = sum(any(w.startswith(t[:5]) for w in words) for t in terms)
+    return hits / len(terms)
+
+
+def ask(
+    shelf: Shelf,
+    question: str,
+    *,
+    limit: int = 5,
+    user_id: str | None = None,
+    llm: LLM | None = None,
+    budget_tokens: int = 3000,
+) -> Answer:
+    result = shelf.search(question, limit=limit, user_id=user_id)
+    if not result.hits:
+        return Answer(question, "No document matched the question.", "extractive", [])
+    sources = gather_sources(shelf, result.hits, user_id, budget_tokens)
+    notice = None
+    if llm is not None:
+        try:
+            text = llm_answer(llm, question, sources)
+        except Unavailable as exc:
+            text, notice = None, f"The LLM failed ({exc.message}); this answer is extractive"
+        if text:
+            return Answer(question, text, "llm", _citations(text, sources))
+        notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
+    text = extractive_answer(shelf, question, sources)
+    return Answer(question, text, "extractive", _citations(text, sources), notice)

@@ -1,0 +1,74 @@
+"""A fake OpenAI-protocol server on loopback with scripted replies."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class Script:
+    """Replies in order; each is ("ok", text), ("status", code), ("raw", body) or ("sleep", s)."""
+
+    def __init__(self, *replies: tuple[str, Any]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def next(self) -> tuple[str, Any]:
+        with self.lock:
+            return self.replies.pop(0) if self.replies else ("status", 500)
+
+
+def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            script.requests.append(body)
+            kind, value = script.next()
+            if kind == "sleep":
+                time.sleep(value)
+                kind, value = "ok", "late"
+            if kind == "status":
+                self.send_response(value)
+                self.end_headers()
+                self.wfile.write(b'{"error": "scripted"}')
+                return
+            payload = (
+                value.encode()
+                if kind == "raw"
+                else json.dumps(
+                    {
+                        "model": body.get("model", "fake"),
+                        "choices": [{"message": {"role": "assistant", "content": value}}],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+                    }
+                ).encode()
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
+
+
+@contextmanager
+def fake_llm_server(script: Script) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
