@@ -5,19 +5,20 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := .docshelf-sample
 
-.PHONY: install run test lint typecheck pytest bench docs-cli clean
+.PHONY: install run test lint typecheck pytest pgvector bench docs-cli clean
 
 # Under CI the services are on their standard ports, and their tests must run
 # (a missing service fails them); elsewhere they run only when these are set.
 ifeq ($(CI),true)
 export DOCSHELF_TEST_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
+export DOCSHELF_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 endif
 
 # Idempotent: the venv is (re)built only when pyproject.toml changes.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,postgres,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -38,7 +39,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install
+# pgvector for the PostgreSQL tests: built once per machine when missing (~40 s).
+pgvector:
+	@if [ -n "$$DOCSHELF_TEST_POSTGRES_URL" ]; then bash scripts/setup-pgvector.sh; fi
+
+pytest: install pgvector
 	$(BIN)/pytest -q
 
 bench: install

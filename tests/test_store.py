@@ -1,43 +1,106 @@
-"""The Store contract, run against every backend available here."""
+"""The Store contract, run against every backend: SQLite always, PostgreSQL when
+``DOCSHELF_TEST_POSTGRES_URL`` names a server (see tests/pg.py). Backend-specific
+tests at the end cover only what is truly specific to one backend."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from docshelf.errors import InvalidInput
-from docshelf.model import Chunk, Document, Failure, Source, Tier, chunk_id, document_id
-from docshelf.store import FileRecord, SearchFilters, Store, open_store
-from docshelf.store.sqlite_schema import MIGRATIONS
+from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
+from docshelf.links import WikiLink
+from docshelf.model import (
+    Chunk,
+    Document,
+    Failure,
+    Job,
+    Source,
+    Stage,
+    Tier,
+    User,
+    chunk_id,
+    document_id,
+)
+from docshelf.search.vector import ExactVectorIndex
+from docshelf.store import (
+    FileRecord,
+    SearchFilters,
+    Store,
+    open_store,
+    postgres_schema,
+    sqlite_schema,
+)
+from tests import pg
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        with pg.fresh_schema() as url:
+            yield url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
     yield s
     s.close()
 
 
-def make_doc(n: int, words: str, *, tags: tuple[str, ...] = ()) -> tuple[Document, list[Chunk]]:
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with pg.fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[Any]:
+    s = open_store(pg_url)
+    yield s
+    s.close()
+
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def make_doc(
+    n: int,
+    words: str,
+    *,
+    tags: tuple[str, ...] = (),
+    status: str = "complete",
+    title: str | None = None,
+    rel_path: str | None = None,
+    file_type: str = "markdown",
+    source_id: str | None = None,
+) -> tuple[Document, list[Chunk]]:
     fp = hashlib.sha256(str(n).encode()).hexdigest()
     did = document_id(fp)
+    title = title or f"Doc {n}"
+    rel = rel_path or f"d{n}.md"
     doc = Document(
         id=did,
         sha256=fp,
-        title=f"Doc {n}",
-        path=f"/lib/d{n}.md",
-        rel_path=f"d{n}.md",
-        source_id=None,
+        title=title,
+        path=f"/lib/{rel}",
+        rel_path=rel,
+        source_id=source_id,
         source_host="h",
-        file_type="markdown",
+        file_type=file_type,
         size_bytes=10,
         added_at=1.0,
         updated_at=1.0,
+        status=status,
         tags=tags,
     )
     section = Chunk(
@@ -46,7 +109,7 @@ def make_doc(n: int, words: str, *, tags: tuple[str, ...] = ()) -> tuple[Documen
         tier=Tier.SECTION,
         index=0,
         text=words,
-        header=f"[DOC: Doc {n}]",
+        header=f"[DOC: {title}]",
         start=0,
         end=len(words),
     )
@@ -57,7 +120,7 @@ def make_doc(n: int, words: str, *, tags: tuple[str, ...] = ()) -> tuple[Documen
             tier=Tier.SNIPPET,
             index=i,
             text=f"{words} part{i}",
-            header=f"[DOC: Doc {n}]",
+            header=f"[DOC: {title}]",
             start=0,
             end=len(words),
             parent_id=section.id,
@@ -75,22 +138,54 @@ def vecs(n: int, dim: int = 4, seed: int = 0) -> np.ndarray:
     return out
 
 
-def put(store: Store, n: int, words: str, **kw: tuple[str, ...]) -> Document:
+def put(store: Store, n: int, words: str, **kw: Any) -> Document:
     doc, chunks = make_doc(n, words, **kw)
     with store.transaction():
         store.put_document(doc, chunks, vecs(2, seed=n))
     return doc
 
 
-def test_migrations_recorded_and_idempotent(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    open_store(url).close()
-    s = open_store(url)  # reopening applies nothing twice
-    s.close()
-    con = sqlite3.connect(tmp_path / "s.db")
-    rows = con.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert rows == [(m.version, m.name) for m in MIGRATIONS]
-    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+def doc_of(hits: list[tuple[str, float]]) -> set[str]:
+    """Which test documents (by n) the hits came from."""
+    by_prefix = {make_doc(n, "")[0].sha256[:12]: n for n in range(1, 20)}
+    return {str(by_prefix[h[0].split("_")[1]]) for h in hits}
+
+
+def make_job(n: int, *, next_at: float = 0.0, status: str = "queued") -> Job:
+    doc = make_doc(n, "")[0]
+    return Job(doc.id, Stage.QUEUED, status, 0, next_at, None, None, None, "ab", "text", "x", 1, 1)
+
+
+def user(uid: str, name: str, **kw: Any) -> User:
+    return User(id=uid, name=name, is_admin=False, created_at=1.0, **kw)
+
+
+# -- settings and generation ---------------------------------------------------------------
+
+
+def test_meta_and_generation(store: Store) -> None:
+    assert store.get_meta("embedding_model") is None and store.generation() == 0
+    store.set_meta("embedding_model", "m1")
+    store.set_meta("embedding_model", "m2")
+    assert store.get_meta("embedding_model") == "m2"
+    doc = put(store, 1, "a")
+    bumps = [store.generation()]
+    store.put_vectors([store.chunks_of_document(doc.id, Tier.SNIPPET)[0].id], vecs(1))
+    bumps.append(store.generation())
+    store.set_document_status(doc.id, "embedding")
+    bumps.append(store.generation())
+    store.drop_vectors()
+    bumps.append(store.generation())
+    store.delete_document(doc.id)
+    bumps.append(store.generation())
+    assert bumps == sorted(set(bumps)) and bumps[0] > 0
+    with pytest.raises(RuntimeError), store.transaction():
+        put(store, 2, "b")
+        raise RuntimeError
+    assert store.generation() == bumps[-1]
+
+
+# -- documents and chunks ------------------------------------------------------------------
 
 
 def test_document_round_trip(store: Store) -> None:
@@ -103,6 +198,52 @@ def test_document_round_trip(store: Store) -> None:
     assert [c.index for c in chunks] == [0, 1]
     assert chunks[0].heading_path == ("H",) and chunks[0].parent_id
     assert store.get_chunks([chunks[1].id, "nope", chunks[0].id]) == [chunks[1], chunks[0]]
+    assert store.get_chunks([]) == []
+    assert [c.tier for c in store.chunks_of_document(doc.id, Tier.SECTION)] == [Tier.SECTION]
+    assert store.get_document("doc_nope") is None
+
+
+def test_every_document_field_round_trips(store: Store) -> None:
+    doc, chunks = make_doc(1, "x")
+    full = dataclasses.replace(
+        doc,
+        tags=("a", "B"),
+        concept_ids=("c1", "c2"),
+        primary_concept_id="c1",
+        concept_source="manual",
+        taxonomy_version="v1",
+        document_type="note",
+        category="cat",
+        summary="sum",
+        page_count=3,
+        pages_without_text=1,
+        embedding_model="m",
+        size_bytes=2**40,
+        added_at=1.5,
+        updated_at=2.5,
+    )
+    chunk = dataclasses.replace(chunks[1], page_start=2, page_end=3, token_count=7, prev_id="p")
+    with store.transaction():
+        store.put_document(full, [chunks[0], chunk, chunks[2]], None)
+    assert store.get_document(doc.id) == dataclasses.replace(
+        full, chunk_counts={"section": 1, "snippet": 2}
+    )
+    assert store.get_chunks([chunk.id]) == [chunk]
+
+
+def test_list_documents_orders_pages_and_filters(store: Store) -> None:
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    store.put_user(user("u1", "ann"), None)
+    put(store, 1, "x", rel_path="b.md", source_id="src_1")
+    put(store, 2, "x", rel_path="a.md")
+    d3 = put(store, 3, "x", rel_path="C.md", source_id="src_1")
+    store.grant("u1", d3.id)
+    assert [d.rel_path for d in store.list_documents()] == ["C.md", "a.md", "b.md"]
+    assert [d.rel_path for d in store.list_documents(limit=1, offset=1)] == ["a.md"]
+    assert [d.rel_path for d in store.list_documents(offset=2)] == ["b.md"]
+    assert [d.rel_path for d in store.list_documents(source_id="src_1")] == ["C.md", "b.md"]
+    assert [d.id for d in store.list_documents(user_id="u1")] == [d3.id]
+    assert store.list_documents(user_id="nobody") == []
 
 
 def test_each_write_is_atomic_on_its_own(store: Store) -> None:
@@ -134,6 +275,25 @@ def test_nested_transactions_roll_back_inner_only(store: Store) -> None:
     assert store.get_document(make_doc(2, "")[0].id) is None
 
 
+def test_a_failed_write_inside_a_transaction_leaves_the_rest(store: Store) -> None:
+    src = Source("src_1", "/lib", "folder", "h", 1.0)
+    with store.transaction():
+        store.add_source(src)
+        with pytest.raises(Conflict):
+            store.add_source(dataclasses.replace(src, id="src_2"))  # same path
+        put(store, 1, "after")
+    assert store.list_sources() == [src]
+    assert store.get_document(make_doc(1, "")[0].id) is not None
+
+
+def test_reads_inside_a_transaction_see_its_writes(store: Store) -> None:
+    with store.transaction():
+        doc = put(store, 1, "visible")
+        assert store.get_document(doc.id) is not None
+        assert store.lexical_search(["visible"], 10, SearchFilters())
+        assert len(store.vector_snapshot().chunk_ids) == 2
+
+
 def test_delete_leaves_no_trace_in_indexes(store: Store) -> None:
     doc = put(store, 1, "delta")
     put(store, 2, "epsilon")
@@ -145,18 +305,64 @@ def test_delete_leaves_no_trace_in_indexes(store: Store) -> None:
     assert all(
         not c.startswith(f"chunk_{doc.sha256[:12]}") for c in store.vector_snapshot().chunk_ids
     )
+    assert store.get_chunks([f"chunk_{doc.sha256[:12]}_0"]) == []
     assert store.check() == []
 
 
 def test_replace_document_in_place(store: Store) -> None:
-    doc = put(store, 1, "zeta")
-    doc2, chunks = make_doc(1, "eta")
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    doc = put(store, 1, "zeta", source_id="src_1")
+    store.put_file(FileRecord("/lib/d1.md", "src_1", doc.id, 10, 5))
+    store.put_job(make_job(1))
+    doc2, chunks = make_doc(1, "eta", source_id="src_1")
     with store.transaction():
         store.put_document(doc2, chunks, vecs(2))
     assert store.lexical_search(["zeta"], 10, SearchFilters()) == []
     assert len(store.lexical_search(["eta"], 10, SearchFilters())) == 2
     assert len(store.vector_snapshot().chunk_ids) == 2
     assert store.get_document(doc.id) is not None
+    # an upsert: the files and the job that point at the document stay
+    assert [f.path for f in store.files_of_document(doc.id)] == ["/lib/d1.md"]
+    assert store.get_job(doc.id) is not None
+
+
+def test_same_bytes_under_another_id_conflict(store: Store) -> None:
+    doc, chunks = make_doc(1, "x")
+    store.put_document(doc, chunks, None)
+    with pytest.raises(Conflict):
+        store.put_document(dataclasses.replace(doc, id="doc_other"), [], None)
+
+
+def test_update_document_path(store: Store) -> None:
+    doc = put(store, 1, "x")
+    store.update_document_path(doc.id, "/new/place.md", "place.md")
+    got = store.get_document(doc.id)
+    assert got is not None and (got.path, got.rel_path) == ("/new/place.md", "place.md")
+    assert got.updated_at > doc.updated_at
+
+
+def test_snippets_without_vectors_put_and_drop(store: Store) -> None:
+    d1, c1 = make_doc(1, "x")
+    d2, c2 = make_doc(2, "y")
+    with store.transaction():
+        store.put_document(d1, c1, None)
+        store.put_document(d2, c2, None)
+    todo = store.snippets_without_vectors(10)
+    assert [c.id for c in todo] == [c.id for c in c1 + c2 if c.tier is Tier.SNIPPET]
+    assert [c.id for c in store.snippets_without_vectors(1)] == [todo[0].id]
+    assert {c.document_id for c in store.snippets_without_vectors(10, d2.id)} == {d2.id}
+    store.put_vectors([todo[0].id, "chunk_unknown_0"], vecs(2))
+    assert todo[0].id not in {c.id for c in store.snippets_without_vectors(10)}
+    store.put_vectors([todo[0].id], vecs(1, seed=9))  # replaces
+    snap = store.vector_snapshot()
+    assert snap.chunk_ids == [todo[0].id] and np.allclose(snap.matrix[0], vecs(1, seed=9)[0])
+    assert store.stats().snippets_with_vectors == 1
+    store.drop_vectors()
+    assert len(store.snippets_without_vectors(10)) == 4
+    assert store.vector_snapshot().chunk_ids == []
+
+
+# -- retrieval -----------------------------------------------------------------------------
 
 
 def test_lexical_search_ranks_and_filters(store: Store) -> None:
@@ -164,17 +370,91 @@ def test_lexical_search_ranks_and_filters(store: Store) -> None:
     put(store, 2, "raft bread")
     hits = store.lexical_search(["raft"], 10, SearchFilters())
     assert hits[0][1] >= hits[-1][1]
+    assert doc_of(hits[:2]) == {"1"}  # more occurrences rank higher
     tagged = store.lexical_search(["raft"], 10, SearchFilters(tags=("DIST",)))
-    assert {h[0].split("_")[1] for h in tagged} == {make_doc(1, "")[0].sha256[:12]}
+    assert doc_of(tagged) == {"1"}
     assert store.lexical_search(['raft" OR "x'], 10, SearchFilters()) == []
+    assert len(store.lexical_search(["raft"], 3, SearchFilters())) == 3
+    assert store.lexical_search([], 10, SearchFilters()) == []
+
+
+def test_lexical_search_ors_terms_and_stems(store: Store) -> None:
+    put(store, 1, "leader elections happen")
+    put(store, 2, "bread baking")
+    put(store, 3, "nothing here")
+    assert doc_of(store.lexical_search(["election", "bread"], 10, SearchFilters())) == {"1", "2"}
+
+
+def test_lexical_search_weights_the_header(store: Store) -> None:
+    put(store, 1, "plain words about something", title="Zebra")
+    put(store, 2, "plain words about zebra", title="Other")
+    hits = store.lexical_search(["zebra"], 10, SearchFilters())
+    assert doc_of(hits[:2]) == {"1"} and doc_of(hits) == {"1", "2"}
+
+
+@pytest.mark.parametrize(
+    "term", ['"', "AND", "OR NOT", "NEAR(a, 2)", "*", "a:b", "x'y", "(", "!", "&|", "\\"]
+)
+def test_lexical_search_takes_hostile_terms_as_words(store: Store, term: str) -> None:
+    put(store, 1, "ordinary words")
+    assert store.lexical_search([term], 10, SearchFilters()) == []
+
+
+def test_lexical_search_only_sees_complete_documents(store: Store) -> None:
+    put(store, 1, "pending words", status="embedding")
+    doc = put(store, 2, "pending words")
+    assert doc_of(store.lexical_search(["pending"], 10, SearchFilters())) == {"2"}
+    store.set_document_status(doc.id, "failed")
+    assert store.lexical_search(["pending"], 10, SearchFilters()) == []
+
+
+def test_filters_in_lexical_search_and_documents_matching(store: Store) -> None:
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    store.put_user(user("u1", "ann"), None)
+    d1 = put(store, 1, "flour", rel_path="projects/a.md", source_id="src_1", tags=("Baking",))
+    d2 = put(store, 2, "flour", rel_path="todo.txt", file_type="text")
+    d3 = put(store, 3, "flour", rel_path="pro%jects/b.md")
+    store.grant("u1", d2.id)
+    cases: list[tuple[SearchFilters, set[str]]] = [
+        (SearchFilters(), {d1.id, d2.id, d3.id}),
+        (SearchFilters(source_id="src_1"), {d1.id}),
+        (SearchFilters(source_id="src_other"), set()),
+        (SearchFilters(path_prefix="projects/"), {d1.id}),
+        (SearchFilters(path_prefix="/lib/projects"), {d1.id}),
+        (SearchFilters(path_prefix="pro%"), {d3.id}),  # LIKE wildcards are literal
+        (SearchFilters(path_prefix="pro_"), set()),
+        (SearchFilters(path_prefix="%"), set()),
+        (SearchFilters(file_type="text"), {d2.id}),
+        (SearchFilters(tags=("baking",)), {d1.id}),
+        (SearchFilters(tags=("baking", "other")), set()),
+        (SearchFilters(document_ids=(d2.id, d3.id)), {d2.id, d3.id}),
+        (SearchFilters(user_id="u1"), {d2.id}),
+        (SearchFilters(user_id="u1", file_type="markdown"), set()),
+    ]
+    for filters, want in cases:
+        hits = store.lexical_search(["flour"], 10, filters)
+        assert {h[0] for h in hits} == {
+            c.id for d in want for c in store.chunks_of_document(d, Tier.SNIPPET)
+        }, filters
+        if not filters.empty:
+            assert store.documents_matching(filters) == want, filters
 
 
 def test_vector_snapshot_and_generation(store: Store) -> None:
-    assert store.vector_snapshot().matrix.shape[0] == 0
-    put(store, 1, "a")
+    store.set_meta("embedding_dim", "4")
+    empty = store.vector_snapshot()
+    assert empty.matrix.shape == (0, 4) and empty.chunk_ids == []
+    doc = put(store, 1, "a")
+    put(store, 2, "b", status="parsing")  # not searchable yet
     snap = store.vector_snapshot()
     assert snap.matrix.shape == (2, 4) and snap.generation == store.generation()
-    assert np.allclose(np.linalg.norm(snap.matrix, axis=1), 1.0)
+    assert snap.matrix.dtype == np.float32
+    assert snap.document_ids == [doc.id, doc.id]
+    assert np.allclose(snap.matrix, vecs(2, seed=1))
+    assert snap.chunk_ids == [c.id for c in store.chunks_of_document(doc.id, Tier.SNIPPET)]
+
+
+# -- embedding cache -----------------------------------------------------------------------
 
 
 def test_embedding_cache(store: Store) -> None:
@@ -182,22 +462,280 @@ def test_embedding_cache(store: Store) -> None:
     store.cache_embeddings("m", [("h1", v[0]), ("h2", v[1])])
     got = store.cached_embeddings("m", ["h1", "h3"])
     assert set(got) == {"h1"} and np.allclose(got["h1"], v[0])
+    assert got["h1"].dtype == np.float32
     assert store.cached_embeddings("other", ["h1"]) == {}
+    assert store.cached_embeddings("m", []) == {}
+    store.cache_embeddings("m", [("h1", v[1])])  # first write wins
+    assert np.allclose(store.cached_embeddings("m", ["h1"])["h1"], v[0])
+
+
+# -- sources, files and failures -----------------------------------------------------------
 
 
 def test_sources_files_and_failures(store: Store) -> None:
     src = Source("src_1", "/lib", "folder", "h", 1.0)
     store.add_source(src)
     assert store.find_source("/lib") == src and store.list_sources() == [src]
-    doc = put(store, 1, "x")
+    assert store.get_source("src_1") == src and store.get_source("nope") is None
+    assert store.find_source("/other") is None
+    doc = put(store, 1, "x", source_id="src_1")
     store.put_file(FileRecord("/lib/d1.md", "src_1", doc.id, 10, 5))
-    assert store.files_of_document(doc.id)[0].mtime_ns == 5
-    store.record_failures("src_1", [Failure("/lib/bad.md", "empty file")])
-    assert store.count_failures() == 1
-    store.record_failures("src_1", [])
-    assert store.list_failures() == []
+    store.put_file(FileRecord("/lib/b.md", "src_1", doc.id, 10, 2**62))
+    store.put_file(FileRecord("/lib/d1.md", "src_1", doc.id, 11, 6))  # upsert
+    assert [(f.path, f.mtime_ns) for f in store.files_of_document(doc.id)] == [
+        ("/lib/b.md", 2**62),
+        ("/lib/d1.md", 6),
+    ]
+    assert store.files_of_source("src_1")["/lib/d1.md"] == FileRecord(
+        "/lib/d1.md", "src_1", doc.id, 11, 6
+    )
+    store.delete_file("/lib/b.md")
+    assert list(store.files_of_source("src_1")) == ["/lib/d1.md"]
+    store.record_failures("src_1", [Failure("/lib/z.md", "empty"), Failure("/lib/a.md", "bad")])
+    assert store.count_failures() == 2
+    assert store.list_failures() == [Failure("/lib/a.md", "bad"), Failure("/lib/z.md", "empty")]
+    assert store.list_failures(limit=1) == [Failure("/lib/a.md", "bad")]
+    store.record_failures("src_1", [Failure("/lib/z.md", "still empty")])
+    assert store.list_failures() == [Failure("/lib/z.md", "still empty")]
     store.delete_source("src_1")
-    assert store.files_of_source("src_1") == {}
+    assert store.files_of_source("src_1") == {} and store.count_failures() == 0
+    kept = store.get_document(doc.id)
+    assert kept is not None and kept.source_id is None  # the document stays, unowned
+
+
+def test_sources_are_listed_by_path_and_unique(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    b = Source("src_b", "/b", "file", "h", 1.0, user_id="u1")
+    a = Source("src_a", "/a", "folder", "h", 2.0)
+    store.add_source(b)
+    store.add_source(a)
+    assert store.list_sources() == [a, b]
+    with pytest.raises(Conflict):
+        store.add_source(dataclasses.replace(a, id="src_c"))
+
+
+# -- links and names -----------------------------------------------------------------------
+
+
+def test_links_names_and_backlinks(store: Store) -> None:
+    a, b, c = (put(store, n, "x") for n in (1, 2, 3))
+    store.put_names(b.id, ["notes/b.md", "b"], "path")
+    store.put_names(b.id, ["Bee", "bee-alias"], "title")
+    store.put_names(c.id, ["b"], "path")  # a name two notes answer to
+    links = [WikiLink("b", None, None, False), WikiLink("Bee", "Part", "alias", True)]
+    links.append(WikiLink("nowhere", None, None, False))
+    store.put_links(a.id, links)
+    store.put_links(b.id, [WikiLink("b", None, None, False)])  # links to itself
+    assert store.links_of(a.id) == [
+        (links[0], sorted([b.id, c.id])),
+        (links[1], [b.id]),
+        (links[2], []),
+    ]
+    assert store.backlinks(b.id) == [a.id]
+    assert store.backlinks(c.id) == sorted([a.id, b.id])  # b links to the name "b" too
+    store.put_names(b.id, ["Renamed"], "title")  # replaces only that kind
+    assert store.links_of(a.id)[1] == (links[1], [])
+    assert store.links_of(a.id)[0][1] == sorted([b.id, c.id])
+    store.put_links(a.id, [])
+    assert store.links_of(a.id) == [] and store.backlinks(b.id) == []
+
+
+# -- users and access ----------------------------------------------------------------------
+
+
+def test_users_and_tokens(store: Store) -> None:
+    ann = User("u1", "ann", True, 1.0)
+    store.put_user(ann, "hash1")
+    store.put_user(user("u2", "bob"), None)
+    assert store.get_user("u1") == ann and store.get_user("ann") == ann
+    assert store.get_user("nobody") is None
+    assert store.user_for_token("hash1") == ann and store.user_for_token("nope") is None
+    assert store.has_token("u1") and not store.has_token("u2")
+    assert [u.name for u in store.list_users()] == ["ann", "bob"]
+    revoked = dataclasses.replace(ann, revoked_at=5.0)
+    store.put_user(revoked, "hash1")  # an upsert: token and revocation change
+    assert store.user_for_token("hash1") is None and store.get_user("u1") == revoked
+    store.put_user(ann, "hash2")
+    assert store.user_for_token("hash2") == ann and store.user_for_token("hash1") is None
+    with pytest.raises(Conflict):
+        store.put_user(user("u3", "ann"), None)  # names are unique
+
+
+def test_access_links(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    doc = put(store, 1, "x")
+    assert store.grant("u1", doc.id, title="mine") is True
+    assert store.grant("u1", doc.id) is False
+    assert store.grant("u2", doc.id) is True
+    assert store.has_access("u1", doc.id) and store.access_count(doc.id) == 2
+    assert store.revoke_access("u1", doc.id) is True
+    assert store.revoke_access("u1", doc.id) is False
+    assert not store.has_access("u1", doc.id) and store.access_count(doc.id) == 1
+    store.delete_document(doc.id)
+    assert store.access_count(doc.id) == 0
+
+
+# -- jobs and payloads ---------------------------------------------------------------------
+
+
+def test_jobs_claim_lease_and_renew(store: Store) -> None:
+    for n in (1, 2, 3):
+        put(store, n, "x", status="queued")
+    store.put_job(make_job(1, next_at=20.0))
+    store.put_job(make_job(2, next_at=10.0))
+    store.put_job(make_job(3, next_at=500.0))  # not due yet
+    job2 = store.claim_job("w1", 30.0, now=100.0)  # the longest-waiting due job first
+    assert job2 is not None and job2.document_id == make_doc(2, "")[0].id
+    assert (job2.status, job2.lease_owner, job2.lease_expires_at) == ("running", "w1", 130.0)
+    assert store.get_job(job2.document_id) == job2
+    job1 = store.claim_job("w2", 30.0, now=100.0)
+    assert job1 is not None and job1.document_id == make_doc(1, "")[0].id
+    assert store.claim_job("w3", 30.0, now=100.0) is None  # held leases are not taken
+    assert store.renew_lease(job2.document_id, "w1", 200.0) is True
+    assert store.renew_lease(job2.document_id, "w2", 300.0) is False  # not the owner
+    stolen = store.claim_job("w3", 30.0, now=150.0)  # job1's lease expired at 130
+    assert stolen is not None and stolen.document_id == job1.document_id
+    assert stolen.lease_owner == "w3"
+    assert store.renew_lease(job1.document_id, "w2", 400.0) is False  # lost it
+    assert store.job_counts() == {"running": 2, "queued": 1}
+    store.update_job(job2.document_id, status="complete", stage="complete", lease_owner=None)
+    done = store.get_job(job2.document_id)
+    assert done is not None and (done.status, done.stage, done.lease_owner) == (
+        "complete",
+        Stage.COMPLETE,
+        None,
+    )
+    assert done.updated_at > job2.updated_at
+    assert store.renew_lease(job2.document_id, "w1", 500.0) is False  # not running
+    store.update_job(job2.document_id)  # nothing to change
+    assert store.get_job("doc_nope") is None
+    assert store.job_counts() == {"running": 1, "queued": 1, "complete": 1}
+
+
+def test_payloads(store: Store) -> None:
+    put(store, 1, "x", status="queued")
+    job = make_job(1)
+    store.put_job(job)
+    store.put_payload(job.document_id, "parsing", b"\x00parsed\xff")
+    assert store.get_payload(job.document_id, "parsing") == b"\x00parsed\xff"
+    assert store.get_payload(job.document_id, "chunking") is None
+    store.put_payload(job.document_id, "chunking", b"next")  # one payload per job
+    assert store.get_payload(job.document_id, "parsing") is None
+    assert store.get_payload(job.document_id, "chunking") == b"next"
+    store.delete_payload(job.document_id)
+    assert store.get_payload(job.document_id, "chunking") is None
+    store.put_payload(job.document_id, "parsing", b"p")
+    store.put_job(job)  # replacing the job drops its payload
+    assert store.get_payload(job.document_id, "parsing") is None
+
+
+def test_job_of_a_deleted_document_goes_with_it(store: Store) -> None:
+    doc = put(store, 1, "x", status="queued")
+    store.put_job(make_job(1))
+    store.put_payload(doc.id, "parsing", b"p")
+    store.delete_document(doc.id)
+    assert store.get_job(doc.id) is None and store.job_counts() == {}
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+def test_events_in_order_with_filters(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    d1, d2 = put(store, 1, "x"), put(store, 2, "y")
+    store.grant("u1", d1.id)
+    seqs = [
+        store.add_event(d1.id, "stage", stage="parsing", progress_pct=10, message="m"),
+        store.add_event(d1.id, "document.queued", stage="queued"),
+        store.add_event(d2.id, "document.queued"),
+        store.add_event(d2.id, "document.removed", user_id="u1"),
+        store.add_event(d1.id, "document.removed", user_id="u2"),
+    ]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 5
+    first = store.events_after(0)[0]
+    assert (first.seq, first.document_id, first.kind, first.stage) == (
+        seqs[0],
+        d1.id,
+        "stage",
+        "parsing",
+    )
+    assert (first.progress_pct, first.message, first.user_id) == (10, "m", None)
+    assert [e.seq for e in store.events_after(seqs[1])] == seqs[2:]
+    assert [e.seq for e in store.events_after(0, limit=2)] == seqs[:2]
+    assert [e.seq for e in store.events_after(0, document_id=d2.id)] == seqs[2:4]
+    assert [e.seq for e in store.events_after(0, kinds="document.%")] == seqs[1:]
+    assert [e.seq for e in store.events_after(0, kinds="stage")] == seqs[:1]
+    # a user sees events of documents they can see, and those addressed to them only
+    assert [e.seq for e in store.events_after(0, user_id="u1")] == seqs[:2] + seqs[3:4]
+    assert [e.seq for e in store.events_after(0, user_id="u2")] == seqs[4:]
+    assert store.events_after(seqs[-1]) == []
+
+
+# -- upkeep --------------------------------------------------------------------------------
+
+
+def test_stats(store: Store) -> None:
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    d1 = put(store, 1, "x", source_id="src_1")
+    put(store, 2, "y", status="parsing", file_type="text")
+    store.put_file(FileRecord("/lib/d1.md", "src_1", d1.id, 1, 1))
+    s = store.stats()
+    assert (s.documents, s.sources, s.files, s.sections, s.snippets) == (2, 1, 1, 2, 4)
+    assert s.snippets_with_vectors == 4
+    assert s.by_status == {"complete": 1, "parsing": 1}
+    assert s.by_file_type == {"markdown": 1, "text": 1}
+
+
+def test_check_finds_missing_vectors(store: Store) -> None:
+    assert store.check() == []
+    store.set_meta("embedding_model", "m")
+    doc, chunks = make_doc(1, "x")
+    with store.transaction():
+        store.put_document(doc, chunks, None)
+    assert any("no vector" in p for p in store.check())
+    store.put_vectors([c.id for c in chunks if c.tier is Tier.SNIPPET], vecs(2))
+    assert store.check() == []
+
+
+def test_driver_errors_come_out_translated(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    with pytest.raises(DocshelfError) as info:
+        store.grant("u1", "doc_missing")  # a foreign key violation
+    assert type(info.value) is Conflict
+
+
+# -- migrations: the same on both backends -------------------------------------------------
+
+
+def test_both_backends_have_the_same_migrations() -> None:
+    assert [(m.version, m.name) for m in postgres_schema.MIGRATIONS] == [
+        (m.version, m.name) for m in sqlite_schema.MIGRATIONS
+    ]
+
+
+def test_migrations_recorded_and_idempotent(store_url: str) -> None:
+    open_store(store_url).close()
+    s = open_store(store_url)  # reopening applies nothing twice
+    s.close()
+    want = [(m.version, m.name) for m in sqlite_schema.MIGRATIONS]
+    if store_url.startswith("sqlite"):
+        con = sqlite3.connect(store_url.removeprefix("sqlite:///"))
+        assert con.execute("SELECT version, name FROM schema_migrations").fetchall() == want
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    else:
+        assert _pg_rows(store_url, "SELECT version, name FROM schema_migrations") == want
+
+
+def _pg_rows(url: str, query: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute(query).fetchall()
+
+
+# -- SQLite only ---------------------------------------------------------------------------
 
 
 def test_bad_database_file(tmp_path: Path) -> None:
@@ -209,9 +747,217 @@ def test_bad_database_file(tmp_path: Path) -> None:
         open_store("mysql://x")
 
 
-def test_check_finds_missing_vectors(store: Store) -> None:
-    store.set_meta("embedding_model", "m")
-    doc, chunks = make_doc(1, "x")
-    with store.transaction():
-        store.put_document(doc, chunks, None)
-    assert any("no vector" in p for p in store.check())
+# -- PostgreSQL only -----------------------------------------------------------------------
+
+
+def test_postgres_schema_matches_sqlite(pg_url: str, tmp_path: Path) -> None:
+    """Same tables with the same columns; only the lexical index is built differently."""
+    open_store(pg_url).close()
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    open_store(f"sqlite:///{tmp_path / 's.db'}").close()
+    lite = {
+        (t, c[1])
+        for (t,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'chunks_fts%'"
+        )
+        for c in con.execute(f"PRAGMA table_info({t})")
+    }
+    pgs = set(
+        _pg_rows(
+            pg_url,
+            "SELECT table_name::text, column_name::text FROM information_schema.columns "
+            "WHERE table_schema = current_schema()",
+        )
+    )
+    assert pgs - lite == {("chunks", "fts")}  # the lexical index, a generated column
+    assert lite - pgs == set()
+
+
+def test_postgres_concurrent_first_opens_migrate_once(pg_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def open_close() -> None:
+        try:
+            open_store(pg_url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_close) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(_pg_rows(pg_url, "SELECT version FROM schema_migrations")) == len(
+        postgres_schema.MIGRATIONS
+    )
+
+
+def test_postgres_claims_skip_locked_jobs(pg_store: Any) -> None:
+    """A job row locked elsewhere is passed over at once, not waited for."""
+    import psycopg
+
+    for n in (1, 2):
+        put(pg_store, n, "x", status="queued")
+        pg_store.put_job(make_job(n, next_at=float(n)))
+    first, second = make_doc(1, "")[0].id, make_doc(2, "")[0].id
+    with psycopg.connect(pg_store._conninfo) as other:  # a transaction holding job 1's row
+        other.execute("SELECT 1 FROM jobs WHERE document_id = %s FOR UPDATE", (first,))
+        job = pg_store.claim_job("w1", 60.0, now=10.0)
+        assert job is not None and job.document_id == second
+        assert pg_store.claim_job("w2", 60.0, now=10.0) is None
+    job = pg_store.claim_job("w2", 60.0, now=10.0)
+    assert job is not None and job.document_id == first
+
+
+def test_postgres_concurrent_claimers_get_different_jobs(pg_url: str) -> None:
+    stores = [open_store(pg_url) for _ in range(2)]  # as if two worker processes
+    try:
+        for n in range(1, 7):
+            put(stores[0], n, "x", status="queued")
+            stores[0].put_job(make_job(n, next_at=float(n)))
+        claimed: list[str] = []
+        lock = threading.Lock()
+
+        def worker(store: Store, name: str) -> None:
+            while (job := store.claim_job(name, 60.0, now=10.0)) is not None:
+                with lock:
+                    claimed.append(job.document_id)
+
+        threads = [threading.Thread(target=worker, args=(stores[i % 2], f"w{i}")) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(claimed) == sorted(make_doc(n, "")[0].id for n in range(1, 7))
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_postgres_writers_take_turns_so_event_seqs_commit_in_order(pg_url: str) -> None:
+    """One writer at a time across processes (here: two stores), as with SQLite; so a
+    later event seq never becomes visible before an earlier one and SSE resumes safely."""
+    first, second = open_store(pg_url), open_store(pg_url)
+    try:
+        doc = put(first, 1, "x")
+        inside, release = threading.Event(), threading.Event()
+        seqs: dict[str, int] = {}
+
+        def slow_writer() -> None:
+            with first.transaction():
+                seqs["slow"] = first.add_event(doc.id, "stage")
+                inside.set()
+                release.wait(10)
+
+        t = threading.Thread(target=slow_writer)
+        t.start()
+        assert inside.wait(10)
+        fast = threading.Thread(
+            target=lambda: seqs.setdefault("fast", second.add_event(doc.id, "x"))
+        )
+        fast.start()
+        fast.join(0.3)
+        assert fast.is_alive()  # waits for the writer that took an earlier seq
+        assert second.events_after(0) == [] and second.get_document(doc.id) is not None
+        release.set()
+        t.join()
+        fast.join(10)
+        assert seqs["slow"] < seqs["fast"]
+        assert [e.seq for e in second.events_after(0)] == [seqs["slow"], seqs["fast"]]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_postgres_hnsw_search_agrees_with_the_exact_scan() -> None:
+    """With sequential scans and sorts priced out, vector_search must go through HNSW."""
+    import psycopg
+
+    from docshelf.store.postgres import _vector_search_sql
+
+    dim = 8
+    with pg.fresh_schema("enable_seqscan=off", "enable_sort=off") as url:
+        store: Any = open_store(url)
+        try:
+            store.set_meta("embedding_dim", str(dim))
+            rng = np.random.default_rng(7)
+            for n in range(1, 17):
+                tags = ("even",) if n % 2 == 0 else ()
+                doc, chunks = make_doc(
+                    n, f"w{n}", tags=tags, status="parsing" if n == 16 else "complete"
+                )
+                v = rng.normal(size=(2, dim)).astype(np.float32)
+                store.put_document(doc, chunks, v / np.linalg.norm(v, axis=1, keepdims=True))
+            exact = ExactVectorIndex(store)
+            even = SearchFilters(tags=("even",))
+            for seed in range(5):
+                q = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+                q /= np.linalg.norm(q)
+                got = store.vector_search(q, 5, SearchFilters())
+                want = exact.search(q, 5)
+                assert [c for c, _ in got] == [c for c, _ in want]
+                assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-5)
+                got = store.vector_search(q, 5, even)
+                want = exact.search(q, 5, store.documents_matching(even))
+                assert [c for c, _ in got] == [c for c, _ in want]
+            assert store.vector_search(q, 0, SearchFilters()) == []
+            assert store.check() == []
+        finally:
+            store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            plan = conn.execute(
+                "EXPLAIN " + _vector_search_sql(dim, ""), [[0.1] * dim, [0.1] * dim, 5]
+            ).fetchall()
+        assert any(f"vectors_hnsw_{dim}" in row[0] for row in plan), plan
+
+
+def test_postgres_embedding_size_is_bound_by_the_index(pg_store: Any) -> None:
+    put(pg_store, 1, "x")  # 4-dimensional vectors
+    with pytest.raises(Conflict, match="drop them first"):
+        pg_store.set_meta("embedding_dim", "8")
+    pg_store.set_meta("embedding_dim", "4")
+    doc, chunks = make_doc(2, "y")
+    with pytest.raises(Conflict, match="4-dimensional"):
+        pg_store.put_document(doc, chunks, vecs(2, dim=3))
+    with pg_store.transaction():
+        pg_store.drop_vectors()
+        pg_store.set_meta("embedding_dim", "8")  # what `docshelf reindex` does
+    names = _pg_rows(
+        pg_store._conninfo,
+        "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() "
+        "AND tablename = 'vectors' ORDER BY 1",
+    )
+    assert names == [("vectors_hnsw_8",), ("vectors_pkey",)]
+    pg_store.put_vectors([chunks[1].id], vecs(1, dim=3))  # unknown chunk: nothing stored
+    assert pg_store.check() == []
+
+
+def test_postgres_unreachable_server_is_unavailable_without_the_password() -> None:
+    pytest.importorskip("psycopg")
+    url = "postgresql://ann:s3cret@127.0.0.1:1/docshelf?connect_timeout=2"
+    with pytest.raises(Unavailable) as info:
+        open_store(url)
+    assert "s3cret" not in info.value.message
+    assert "postgresql://ann:***@127.0.0.1:1/docshelf" in info.value.message
+
+
+def test_postgres_urls_are_shown_without_passwords() -> None:
+    pytest.importorskip("psycopg")
+    from docshelf.store.postgres import redact
+
+    assert redact("postgresql://ann:pw@db:5432/lib?password=x&sslmode=require") == (
+        "postgresql://ann:***@db:5432/lib?password=***&sslmode=require"
+    )
+    assert redact("postgres://ann@db/lib") == "postgres://ann@db/lib"
+    assert "secret" not in redact("host=db user=ann password=secret")
+
+
+def test_postgres_without_the_extra_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.delitem(sys.modules, "docshelf.store.postgres", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(Unavailable, match=r"docshelf\[postgres\]"):
+        open_store("postgresql://localhost/x")

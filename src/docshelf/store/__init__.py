@@ -10,9 +10,8 @@ from docshelf.store.base import FileRecord, SearchFilters, Store, StoreStats, Ve
 
 
 def open_store(url: str) -> Store:
-    """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (embedded).
-
-    PostgreSQL arrives with the scale-out work."""
+    """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (embedded), or
+    ``postgresql://user@host:5432/db`` (``postgres://`` too; the ``postgres`` extra)."""
     scheme = urlparse(url).scheme
     if scheme == "sqlite":
         from docshelf.store.sqlite import SQLiteStore
@@ -22,10 +21,17 @@ def open_store(url: str) -> Store:
             raise InvalidInput(f"{url!r} names no database file; use sqlite:///path/to/db")
         return SQLiteStore(Path(path))
     if scheme in ("postgres", "postgresql"):
-        raise Unavailable(
-            "The PostgreSQL store is not available in this version; "
-            "unset DOCSHELF_DATABASE_URL to use the embedded SQLite store"
-        )
+        try:
+            from docshelf.store.postgres import PostgresStore
+        except ImportError as exc:
+            if exc.name and not exc.name.startswith("psycopg"):
+                raise
+            raise Unavailable(
+                f"The PostgreSQL store needs the `postgres` extra ({exc}): "
+                "pip install 'docshelf[postgres]', or unset DOCSHELF_DATABASE_URL to use "
+                "the embedded SQLite store"
+            ) from exc
+        return PostgresStore(url)
     raise InvalidInput(f"Unknown database URL {url!r}; expected sqlite:///… or postgresql://…")
 
 
