@@ -681,11 +681,14 @@ def test_stats(store: Store) -> None:
     d1 = put(store, 1, "x", source_id="src_1")
     put(store, 2, "y", status="parsing", file_type="text")
     store.put_file(FileRecord("/lib/d1.md", "src_1", d1.id, 1, 1))
+    scanned, chunks = make_doc(3, "z")
+    store.put_document(dataclasses.replace(scanned, pages_without_text=2), chunks, vecs(2))
     s = store.stats()
-    assert (s.documents, s.sources, s.files, s.sections, s.snippets) == (2, 1, 1, 2, 4)
-    assert s.snippets_with_vectors == 4
-    assert s.by_status == {"complete": 1, "parsing": 1}
-    assert s.by_file_type == {"markdown": 1, "text": 1}
+    assert (s.documents, s.sources, s.files, s.sections, s.snippets) == (3, 1, 1, 3, 6)
+    assert s.pages_without_text == 2
+    assert s.snippets_with_vectors == 6
+    assert s.by_status == {"complete": 2, "parsing": 1}
+    assert s.by_file_type == {"markdown": 2, "text": 1}
 
 
 def test_check_finds_missing_vectors(store: Store) -> None:

@@ -58,10 +58,14 @@ from docshelf.search.query import lexical_terms
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
+from docshelf.store.base import NativeVectorSearch
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport, open_transport
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from docshelf.answer import Answer
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
@@ -690,8 +694,6 @@ class Shelf:
         # pool must not move with `limit` (bench/fusion.py measured 100 best).
         pool = max(candidates or CANDIDATE_POOL, limit)
         timings: dict[str, float] = {}
-        allowed = None if filters.empty else self.store.documents_matching(filters)
-
         lexical: list[tuple[str, float]] = []
         vector: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
@@ -704,7 +706,7 @@ class Shelf:
             qvec = self.embedder.embed([query])[0]
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            vector = self._vectors.search(qvec, pool, allowed)
+            vector = self._vector_search(qvec, pool, filters)
             timings["vector"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         fused = (
@@ -714,6 +716,16 @@ class Shelf:
         hits = self._hits(fused[:limit])
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
         return SearchResult(query=query, mode=mode, hits=hits, notice=notice, timings_ms=timings)
+
+    def _vector_search(
+        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """The store's own ANN index when it has one (PostgreSQL: pgvector HNSW, filters in
+        SQL); else an exact scan of the in-memory matrix, masked by the filters."""
+        if isinstance(self.store, NativeVectorSearch):
+            return self.store.vector_search(query, limit, filters)
+        allowed = None if filters.empty else self.store.documents_matching(filters)
+        return self._vectors.search(query, limit, allowed)
 
     def _can_embed_queries(self) -> bool:
         return self.embedder is not None and self._model_conflict(self.embedder) is None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
@@ -232,6 +232,17 @@ class Store(Protocol):
     def stats(self) -> StoreStats: ...
     def check(self) -> list[str]:
         """Integrity problems, or an empty list when the store is sound."""
+        ...
+
+
+@runtime_checkable
+class NativeVectorSearch(Protocol):
+    """A store with its own approximate vector index (PostgreSQL: pgvector HNSW)."""
+
+    def vector_search(
+        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, cosine similarity), best first, filters applied in the query."""
         ...
 
 

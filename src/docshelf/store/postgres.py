@@ -960,7 +960,8 @@ class PostgresStore:
                 "(SELECT count(*) FROM files), "
                 "(SELECT count(*) FROM chunks WHERE tier = 'section'), "
                 "(SELECT count(*) FROM chunks WHERE tier = 'snippet'), "
-                "(SELECT count(*) FROM vectors)"
+                "(SELECT count(*) FROM vectors), "
+                "(SELECT COALESCE(sum(pages_without_text), 0) FROM documents)"
             ).fetchone()
             by_status = conn.execute(
                 "SELECT status, count(*) FROM documents GROUP BY status"
@@ -976,6 +977,7 @@ class PostgresStore:
             sections=int(one[3]),
             snippets=int(one[4]),
             snippets_with_vectors=int(one[5]),
+            pages_without_text=int(one[6]),
             by_status={str(r[0]): int(r[1]) for r in by_status},
             by_file_type={str(r[0]): int(r[1]) for r in by_type},
         )
