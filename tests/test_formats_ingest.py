@@ -10,7 +10,6 @@ from docshelf.shelf import Shelf
 from docshelf.worker import Worker
 from tests.fixtures_formats import docx_bytes, encrypted_pdf, paged_pdf, png_bytes
 
-
 FILL = [f"Line {i} of ordinary prose that fills the page with plain words." for i in range(12)]
 
 
