@@ -360,6 +360,7 @@ ALL_ENDPOINTS = [
     ("POST", "/v1/documents/{doc}/retry"),
     ("GET", "/v1/events"),
     ("POST", "/v1/search"),
+    ("POST", "/v1/ask"),
     ("GET", "/v1/chunks/{chunk}/context"),
     ("GET", "/v1/sources"),
 ]

@@ -178,3 +178,68 @@ def test_fusion_rewards_agreement() -> None:
     for method in ("rrf", "convex"):
         fused = fuse(lex, vec, FusionSettings(method=method, vector_weight=0.5, lexical_weight=0.5))
         assert fused[0].id == "b"
+
+
+def test_query_syntax_parsing() -> None:
+    from docshelf.search.query import ParsedQuery, parse_query
+
+    p = parse_query(
+        'raft "leader election" -paxos -"log compaction" tag:#dist path:notes/ type:pdf'
+    )
+    assert p == ParsedQuery(
+        text="raft leader election",
+        phrases=("leader election",),
+        excluded=("paxos", "log compaction"),
+        fields=(("tags", "dist"), ("path_prefix", "notes/"), ("file_type", "pdf")),
+    )
+    # unbalanced quotes, lone dashes and unknown fields are plain text
+    assert parse_query('say "hi - there colour:red').text == "say  hi - there colour:red"
+    assert parse_query("-").text == "-"
+    assert parse_query("tag:x -y").text == ""
+
+
+def test_phrases_exclusions_and_fields(indexed: Shelf) -> None:
+    hits = indexed.search('"asks for votes"', mode="lexical").hits
+    assert hits and all("asks for votes" in h.chunk.text for h in hits)
+    assert indexed.search('"votes for asks"', mode="lexical").hits == []
+    flour = {h.document.rel_path for h in indexed.search("flour", mode="lexical").hits}
+    assert flour == {"cooking.md", "todo.txt"}
+    without = indexed.search("flour -plumber", mode="lexical").hits
+    assert {h.document.rel_path for h in without} == {"cooking.md"}
+    typed = indexed.search("flour type:text", mode="lexical").hits
+    assert {h.document.rel_path for h in typed} == {"todo.txt"}
+    tagged = indexed.search("flour tag:#baking").hits
+    assert {h.document.rel_path for h in tagged} == {"cooking.md"}
+    only = indexed.search("tag:baking -x")
+    assert only.hits == [] and only.notice
+
+
+def test_grouping_dedupe_and_expansion(tmp_path: Path, shelf: Shelf) -> None:
+    root = tmp_path / "g"
+    root.mkdir()
+    body = "\n\n".join(
+        f"## Part {i}\n\n" + " ".join(f"zebra{i} stripes pattern word{j}" for j in range(60))
+        for i in range(6)
+    )
+    (root / "zebras.md").write_text(f"# Zebras\n\n{body}\n")
+    for name in ("a", "b"):  # different files, the same body text
+        (root / f"copy-{name}.md").write_text(
+            f"---\ntitle: Copy {name}\n---\nThe exact same sentence about zebra stripes.\n"
+        )
+    shelf.add(root)
+    plain = shelf.search("zebra stripes pattern", limit=50).hits
+    assert len({h.chunk.text for h in plain}) == len(plain)  # near-identical copies dropped
+    assert sum(h.document.rel_path.startswith("copy-") for h in plain) == 1
+    by_doc = shelf.search("zebra stripes pattern", limit=20, group="document").hits
+    assert len({h.document.id for h in by_doc}) == len(by_doc) == 2  # one copy deduplicated
+    by_section = shelf.search("zebra stripes pattern", limit=20, group="section").hits
+    parents = [h.chunk.parent_id for h in by_section]
+    assert len(set(parents)) == len(parents)
+    expanded = shelf.search("zebra3 stripes", limit=2, expand="parent-section").hits
+    top = expanded[0]
+    assert top.context is not None and top.context.id == top.chunk.parent_id
+    assert top.chunk.text in top.context.text
+    with pytest.raises(InvalidInput):
+        shelf.search("zebra", group="paragraph")
+    with pytest.raises(InvalidInput):
+        shelf.search("zebra", expand="everything")

@@ -445,16 +445,30 @@ def search(
             help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=markdown|text, tag=TAG.",
         ),
     ] = None,
+    group: Annotated[
+        str, typer.Option(help="One hit per snippet, section or document.")
+    ] = "snippet",
+    expand: Annotated[
+        str | None, typer.Option(help="parent-section: include each hit's section text.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Hybrid search over snippets; every hit is cited."""
+    """Hybrid search over snippets; every hit is cited.
+
+    The query may hold "exact phrases", -exclusions and tag:X path:P type:T source:S filters.
+    """
     from docshelf import views
 
     run = _Run(ctx, "search", json_out)
 
     def produce() -> Outcome:
         result = run.shelf().search(
-            query, limit=limit, mode=mode, filters=_parse_filters(filter_ or [])
+            query,
+            limit=limit,
+            mode=mode,
+            filters=_parse_filters(filter_ or []),
+            group=group,
+            expand=expand,
         )
         actions = []
         if result.hits:

@@ -183,6 +183,7 @@ class Hit:
     score: float
     scores: Scores
     citation: Citation
+    context: Chunk | None = None  # the parent section, when asked for
 
 
 @dataclass(frozen=True)

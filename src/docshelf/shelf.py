@@ -54,7 +54,7 @@ from docshelf.model import (
 )
 from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.search.fusion import Fused, FusionSettings, as_fused, fuse
-from docshelf.search.query import lexical_terms
+from docshelf.search.query import ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
@@ -74,6 +74,7 @@ ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"
 CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
 MAX_LIMIT = 200
 CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion
+GROUPS: tuple[str, ...] = ("snippet", "section", "document")
 
 # Progress callback: (files done, files to do, what is happening now).
 Progress = Callable[[int, int, str], None]
@@ -98,6 +99,21 @@ class UploadResult:
     fingerprint: str
     created: bool  # a new document and job
     linked: bool  # the caller got access by this upload
+
+
+def _with_fields(filters: SearchFilters, parsed: ParsedQuery, user_id: str | None) -> SearchFilters:
+    """Filters from the query string (``tag:x`` …) and the caller, on top of ``filters``;
+    a field in the query replaces the same single-valued filter, tags add up."""
+    given = dict(parsed.fields)
+    tags = (*filters.tags, *(value for name, value in parsed.fields if name == "tags"))
+    return SearchFilters(
+        user_id=user_id if user_id is not None else filters.user_id,
+        source_id=given.get("source_id", filters.source_id),
+        path_prefix=given.get("path_prefix", filters.path_prefix),
+        file_type=given.get("file_type", filters.file_type),
+        tags=tags,
+        document_ids=filters.document_ids,
+    )
 
 
 def sanitize_filename(name: str) -> str:
@@ -669,8 +685,15 @@ class Shelf:
         filters: SearchFilters | None = None,
         candidates: int | None = None,
         user_id: str | None = None,
+        group: str = "snippet",
+        expand: str | None = None,
     ) -> SearchResult:
-        """Snippet-first hybrid search: lexical and vector recall, fused, then cited."""
+        """Snippet-first hybrid search: lexical and vector recall, fused, then cited.
+
+        The query may hold ``"phrases"``, ``-exclusions`` and ``tag:``/``path:``/
+        ``type:``/``source:`` filters. ``group`` keeps the best snippet per
+        ``section`` or ``document``; ``expand="parent-section"`` adds each hit's
+        section text, so a caller gets whole arguments in one call."""
         if not query or not query.strip():
             raise InvalidInput("The query is empty; give some words to search for")
         if mode not in SEARCH_MODES:
@@ -679,11 +702,17 @@ class Shelf:
             )
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
-        filters = filters or SearchFilters()
-        if user_id is not None:  # access first, inside the queries
-            filters = dataclasses.replace(filters, user_id=user_id)
+        if group not in GROUPS:
+            raise InvalidInput(f"Unknown grouping {group!r}; use one of {', '.join(GROUPS)}")
+        if expand not in (None, "parent-section"):
+            raise InvalidInput(f"Unknown expansion {expand!r}; use parent-section")
+        parsed = parse_query(query)
+        if not parsed.text:  # any string is a valid query; this one asks for nothing
+            empty = "The query has only filters or exclusions; add words to search for"
+            return SearchResult(query=query, mode=mode, hits=[], notice=empty)
+        filters = _with_fields(filters or SearchFilters(), parsed, user_id)
         started = time.perf_counter()
-        notice = None
+        notice: str | None = None
         if mode != "lexical" and not self._can_embed_queries():
             notice = (
                 "No embedding model for this library: results are lexical only "
@@ -693,17 +722,19 @@ class Shelf:
         # A fixed pool: min-max fusion normalises over the candidates, so the
         # pool must not move with `limit` (bench/fusion.py measured 100 best).
         pool = max(candidates or CANDIDATE_POOL, limit)
+        if parsed.constrained or group != "snippet":
+            pool *= 3  # phrases, exclusions and grouping discard candidates
         timings: dict[str, float] = {}
         lexical: list[tuple[str, float]] = []
         vector: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
             t = time.perf_counter()
-            lexical = self.store.lexical_search(lexical_terms(query), pool, filters)
+            lexical = self.store.lexical_search(lexical_terms(parsed.text), pool, filters)
             timings["lexical"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             assert self.embedder is not None
             t = time.perf_counter()
-            qvec = self.embedder.embed([query])[0]
+            qvec = self.embedder.embed([parsed.text])[0]
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             vector = self._vector_search(qvec, pool, filters)
@@ -713,7 +744,9 @@ class Shelf:
             fuse(lexical, vector, self.fusion) if mode == "hybrid" else as_fused(lexical, vector)
         )
         timings["fusion"] = (time.perf_counter() - t) * 1000
-        hits = self._hits(fused[:limit])
+        t = time.perf_counter()
+        hits = self._hits(fused, limit, parsed, group, expand)
+        timings["fetch"] = (time.perf_counter() - t) * 1000
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
         return SearchResult(query=query, mode=mode, hits=hits, notice=notice, timings_ms=timings)
 
@@ -730,18 +763,39 @@ class Shelf:
     def _can_embed_queries(self) -> bool:
         return self.embedder is not None and self._model_conflict(self.embedder) is None
 
-    def _hits(self, items: Sequence[Fused]) -> list[Hit]:
-        chunks = {c.id: c for c in self.store.get_chunks([f.id for f in items])}
+    def _hits(
+        self,
+        fused: Sequence[Fused],
+        limit: int,
+        parsed: ParsedQuery,
+        group: str,
+        expand: str | None,
+    ) -> list[Hit]:
+        """Fused candidates to cited hits, in order: phrase/exclusion checks, near-identical
+        snippets dropped, one hit per group, optionally with the parent section."""
+        chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
         docs: dict[str, Document] = {}
-        hits = []
-        for f in items:
+        groups: set[str] = set()
+        texts: set[str] = set()
+        hits: list[Hit] = []
+        for f in fused:
             chunk = chunks.get(f.id)
             if chunk is None:
                 continue  # deleted between recall and fetch
+            if parsed.constrained and not satisfies(chunk.text, parsed):
+                continue
+            same_text = " ".join(chunk.text.casefold().split())[:400]
+            key = {"document": chunk.document_id, "section": chunk.parent_id or chunk.id}.get(
+                group, chunk.id
+            )
+            if same_text in texts or key in groups:
+                continue
             doc = docs.get(chunk.document_id) or self.store.get_document(chunk.document_id)
             if doc is None:
                 continue
             docs[doc.id] = doc
+            texts.add(same_text)
+            groups.add(key)
             hits.append(
                 Hit(
                     chunk=chunk,
@@ -751,6 +805,15 @@ class Shelf:
                     citation=Citation.for_chunk(chunk, doc),
                 )
             )
+            if len(hits) == limit:
+                break
+        if expand == "parent-section":
+            parents = {
+                c.id: c for c in self.store.get_chunks([h.chunk.parent_id or "" for h in hits])
+            }
+            hits = [
+                dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
+            ]
         return hits
 
     # -- context ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ def citation(c: Citation) -> JSON:
 
 
 def hit(h: Hit) -> JSON:
-    return {
+    out: JSON = {
         "chunk_id": h.chunk.id,
         "document_id": h.document.id,
         "score": h.score,
@@ -33,6 +33,14 @@ def hit(h: Hit) -> JSON:
         "text": h.chunk.text,
         "citation": citation(h.citation),
     }
+    if h.context is not None:
+        out["context"] = {
+            "mode": "parent-section",
+            "chunk_id": h.context.id,
+            "heading_path": list(h.context.heading_path),
+            "text": h.context.text,
+        }
+    return out
 
 
 def search(r: SearchResult) -> JSON:

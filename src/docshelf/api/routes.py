@@ -118,6 +118,8 @@ class SearchRequest(BaseModel):
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
     mode: str = Field(default="hybrid", description=" | ".join(SEARCH_MODES))
     filters: Filters = Field(default_factory=lambda: Filters())
+    group: str = Field(default="snippet", description="snippet | section | document")
+    expand: str | None = Field(default=None, description="parent-section: add each hit's section")
 
 
 @router.post("/search", summary="Hybrid search over the caller's documents, with citations")
@@ -128,6 +130,8 @@ def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
         mode=body.mode,
         filters=body.filters.to_search_filters(),
         user_id=user.id,
+        group=body.group,
+        expand=body.expand,
     )
     return views.search(result)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Very common English words: dropped from the lexical query when other words
@@ -62,3 +63,69 @@ def lexical_terms(query: str) -> list[str]:
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
     content = [w for w in words if w not in _STOPWORDS]
     return (content or words)[:MAX_TERMS]
+
+
+# -- query syntax ----------------------------------------------------------------------
+# "a phrase"   must appear as written (case and spacing aside)
+# -word        must not appear; -"a phrase" likewise
+# tag:x path:notes/ type:pdf source:src_…   filters, AND-ed with the others
+# Anything else is free text. Unbalanced quotes are plain characters: every
+# string is a valid query.
+
+FIELDS = {"tag": "tags", "path": "path_prefix", "type": "file_type", "source": "source_id"}
+_TOKEN = re.compile(r'(-?)"([^"]+)"|(\S+)')
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str  # what is embedded and lexically matched: free words and phrases
+    phrases: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()  # (SearchFilters field, value)
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.phrases or self.excluded)
+
+
+def parse_query(query: str) -> ParsedQuery:
+    words: list[str] = []
+    phrases: list[str] = []
+    excluded: list[str] = []
+    fields: list[tuple[str, str]] = []
+    for m in _TOKEN.finditer(query):
+        negate, quoted, bare = m.group(1), m.group(2), m.group(3)
+        if quoted is not None:
+            phrase = " ".join(quoted.split())
+            if not phrase:
+                continue
+            if negate:
+                excluded.append(phrase)
+            else:
+                phrases.append(phrase)
+                words.append(phrase)
+            continue
+        key, sep, value = bare.partition(":")
+        if sep and key.lower() in FIELDS and value:
+            fields.append((FIELDS[key.lower()], value.lstrip("#") if key == "tag" else value))
+        elif bare.startswith("-") and len(bare) > 1 and _WORD.search(bare[1:]):
+            excluded.append(bare[1:])
+        else:
+            words.append(bare.replace('"', " "))
+    return ParsedQuery(" ".join(words).strip(), tuple(phrases), tuple(excluded), tuple(fields))
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def satisfies(text: str, parsed: ParsedQuery) -> bool:
+    """Does a chunk's text contain every phrase and none of the exclusions?"""
+    body = _normal(text)
+    if any(_normal(p) not in body for p in parsed.phrases):
+        return False
+    for ex in parsed.excluded:
+        pattern = r"(?<!\w)" + re.escape(_normal(ex)) + r"(?!\w)"
+        if re.search(pattern, body):
+            return False
+    return True
