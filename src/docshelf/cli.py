@@ -606,12 +606,107 @@ def reindex(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     run.finish(produce, render)
 
 
+@app.command("export")
+def export_(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="The archive to write, e.g. library.zip.")],
+    force: Annotated[bool, typer.Option("--force", help="Replace the file if it exists.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write the whole library to one portable file (to move it to another store)."""
+    run = _Run(ctx, "export", json_out)
+
+    def produce() -> Outcome:
+        with run.progress("Exporting") as progress:
+            shelf = run.shelf(embedder=None, check_model=False)
+            report = shelf.export_library(path, overwrite=force, progress=progress)
+        return Outcome(
+            {
+                "path": str(report.path),
+                "size_bytes": report.size_bytes,
+                "embedding_model": report.embedding_model,
+                "embedding_dim": report.embedding_dim,
+                "counts": report.counts,
+            },
+            [
+                Action(
+                    f"docshelf --home OTHER_HOME import {_q(str(report.path))}",
+                    "Import it into another library (with DOCSHELF_DATABASE_URL=postgresql://… "
+                    "into PostgreSQL), without re-embedding",
+                )
+            ],
+        )
+
+    def render(o: Outcome) -> None:
+        c = o.result["counts"]
+        console.print(
+            f"Exported {c['documents']} documents ({c['snippets']} snippets, {c['vectors']} "
+            f"vectors, {c['blobs']} uploads) and {c['users']} users to {o.result['path']} "
+            f"({o.result['size_bytes'] / 2**20:.1f} MB)"
+        )
+
+    run.finish(produce, render)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="An archive made by `docshelf export`.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Import an exported library into this one, without re-embedding (safe to repeat)."""
+    run = _Run(ctx, "import", json_out)
+
+    def produce() -> Outcome:
+        with run.progress("Importing") as progress:
+            shelf = run.shelf(embedder=None, check_model=False)
+            report = shelf.import_library(path, progress=progress)
+        return Outcome(
+            {
+                "path": str(report.path),
+                "embedding_model": report.embedding_model,
+                "counts": report.counts,
+                "added": dict(report.added),
+                "skipped": dict(report.skipped),
+                "requeued": len(report.requeued),
+            },
+            [
+                Action(run.cmd("status --check"), "Check the imported library"),
+                Action(run.cmd('search "your question"'), "Search it"),
+            ],
+        )
+
+    def render(o: Outcome) -> None:
+        added, skipped = o.result["added"], o.result["skipped"]
+        console.print(
+            f"Imported {added.get('documents', 0)} documents, {added.get('users', 0)} users, "
+            f"{added.get('blobs', 0)} uploads; {skipped.get('documents', 0)} documents "
+            "were here already"
+        )
+        if o.result["requeued"]:
+            console.print(f"{o.result['requeued']} unfinished ingest jobs are queued again")
+
+    run.finish(produce, render)
+
+
 @app.command("eval")
 def eval_(
     ctx: typer.Context,
     dataset: Annotated[Path, typer.Argument(help="A BEIR-format dataset folder.")],
-    mode: Annotated[str, typer.Option(help="hybrid, lexical or vector.")] = "hybrid",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="lexical, vector, hybrid, hybrid:rrf or hybrid:convex:W (vector weight)."
+        ),
+    ] = "hybrid",
+    against: Annotated[
+        str | None,
+        typer.Option(help="A second configuration: report per-query differences and p-values."),
+    ] = None,
     k: Annotated[int, typer.Option("--k", help="Cut-off for the metrics.", min=1)] = 10,
+    per_query: Annotated[
+        Path | None, typer.Option(help="Write one JSON line per query to this file.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Measure retrieval quality (nDCG, recall, MRR) and latency on BEIR data."""
@@ -619,17 +714,22 @@ def eval_(
 
     def produce() -> Outcome:
         from docshelf.config import Settings
-        from docshelf.evaluate import build_index, eval_home, evaluate, load_beir
+        from docshelf.embed import make_embedder
+        from docshelf.evaluate import (
+            build_index,
+            compare,
+            eval_home,
+            evaluate,
+            load_beir,
+            parse_config,
+        )
         from docshelf.shelf import SEARCH_MODES, Shelf
 
-        if mode not in SEARCH_MODES:
-            from docshelf.errors import InvalidInput
-
-            raise InvalidInput(f"Unknown mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        for config in (mode, against):
+            if config is not None:
+                parse_config(config)
         ds = load_beir(dataset)
         main = run.shelf(embedder=None, check_model=False)
-        from docshelf.embed import make_embedder
-
         embedder = make_embedder(main.settings.embedder)
         model = embedder.model_id if embedder else "none"
         home = eval_home(main.settings.home, ds, model)
@@ -639,24 +739,64 @@ def eval_(
             run.progress("Indexing corpus") as progress,
         ):
             mapping = build_index(shelf, ds, progress)
-            result = evaluate(shelf, ds, mapping, mode=mode, k=k)
+            first = evaluate(shelf, ds, mapping, mode=mode, k=k)
+            second = evaluate(shelf, ds, mapping, mode=against, k=k) if against else None
+        if per_query is not None:
+            _write_per_query(per_query, first, second)
+        if second is not None:
+            return Outcome(compare(first, second), [])
         others = [m for m in SEARCH_MODES if m != mode]
         return Outcome(
-            result.as_json(),
+            first.as_json(),
             [
-                Action(run.cmd(f"eval {_q(str(dataset))} --mode {m}"), f"Compare with {m}")
+                Action(
+                    run.cmd(f"eval {_q(str(dataset))} --mode {mode} --against {m}"),
+                    f"Compare with {m}, query by query",
+                )
                 for m in others
             ],
         )
 
     def render(o: Outcome) -> None:
-        table = Table("metric", "value", title=f"{o.result['dataset']} ({o.result['mode']})")
-        for key, value in o.result.items():
+        r = o.result
+        if "difference" in r:
+            table = Table(
+                "metric", r["a"]["config"], r["b"]["config"], "delta", "p", title=r["dataset"]
+            )
+            for name, d in r["difference"].items():
+                table.add_row(
+                    name,
+                    str(r["a"][name]),
+                    str(r["b"][name]),
+                    f"{d['delta']:+.4f}",
+                    str(d["p_value"]),
+                )
+            console.print(table)
+            return
+        table = Table("metric", "value", title=f"{r['dataset']} ({r['mode']})")
+        for key, value in r.items():
             if key not in ("dataset", "mode"):
                 table.add_row(key, str(value))
         console.print(table)
 
     run.finish(produce, render)
+
+
+def _write_per_query(path: Path, first: Any, second: Any) -> None:
+    from docshelf.errors import InvalidInput
+
+    try:
+        with path.open("w", encoding="utf-8") as fh:
+            for n, q in enumerate(first.per_query):
+                row = {"config": first.config, **q.as_json(first.k)}
+                if second is not None:
+                    row = {
+                        "a": row,
+                        "b": {"config": second.config, **second.per_query[n].as_json(second.k)},
+                    }
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise InvalidInput(f"Cannot write {path}: {exc.strerror or exc}") from None
 
 
 users_app = typer.Typer(

@@ -12,15 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from docshelf.errors import InvalidInput
-from docshelf.shelf import Progress, Shelf
+from docshelf.search.fusion import FusionSettings
+from docshelf.shelf import SEARCH_MODES, Progress, Shelf
 
 # Bump when chunking or indexing changes in a way that invalidates cached eval indexes.
 INDEX_VERSION = "2"
@@ -43,6 +45,30 @@ class Dataset:
 
 
 @dataclass(frozen=True)
+class QueryResult:
+    query_id: str
+    query: str
+    ndcg: float
+    recall: float
+    mrr: float
+    ms: float
+    candidate_recall: dict[int, float]  # recall of the fused candidate list at 50 and 100
+    stages_ms: dict[str, float]
+
+    def as_json(self, k: int) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "query": self.query,
+            f"ndcg@{k}": round(self.ndcg, 4),
+            f"recall@{k}": round(self.recall, 4),
+            f"mrr@{k}": round(self.mrr, 4),
+            **{f"candidate_recall@{n}": round(v, 4) for n, v in self.candidate_recall.items()},
+            "ms": round(self.ms, 2),
+            "stages_ms": {k2: round(v, 2) for k2, v in self.stages_ms.items()},
+        }
+
+
+@dataclass(frozen=True)
 class EvalResult:
     dataset: str
     mode: str
@@ -53,9 +79,11 @@ class EvalResult:
     mrr: float
     p50_ms: float
     p95_ms: float
+    config: str = ""
+    per_query: tuple[QueryResult, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "dataset": self.dataset,
             "queries": self.queries,
             f"ndcg@{self.k}": round(self.ndcg, 4),
@@ -65,6 +93,88 @@ class EvalResult:
             "p95_ms": round(self.p95_ms, 2),
             "mode": self.mode,
         }
+        if self.per_query:
+            out["config"] = self.config
+            for n in (50, 100):
+                values = [q.candidate_recall[n] for q in self.per_query]
+                out[f"candidate_recall@{n}"] = round(statistics.fmean(values), 4)
+            stages = sorted({s for q in self.per_query for s in q.stages_ms})
+            out["stages_ms"] = {
+                stage: {
+                    "p50": round(
+                        _percentile([q.stages_ms.get(stage, 0.0) for q in self.per_query], 50), 2
+                    ),
+                    "p95": round(
+                        _percentile([q.stages_ms.get(stage, 0.0) for q in self.per_query], 95), 2
+                    ),
+                }
+                for stage in stages
+            }
+        return out
+
+
+def parse_config(config: str) -> tuple[str, FusionSettings | None]:
+    """``hybrid``, ``lexical``, ``vector``, ``hybrid:rrf`` or ``hybrid:convex:0.7``
+    (the number is the vector weight)."""
+    parts = config.split(":")
+    mode = parts[0]
+    if mode not in SEARCH_MODES or (len(parts) > 1 and mode != "hybrid") or len(parts) > 3:
+        raise InvalidInput(
+            f"Bad configuration {config!r}; use lexical, vector, hybrid, hybrid:rrf or "
+            "hybrid:convex:0.7"
+        )
+    if len(parts) == 1:
+        return mode, None
+    method = parts[1]
+    if method not in ("rrf", "convex"):
+        raise InvalidInput(f"Unknown fusion {method!r} in {config!r}; use rrf or convex")
+    try:
+        weight = float(parts[2]) if len(parts) == 3 else FusionSettings().vector_weight
+    except ValueError:
+        raise InvalidInput(f"Bad vector weight in {config!r}") from None
+    if not 0.0 <= weight <= 1.0:
+        raise InvalidInput(f"The vector weight in {config!r} must be between 0 and 1")
+    return mode, FusionSettings(method=method, vector_weight=weight, lexical_weight=1 - weight)
+
+
+def paired_randomization_test(
+    a: Sequence[float], b: Sequence[float], *, rounds: int = 10_000, seed: int = 7
+) -> float:
+    """Two-sided p-value that the mean per-query difference ``b - a`` is zero: the
+    fraction of random sign flips of the differences whose mean is at least as far from
+    zero as the one observed (deterministic for a given seed)."""
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    if not diffs:
+        return 1.0
+    observed = abs(sum(diffs))
+    rng = random.Random(seed)
+    extreme = sum(
+        abs(sum(d if rng.random() < 0.5 else -d for d in diffs)) >= observed - 1e-12
+        for _ in range(rounds)
+    )
+    return (extreme + 1) / (rounds + 1)
+
+
+def compare(a: EvalResult, b: EvalResult) -> dict[str, Any]:
+    """``b`` against ``a``, query by query, with the paired test's p-value per metric."""
+    k = a.k
+    out: dict[str, Any] = {
+        "dataset": a.dataset,
+        "queries": a.queries,
+        "a": a.as_json(),
+        "b": b.as_json(),
+        "difference": {},
+    }
+    for name, attr in ((f"ndcg@{k}", "ndcg"), (f"recall@{k}", "recall"), (f"mrr@{k}", "mrr")):
+        xs = [float(getattr(q, attr)) for q in a.per_query]
+        ys = [float(getattr(q, attr)) for q in b.per_query]
+        out["difference"][name] = {
+            "delta": round(statistics.fmean(ys) - statistics.fmean(xs), 4) if xs else 0.0,
+            "p_value": round(paired_randomization_test(xs, ys), 4),
+            "better": sum(y > x for x, y in zip(xs, ys, strict=True)),
+            "worse": sum(y < x for x, y in zip(xs, ys, strict=True)),
+        }
+    return out
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -167,29 +277,54 @@ def evaluate(
     *,
     mode: str = "hybrid",
     k: int = 10,
-    search: Callable[..., Any] | None = None,
 ) -> EvalResult:
-    """Run every query; hits are grouped by document (best snippet first)."""
-    run = search or shelf.search
-    ndcgs, recalls, mrrs, times = [], [], [], []
-    for qid, text in ds.queries.items():
-        t = time.perf_counter()
-        result = run(text, limit=min(200, k * 5), mode=mode)
-        times.append((time.perf_counter() - t) * 1000)
-        ranked = list(dict.fromkeys(doc_to_corpus.get(h.document.id, "") for h in result.hits))
-        grades = ds.qrels[qid]
-        ndcgs.append(ndcg_at_k(ranked, grades, k))
-        recalls.append(recall_at_k(ranked, grades, k))
-        mrrs.append(mrr_at_k(ranked, grades, k))
-    n = len(ds.queries)
+    """Run every query with configuration ``mode`` (see ``parse_config``); hits are
+    grouped by document (best snippet first). Keeps per-query figures, the recall of
+    the candidate stage (to tell ranking changes from recall changes) and the latency
+    of each stage."""
+    search_mode, fusion = parse_config(mode)
+    saved = shelf.fusion
+    if fusion is not None:
+        shelf.fusion = fusion
+    per_query: list[QueryResult] = []
+    actual_mode = search_mode
+    try:
+        for qid, text in ds.queries.items():
+            t = time.perf_counter()
+            result = shelf.search(text, limit=min(200, max(k * 5, 10)), mode=search_mode)
+            ms = (time.perf_counter() - t) * 1000
+            actual_mode = result.mode
+            ranked = list(dict.fromkeys(doc_to_corpus.get(h.document.id, "") for h in result.hits))
+            candidates = list(
+                dict.fromkeys(doc_to_corpus.get(shelf_doc, "") for shelf_doc in result.candidates)
+            )
+            grades = ds.qrels[qid]
+            per_query.append(
+                QueryResult(
+                    query_id=qid,
+                    query=text,
+                    ndcg=ndcg_at_k(ranked, grades, k),
+                    recall=recall_at_k(ranked, grades, k),
+                    mrr=mrr_at_k(ranked, grades, k),
+                    ms=ms,
+                    candidate_recall={n: recall_at_k(candidates, grades, n) for n in (50, 100)},
+                    stages_ms=dict(result.timings_ms),
+                )
+            )
+    finally:
+        shelf.fusion = saved
+    n = len(per_query)
+    times = [q.ms for q in per_query]
     return EvalResult(
         dataset=ds.name,
-        mode=result.mode if n else mode,
+        mode=actual_mode,
         queries=n,
         k=k,
-        ndcg=sum(ndcgs) / n if n else 0.0,
-        recall=sum(recalls) / n if n else 0.0,
-        mrr=sum(mrrs) / n if n else 0.0,
+        ndcg=statistics.fmean(q.ndcg for q in per_query) if n else 0.0,
+        recall=statistics.fmean(q.recall for q in per_query) if n else 0.0,
+        mrr=statistics.fmean(q.mrr for q in per_query) if n else 0.0,
         p50_ms=_percentile(times, 50),
         p95_ms=_percentile(times, 95),
+        config=mode,
+        per_query=tuple(per_query),
     )

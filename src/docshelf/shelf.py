@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.answer import Answer
+    from docshelf.portable import ExportReport, ImportReport
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
@@ -139,6 +140,7 @@ class SearchResult:
     hits: list[Hit]
     notice: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    candidates: list[str] = field(default_factory=list)  # document ids of the fused pool
 
 
 @dataclass
@@ -652,6 +654,29 @@ class Shelf:
     def check(self) -> list[str]:
         return self.store.check()
 
+    def export_library(
+        self, path: str | Path, *, overwrite: bool = False, progress: Progress | None = None
+    ) -> ExportReport:
+        """Write the whole library to one portable archive (see ``docshelf.portable``)."""
+        from docshelf import portable
+
+        return portable.export_library(
+            self.settings.database_url,
+            self.blobs,
+            Path(path),
+            overwrite=overwrite,
+            progress=progress,
+        )
+
+    def import_library(self, path: str | Path, *, progress: Progress | None = None) -> ImportReport:
+        """Import an archive made by ``export_library``: nothing is parsed or embedded again."""
+        from docshelf import portable
+
+        report = portable.import_library(self.store, self.blobs, Path(path), progress=progress)
+        for doc_id in report.requeued:
+            self.wake_workers(doc_id)
+        return report
+
     def reindex(self, progress: Progress | None = None) -> dict[str, object]:
         """Re-embed every snippet with the configured embedder. Resumable: run it again
         after an interruption and it continues with the snippets still missing vectors."""
@@ -721,15 +746,15 @@ class Shelf:
             mode = "lexical"
         # A fixed pool: min-max fusion normalises over the candidates, so the
         # pool must not move with `limit` (bench/fusion.py measured 100 best).
-        pool = max(candidates or CANDIDATE_POOL, limit)
+        size = max(candidates or CANDIDATE_POOL, limit)
         if parsed.constrained or group != "snippet":
-            pool *= 3  # phrases, exclusions and grouping discard candidates
+            size *= 3  # phrases, exclusions and grouping discard candidates
         timings: dict[str, float] = {}
         lexical: list[tuple[str, float]] = []
         vector: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
             t = time.perf_counter()
-            lexical = self.store.lexical_search(lexical_terms(parsed.text), pool, filters)
+            lexical = self.store.lexical_search(lexical_terms(parsed.text), size, filters)
             timings["lexical"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             assert self.embedder is not None
@@ -737,7 +762,7 @@ class Shelf:
             qvec = self.embedder.embed([parsed.text])[0]
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            vector = self._vector_search(qvec, pool, filters)
+            vector = self._vector_search(qvec, size, filters)
             timings["vector"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         fused = (
@@ -745,10 +770,10 @@ class Shelf:
         )
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        hits = self._hits(fused, limit, parsed, group, expand)
+        hits, pool = self._hits(fused, limit, parsed, group, expand)
         timings["fetch"] = (time.perf_counter() - t) * 1000
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
-        return SearchResult(query=query, mode=mode, hits=hits, notice=notice, timings_ms=timings)
+        return SearchResult(query, mode, hits, notice, timings, pool)
 
     def _vector_search(
         self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
@@ -770,10 +795,12 @@ class Shelf:
         parsed: ParsedQuery,
         group: str,
         expand: str | None,
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], list[str]]:
         """Fused candidates to cited hits, in order: phrase/exclusion checks, near-identical
-        snippets dropped, one hit per group, optionally with the parent section."""
+        snippets dropped, one hit per group, optionally with the parent section. Also the
+        document ids of all the candidates, in fused order (what evaluation measures)."""
         chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
+        pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
         docs: dict[str, Document] = {}
         groups: set[str] = set()
         texts: set[str] = set()
@@ -814,7 +841,7 @@ class Shelf:
             hits = [
                 dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
             ]
-        return hits
+        return hits, pool
 
     # -- context ---------------------------------------------------------------------------
     def context(
