@@ -62,9 +62,14 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that timed out and hung up is expected here; say nothing."""
+
+
 @contextmanager
 def fake_llm_server(script: Script) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
+    server = _QuietServer(("127.0.0.1", 0), _handler(script))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -32,6 +32,8 @@ class Settings:
     embed_rate: float | None = None  # embedding calls per second, None = unbounded
     queue_url: str = "local"  # job wake-ups: `local` or amqp://…
     blob_url: str | None = None  # uploaded bytes: $DOCSHELF_HOME/blobs, file:///… or s3://…
+    reranker: str = "none"  # none | cross-encoder:/path | llm
+    rerank_top_k: int = 20
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -55,6 +57,8 @@ class Settings:
             embed_rate=rate or None,
             queue_url=os.environ.get("DOCSHELF_QUEUE_URL", "local").strip() or "local",
             blob_url=os.environ.get("DOCSHELF_BLOB_URL") or None,
+            reranker=os.environ.get("DOCSHELF_RERANKER", "none").strip() or "none",
+            rerank_top_k=max(1, int(_number("DOCSHELF_RERANK_TOP_K", cls.rerank_top_k))),
         )
 
 

@@ -174,6 +174,7 @@ class Scores:
     lexical: float | None
     vector: float | None
     fused: float
+    rerank: float | None = None
 
 
 @dataclass(frozen=True)

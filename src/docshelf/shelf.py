@@ -53,6 +53,7 @@ from docshelf.model import (
     fingerprint,
 )
 from docshelf.parse import FILE_TYPES, file_type_for
+from docshelf.rerank import Reranker, make_reranker
 from docshelf.search.fusion import Fused, FusionSettings, as_fused, fuse
 from docshelf.search.query import ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
@@ -218,6 +219,7 @@ class Shelf:
         self.rate_limit = RateLimiter(self.settings.embed_rate)
         self.transport: Transport = open_transport(self.settings.queue_url)
         self.llm: LLM | None = make_llm()
+        self.reranker: Reranker | None = make_reranker(self.settings.reranker, self.llm)
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -770,10 +772,30 @@ class Shelf:
         )
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        hits, pool = self._hits(fused, limit, parsed, group, expand)
+        wanted = max(limit, self.settings.rerank_top_k) if self.reranker else limit
+        hits, pool = self._hits(fused, wanted, parsed, group, expand)
         timings["fetch"] = (time.perf_counter() - t) * 1000
+        if self.reranker is not None and len(hits) > 1:
+            t = time.perf_counter()
+            hits = self._rerank(parsed.text, hits)
+            timings["rerank"] = (time.perf_counter() - t) * 1000
+        hits = hits[:limit]
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
         return SearchResult(query, mode, hits, notice, timings, pool)
+
+    def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        """The top-K hits in the reranker's order; if it declines, the fused order stands."""
+        assert self.reranker is not None
+        top = hits[: self.settings.rerank_top_k]
+        scores = self.reranker.scores(query, [h.chunk.retrieval_text for h in top])
+        if scores is None or len(scores) != len(top):
+            return hits
+        ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
+        reranked = [
+            dataclasses.replace(top[i], scores=dataclasses.replace(top[i].scores, rerank=scores[i]))
+            for i in ranked
+        ]
+        return reranked + hits[len(top) :]
 
     def _vector_search(
         self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters

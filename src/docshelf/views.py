@@ -24,12 +24,19 @@ def citation(c: Citation) -> JSON:
     }
 
 
+def scores(h: Hit) -> JSON:
+    out: JSON = {"lexical": h.scores.lexical, "vector": h.scores.vector, "fused": h.scores.fused}
+    if h.scores.rerank is not None:
+        out["rerank"] = h.scores.rerank
+    return out
+
+
 def hit(h: Hit) -> JSON:
     out: JSON = {
         "chunk_id": h.chunk.id,
         "document_id": h.document.id,
         "score": h.score,
-        "scores": {"lexical": h.scores.lexical, "vector": h.scores.vector, "fused": h.scores.fused},
+        "scores": scores(h),
         "text": h.chunk.text,
         "citation": citation(h.citation),
     }
