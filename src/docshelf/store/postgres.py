@@ -40,9 +40,21 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
 from docshelf.links import WikiLink
-from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Stage, Tier, User
+from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
 from docshelf.store.base import FileRecord, SearchFilters, StoreStats, VectorSnapshot
 from docshelf.store.postgres_schema import MIGRATIONS
+from docshelf.store.rows import (
+    CHUNK_COLUMNS,
+    JOB_COLUMNS,
+    SOURCE_COLUMNS,
+    USER_COLUMNS,
+    chunk_from_row,
+    chunk_row,
+    job_from_row,
+    job_row,
+    like_prefix,
+    user_from_row,
+)
 
 _DOC_FIELDS = (
     "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
@@ -56,16 +68,6 @@ _DOC_SELECT = (
     ", ".join(f"d.{c}" for c in _DOC_NAMES)
     + ", (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.tier = 'section')"
     + ", (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.tier = 'snippet')"
-)
-_CHUNK_COLUMNS = (
-    "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
-    "page_end, char_start, char_end, token_count, header, text"
-)
-_SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id"
-_USER_COLUMNS = "id, name, is_admin, created_at, revoked_at"
-_JOB_COLUMNS = (
-    "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
-    "last_error, blob_sha256, file_type, name, created_at, updated_at"
 )
 # ts_rank_cd weights for {D, C, B, A}: a match in the header (A) counts twice one in
 # the text (B), as the SQLite store's bm25 weights do. Normalisation 1 divides by
@@ -387,20 +389,20 @@ class PostgresStore:
     def add_source(self, source: Source) -> None:
         with self.transaction():
             self._x(
-                f"INSERT INTO sources({_SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+                f"INSERT INTO sources({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
                 (source.id, source.path, source.kind, source.host, source.added_at, source.user_id),
             )
 
     def get_source(self, source_id: str) -> Source | None:
-        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE id = %s", (source_id,))
+        rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE id = %s", (source_id,))
         return Source(*rows[0]) if rows else None
 
     def find_source(self, path: str) -> Source | None:
-        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE path = %s", (path,))
+        rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE path = %s", (path,))
         return Source(*rows[0]) if rows else None
 
     def list_sources(self) -> list[Source]:
-        rows = self._q(f'SELECT {_SOURCE_COLUMNS} FROM sources ORDER BY path COLLATE "C"')
+        rows = self._q(f'SELECT {SOURCE_COLUMNS} FROM sources ORDER BY path COLLATE "C"')
         return [Source(*r) for r in rows]
 
     def delete_source(self, source_id: str) -> None:
@@ -521,8 +523,8 @@ class PostgresStore:
                 ),
             )
             self._xm(
-                f"INSERT INTO chunks({_CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})",
-                [_chunk_row(c) for c in chunks],
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})",
+                [chunk_row(c, list) for c in chunks],
             )
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
@@ -544,29 +546,26 @@ class PostgresStore:
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         if not chunk_ids:
             return []
-        rows = self._q(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id = ANY(%s)", (list(chunk_ids),)
-        )
-        found = {r[0]: _chunk_from_row(r) for r in rows}
+        rows = self._q(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id = ANY(%s)", (list(chunk_ids),))
+        found = {r[0]: chunk_from_row(r, tuple) for r in rows}
         return [found[i] for i in chunk_ids if i in found]
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE document_id = %s AND tier = %s "
-            "ORDER BY ord",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE document_id = %s AND tier = %s ORDER BY ord",
             (document_id, tier.value),
         )
-        return [_chunk_from_row(r) for r in rows]
+        return [chunk_from_row(r, tuple) for r in rows]
 
     def snippets_without_vectors(self, limit: int, document_id: str | None = None) -> list[Chunk]:
         where, params = ("AND document_id = %s", [document_id]) if document_id else ("", [])
         rows = self._q(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' {where} "
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' {where} "
             "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq) "
             "ORDER BY seq LIMIT %s",
             [*params, limit],
         )
-        return [_chunk_from_row(r) for r in rows]
+        return [chunk_from_row(r, tuple) for r in rows]
 
     def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         with self.transaction():
@@ -745,18 +744,18 @@ class PostgresStore:
 
     def get_user(self, user_id_or_name: str) -> User | None:
         rows = self._q(
-            f"SELECT {_USER_COLUMNS} FROM users WHERE id = %s OR name = %s "
+            f"SELECT {USER_COLUMNS} FROM users WHERE id = %s OR name = %s "
             "ORDER BY (id = %s) DESC LIMIT 1",
             (user_id_or_name, user_id_or_name, user_id_or_name),
         )
-        return _user_from_row(rows[0]) if rows else None
+        return user_from_row(rows[0]) if rows else None
 
     def user_for_token(self, token_hash: str) -> User | None:
         rows = self._q(
-            f"SELECT {_USER_COLUMNS} FROM users WHERE token_hash = %s AND revoked_at IS NULL",
+            f"SELECT {USER_COLUMNS} FROM users WHERE token_hash = %s AND revoked_at IS NULL",
             (token_hash,),
         )
-        return _user_from_row(rows[0]) if rows else None
+        return user_from_row(rows[0]) if rows else None
 
     def has_token(self, user_id: str) -> bool:
         return bool(
@@ -764,8 +763,8 @@ class PostgresStore:
         )
 
     def list_users(self) -> list[User]:
-        rows = self._q(f'SELECT {_USER_COLUMNS} FROM users ORDER BY name COLLATE "C"')
-        return [_user_from_row(r) for r in rows]
+        rows = self._q(f'SELECT {USER_COLUMNS} FROM users ORDER BY name COLLATE "C"')
+        return [user_from_row(r) for r in rows]
 
     def grant(self, user_id: str, document_id: str, title: str | None = None) -> bool:
         """Give a user access to a document; False if they had it already."""
@@ -808,20 +807,20 @@ class PostgresStore:
         with self.transaction():
             self._x("DELETE FROM jobs WHERE document_id = %s", (job.document_id,))
             self._x(
-                f"INSERT INTO jobs({_JOB_COLUMNS}) VALUES ({', '.join(['%s'] * 13)})",
-                _job_row(job),
+                f"INSERT INTO jobs({JOB_COLUMNS}) VALUES ({', '.join(['%s'] * 13)})",
+                job_row(job),
             )
 
     def get_job(self, document_id: str) -> Job | None:
-        rows = self._q(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE document_id = %s", (document_id,))
-        return _job_from_row(rows[0]) if rows else None
+        rows = self._q(f"SELECT {JOB_COLUMNS} FROM jobs WHERE document_id = %s", (document_id,))
+        return job_from_row(rows[0]) if rows else None
 
     def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
         """Atomically lease one due job: queued and due, or running with an expired lease.
 
         ``FOR UPDATE SKIP LOCKED``: a job row locked by anyone else is passed over.
         """
-        returning = ", ".join(f"j.{c.strip()}" for c in _JOB_COLUMNS.split(","))
+        returning = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
         with self.transaction():
             rows = self._q(
                 "WITH due AS (SELECT document_id FROM jobs WHERE "
@@ -833,7 +832,7 @@ class PostgresStore:
                 f"WHERE j.document_id = due.document_id RETURNING {returning}",
                 (now, now, owner, now + lease_seconds, now),
             )
-        return _job_from_row(rows[0]) if rows else None
+        return job_from_row(rows[0]) if rows else None
 
     def renew_lease(self, document_id: str, owner: str, until: float) -> bool:
         with self.transaction():
@@ -1052,10 +1051,6 @@ def _has_iterative_scan(conn: psycopg.Connection[TupleRow]) -> bool:
     return parts >= (0, 8)
 
 
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     """SQL conditions on the ``documents d`` alias (the semantics of the SQLite store's)."""
     parts: list[str] = []
@@ -1072,7 +1067,7 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
         column = "d.path" if f.path_prefix.startswith("/") else "d.rel_path"
         # ILIKE: SQLite's LIKE ignores ASCII case, and the two stores answer alike.
         parts.append(f"{column} ILIKE %s")
-        params.append(_like_prefix(f.path_prefix))
+        params.append(like_prefix(f.path_prefix))
     if f.file_type:
         parts.append("d.file_type = %s")
         params.append(f.file_type)
@@ -1083,46 +1078,6 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
         parts.append("d.id = ANY(%s)")
         params.append(list(f.document_ids))
     return "".join(f" AND {p}" for p in parts), params
-
-
-def _chunk_row(c: Chunk) -> tuple[Any, ...]:
-    return (
-        c.id,
-        c.document_id,
-        c.tier.value,
-        c.index,
-        c.parent_id,
-        c.prev_id,
-        c.next_id,
-        list(c.heading_path),
-        c.page_start,
-        c.page_end,
-        c.start,
-        c.end,
-        c.token_count,
-        c.header,
-        c.text,
-    )
-
-
-def _chunk_from_row(r: Sequence[Any]) -> Chunk:
-    return Chunk(
-        id=r[0],
-        document_id=r[1],
-        tier=Tier(r[2]),
-        index=r[3],
-        parent_id=r[4],
-        prev_id=r[5],
-        next_id=r[6],
-        heading_path=tuple(r[7]),
-        page_start=r[8],
-        page_end=r[9],
-        start=r[10],
-        end=r[11],
-        token_count=r[12],
-        header=r[13],
-        text=r[14],
-    )
 
 
 def _document_from_row(r: Sequence[Any]) -> Document:
@@ -1151,44 +1106,4 @@ def _document_from_row(r: Sequence[Any]) -> Document:
         pages_without_text=r[21],
         embedding_model=r[22],
         chunk_counts={"section": int(r[23]), "snippet": int(r[24])},
-    )
-
-
-def _user_from_row(r: Sequence[Any]) -> User:
-    return User(id=r[0], name=r[1], is_admin=bool(r[2]), created_at=r[3], revoked_at=r[4])
-
-
-def _job_row(j: Job) -> tuple[Any, ...]:
-    return (
-        j.document_id,
-        j.stage.value,
-        j.status,
-        j.attempts,
-        j.next_attempt_at,
-        j.lease_owner,
-        j.lease_expires_at,
-        j.last_error,
-        j.blob_sha256,
-        j.file_type,
-        j.name,
-        j.created_at,
-        j.updated_at,
-    )
-
-
-def _job_from_row(r: Sequence[Any]) -> Job:
-    return Job(
-        document_id=r[0],
-        stage=Stage(r[1]),
-        status=r[2],
-        attempts=r[3],
-        next_attempt_at=r[4],
-        lease_owner=r[5],
-        lease_expires_at=r[6],
-        last_error=r[7],
-        blob_sha256=r[8],
-        file_type=r[9],
-        name=r[10],
-        created_at=r[11],
-        updated_at=r[12],
     )

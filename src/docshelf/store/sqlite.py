@@ -22,13 +22,25 @@ import numpy.typing as npt
 
 from docshelf.errors import Conflict, InvalidInput, Unavailable
 from docshelf.links import WikiLink
-from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Stage, Tier, User
+from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
 from docshelf.store.base import (
     FileRecord,
     SearchFilters,
     StoreStats,
     VectorSnapshot,
     iter_batches,
+)
+from docshelf.store.rows import (
+    CHUNK_COLUMNS,
+    JOB_COLUMNS,
+    SOURCE_COLUMNS,
+    USER_COLUMNS,
+    chunk_from_row,
+    chunk_row,
+    job_from_row,
+    job_row,
+    like_prefix,
+    user_from_row,
 )
 from docshelf.store.sqlite_schema import MIGRATIONS
 
@@ -38,18 +50,8 @@ _DOC_COLUMNS = (
     "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
     "embedding_model"
 )
-_CHUNK_COLUMNS = (
-    "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
-    "page_end, char_start, char_end, token_count, header, text"
-)
 _DOC_UPDATES = ", ".join(
     f"{c.strip()} = excluded.{c.strip()}" for c in _DOC_COLUMNS.split(",")[1:] if c.strip()
-)
-_SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id"
-_USER_COLUMNS = "id, name, is_admin, created_at, revoked_at"
-_JOB_COLUMNS = (
-    "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
-    "last_error, blob_sha256, file_type, name, created_at, updated_at"
 )
 # bm25() weights for (header, text): a match in the title/heading path counts double.
 _BM25_WEIGHTS = (2.0, 1.0)
@@ -204,15 +206,15 @@ class SQLiteStore:
             )
 
     def get_source(self, source_id: str) -> Source | None:
-        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE id = ?", (source_id,))
+        rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE id = ?", (source_id,))
         return Source(*rows[0]) if rows else None
 
     def find_source(self, path: str) -> Source | None:
-        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,))
+        rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,))
         return Source(*rows[0]) if rows else None
 
     def list_sources(self) -> list[Source]:
-        rows = self._q(f"SELECT {_SOURCE_COLUMNS} FROM sources ORDER BY path")
+        rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources ORDER BY path")
         return [Source(*r) for r in rows]
 
     def delete_source(self, source_id: str) -> None:
@@ -345,8 +347,8 @@ class SQLiteStore:
                 ),
             )
             self._xm(
-                f"INSERT INTO chunks({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 15)})",
-                [_chunk_row(c) for c in chunks],
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({','.join('?' * 15)})",
+                [chunk_row(c) for c in chunks],
             )
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
@@ -378,25 +380,25 @@ class SQLiteStore:
         found: dict[str, Chunk] = {}
         for batch in iter_batches(list(chunk_ids), _MAX_VARS):
             marks = ",".join("?" * len(batch))
-            for r in self._q(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
-                found[r[0]] = _chunk_from_row(r)
+            for r in self._q(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
+                found[r[0]] = chunk_from_row(r)
         return [found[i] for i in chunk_ids if i in found]
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE document_id = ? AND tier = ? ORDER BY ord",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE document_id = ? AND tier = ? ORDER BY ord",
             (document_id, tier.value),
         )
-        return [_chunk_from_row(r) for r in rows]
+        return [chunk_from_row(r) for r in rows]
 
     def snippets_without_vectors(self, limit: int, document_id: str | None = None) -> list[Chunk]:
         where, params = ("AND document_id = ?", [document_id]) if document_id else ("", [])
         rows = self._q(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' {where} AND NOT EXISTS "
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE tier = 'snippet' {where} AND NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq) ORDER BY seq LIMIT ?",
             [*params, limit],
         )
-        return [_chunk_from_row(r) for r in rows]
+        return [chunk_from_row(r) for r in rows]
 
     def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         with self.transaction():
@@ -551,17 +553,17 @@ class SQLiteStore:
 
     def get_user(self, user_id_or_name: str) -> User | None:
         rows = self._q(
-            f"SELECT {_USER_COLUMNS} FROM users WHERE id = ? OR name = ?",
+            f"SELECT {USER_COLUMNS} FROM users WHERE id = ? OR name = ?",
             (user_id_or_name, user_id_or_name),
         )
-        return _user_from_row(rows[0]) if rows else None
+        return user_from_row(rows[0]) if rows else None
 
     def user_for_token(self, token_hash: str) -> User | None:
         rows = self._q(
-            f"SELECT {_USER_COLUMNS} FROM users WHERE token_hash = ? AND revoked_at IS NULL",
+            f"SELECT {USER_COLUMNS} FROM users WHERE token_hash = ? AND revoked_at IS NULL",
             (token_hash,),
         )
-        return _user_from_row(rows[0]) if rows else None
+        return user_from_row(rows[0]) if rows else None
 
     def has_token(self, user_id: str) -> bool:
         return bool(
@@ -570,7 +572,7 @@ class SQLiteStore:
 
     def list_users(self) -> list[User]:
         return [
-            _user_from_row(r) for r in self._q(f"SELECT {_USER_COLUMNS} FROM users ORDER BY name")
+            user_from_row(r) for r in self._q(f"SELECT {USER_COLUMNS} FROM users ORDER BY name")
         ]
 
     def grant(self, user_id: str, document_id: str, title: str | None = None) -> bool:
@@ -609,19 +611,19 @@ class SQLiteStore:
     def put_job(self, job: Job) -> None:
         with self.transaction():
             self._x(
-                f"INSERT OR REPLACE INTO jobs({_JOB_COLUMNS}) VALUES ({','.join('?' * 13)})",
-                _job_row(job),
+                f"INSERT OR REPLACE INTO jobs({JOB_COLUMNS}) VALUES ({','.join('?' * 13)})",
+                job_row(job),
             )
 
     def get_job(self, document_id: str) -> Job | None:
-        rows = self._q(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE document_id = ?", (document_id,))
-        return _job_from_row(rows[0]) if rows else None
+        rows = self._q(f"SELECT {JOB_COLUMNS} FROM jobs WHERE document_id = ?", (document_id,))
+        return job_from_row(rows[0]) if rows else None
 
     def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
         """Atomically take one due job: queued and due, or running with an expired lease."""
         with self.transaction():
             rows = self._q(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE "
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE "
                 "(status = 'queued' AND next_attempt_at <= ?) OR "
                 "(status = 'running' AND lease_expires_at < ?) "
                 "ORDER BY next_attempt_at LIMIT 1",
@@ -629,7 +631,7 @@ class SQLiteStore:
             )
             if not rows:
                 return None
-            job = _job_from_row(rows[0])
+            job = job_from_row(rows[0])
             self._x(
                 "UPDATE jobs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
                 "updated_at = ? WHERE document_id = ?",
@@ -813,10 +815,6 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     """SQL conditions on the ``documents d`` alias for the given filters."""
     parts: list[str] = []
@@ -830,7 +828,7 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     if f.path_prefix:
         column = "d.path" if f.path_prefix.startswith("/") else "d.rel_path"
         parts.append(f"{column} LIKE ? ESCAPE '\\'")
-        params.append(_like_prefix(f.path_prefix))
+        params.append(like_prefix(f.path_prefix))
     if f.file_type:
         parts.append("d.file_type = ?")
         params.append(f.file_type)
@@ -841,46 +839,6 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
         parts.append(f"d.id IN ({','.join('?' * len(f.document_ids))})")
         params.extend(f.document_ids)
     return "".join(f" AND {p}" for p in parts), params
-
-
-def _chunk_row(c: Chunk) -> tuple[Any, ...]:
-    return (
-        c.id,
-        c.document_id,
-        c.tier.value,
-        c.index,
-        c.parent_id,
-        c.prev_id,
-        c.next_id,
-        json.dumps(list(c.heading_path)),
-        c.page_start,
-        c.page_end,
-        c.start,
-        c.end,
-        c.token_count,
-        c.header,
-        c.text,
-    )
-
-
-def _chunk_from_row(r: Sequence[Any]) -> Chunk:
-    return Chunk(
-        id=r[0],
-        document_id=r[1],
-        tier=Tier(r[2]),
-        index=r[3],
-        parent_id=r[4],
-        prev_id=r[5],
-        next_id=r[6],
-        heading_path=tuple(json.loads(r[7])),
-        page_start=r[8],
-        page_end=r[9],
-        start=r[10],
-        end=r[11],
-        token_count=r[12],
-        header=r[13],
-        text=r[14],
-    )
 
 
 def _document_from_row(r: Sequence[Any], counts: dict[str, int]) -> Document:
@@ -909,44 +867,4 @@ def _document_from_row(r: Sequence[Any], counts: dict[str, int]) -> Document:
         pages_without_text=r[21],
         embedding_model=r[22],
         chunk_counts=counts,
-    )
-
-
-def _user_from_row(r: Sequence[Any]) -> User:
-    return User(id=r[0], name=r[1], is_admin=bool(r[2]), created_at=r[3], revoked_at=r[4])
-
-
-def _job_row(j: Job) -> tuple[Any, ...]:
-    return (
-        j.document_id,
-        j.stage.value,
-        j.status,
-        j.attempts,
-        j.next_attempt_at,
-        j.lease_owner,
-        j.lease_expires_at,
-        j.last_error,
-        j.blob_sha256,
-        j.file_type,
-        j.name,
-        j.created_at,
-        j.updated_at,
-    )
-
-
-def _job_from_row(r: Sequence[Any]) -> Job:
-    return Job(
-        document_id=r[0],
-        stage=Stage(r[1]),
-        status=r[2],
-        attempts=r[3],
-        next_attempt_at=r[4],
-        lease_owner=r[5],
-        lease_expires_at=r[6],
-        last_error=r[7],
-        blob_sha256=r[8],
-        file_type=r[9],
-        name=r[10],
-        created_at=r[11],
-        updated_at=r[12],
     )

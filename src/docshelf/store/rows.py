@@ -1,0 +1,117 @@
+"""Rows to values and back, shared by the store adapters (their SQL differs, their
+columns do not). Only the heading path is stored differently: JSON text in
+SQLite, a text array in PostgreSQL — hence the encode/decode parameters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from docshelf.model import Chunk, Job, Stage, Tier, User
+
+SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id"
+USER_COLUMNS = "id, name, is_admin, created_at, revoked_at"
+JOB_COLUMNS = (
+    "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
+    "last_error, blob_sha256, file_type, name, created_at, updated_at"
+)
+CHUNK_COLUMNS = (
+    "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
+    "page_end, char_start, char_end, token_count, header, text"
+)
+
+
+def json_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values))
+
+
+def from_json_list(raw: Any) -> Sequence[str]:
+    return tuple(json.loads(raw))
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching ``prefix`` literally (``%`` and ``_`` escaped with ``\\``)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def chunk_row(c: Chunk, encode_path: Callable[[Sequence[str]], Any] = json_list) -> tuple[Any, ...]:
+    return (
+        c.id,
+        c.document_id,
+        c.tier.value,
+        c.index,
+        c.parent_id,
+        c.prev_id,
+        c.next_id,
+        encode_path(c.heading_path),
+        c.page_start,
+        c.page_end,
+        c.start,
+        c.end,
+        c.token_count,
+        c.header,
+        c.text,
+    )
+
+
+def chunk_from_row(
+    r: Sequence[Any], decode_path: Callable[[Any], Sequence[str]] = from_json_list
+) -> Chunk:
+    return Chunk(
+        id=r[0],
+        document_id=r[1],
+        tier=Tier(r[2]),
+        index=r[3],
+        parent_id=r[4],
+        prev_id=r[5],
+        next_id=r[6],
+        heading_path=tuple(decode_path(r[7])),
+        page_start=r[8],
+        page_end=r[9],
+        start=r[10],
+        end=r[11],
+        token_count=r[12],
+        header=r[13],
+        text=r[14],
+    )
+
+
+def user_from_row(r: Sequence[Any]) -> User:
+    return User(id=r[0], name=r[1], is_admin=bool(r[2]), created_at=r[3], revoked_at=r[4])
+
+
+def job_row(j: Job) -> tuple[Any, ...]:
+    return (
+        j.document_id,
+        j.stage.value,
+        j.status,
+        j.attempts,
+        j.next_attempt_at,
+        j.lease_owner,
+        j.lease_expires_at,
+        j.last_error,
+        j.blob_sha256,
+        j.file_type,
+        j.name,
+        j.created_at,
+        j.updated_at,
+    )
+
+
+def job_from_row(r: Sequence[Any]) -> Job:
+    return Job(
+        document_id=r[0],
+        stage=Stage(r[1]),
+        status=r[2],
+        attempts=r[3],
+        next_attempt_at=r[4],
+        lease_owner=r[5],
+        lease_expires_at=r[6],
+        last_error=r[7],
+        blob_sha256=r[8],
+        file_type=r[9],
+        name=r[10],
+        created_at=r[11],
+        updated_at=r[12],
+    )
