@@ -18,10 +18,17 @@ endif
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,postgres,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,postgres,mcp,langchain,dev]"
 	touch $(STAMP)
 
+# The web page's browser tests drive Debian's chromium (never a downloaded browser):
+# installed when missing and we are root (as on CI); otherwise those tests say why they skip.
 install: $(STAMP)
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing (apt-get install chromium); the browser tests will skip"; fi; }
 
 # Index the project's own docs as a sample library, search it, then serve it.
 run: install

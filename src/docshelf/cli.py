@@ -984,6 +984,35 @@ def serve(
     shelf.close()
 
 
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """Serve the library to AI agents over MCP on stdin/stdout.
+
+    Tools: search_documents, get_context, list_sources, get_document. Acts as the
+    local admin, like the other commands; `serve` also offers MCP over HTTP at /mcp,
+    scoped to each token's user. Messages go to stderr: stdout carries the protocol.
+    """
+    from docshelf.errors import DocshelfError
+
+    try:
+        from docshelf.mcp_server import run_stdio
+    except ImportError as exc:
+        err_console.print(
+            Text(f"The MCP server needs the `mcp` extra: pip install 'docshelf[mcp]' ({exc})")
+        )
+        raise typer.Exit(1) from None
+    run = _Run(ctx, "mcp", json_flag=False)
+    try:
+        shelf = run.shelf()
+    except DocshelfError as exc:
+        err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
+        raise typer.Exit(1) from None
+    try:
+        run_stdio(shelf)
+    finally:
+        shelf.close()
+
+
 def main() -> None:
     app()
 

@@ -3,10 +3,11 @@
     app = create_app(Shelf(), workers=2)      # then serve it with uvicorn
 
 Routes live under ``/v1`` (OpenAPI docs at ``/docs``) and need a bearer token,
-except ``/healthz``, ``/readyz``, ``/metrics`` and ``/``. Modules: ``deps``
-(auth and the error mapping), ``uploads`` (streaming multipart), ``routes``
-(documents, search, context, sources), ``events`` (SSE), ``ops`` (health,
-metrics, front page).
+except ``/healthz``, ``/readyz``, ``/metrics`` and the web page (``/``,
+``/static``). Modules: ``deps`` (auth and the error mapping), ``uploads``
+(streaming multipart), ``routes`` (documents, search, context, sources),
+``events`` (SSE), ``ops`` (health, metrics), ``pages`` (the web page), ``mcp``
+(the MCP server at ``/mcp``, behind the same tokens).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Route
 
 from docshelf import __version__
-from docshelf.api import events, ops, routes, uploads
+from docshelf.api import events, ops, pages, routes, uploads
 from docshelf.api.deps import install_error_handlers
+from docshelf.api.mcp import PATH as MCP_PATH
+from docshelf.api.mcp import McpEndpoint
 from docshelf.shelf import Shelf
 from docshelf.worker import WorkerPool, WorkerSettings
 
@@ -37,6 +41,7 @@ def create_app(
 ) -> FastAPI:
     """The API over ``shelf``. With ``workers > 0`` the app runs an ingest worker pool
     for its lifetime; ``close_shelf`` closes the shelf on shutdown (for app factories)."""
+    mcp_endpoint = McpEndpoint(shelf)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -44,7 +49,8 @@ def create_app(
             app.state.pool = WorkerPool(shelf, workers, worker_settings)
             app.state.pool.start()
         try:
-            yield
+            async with mcp_endpoint.running():
+                yield
         finally:
             pool: WorkerPool | None = app.state.pool
             if pool is not None:
@@ -72,6 +78,11 @@ def create_app(
     v1.include_router(events.router, tags=["events"])
     app.include_router(v1)
     app.include_router(ops.router, tags=["operations"])
+    pages.install(app)
+    # An ASGI endpoint (not a FastAPI route): the MCP transport reads the request itself.
+    app.router.routes.append(
+        Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    )
     return app
 
 

@@ -1,14 +1,11 @@
-"""Health, readiness, metrics and the front page: the routes without auth."""
+"""Health, readiness and metrics: the routes without auth (with the web page, ``pages``)."""
 
 from __future__ import annotations
 
-import html
-
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from docshelf import __version__
 from docshelf.api.deps import ShelfDep
 from docshelf.worker import WorkerPool
 
@@ -43,20 +40,3 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
 def metrics(shelf: ShelfDep) -> Response:
     shelf.metrics.queue(shelf.store.job_counts())
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
-
-
-_PAGE = """<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><title>docshelf</title></head>
-<body>
-<h1>docshelf {version}</h1>
-<p>The web page (search, upload, library) is coming. Until then, use the HTTP API:
-<a href="/docs">API documentation</a> (OpenAPI: <a href="/openapi.json">/openapi.json</a>).</p>
-</body>
-</html>
-"""
-
-
-@router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def index() -> HTMLResponse:
-    return HTMLResponse(_PAGE.format(version=html.escape(__version__)))

@@ -1,0 +1,43 @@
+"""The web page: ``/`` and its files under ``/static`` — open routes, like ``/docs``;
+the page signs in with a token and calls ``/v1`` like any other client."""
+
+from __future__ import annotations
+
+import os
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse
+from starlette.responses import Response
+from starlette.staticfiles import PathLike, StaticFiles
+from starlette.types import Scope
+
+from docshelf.web import INDEX, PAGE_HEADERS, STATIC_DIR, STATIC_HEADERS
+
+__all__ = ["install"]
+
+router = APIRouter()
+
+
+@router.get("/", response_class=FileResponse, include_in_schema=False)
+def index() -> FileResponse:
+    return FileResponse(INDEX, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+class _StaticFiles(StaticFiles):
+    """StaticFiles with the page's caching and no-sniffing headers."""
+
+    def file_response(
+        self,
+        full_path: PathLike,
+        stat_result: os.stat_result,
+        scope: Scope,
+        status_code: int = 200,
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers.update(STATIC_HEADERS)
+        return response
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router, tags=["web page"])
+    app.mount("/static", _StaticFiles(directory=STATIC_DIR), name="static")

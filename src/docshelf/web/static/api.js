@@ -1,0 +1,201 @@
+// The page's client of the HTTP API (/v1). Every request carries the bearer token in
+// the Authorization header — including the Server-Sent Events streams, which are read
+// with fetch() and a stream parser because a browser's EventSource cannot send headers.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+
+  static async from(response) {
+    let code = "error";
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      const body = await response.json();
+      if (body && body.error) ({ code, message } = body.error);
+    } catch {
+      // not JSON: keep the status line
+    }
+    return new ApiError(response.status, code, message);
+  }
+}
+
+const sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+export class Api {
+  /** `onUnauthorized` is called when the server refuses the token (401). */
+  constructor(token, onUnauthorized = () => {}) {
+    this.token = token;
+    this.onUnauthorized = onUnauthorized;
+  }
+
+  headers(extra = {}) {
+    return { Authorization: `Bearer ${this.token}`, ...extra };
+  }
+
+  async request(method, path, { json, signal } = {}) {
+    const init = { method, headers: this.headers({ Accept: "application/json" }), signal };
+    if (json !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(json);
+    }
+    const response = await fetch(path, init);
+    if (!response.ok) {
+      const error = await ApiError.from(response);
+      if (error.status === 401) this.onUnauthorized(error);
+      throw error;
+    }
+    return response.json();
+  }
+
+  search(body, signal) {
+    return this.request("POST", "/v1/search", { json: body, signal });
+  }
+
+  context(chunkId, mode) {
+    const query = new URLSearchParams({ mode });
+    return this.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/context?${query}`);
+  }
+
+  documents({ limit = 200, offset = 0 } = {}) {
+    const query = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+    return this.request("GET", `/v1/documents?${query}`);
+  }
+
+  document(documentId) {
+    return this.request("GET", `/v1/documents/${encodeURIComponent(documentId)}`);
+  }
+
+  sources() {
+    return this.request("GET", "/v1/sources");
+  }
+
+  retry(documentId) {
+    return this.request("POST", `/v1/documents/${encodeURIComponent(documentId)}/retry`);
+  }
+
+  /** Upload one file (multipart field `file`); `onProgress(fraction)` follows the bytes sent.
+   * XMLHttpRequest, not fetch: only it reports upload progress. */
+  upload(file, onProgress) {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", "/v1/documents");
+      xhr.setRequestHeader("Authorization", `Bearer ${this.token}`);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (event) => {
+        if (event.lengthComputable) onProgress(event.loaded / event.total);
+      });
+      xhr.addEventListener("load", () => {
+        let body = null;
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch {
+          // keep null
+        }
+        if (xhr.status >= 200 && xhr.status < 300) {
+          resolve(body);
+          return;
+        }
+        const error = body?.error ?? { code: "error", message: `${xhr.status} ${xhr.statusText}` };
+        const apiError = new ApiError(xhr.status, error.code, error.message);
+        if (xhr.status === 401) this.onUnauthorized(apiError);
+        reject(apiError);
+      });
+      xhr.addEventListener("error", () =>
+        reject(new ApiError(0, "network", "The upload could not reach the server")),
+      );
+      const form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
+    });
+  }
+
+  /** Follow an SSE stream until the server ends it. Each event goes to `onEvent({id, event,
+   * data})`. A dropped connection is resumed with Last-Event-ID after a backoff; an HTTP
+   * error (4xx) is thrown. Resolves with the last event id seen. */
+  async stream(path, { onEvent, signal, lastEventId = null } = {}) {
+    let last = lastEventId;
+    let failures = 0;
+    while (!signal?.aborted) {
+      try {
+        const headers = this.headers({ Accept: "text/event-stream" });
+        if (last) headers["Last-Event-ID"] = last;
+        const response = await fetch(path, { headers, signal, cache: "no-store" });
+        if (!response.ok) {
+          const error = await ApiError.from(response);
+          if (error.status === 401) this.onUnauthorized(error);
+          throw error;
+        }
+        failures = 0;
+        await readEventStream(response.body, (event) => {
+          if (event.id) last = event.id;
+          onEvent(event);
+        });
+        return last;
+      } catch (error) {
+        if (signal?.aborted) return last;
+        if (error instanceof ApiError && error.status > 0 && error.status < 500) throw error;
+        failures += 1;
+        await sleep(Math.min(10000, 400 * 2 ** failures), signal);
+      }
+    }
+    return last;
+  }
+}
+
+/** Parse a text/event-stream body (the WHATWG format: `field: value` lines, events end at
+ * a blank line, `:` starts a comment) and call `onEvent` with each complete event. */
+export async function readEventStream(body, onEvent) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let event = { id: null, event: "message", data: [] };
+  const dispatch = () => {
+    if (event.data.length) {
+      const raw = event.data.join("\n");
+      let data = raw;
+      try {
+        data = JSON.parse(raw);
+      } catch {
+        // not JSON: pass the text
+      }
+      onEvent({ id: event.id, event: event.event, data });
+    }
+    event = { id: null, event: "message", data: [] };
+  };
+  const line = (text) => {
+    if (text === "") return dispatch();
+    if (text.startsWith(":")) return undefined; // comment (keep-alive ping)
+    const colon = text.indexOf(":");
+    const field = colon < 0 ? text : text.slice(0, colon);
+    let value = colon < 0 ? "" : text.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") event.data.push(value);
+    else if (field === "event") event.event = value;
+    else if (field === "id") event.id = value;
+    return undefined;
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    for (;;) {
+      const end = buffer.search(/\r\n|\r|\n/);
+      if (end < 0) break;
+      // A lone "\r" at the very end may be the first half of "\r\n": wait for more.
+      if (buffer[end] === "\r" && end === buffer.length - 1) break;
+      const width = buffer.startsWith("\r\n", end) ? 2 : 1;
+      line(buffer.slice(0, end));
+      buffer = buffer.slice(end + width);
+    }
+  }
+  if (buffer) line(buffer.replace(/\r$/, ""));
+}

@@ -1,0 +1,131 @@
+// docshelf's web page: sign in with a token, then search, upload and browse the library.
+// Plain ES modules, no build step; views live in search.js, upload.js and library.js.
+//
+// The token is kept in sessionStorage: it survives a reload but not the tab, is never
+// sent by the browser on its own (so no cross-site request can use it), and only
+// scripts of this origin — which the Content-Security-Policy limits to these files —
+// can read it.
+
+import { Api } from "./api.js";
+import { Catalog } from "./catalog.js";
+import { LibraryView } from "./library.js";
+import { SearchView } from "./search.js";
+import { UploadView } from "./upload.js";
+
+const TOKEN_KEY = "docshelf.token";
+const VIEWS = ["search", "upload", "library"];
+
+const $ = (id) => document.getElementById(id);
+
+class App {
+  constructor() {
+    this.api = null;
+    this.views = null;
+    $("signin-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.signIn($("token").value.trim());
+    });
+    $("sign-out").addEventListener("click", () => this.signOut());
+    window.addEventListener("hashchange", () => this.route());
+    document.addEventListener("keydown", (event) => this.shortcut(event));
+    const saved = sessionStorage.getItem(TOKEN_KEY);
+    if (saved) this.signIn(saved);
+    else this.showSignIn();
+  }
+
+  async signIn(token) {
+    const error = $("signin-error");
+    error.textContent = "";
+    if (!token) {
+      error.textContent = "Paste your access token.";
+      $("token").focus();
+      return;
+    }
+    const api = new Api(token); // a refusal while signing in is answered below
+    const catalog = new Catalog(api);
+    try {
+      await catalog.load();
+    } catch (err) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      this.showSignIn(
+        err.status === 401 ? "This token is unknown or revoked." : `Cannot sign in: ${err.message}`,
+      );
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, token);
+    $("token").value = "";
+    api.onUnauthorized = () => this.signOut("Your token was refused; sign in again.");
+    this.api = api;
+    this.catalog = catalog;
+    // Views are made once per page load: signing out reloads the page.
+    this.views = {
+      search: new SearchView(api, catalog),
+      upload: new UploadView(api, { onDone: () => this.documentsChanged() }),
+      library: new LibraryView(api, catalog),
+    };
+    $("signin-view").hidden = true;
+    $("nav").hidden = false;
+    $("sign-out").hidden = false;
+    document.body.classList.add("signed-in");
+    this.route();
+  }
+
+  signOut(message = "") {
+    sessionStorage.removeItem(TOKEN_KEY);
+    // The simplest way to drop every view's state (streams, results, rows): start afresh.
+    if (this.api) {
+      this.api = null;
+      if (message) sessionStorage.setItem("docshelf.signout", message);
+      window.location.hash = "";
+      window.location.reload();
+      return;
+    }
+    this.showSignIn(message);
+  }
+
+  showSignIn(message = "") {
+    for (const view of VIEWS) $(`${view}-view`).hidden = true;
+    $("signin-view").hidden = false;
+    $("nav").hidden = true;
+    $("sign-out").hidden = true;
+    document.body.classList.remove("signed-in");
+    const reason = message || sessionStorage.getItem("docshelf.signout") || "";
+    sessionStorage.removeItem("docshelf.signout");
+    $("signin-error").textContent = reason;
+    $("token").focus();
+  }
+
+  route() {
+    if (!this.api) return;
+    const [name, arg] = decodeURIComponent(window.location.hash.slice(1)).split("/");
+    const view = VIEWS.includes(name) ? name : "search";
+    for (const v of VIEWS) $(`${v}-view`).hidden = v !== view;
+    for (const link of document.querySelectorAll("#nav a")) {
+      if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    if (view === "search") this.views.search.focus();
+    if (view === "library") {
+      const library = this.views.library;
+      library.load(0).then(() => {
+        if (arg) library.open(arg);
+      });
+    }
+  }
+
+  documentsChanged() {
+    this.catalog.load().catch(() => undefined);
+    if (!$("library-view").hidden) this.views.library.load(0);
+  }
+
+  shortcut(event) {
+    if (event.key !== "/" || !this.api || event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    if (target.closest("input, textarea, select, [contenteditable]")) return;
+    event.preventDefault();
+    if ($("search-view").hidden) window.location.hash = "#search"; // route() focuses it
+    else this.views.search.focus();
+  }
+}
+
+new App();

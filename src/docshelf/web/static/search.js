@@ -1,0 +1,354 @@
+// The search view: instant (debounced) results with highlighted matches and citations,
+// score parts on demand, one-click context expansion, and filters with facet counts.
+
+import {
+  append,
+  debounce,
+  formatScore,
+  h,
+  highlighted,
+  queryTerms,
+  replace,
+} from "./dom.js";
+
+const LIMIT = 20;
+const DEBOUNCE_MS = 200;
+const EXPANSIONS = [
+  { mode: "snippet-window", label: "Window", title: "the hit with the snippets around it" },
+  { mode: "parent-section", label: "Section", title: "the whole section the hit is in" },
+  {
+    mode: "section-neighborhood",
+    label: "Neighbourhood",
+    title: "the section with the sections before and after it",
+  },
+];
+const TYPE_NAMES = {
+  markdown: "Markdown",
+  text: "Text",
+  pdf: "PDF",
+  html: "HTML",
+  docx: "DOCX",
+  rst: "reStructuredText",
+};
+
+export class SearchView {
+  constructor(api, catalog) {
+    this.api = api;
+    this.catalog = catalog;
+    this.form = document.getElementById("search-form");
+    this.input = document.getElementById("q");
+    this.mode = document.getElementById("mode");
+    this.status = document.getElementById("search-status");
+    this.results = document.getElementById("results");
+    this.facets = document.getElementById("facets");
+    this.filters = { type: null, source: null, tags: new Set() };
+    this.controller = null;
+    this.sequence = 0;
+    this.run = debounce(() => this.search(), DEBOUNCE_MS);
+    this.input.addEventListener("input", () => this.run());
+    this.mode.addEventListener("change", () => this.run.flush());
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.run.flush();
+    });
+    this.showIdle();
+  }
+
+  focus() {
+    this.input.focus();
+  }
+
+  get filtering() {
+    return Boolean(this.filters.type || this.filters.source || this.filters.tags.size);
+  }
+
+  requestFilters() {
+    const filters = {};
+    if (this.filters.type) filters.type = this.filters.type;
+    if (this.filters.source) filters.source = this.filters.source;
+    if (this.filters.tags.size) filters.tag = [...this.filters.tags];
+    return filters;
+  }
+
+  showIdle() {
+    const count = this.catalog.docs.size;
+    replace(
+      this.status,
+      count
+        ? `Type to search your ${count} document${count === 1 ? "" : "s"}.`
+        : "Type to search. Your library is empty: add files on the Upload page.",
+    );
+    replace(this.results);
+    replace(this.facets);
+  }
+
+  async search() {
+    const query = this.input.value.trim();
+    this.controller?.abort();
+    if (!query) {
+      this.showIdle();
+      return;
+    }
+    this.controller = new AbortController();
+    const { signal } = this.controller;
+    const sequence = ++this.sequence;
+    const started = performance.now();
+    this.results.setAttribute("aria-busy", "true");
+    const body = { query, limit: LIMIT, mode: this.mode.value, filters: this.requestFilters() };
+    try {
+      // Facet counts come from the unfiltered hits, so other values stay visible.
+      const [result, unfiltered] = await Promise.all([
+        this.api.search(body, signal),
+        this.filtering ? this.api.search({ ...body, filters: {} }, signal) : null,
+      ]);
+      const base = unfiltered ?? result;
+      await this.catalog.ensure(base.hits.map((hit) => hit.document_id));
+      if (sequence !== this.sequence) return;
+      this.render(result, Math.round(performance.now() - started));
+      this.renderFacets(base.hits);
+    } catch (error) {
+      if (signal.aborted || sequence !== this.sequence) return;
+      replace(this.results);
+      replace(this.status, h("span", { class: "error" }, error.message));
+    } finally {
+      if (sequence === this.sequence) this.results.removeAttribute("aria-busy");
+    }
+  }
+
+  render(result, ms) {
+    const terms = queryTerms(result.query);
+    const n = result.hits.length;
+    const summary = n
+      ? `${n}${n === LIMIT ? "+" : ""} hit${n === 1 ? "" : "s"} · ${result.mode} · ${ms} ms`
+      : `No hits for “${result.query}”${this.filtering ? " with these filters" : ""}.`;
+    replace(this.status, summary);
+    if (result.notice) append(this.status, h("span", { class: "notice" }, ` ${result.notice}`));
+    replace(
+      this.results,
+      result.hits.map((hit, i) => this.renderHit(hit, i, terms)),
+    );
+  }
+
+  renderHit(hit, index, terms) {
+    const id = `hit-${index}`;
+    const citation = hit.citation;
+    const panel = h("section", {
+      id: `${id}-context`,
+      class: "context",
+      "aria-label": `Context of ${citation.label}`,
+      hidden: true,
+    });
+    const buttons = EXPANSIONS.map(({ mode, label, title }) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: "chip",
+          title: `Show ${title}`,
+          "aria-expanded": "false",
+          "aria-controls": panel.id,
+          dataset: { mode },
+          onclick: (event) => this.expand(hit, mode, event.currentTarget, buttons, panel, terms),
+        },
+        label,
+      ),
+    );
+    const scores = h(
+      "details",
+      { class: "scores" },
+      h("summary", {}, `Score ${formatScore(hit.score)}`),
+      h(
+        "dl",
+        {},
+        h("dt", {}, "Lexical"),
+        h("dd", {}, formatScore(hit.scores.lexical)),
+        h("dt", {}, "Vector"),
+        h("dd", {}, formatScore(hit.scores.vector)),
+        h("dt", {}, "Fused"),
+        h("dd", {}, formatScore(hit.scores.fused)),
+      ),
+    );
+    const doc = this.catalog.docs.get(hit.document_id);
+    return h(
+      "li",
+      { class: "hit" },
+      h(
+        "article",
+        { "aria-labelledby": `${id}-title` },
+        h(
+          "header",
+          { class: "hit-head" },
+          h(
+            "h2",
+            { id: `${id}-title`, class: "hit-title" },
+            h(
+              "a",
+              { href: `#library/${encodeURIComponent(hit.document_id)}`, class: "citation" },
+              citation.label,
+            ),
+          ),
+          citation.heading_path.length
+            ? h("p", { class: "crumbs" }, citation.heading_path.join(" › "))
+            : null,
+          doc?.tags?.length
+            ? h("p", { class: "tags" }, doc.tags.map((t) => h("span", { class: "tag" }, `#${t}`)))
+            : null,
+        ),
+        h("p", { class: "snippet" }, highlighted(hit.text, terms)),
+        h(
+          "div",
+          { class: "hit-actions" },
+          h("div", { class: "expand", role: "group", "aria-label": "Expand" }, buttons),
+          scores,
+        ),
+        panel,
+      ),
+    );
+  }
+
+  async expand(hit, mode, button, buttons, panel, terms) {
+    const open = button.getAttribute("aria-expanded") === "true";
+    for (const b of buttons) b.setAttribute("aria-expanded", "false");
+    if (open) {
+      panel.hidden = true;
+      replace(panel);
+      return;
+    }
+    button.setAttribute("aria-expanded", "true");
+    panel.hidden = false;
+    replace(panel, h("p", { class: "status" }, "Loading…"));
+    try {
+      const context = await this.api.context(hit.chunk_id, mode);
+      if (button.getAttribute("aria-expanded") !== "true") return;
+      const probe = hit.text.trim().slice(0, 60);
+      replace(
+        panel,
+        h(
+          "p",
+          { class: "context-label" },
+          `${EXPANSIONS.find((e) => e.mode === mode).label} · ${context.citation.label}`,
+        ),
+        context.chunks.map((chunk) => {
+          const current =
+            chunk.chunk_id === hit.chunk_id || (mode !== "snippet-window" && chunk.text.includes(probe));
+          return h(
+            "div",
+            { class: `chunk${current ? " current" : ""}` },
+            chunk.heading_path.length
+              ? h("p", { class: "crumbs" }, chunk.heading_path.join(" › "))
+              : null,
+            h("p", { class: "chunk-text" }, highlighted(chunk.text, terms)),
+          );
+        }),
+      );
+    } catch (error) {
+      replace(panel, h("p", { class: "error" }, error.message));
+    }
+  }
+
+  renderFacets(hits) {
+    const count = (key) => {
+      const counts = new Map();
+      for (const hit of hits) {
+        const doc = this.catalog.docs.get(hit.document_id);
+        if (!doc) continue;
+        for (const value of key(doc)) counts.set(value, (counts.get(value) ?? 0) + 1);
+      }
+      return [...counts].sort((a, b) => b[1] - a[1] || String(a[0]).localeCompare(b[0]));
+    };
+    const groups = [
+      {
+        name: "type",
+        legend: "Type",
+        values: count((d) => [d.file_type]),
+        label: (v) => TYPE_NAMES[v] ?? v,
+        active: (v) => this.filters.type === v,
+        toggle: (v) => {
+          this.filters.type = this.filters.type === v ? null : v;
+        },
+      },
+      {
+        name: "tag",
+        legend: "Tag",
+        values: count((d) => d.tags ?? []),
+        label: (v) => `#${v}`,
+        active: (v) => this.filters.tags.has(v),
+        toggle: (v) => {
+          if (!this.filters.tags.delete(v)) this.filters.tags.add(v);
+        },
+      },
+      {
+        name: "source",
+        legend: "Source",
+        values: count((d) => (d.source_id ? [d.source_id] : [])),
+        label: (v) => this.catalog.sourceLabel(v),
+        active: (v) => this.filters.source === v,
+        toggle: (v) => {
+          this.filters.source = this.filters.source === v ? null : v;
+        },
+      },
+    ];
+    // Keep active filters visible even when the unfiltered hits no longer contain them.
+    for (const group of groups) {
+      const active = {
+        type: this.filters.type ? [this.filters.type] : [],
+        tag: [...this.filters.tags],
+        source: this.filters.source ? [this.filters.source] : [],
+      }[group.name];
+      for (const value of active) {
+        if (!group.values.some(([v]) => v === value)) group.values.push([value, 0]);
+      }
+    }
+    const shown = groups.filter((g) => g.values.length);
+    replace(
+      this.facets,
+      shown.length ? h("h2", { class: "facets-title" }, "Filter the top hits") : null,
+      shown.map((group) =>
+        h(
+          "fieldset",
+          { class: "facet", dataset: { facet: group.name } },
+          h("legend", {}, group.legend),
+          h(
+            "ul",
+            {},
+            group.values.slice(0, 12).map(([value, n]) =>
+              h(
+                "li",
+                {},
+                h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "facet-value",
+                    "aria-pressed": String(group.active(value)),
+                    dataset: { value },
+                    onclick: () => {
+                      group.toggle(value);
+                      this.run.flush();
+                    },
+                  },
+                  h("span", { class: "facet-label" }, group.label(value)),
+                  h("span", { class: "count", "aria-label": `${n} hits` }, String(n)),
+                ),
+              ),
+            ),
+          ),
+        ),
+      ),
+      this.filtering
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: "quiet clear-filters",
+              onclick: () => {
+                this.filters = { type: null, source: null, tags: new Set() };
+                this.run.flush();
+              },
+            },
+            "Clear filters",
+          )
+        : null,
+    );
+  }
+}

@@ -1,0 +1,236 @@
+"""The MCP server, driven by the MCP SDK's own client: over stdio (``docshelf mcp`` in a
+real subprocess, acting as the local admin) and over streamable HTTP (``/mcp`` in the
+API served by uvicorn, behind the bearer tokens, scoped to the caller)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from docshelf.api import create_app
+from docshelf.model import User
+from docshelf.shelf import Shelf
+from tests.live_server import serve
+from tests.optional import require_module
+
+require_module("mcp", "pip install 'docshelf[mcp]'")
+
+import httpx2  # noqa: E402  (after the check: it comes with the mcp SDK)
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.types import CallToolResult  # noqa: E402
+
+TOOLS = {"search_documents", "get_context", "list_sources", "get_document"}
+Session = Callable[[ClientSession], Awaitable[None]]
+
+
+def run(session_body: Session, connect: Callable[[], Any], seconds: float = 30) -> None:
+    """Open a client session with ``connect()`` and run ``session_body`` in it."""
+
+    async def main() -> None:
+        with anyio.fail_after(seconds):
+            async with connect() as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                await session_body(session)
+
+    anyio.run(main)
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tool's JSON result; the text content an agent reads says the same."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    text = result.content[0]
+    assert text.type == "text" and json.loads(text.text) == result.structured_content
+    return dict(result.structured_content)
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    return " ".join(c.text for c in result.content if c.type == "text")
+
+
+# -- stdio: `docshelf mcp` in a subprocess ---------------------------------------------------
+
+
+def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
+    isolated_home: Path, notes: Path
+) -> None:
+    with Shelf(isolated_home, embedder=None) as shelf:  # a lexical-only library
+        shelf.add(notes)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "docshelf.cli", "mcp"],
+        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
+    )
+
+    async def body(session: ClientSession) -> None:
+        listed = await session.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        assert all(t.annotations and t.annotations.read_only_hint for t in listed.tools)
+        search = next(t for t in listed.tools if t.name == "search_documents")
+        assert {"query", "limit", "mode", "filters"} <= set(search.input_schema["properties"])
+
+        found = await call(session, "search_documents", query="leader election", limit=3)
+        assert found["mode"] == "lexical" and "notice" in found  # no embedder: says so
+        top = found["hits"][0]
+        assert top["citation"]["label"] == "Raft (projects/raft.md#1)"
+        assert top["citation"]["heading_path"] == ["Raft", "Leader election"]
+        assert "heartbeat" in top["text"]
+        actions = found["next_actions"]
+        assert actions[0] == {
+            "tool": "get_context",
+            "arguments": {"chunk_id": top["chunk_id"], "mode": "parent-section"},
+            "description": "Read the section around Raft (projects/raft.md#1)",
+        }
+        assert {"tool": "get_document", "arguments": {"document_id": top["document_id"]}} in [
+            {k: a[k] for k in ("tool", "arguments")} for a in actions
+        ]
+
+        filtered = await call(session, "search_documents", query="flour", filters={"type": "text"})
+        assert [h["citation"]["label"] for h in filtered["hits"]] == ["todo (todo.txt#0)"]
+        tagged = await call(
+            session, "search_documents", query="flour", filters={"tags": ["baking"]}
+        )
+        assert [h["citation"]["label"] for h in tagged["hits"]] == ["Bread (cooking.md#0)"]
+
+        context = await call(session, "get_context", chunk_id=top["chunk_id"])
+        assert context["mode"] == "parent-section"
+        assert "Raft is a consensus algorithm" in context["text"]
+        assert context["citation"]["label"] == "Raft (projects/raft.md#1)"
+        assert context["next_actions"][0]["arguments"]["mode"] == "section-neighborhood"
+
+        sources = await call(session, "list_sources")
+        assert [s["path"] for s in sources["sources"]] == [str(notes.resolve())]
+        assert len(sources["documents"]) == 3 and not sources["documents_truncated"]
+
+        document = await call(session, "get_document", document_id=top["document_id"])
+        assert document["title"] == "Raft" and document["job"] is None
+        assert document["sections"] and document["next_actions"][0]["tool"] == "get_context"
+
+        missing = await session.call_tool("get_context", {"chunk_id": "chunk_nope_1"})
+        assert "not_found: No chunk 'chunk_nope_1'" in error_text(missing)
+        bad = await session.call_tool("get_context", {"chunk_id": "x", "mode": "everything"})
+        assert "mode" in error_text(bad)
+        empty = await session.call_tool("search_documents", {"query": "  "})
+        assert error_text(empty).endswith(
+            "invalid_input: The query is empty; give some words to search for"
+        )
+
+    run(body, lambda: stdio_client(params))
+
+
+# -- streamable HTTP: /mcp in the API --------------------------------------------------------
+
+
+@dataclass
+class McpSite:
+    url: str
+    shelf: Shelf
+    alice: User
+    tokens: dict[str, str]
+
+    def connect(self, token: str | None) -> Callable[[], Any]:
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[Any]:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with (
+                httpx2.AsyncClient(headers=headers) as client,
+                streamable_http_client(f"{self.url}/mcp", http_client=client) as streams,
+            ):
+                yield streams
+
+        return connect
+
+
+@pytest.fixture
+def site(shelf: Shelf, notes: Path) -> Iterator[McpSite]:
+    alice, alice_token = shelf.create_user("alice")
+    _, bob_token = shelf.create_user("bob")
+    shelf.add(notes, user_id=alice.id)
+    with serve(create_app(shelf)) as url:
+        yield McpSite(url, shelf, alice, {"alice": alice_token, "bob": bob_token})
+
+
+def test_http_tools_answer_for_the_token_s_user(site: McpSite) -> None:
+    seen: dict[str, Any] = {}
+
+    async def alice(session: ClientSession) -> None:
+        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        found = await call(session, "search_documents", query="leader election", limit=2)
+        assert found["mode"] == "hybrid"
+        top = found["hits"][0]
+        assert top["citation"]["label"] == "Raft (projects/raft.md#1)"
+        context = await call(
+            session, "get_context", chunk_id=top["chunk_id"], mode="snippet-window"
+        )
+        assert top["chunk_id"] in [c["chunk_id"] for c in context["chunks"]]
+        sources = await call(session, "list_sources")
+        assert len(sources["sources"]) == 1 and len(sources["documents"]) == 3
+        seen["document_id"] = top["document_id"]
+        seen["chunk_id"] = top["chunk_id"]
+
+    async def bob(session: ClientSession) -> None:
+        found = await call(session, "search_documents", query="leader election")
+        assert found["hits"] == []
+        assert found["next_actions"][0]["tool"] == "list_sources"
+        assert await call(session, "list_sources") == {
+            "sources": [],
+            "documents": [],
+            "documents_truncated": False,
+            "next_actions": [],
+        }
+        # Alice's ids are answered exactly like unknown ones.
+        doc = await session.call_tool("get_document", {"document_id": seen["document_id"]})
+        assert error_text(doc).endswith(f"not_found: No document {seen['document_id']!r}")
+        ctx = await session.call_tool("get_context", {"chunk_id": seen["chunk_id"]})
+        assert "not_found" in error_text(ctx)
+
+    run(alice, site.connect(site.tokens["alice"]))
+    run(bob, site.connect(site.tokens["bob"]))
+
+
+@pytest.mark.parametrize("token", [None, "dsk_unknown"])
+def test_http_without_a_valid_token_is_refused(site: McpSite, token: str | None) -> None:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    raw = httpx.post(f"{site.url}/mcp", json=body, headers=headers)
+    assert raw.status_code == 401
+    assert raw.headers["www-authenticate"] == "Bearer"
+    assert raw.json()["error"]["code"] == "unauthorized"
+
+    async def never(session: ClientSession) -> None:
+        raise AssertionError("a session opened without a valid token")
+
+    # The SDK's client sees the refusal as an error response and opens no session.
+    with pytest.raises(Exception) as refused:
+        run(never, site.connect(token))
+    assert "MCPError: Server returned an error response" in _chain(refused.value)
+
+
+def test_http_endpoint_is_unavailable_until_the_app_starts(shelf: Shelf) -> None:
+    from fastapi.testclient import TestClient
+
+    outside = TestClient(create_app(shelf))  # no lifespan: the MCP manager never ran
+    r = outside.post("/mcp", json={})
+    assert r.status_code == 503 and r.json()["error"]["code"] == "unavailable"
+
+
+def _chain(exc: BaseException) -> str:
+    """Every message in an exception, its causes and (for groups) its members."""
+    parts = [f"{type(exc).__name__}: {exc}"]
+    if isinstance(exc, BaseExceptionGroup):
+        parts += [_chain(e) for e in exc.exceptions]
+    if exc.__cause__ is not None:
+        parts.append(_chain(exc.__cause__))
+    return " | ".join(parts)

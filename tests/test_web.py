@@ -1,0 +1,389 @@
+"""The web page in a real browser: Debian's chromium driven by Playwright, against the
+API served by uvicorn in a thread with an in-process worker pool.
+
+Skipped (with the reason) when playwright or chromium is missing — a failure under
+CI=true. Set DOCSHELF_TEST_SCREENSHOTS=docs to refresh the screenshots in docs/.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from docshelf.api import create_app
+from docshelf.model import User
+from docshelf.shelf import Shelf
+from docshelf.worker import WorkerSettings
+from tests.conftest import FILLER
+from tests.fakes import HashEmbedder
+from tests.fixtures_formats import paged_pdf
+from tests.live_server import serve
+from tests.optional import require_module, require_program
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Dialog, FilePayload, Page
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",  # containers have a small /dev/shm
+]
+SCREENSHOTS = os.environ.get("DOCSHELF_TEST_SCREENSHOTS")
+HANDBOOK = "# Handbook\n\n" + "".join(
+    f"## Part {i}\n\nPart {i} explains topic{i} in detail. {FILLER}\n\n" for i in range(8)
+)
+BAD_UTF8 = b"# Broken\n\nThis note is not UTF-8: \xff\xfe\xfa.\n"
+XSS_NOTE = (
+    "---\ntitle: Evil <img src=x onerror=\"window.__xss='title'\"> note\n---\n"
+    "# Hostile leader\n\n"
+    "A leader note with <script>window.__xss = 'script'</script> inside, and "
+    "<img src=x onerror=\"window.__xss='img'\"> too, and <b>bold</b> words. " + FILLER + "\n"
+)
+
+
+class SlowEmbedder(HashEmbedder):
+    """Embedding takes a moment, so the page sees the stages go by."""
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        time.sleep(0.06)
+        return super().embed(texts)
+
+
+@dataclass
+class Site:
+    url: str
+    shelf: Shelf
+    user: User
+    token: str
+
+    def upload(self, name: str, data: bytes) -> str:
+        r = httpx.post(
+            f"{self.url}/v1/documents",
+            files={"file": (name, data)},
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        assert r.status_code == 202, r.text
+        return str(r.json()["document_id"])
+
+    def wait_for(self, document_id: str, status: str, seconds: float = 15) -> None:
+        deadline = time.monotonic() + seconds
+        while self.shelf.document(document_id).document.status != status:
+            assert time.monotonic() < deadline, f"{document_id} never became {status}"
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    chromium = require_program("chromium", "apt-get install chromium")
+    sync_api = require_module("playwright.sync_api", "pip install playwright; no browser download")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def site(isolated_home: Path, notes: Path) -> Iterator[Site]:
+    shelf = Shelf(isolated_home, embedder=SlowEmbedder())
+    user, token = shelf.create_user("alice")
+    shelf.add(notes, user_id=user.id)
+    app = create_app(
+        shelf,
+        workers=1,
+        worker_settings=WorkerSettings(poll_seconds=0.05, embed_batch=2, backoff_base=0.05),
+        sse_poll=0.05,
+    )
+    try:
+        with serve(app) as url:
+            yield Site(url, shelf, user, token)
+    finally:
+        shelf.close()
+
+
+@pytest.fixture
+def page(browser: Browser, site: Site) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    errors: list[str] = []
+    dialogs: list[str] = []
+
+    def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", on_dialog)
+    page.goto(site.url)
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not dialogs, f"the page opened dialogs (script ran): {dialogs}"
+
+
+def sign_in(page: Page, token: str) -> None:
+    page.get_by_label("Access token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("navigation", name="Views").wait_for()
+
+
+def wait_for_citations(page: Page, labels: list[str]) -> None:
+    """Until the results are exactly these hits (in any order)."""
+    page.wait_for_function(
+        """(labels) => {
+            const shown = [...document.querySelectorAll('.hit .citation')].map(a => a.textContent);
+            return shown.length === labels.length && labels.every(l => shown.includes(l));
+        }""",
+        arg=labels,
+    )
+
+
+def screenshot(page: Page, name: str) -> None:
+    if SCREENSHOTS:
+        path = Path(SCREENSHOTS) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), animations="disabled")
+
+
+def test_sign_in_refuses_a_bad_token_and_keeps_a_good_one_for_the_tab(
+    page: Page, site: Site
+) -> None:
+    page.get_by_label("Access token").fill("dsk_not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("alert").filter(has_text="unknown or revoked").wait_for()
+    assert page.get_by_role("navigation", name="Views").is_hidden()
+
+    sign_in(page, site.token)
+    assert page.locator("#search-status").inner_text().startswith("Type to search your 3")
+    assert page.evaluate("sessionStorage.getItem('docshelf.token')") == site.token
+    page.reload()  # the token survives a reload of the tab
+    page.get_by_role("navigation", name="Views").wait_for()
+
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_label("Access token").wait_for()
+    assert page.evaluate("sessionStorage.getItem('docshelf.token')") is None
+
+
+def test_search_highlights_cites_and_expands_context(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_label("Search your documents").fill("leader election")  # no Enter: instant
+    hit = page.locator(".hit").first
+    hit.wait_for()
+    assert hit.locator(".citation").inner_text() == "Raft (projects/raft.md#1)"
+    assert hit.locator(".crumbs").inner_text() == "Raft \u203a Leader election"
+    marks = [m.lower() for m in hit.locator(".snippet mark").all_inner_texts()]
+    assert {"leader", "election"} <= set(marks)
+
+    scores = hit.locator("details.scores")
+    assert not scores.locator("dl").is_visible()
+    scores.locator("summary").click()
+    assert "Lexical" in scores.locator("dl").inner_text()
+
+    section = hit.get_by_role("button", name="Section")
+    section.click()
+    panel = hit.locator(".context")
+    panel.locator(".chunk").first.wait_for()
+    assert section.get_attribute("aria-expanded") == "true"
+    assert "Raft is a consensus algorithm" in panel.inner_text()
+    assert panel.locator(".chunk.current").count() == 1
+    screenshot(page, "web-search.png")
+
+    hit.get_by_role("button", name="Window").click()
+    page.wait_for_function(
+        "() => document.querySelector('.hit .context-label')?.textContent.startsWith('Window')"
+    )
+    assert section.get_attribute("aria-expanded") == "false"
+    hit.get_by_role("button", name="Window").click()  # a second click folds it away
+    assert panel.is_hidden()
+
+    # Filters with facet counts: "flour" is in a Markdown note and a text file.
+    page.get_by_label("Search mode").select_option("lexical")
+    page.get_by_label("Search your documents").fill("flour")
+    wait_for_citations(page, ["todo (todo.txt#0)", "Bread (cooking.md#0)"])
+    facet = page.locator('fieldset[data-facet="type"]')
+    assert facet.locator('[data-value="markdown"] .count').inner_text() == "1"
+    assert facet.locator('[data-value="text"] .count').inner_text() == "1"
+    assert page.locator('fieldset[data-facet="tag"] [data-value="baking"]').is_visible()
+    facet.locator('[data-value="text"]').click()
+    wait_for_citations(page, ["todo (todo.txt#0)"])
+    assert facet.locator('[data-value="text"]').get_attribute("aria-pressed") == "true"
+    assert facet.locator('[data-value="markdown"]').is_visible()  # counts stay unfiltered
+    page.get_by_role("button", name="Clear filters").click()
+    wait_for_citations(page, ["todo (todo.txt#0)", "Bread (cooking.md#0)"])
+
+    page.get_by_role("link", name="Library").click()
+    page.locator("#library-view").wait_for()
+    page.keyboard.press("/")  # the keyboard shortcut back to the search box
+    page.wait_for_function("() => document.activeElement.id === 'q'")
+    assert not page.locator("#search-view").is_hidden()
+
+
+def test_dropped_file_progress_bar_follows_the_stages_to_complete(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Upload").click()
+    # Every stage a row shows, however fast they go by: each mutation record keeps the
+    # value it replaced.
+    page.evaluate(
+        """() => {
+            window.stagesShown = [];
+            new MutationObserver((records) => {
+                for (const r of records) window.stagesShown.push(r.oldValue);
+            }).observe(document.getElementById("uploads"), {
+                subtree: true, attributes: true, attributeOldValue: true,
+                attributeFilter: ["data-stage"],
+            });
+        }"""
+    )
+    # Drop a file on the zone, as a person dragging it from their desktop would.
+    page.evaluate(
+        """(text) => {
+            const data = new DataTransfer();
+            data.items.add(new File([text], "handbook.md", {type: "text/markdown"}));
+            const zone = document.getElementById("dropzone");
+            zone.dispatchEvent(new DragEvent("dragover", {dataTransfer: data, bubbles: true}));
+            zone.dispatchEvent(new DragEvent("drop", {dataTransfer: data, bubbles: true}));
+        }""",
+        HANDBOOK,
+    )
+    row = page.locator(".upload").filter(has_text="handbook.md")
+    page.locator('.upload[data-stage="complete"]').filter(has_text="handbook.md").wait_for()
+    assert row.locator("progress").evaluate("p => p.value") == 100
+    assert row.locator(".stage-name").inner_text().lower() == "complete"
+    assert row.locator(".stepper li.done").count() == 7
+    shown = [*page.evaluate("window.stagesShown"), "complete"]
+    stages = ["uploading", "queued", "parsing", "chunking", "embedding", "indexing", "complete"]
+    assert [s for s in stages if s in shown] == stages, shown
+    assert [stages.index(s) for s in shown] == sorted(stages.index(s) for s in shown), shown
+    row.get_by_role("link", name="Open in library").click()
+    page.locator("#doc-detail h2", has_text="handbook").wait_for()
+
+    page.get_by_role("link", name="Search").click()
+    page.get_by_label("Search your documents").fill("topic3")
+    page.locator(".hit .citation", has_text="Handbook (handbook.md#").first.wait_for()
+
+
+def test_failed_upload_shows_its_reason_and_a_retry_button(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Upload").click()
+    files: list[FilePayload] = [
+        {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
+        {"name": "meeting.md", "mimeType": "text/markdown", "buffer": HANDBOOK.encode()},
+    ]
+    page.get_by_label("Choose files").set_input_files(files)
+    broken = page.locator(".upload").filter(has_text="broken.md")
+    page.locator('.upload[data-stage="failed"]').filter(has_text="broken.md").wait_for()
+    assert "invalid UTF-8" in broken.locator(".stage-message").inner_text()
+    assert broken.locator(".stepper li.now").inner_text() == "parsing"  # where it stopped
+    page.locator('.upload[data-stage="complete"]').filter(has_text="meeting.md").wait_for()
+    screenshot(page, "web-upload.png")
+
+    documents = site.shelf.documents(user_id=site.user.id)
+    failed = [d.id for d in documents if d.status == "failed"]
+    assert len(failed) == 1
+    before = len(site.shelf.events(document_id=failed[0], user_id=site.user.id))
+    with page.expect_response(lambda r: r.url.endswith("/retry")) as retried:
+        broken.get_by_role("button", name="Retry").click()
+    assert retried.value.status == 202
+    # The job ran again (and, the bytes being what they are, failed again).
+    broken.get_by_role("button", name="Retry").wait_for()
+    assert broken.get_attribute("data-stage") == "failed"
+    events = site.shelf.events(document_id=failed[0], user_id=site.user.id)
+    stages = [e.stage for e in events[before:]]
+    assert stages[0] == "queued" and stages[-1] == "failed"
+    assert site.shelf.job(failed[0]).status == "failed"
+
+
+def test_document_text_is_shown_as_text_never_run(page: Page, site: Site, tmp_path: Path) -> None:
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    (hostile / "evil.md").write_text(XSS_NOTE)
+    site.shelf.add(hostile, user_id=site.user.id)
+    named = site.upload("<img src=x onerror=alert('name')>.md", b"A plain leader.\n")
+    site.wait_for(named, "complete")
+
+    sign_in(page, site.token)
+    page.get_by_label("Search your documents").fill("leader note inside")
+    hit = page.locator(".hit").filter(has_text="window.__xss = 'script'").first
+    hit.wait_for()
+    snippet = hit.locator(".snippet").inner_text()
+    assert "<script>window.__xss = 'script'</script>" in snippet
+    assert "<img src=x onerror=\"window.__xss='img'\">" in snippet
+    assert "<b>bold</b>" in snippet
+    hit.get_by_role("button", name="Section").click()
+    hit.locator(".context .chunk").first.wait_for()
+
+    page.get_by_role("link", name="Library").click()
+    page.locator("#library-table tbody tr").nth(4).wait_for()
+    titles = page.locator("#library-table tbody th").all_inner_texts()
+    assert "<img src=x onerror=alert('name')>" in titles, titles
+    page.get_by_role("link", name="Evil <img", exact=False).click()
+    page.locator("#doc-detail h2").wait_for()
+
+    assert page.evaluate("window.__xss") is None
+    for selector in ("main script", "main img", "main b"):
+        assert page.locator(selector).count() == 0, selector
+
+
+def test_library_lists_status_pages_without_text_links_and_backlinks(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "ideas.md").write_text(
+        "# Ideas\n\nBuild on [[Raft notes]] and [[missing note]]. " + FILLER + "\n"
+    )
+    (vault / "Raft notes.md").write_text("# Raft notes\n\nLeader election in practice.\n")
+    site.shelf.add(vault, user_id=site.user.id)
+    scan = site.upload(
+        "scan.pdf", paged_pdf([["A scanned report, page one."], [], ["Page three."]])
+    )
+    broken = site.upload("broken.md", BAD_UTF8)
+    site.wait_for(scan, "complete")
+    site.wait_for(broken, "failed")
+
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Library").click()
+    rows = page.locator("#library-table tbody tr")
+    rows.nth(6).wait_for()
+    assert "7 documents · 1 failed" in page.locator("#library-status").inner_text()
+    scan_row = rows.filter(has_text="scan")
+    assert scan_row.locator(".badge").inner_text() == "complete"
+    assert scan_row.locator("td.num").first.inner_text() == "1 of 3"
+    assert rows.filter(has_text="broken").locator(".badge").inner_text() == "failed"
+
+    rows.filter(has_text="Ideas").get_by_role("link").click()
+    detail = page.locator("#doc-detail")
+    detail.locator("h2", has_text="Ideas").wait_for()
+    links = detail.locator(".links").first
+    assert "[[raft notes]] → Raft notes" in links.inner_text()  # targets are normalised
+    assert "[[missing note]] → not in your library" in links.inner_text()
+    screenshot(page, "web-library.png")
+
+    links.get_by_role("link", name="Raft notes").click()
+    detail.locator("h2", has_text="Raft notes").wait_for()
+    backlinks = detail.locator(".links")
+    assert backlinks.get_by_role("link", name="Ideas").is_visible()
+    detail.get_by_role("button", name="Raft notes").click()  # read a section in place
+    detail.locator(".context", has_text="Leader election in practice").wait_for()
+
+    rows.filter(has_text="broken").get_by_role("link").click()
+    detail.locator("h2", has_text="broken").wait_for()
+    assert "invalid UTF-8" in detail.locator(".job").inner_text()
+    with page.expect_response(lambda r: r.url.endswith("/retry")) as retried:
+        detail.get_by_role("button", name="Retry").click()
+    assert retried.value.status == 202
