@@ -1,0 +1,258 @@
+"""Reading a whole store for ``docshelf export``: one read-only snapshot, a page of
+documents at a time, each document as its archive line (see ``docshelf.portable``).
+
+The export runs on a connection of its own — a deferred read transaction in
+SQLite (one WAL snapshot), a REPEATABLE READ READ ONLY transaction in
+PostgreSQL — so writers are never blocked and a library that changes during
+the export is dumped as it was when the export began. The SQL is written once
+with ``?`` marks and ``/*C*/`` where PostgreSQL must compare in byte order
+(``COLLATE "C"``, SQLite's own order); the adapters' private helpers are not
+used, so the stores stay closed to this module.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from docshelf.errors import Unavailable
+from docshelf.model import Source, User
+
+PAGE = 200  # documents per page
+
+_DOC_COLS = (
+    "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
+    "added_at, updated_at, status, tags, concept_ids, primary_concept_id, concept_source, "
+    "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
+    "embedding_model"
+)
+_CHUNK_COLS = (
+    "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
+    "page_end, char_start, char_end, token_count, header, text"
+)
+_JOB_COLS = (
+    "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
+    "last_error, blob_sha256, file_type, name, created_at, updated_at"
+)
+_LIST_COLUMNS = {"tags", "concept_ids"}
+
+
+class Reader:
+    """Rows of a store, read through one read-only snapshot. The SQL is written once,
+    with ``?`` marks; ``postgres`` says how the two stores differ (lists are JSON text
+    in SQLite and ``text[]`` in PostgreSQL; vectors are float32 BLOBs or pgvector)."""
+
+    def __init__(self, execute: Callable[[str, Sequence[Any]], list[Any]], postgres: bool):
+        self._execute = execute
+        self.postgres = postgres
+
+    def _rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        if self.postgres:
+            query = query.replace("?", "%s").replace("/*C*/", 'COLLATE "C"')
+        return self._execute(query, params)
+
+    def _list(self, value: Any) -> list[str]:
+        return list(value) if self.postgres else list(json.loads(value))
+
+    def meta(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")}
+
+    def count_documents(self) -> int:
+        return int(self._rows("SELECT count(*) FROM documents")[0][0])
+
+    def users(self) -> list[tuple[User, str | None]]:
+        rows = self._rows(
+            "SELECT id, name, is_admin, created_at, revoked_at, token_hash FROM users "
+            "ORDER BY id /*C*/ "
+        )
+        return [(User(r[0], r[1], bool(r[2]), r[3], r[4]), r[5]) for r in rows]
+
+    def sources(self) -> list[tuple[Source, list[dict[str, Any]]]]:
+        failures: dict[str, list[dict[str, Any]]] = {}
+        for path, source_id, reason, seen_at in self._rows(
+            "SELECT path, source_id, reason, seen_at FROM failures ORDER BY path /*C*/ "
+        ):
+            failures.setdefault(source_id, []).append(
+                {"path": path, "reason": reason, "seen_at": seen_at}
+            )
+        rows = self._rows(
+            "SELECT id, path, kind, host, added_at, user_id FROM sources ORDER BY id /*C*/ "
+        )
+        return [(Source(*r), failures.get(r[0], [])) for r in rows]
+
+    def blob_hashes(self) -> Iterator[str]:
+        """The bytes uploads came from: every job's blob, and every upload's document."""
+        after = ""
+        while True:
+            rows = self._rows(
+                "SELECT sha FROM (SELECT blob_sha256 AS sha FROM jobs UNION "
+                "SELECT sha256 AS sha FROM documents WHERE path LIKE ?) u "
+                "WHERE sha /*C*/ > ? ORDER BY sha /*C*/ LIMIT ?",
+                ("upload://%", after, PAGE * 5),
+            )
+            for (sha,) in rows:
+                yield str(sha)
+            if len(rows) < PAGE * 5:
+                return
+            after = str(rows[-1][0])
+
+    def documents(self) -> Iterator[dict[str, Any]]:
+        """Each document as its archive line (a JSON-ready dict), a page at a time."""
+        after = ""
+        while True:
+            rows = self._rows(
+                f"SELECT {_DOC_COLS} FROM documents WHERE id /*C*/ > ? ORDER BY id /*C*/ LIMIT ?",
+                (after, PAGE),
+            )
+            if not rows:
+                return
+            yield from self._page(rows)
+            after = rows[-1][0]
+
+    def _page(self, rows: Sequence[Any]) -> Iterator[dict[str, Any]]:
+        ids = [r[0] for r in rows]
+        names = [c.strip() for c in _DOC_COLS.split(",")]
+        chunks = self._grouped(
+            f"SELECT document_id, {_CHUNK_COLS} FROM chunks WHERE document_id IN ({{}}) "
+            "ORDER BY document_id, tier, ord",
+            ids,
+        )
+        vectors = {
+            r[0]: bytes(r[1])
+            for r in self._rows(
+                f"SELECT c.id, {_vector_sql(self.postgres)} FROM vectors v "
+                f"JOIN chunks c ON c.seq = v.chunk_seq WHERE c.document_id IN ({_marks(ids)})",
+                ids,
+            )
+        }
+        files = self._grouped(
+            "SELECT document_id, path, source_id, size, mtime_ns FROM files "
+            "WHERE document_id IN ({}) ORDER BY path /*C*/ ",
+            ids,
+        )
+        access = self._grouped(
+            "SELECT document_id, user_id, title, tags, added_at FROM access "
+            "WHERE document_id IN ({}) ORDER BY user_id /*C*/ ",
+            ids,
+        )
+        links = self._grouped(
+            "SELECT document_id, target, heading, alias, embed FROM links "
+            "WHERE document_id IN ({}) ORDER BY ord",
+            ids,
+        )
+        note_names = self._grouped(
+            "SELECT document_id, name, kind FROM note_names WHERE document_id IN ({}) "
+            "ORDER BY kind, name /*C*/ ",
+            ids,
+        )
+        jobs = self._grouped(f"SELECT {_JOB_COLS} FROM jobs WHERE document_id IN ({{}})", ids)
+        for row in rows:
+            doc_id = row[0]
+            record = {
+                n: (self._list(v) if n in _LIST_COLUMNS else v)
+                for n, v in zip(names, row, strict=True)
+            }
+            job = jobs.get(doc_id)
+            yield {
+                "document": record,
+                "files": [
+                    {"path": f[1], "source_id": f[2], "size": f[3], "mtime_ns": f[4]}
+                    for f in files.get(doc_id, [])
+                ],
+                "chunks": [self._chunk(c[1:], vectors.get(c[1])) for c in chunks.get(doc_id, [])],
+                "access": [
+                    {"user_id": a[1], "title": a[2], "tags": self._list(a[3]), "added_at": a[4]}
+                    for a in access.get(doc_id, [])
+                ],
+                "links": [
+                    {"target": k[1], "heading": k[2], "alias": k[3], "embed": bool(k[4])}
+                    for k in links.get(doc_id, [])
+                ],
+                "names": [{"name": n[1], "kind": n[2]} for n in note_names.get(doc_id, [])],
+                "job": _job_json(job[0]) if job else None,
+            }
+
+    def _grouped(self, query: str, ids: Sequence[str]) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {}
+        for row in self._rows(query.format(_marks(ids)), ids):
+            out.setdefault(row[0], []).append(row)
+        return out
+
+    def _chunk(self, r: Sequence[Any], vector: bytes | None) -> dict[str, Any]:
+        if vector is not None and self.postgres:  # pgvector's binary form: big-endian float4s
+            vector = np.frombuffer(vector, dtype=">f4").astype("<f4").tobytes()
+        return {
+            "id": r[0],
+            "tier": r[2],
+            "index": r[3],
+            "parent_id": r[4],
+            "prev_id": r[5],
+            "next_id": r[6],
+            "heading_path": self._list(r[7]),
+            "page_start": r[8],
+            "page_end": r[9],
+            "start": r[10],
+            "end": r[11],
+            "token_count": r[12],
+            "header": r[13],
+            "text": r[14],
+            "vector": base64.b64encode(vector).decode("ascii") if vector is not None else None,
+        }
+
+
+def _marks(ids: Sequence[str]) -> str:
+    return ",".join("?" * len(ids))
+
+
+def _vector_sql(postgres: bool) -> str:
+    # vector_send: int16 dimension, int16 unused, then the float4s
+    return "substr(vector_send(v.embedding), 5)" if postgres else "v.embedding"
+
+
+def _job_json(r: Sequence[Any]) -> dict[str, Any]:
+    names = [c.strip() for c in _JOB_COLS.split(",")]
+    return dict(zip(names, r, strict=True))
+
+
+@contextmanager
+def open_reader(database_url: str) -> Iterator[Reader]:
+    """A reader over one read-only snapshot of the store at ``database_url``."""
+    if database_url.startswith("sqlite:///"):
+        path = Path(database_url.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise Unavailable(f"No library at {path}")
+        db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("BEGIN")  # a deferred read transaction: one WAL snapshot for the export
+            yield Reader(lambda q, p: db.execute(q, p).fetchall(), postgres=False)
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"Reading {path} failed: {exc}") from exc
+        finally:
+            db.close()
+        return
+    try:
+        import psycopg
+        from psycopg import IsolationLevel
+    except ImportError as exc:
+        raise Unavailable(
+            "Exporting from PostgreSQL needs the `postgres` extra: pip install 'docshelf[postgres]'"
+        ) from exc
+    from docshelf.store.postgres import redact
+
+    try:
+        with psycopg.connect(database_url, autocommit=True, connect_timeout=10) as conn:
+            conn.isolation_level = IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
+            with conn.transaction():
+                yield Reader(lambda q, p: conn.execute(q, p).fetchall(), postgres=True)
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise Unavailable(f"Reading {redact(database_url)} failed: {first}") from exc
