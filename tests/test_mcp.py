@@ -29,7 +29,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
 
-TOOLS = {"search_documents", "get_context", "list_sources", "get_document"}
+TOOLS = {"search_documents", "get_context", "list_sources", "get_document", "ask"}
 Session = Callable[[ClientSession], Awaitable[None]]
 
 
@@ -113,6 +113,12 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
         sources = await call(session, "list_sources")
         assert [s["path"] for s in sources["sources"]] == [str(notes.resolve())]
         assert len(sources["documents"]) == 3 and not sources["documents_truncated"]
+
+        answered = await call(session, "ask", question="what do followers do without heartbeats?")
+        assert answered["mode"] == "extractive" and answered["citations"]
+        cited = answered["citations"][0]
+        assert f"[{cited['n']}]" in answered["answer"]
+        assert answered["next_actions"][0]["arguments"]["chunk_id"] == cited["chunk_id"]
 
         document = await call(session, "get_document", document_id=top["document_id"])
         assert document["title"] == "Raft" and document["job"] is None

@@ -240,6 +240,24 @@ class _Tools:
         out["next_actions"] = actions
         return out
 
+    def ask(
+        self,
+        ctx: Context,
+        question: Annotated[str, Field(description="A question about the user's documents")],
+        limit: Annotated[int, Field(ge=1, le=20, description="Hits to answer from")] = 5,
+    ) -> JSON:
+        out = views.answer(self.shelf.ask(question, limit=limit, user_id=self.identity(ctx)))
+        out["next_actions"] = [
+            _action(
+                "get_context",
+                f"Check source [{c['n']}]",
+                chunk_id=c["chunk_id"],
+                mode="parent-section",
+            )
+            for c in out["citations"][:3]
+        ]
+        return out
+
 
 def _translated(fn: Callable[..., JSON]) -> Callable[..., JSON]:
     """The tool body with docshelf's errors as tool errors ``code: message``."""
@@ -281,6 +299,11 @@ def build_server(shelf: Shelf, identity: Identity) -> MCPServer:
         "get_document": (
             "A document's record: title, path, type, tags, status, sections (with chunk ids "
             "for get_context), wiki links and backlinks, and its ingest job if uploaded."
+        ),
+        "ask": (
+            "A grounded answer to a question, with inline [n] citations that map to the "
+            "retrieved chunks (each verified); mode says whether an LLM or the extractive "
+            "offline form wrote it."
         ),
     }
     for name, description in descriptions.items():
