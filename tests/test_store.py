@@ -964,3 +964,20 @@ def test_postgres_without_the_extra_names_the_fix(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(Unavailable, match=r"docshelf\[postgres\]"):
         open_store("postgresql://localhost/x")
+
+
+def test_concept_filters_tag_counts_and_listing_by_id(store: Store) -> None:
+    a, chunks = make_doc(1, "raft consensus", tags=("consensus", "papers"))
+    store.put_document(dataclasses.replace(a, concept_ids=("ds", "cs")), chunks, vecs(2))
+    b, chunks = make_doc(2, "raft bread", tags=("papers",))
+    store.put_document(dataclasses.replace(b, concept_ids=("food",)), chunks, vecs(2))
+    either = SearchFilters(concept_groups=(("ds", "food"),))
+    assert doc_of(store.lexical_search(["raft"], 10, either)) == {"1", "2"}
+    both = SearchFilters(concept_groups=(("ds",), ("cs",)))
+    assert doc_of(store.lexical_search(["raft"], 10, both)) == {"1"}
+    none = SearchFilters(concept_groups=(("nothing",),))
+    assert store.lexical_search(["raft"], 10, none) == []
+    assert store.documents_matching(SearchFilters(concept_groups=(("food",),))) == {b.id}
+    assert store.tag_counts() == {"papers": 2, "consensus": 1}
+    listed = store.list_documents(document_ids=(b.id, "doc_missing"))
+    assert [d.id for d in listed] == [b.id]

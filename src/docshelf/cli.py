@@ -402,6 +402,9 @@ def status(
         console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
         if r["pages_without_text"]:
             console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
+        if r["unmapped_tags"]:
+            tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
+            console.print(f"Tags not in the taxonomy: {tags}")
         console.print(f"Failures: {r['failed']}")
         for f in r["failures"]:
             console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
@@ -417,7 +420,13 @@ def _parse_filters(items: list[str]) -> Any:
     from docshelf.errors import InvalidInput
     from docshelf.store import SearchFilters
 
-    known = {"source": "source_id", "path": "path_prefix", "type": "file_type", "tag": "tags"}
+    known = {
+        "source": "source_id",
+        "path": "path_prefix",
+        "type": "file_type",
+        "tag": "tags",
+        "concept": "concepts",
+    }
     values: dict[str, Any] = {"tags": ()}
     for item in items:
         key, sep, value = item.partition("=")
@@ -427,6 +436,12 @@ def _parse_filters(items: list[str]) -> Any:
             )
         if key == "tag":
             values["tags"] = (*values["tags"], value.lstrip("#"))
+        elif key == "concept":
+            from docshelf.shelf import concept_group
+            from docshelf.taxonomy import configured_taxonomy
+
+            group = concept_group(configured_taxonomy(), value)
+            values["concept_groups"] = (*values.get("concept_groups", ()), group)
         else:
             values[known[key]] = value
     return SearchFilters(**values)
@@ -442,7 +457,7 @@ def search(
         list[str] | None,
         typer.Option(
             "--filter",
-            help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=markdown|text, tag=TAG.",
+            help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=TYPE, tag=TAG, concept=C.",
         ),
     ] = None,
     group: Annotated[

@@ -15,13 +15,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
 from docshelf.errors import InvalidInput
 from docshelf.links import WikiLink, names_for, wikilinks
 from docshelf.model import Chunk, Document, Tier, document_id, fingerprint
 from docshelf.parse import parse
+from docshelf.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,12 +89,19 @@ def prepare(
     count_tokens: Callable[[str], int] = approx_tokens,
     title: str | None = None,
     embedding_model: str | None,
+    taxonomy: Taxonomy | None = None,
 ) -> Prepared:
     fp = fingerprint(data)
     parsed = parse(data, file_type)
     title = title or parsed.title or Path(rel_path).stem or rel_path
+    concepts = Concepts.of(parsed.tags, taxonomy)
     chunks = chunk_document(
-        parsed, fp=fp, title=title, settings=settings, count_tokens=count_tokens
+        parsed,
+        fp=fp,
+        title=title,
+        settings=settings,
+        count_tokens=count_tokens,
+        concepts=concepts.labels,
     )
     now = time.time()
     doc = Document(
@@ -110,6 +118,7 @@ def prepare(
         updated_at=now,
         status="complete",
         tags=parsed.tags,
+        **concepts.fields(),
         page_count=parsed.page_count,
         pages_without_text=parsed.pages_without_text,
         embedding_model=embedding_model,
@@ -120,6 +129,31 @@ def prepare(
     )
     links = wikilinks(parsed) if file_type == "markdown" else []
     return Prepared(doc, chunks, parsed.warnings, links, parsed.aliases)
+
+
+@dataclass(frozen=True)
+class Concepts:
+    """The concepts a document's tags map to in the taxonomy, and their labels."""
+
+    ids: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    version: str | None = None
+
+    @classmethod
+    def of(cls, tags: Sequence[str], taxonomy: Taxonomy | None) -> Concepts:
+        if taxonomy is None:
+            return cls()
+        ids, _ = taxonomy.map_tags(tags)
+        return cls(tuple(ids), tuple(taxonomy.labels(ids)), taxonomy.version)
+
+    def fields(self) -> dict[str, Any]:
+        """The document record's concept fields (SPEC §9)."""
+        return {
+            "concept_ids": self.ids,
+            "primary_concept_id": self.ids[0] if self.ids else None,
+            "concept_source": "frontmatter" if self.ids else None,
+            "taxonomy_version": self.version,
+        }
 
 
 def record_links(

@@ -60,6 +60,7 @@ from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
 from docshelf.store.base import NativeVectorSearch
+from docshelf.taxonomy import Taxonomy, configured_taxonomy
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport, open_transport
 
@@ -103,11 +104,16 @@ class UploadResult:
     linked: bool  # the caller got access by this upload
 
 
-def _with_fields(filters: SearchFilters, parsed: ParsedQuery, user_id: str | None) -> SearchFilters:
+def _with_fields(
+    filters: SearchFilters, parsed: ParsedQuery, user_id: str | None, taxonomy: Taxonomy
+) -> SearchFilters:
     """Filters from the query string (``tag:x`` …) and the caller, on top of ``filters``;
-    a field in the query replaces the same single-valued filter, tags add up."""
+    a field in the query replaces the same single-valued filter, tags and concepts add up
+    (a concept includes its narrower concepts)."""
     given = dict(parsed.fields)
     tags = (*filters.tags, *(value for name, value in parsed.fields if name == "tags"))
+    concepts = [value for name, value in parsed.fields if name == "concepts"]
+    groups = (*filters.concept_groups, *(concept_group(taxonomy, c) for c in concepts))
     return SearchFilters(
         user_id=user_id if user_id is not None else filters.user_id,
         source_id=given.get("source_id", filters.source_id),
@@ -115,7 +121,15 @@ def _with_fields(filters: SearchFilters, parsed: ParsedQuery, user_id: str | Non
         file_type=given.get("file_type", filters.file_type),
         tags=tags,
         document_ids=filters.document_ids,
+        concept_groups=groups,
     )
+
+
+def concept_group(taxonomy: Taxonomy, name: str) -> tuple[str, ...]:
+    """The concept ids a filter on ``name`` (an id or a label) matches; an unknown name
+    matches nothing."""
+    concept = taxonomy.resolve(name)
+    return tuple(sorted(taxonomy.narrower_or_same(concept))) if concept else (name,)
 
 
 def sanitize_filename(name: str) -> str:
@@ -142,6 +156,7 @@ class SearchResult:
     notice: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     candidates: list[str] = field(default_factory=list)  # document ids of the fused pool
+    facets: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,6 +193,7 @@ class Status:
     by_status: dict[str, int]
     by_file_type: dict[str, int]
     pages_without_text: int
+    unmapped_tags: dict[str, int]
     failures: list[Failure]
     failure_count: int
 
@@ -220,6 +236,7 @@ class Shelf:
         self.transport: Transport = open_transport(self.settings.queue_url)
         self.llm: LLM | None = make_llm()
         self.reranker: Reranker | None = make_reranker(self.settings.reranker, self.llm)
+        self.taxonomy: Taxonomy = configured_taxonomy()
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -489,6 +506,7 @@ class Shelf:
             count_tokens=self.count_tokens,
             title=title,
             embedding_model=self.embedder.model_id if self.embedder else None,
+            taxonomy=self.taxonomy,
         )
 
     def _prepare_file(
@@ -649,6 +667,11 @@ class Shelf:
             by_status=s.by_status,
             by_file_type=s.by_file_type,
             pages_without_text=s.pages_without_text,
+            unmapped_tags={
+                tag: n
+                for tag, n in self.store.tag_counts().items()
+                if self.taxonomy.resolve(tag) is None
+            },
             failures=self.store.list_failures(limit=20),
             failure_count=self.store.count_failures(),
         )
@@ -737,7 +760,7 @@ class Shelf:
         if not parsed.text:  # any string is a valid query; this one asks for nothing
             empty = "The query has only filters or exclusions; add words to search for"
             return SearchResult(query=query, mode=mode, hits=[], notice=empty)
-        filters = _with_fields(filters or SearchFilters(), parsed, user_id)
+        filters = _with_fields(filters or SearchFilters(), parsed, user_id, self.taxonomy)
         started = time.perf_counter()
         notice: str | None = None
         if mode != "lexical" and not self._can_embed_queries():
@@ -781,7 +804,25 @@ class Shelf:
             timings["rerank"] = (time.perf_counter() - t) * 1000
         hits = hits[:limit]
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
-        return SearchResult(query, mode, hits, notice, timings, pool)
+        facets = self._facets(pool)
+        return SearchResult(query, mode, hits, notice, timings, pool, facets)
+
+    def _facets(self, document_ids: list[str]) -> dict[str, dict[str, int]]:
+        """Counts per tag, concept and file type over the documents of the candidates."""
+        unique = tuple(dict.fromkeys(document_ids))
+        docs = self.store.list_documents(document_ids=unique) if unique else []
+        facets: dict[str, dict[str, int]] = {"tag": {}, "concept": {}, "type": {}}
+        for doc in docs:
+            for key, values in (
+                ("tag", doc.tags),
+                ("concept", doc.concept_ids),
+                ("type", (doc.file_type,)),
+            ):
+                for value in values:
+                    facets[key][value] = facets[key].get(value, 0) + 1
+        return {
+            k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in facets.items()
+        }
 
     def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
         """The top-K hits in the reranker's order; if it declines, the fused order stands."""

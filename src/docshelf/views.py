@@ -52,6 +52,8 @@ def hit(h: Hit) -> JSON:
 
 def search(r: SearchResult) -> JSON:
     out: JSON = {"query": r.query, "mode": r.mode, "hits": [hit(h) for h in r.hits]}
+    if r.facets:
+        out["facets"] = r.facets
     if r.notice:
         out["notice"] = r.notice
     return out
@@ -144,6 +146,7 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
         "by_status": s.by_status,
         "by_file_type": s.by_file_type,
         "pages_without_text": s.pages_without_text,
+        "unmapped_tags": s.unmapped_tags,
         "pending": s.by_status.get("queued", 0),
         "failed": s.failure_count + s.by_status.get("failed", 0),
         "failures": [{"path": f.path, "reason": f.reason} for f in s.failures],

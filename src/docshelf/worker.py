@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from docshelf import telemetry
 from docshelf.chunk import chunk_document
 from docshelf.errors import DocshelfError, InvalidInput
-from docshelf.ingest import embed_texts, record_links
+from docshelf.ingest import Concepts, embed_texts, record_links
 from docshelf.links import wikilinks
 from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
@@ -207,12 +207,14 @@ class Worker:
         parsed = _parsed_from_json(raw)
         doc = self._document(job)
         title = parsed.title or doc.title
+        concepts = Concepts.of(parsed.tags, self.shelf.taxonomy)
         chunks = chunk_document(
             parsed,
             fp=doc.sha256,
             title=title,
             settings=self.shelf.chunk_settings,
             count_tokens=self.shelf.count_tokens,
+            concepts=concepts.labels,
         )
         counts = {t.value: sum(c.tier is t for c in chunks) for t in Tier}
         updated = Document(
@@ -220,6 +222,7 @@ class Worker:
                 **asdict(doc),
                 "title": title,
                 "tags": parsed.tags,
+                **concepts.fields(),
                 "status": Stage.CHUNKING.value,
                 "chunk_counts": counts,
                 "page_count": parsed.page_count,

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.errors import NotFound
-from docshelf.shelf import CONTEXT_MODES, MAX_LIMIT, SEARCH_MODES
+from docshelf.shelf import CONTEXT_MODES, MAX_LIMIT, SEARCH_MODES, concept_group
 from docshelf.store import SearchFilters
+from docshelf.taxonomy import Taxonomy
 
 router = APIRouter()
 
@@ -101,13 +102,17 @@ class Filters(BaseModel):
     path: str | None = Field(default=None, description="A path prefix")
     type: str | None = Field(default=None, description="A file type: markdown, text")
     tag: list[str] = Field(default_factory=list, description="Tags the document must all have")
+    concept: list[str] = Field(
+        default_factory=list, description="Concepts (ids or labels; narrower ones included)"
+    )
 
-    def to_search_filters(self) -> SearchFilters:
+    def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
         return SearchFilters(
             source_id=self.source,
             path_prefix=self.path,
             file_type=self.type,
             tags=tuple(t.lstrip("#") for t in self.tag),
+            concept_groups=tuple(concept_group(taxonomy, c) for c in self.concept),
         )
 
 
@@ -128,7 +133,7 @@ def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
         body.query,
         limit=body.limit,
         mode=body.mode,
-        filters=body.filters.to_search_filters(),
+        filters=body.filters.to_search_filters(shelf.taxonomy),
         user_id=user.id,
         group=body.group,
         expand=body.expand,

@@ -68,11 +68,17 @@ def lexical_terms(query: str) -> list[str]:
 # -- query syntax ----------------------------------------------------------------------
 # "a phrase"   must appear as written (case and spacing aside)
 # -word        must not appear; -"a phrase" likewise
-# tag:x path:notes/ type:pdf source:src_…   filters, AND-ed with the others
+# tag:x path:notes/ type:pdf source:src_… concept:x   filters, AND-ed with the others
 # Anything else is free text. Unbalanced quotes are plain characters: every
 # string is a valid query.
 
-FIELDS = {"tag": "tags", "path": "path_prefix", "type": "file_type", "source": "source_id"}
+FIELDS = {
+    "tag": "tags",
+    "path": "path_prefix",
+    "type": "file_type",
+    "source": "source_id",
+    "concept": "concepts",
+}
 _TOKEN = re.compile(r'(-?)"([^"]+)"|(\S+)')
 
 

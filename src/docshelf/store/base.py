@@ -42,6 +42,9 @@ class SearchFilters:
     file_type: str | None = None
     tags: tuple[str, ...] = ()
     document_ids: tuple[str, ...] = ()
+    # Each group: concept ids of which a document must have at least one (a concept
+    # and its narrower ones); all groups must match.
+    concept_groups: tuple[tuple[str, ...], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -52,6 +55,7 @@ class SearchFilters:
             or self.file_type
             or self.tags
             or self.document_ids
+            or self.concept_groups
         )
 
 
@@ -124,6 +128,7 @@ class Store(Protocol):
         *,
         source_id: str | None = None,
         user_id: str | None = None,
+        document_ids: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Document]: ...
@@ -230,6 +235,10 @@ class Store(Protocol):
 
     # -- upkeep ----------------------------------------------------------------
     def stats(self) -> StoreStats: ...
+    def tag_counts(self) -> dict[str, int]:
+        """How many documents carry each free-form tag."""
+        ...
+
     def check(self) -> list[str]:
         """Integrity problems, or an empty list when the store is sound."""
         ...

@@ -468,10 +468,13 @@ class PostgresStore:
         *,
         source_id: str | None = None,
         user_id: str | None = None,
+        document_ids: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Document]:
-        where, params = _filter_sql(SearchFilters(source_id=source_id, user_id=user_id))
+        where, params = _filter_sql(
+            SearchFilters(source_id=source_id, user_id=user_id, document_ids=tuple(document_ids))
+        )
         rows = self._q(
             f"SELECT {_DOC_SELECT} FROM documents d WHERE true {where} "
             'ORDER BY d.rel_path COLLATE "C", d.id COLLATE "C" LIMIT %s OFFSET %s',
@@ -952,6 +955,14 @@ class PostgresStore:
         return [Event(*r) for r in rows]
 
     # -- upkeep ----------------------------------------------------------------------------
+    def tag_counts(self) -> dict[str, int]:
+        """How many documents carry each free-form tag."""
+        rows = self._q(
+            "SELECT t, count(*) FROM documents d, unnest(d.tags) t GROUP BY t "
+            'ORDER BY count(*) DESC, t COLLATE "C"'
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def stats(self) -> StoreStats:
         with self._snapshot() as conn:
             one = conn.execute(
@@ -1071,6 +1082,9 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     if f.file_type:
         parts.append("d.file_type = %s")
         params.append(f.file_type)
+    for group in f.concept_groups:
+        parts.append("d.concept_ids && %s::text[]")
+        params.append(list(group))
     for tag in f.tags:
         parts.append("EXISTS (SELECT 1 FROM unnest(d.tags) t WHERE lower(t) = lower(%s))")
         params.append(tag)

@@ -279,10 +279,13 @@ class SQLiteStore:
         *,
         source_id: str | None = None,
         user_id: str | None = None,
+        document_ids: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Document]:
-        where, params = _filter_sql(SearchFilters(source_id=source_id, user_id=user_id))
+        where, params = _filter_sql(
+            SearchFilters(source_id=source_id, user_id=user_id, document_ids=tuple(document_ids))
+        )
         rows = self._q(
             f"SELECT {_DOC_COLUMNS} FROM documents d WHERE 1 = 1 {where} "
             "ORDER BY rel_path, id LIMIT ? OFFSET ?",
@@ -741,6 +744,14 @@ class SQLiteStore:
         return [Event(*r) for r in rows]
 
     # -- upkeep ------------------------------------------------------------------------------
+    def tag_counts(self) -> dict[str, int]:
+        """How many documents carry each free-form tag."""
+        rows = self._q(
+            "SELECT value, COUNT(*) FROM documents d, json_each(d.tags) GROUP BY value "
+            "ORDER BY COUNT(*) DESC, value"
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def stats(self) -> StoreStats:
         one = self._q(
             "SELECT (SELECT COUNT(*) FROM documents), (SELECT COUNT(*) FROM sources), "
@@ -835,6 +846,12 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     for tag in f.tags:
         parts.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE lower(value) = lower(?))")
         params.append(tag)
+    for group in f.concept_groups:
+        parts.append(
+            "EXISTS (SELECT 1 FROM json_each(d.concept_ids) "
+            f"WHERE value IN ({','.join('?' * len(group)) or 'NULL'}))"
+        )
+        params.extend(group)
     if f.document_ids:
         parts.append(f"d.id IN ({','.join('?' * len(f.document_ids))})")
         params.extend(f.document_ids)
