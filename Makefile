@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := .docshelf-sample
 
-.PHONY: install run test lint typecheck pytest pgvector bench docs-cli clean
+.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster cluster-demo docs-cli clean
 
 # Under CI the services are on their standard ports, and their tests must run
 # (a missing service fails them); elsewhere they run only when these are set.
@@ -58,6 +58,23 @@ bench: install
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/upload_load.py
+
+# The scale-out shape on this machine's services (docs/deploy.md): a schema of its own,
+# the API and N `docshelf worker` processes, the sample docs uploaded, one search; all
+# of it stopped and removed at the end. Override the URLs to use other servers.
+CLUSTER_PG_URL   ?= postgresql://postgres@127.0.0.1:5432/test
+CLUSTER_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
+CLUSTER_WORKERS  ?= 2
+
+cluster-demo: install
+	DOCSHELF_TEST_POSTGRES_URL='$(CLUSTER_PG_URL)' bash scripts/setup-pgvector.sh
+	$(BIN)/python scripts/cluster_demo.py --database-url '$(CLUSTER_PG_URL)' \
+		--amqp-url '$(CLUSTER_AMQP_URL)' --workers $(CLUSTER_WORKERS)
+
+# Ingest with 1-3 workers on PostgreSQL + RabbitMQ vs embedded, and search latency
+# SQLite vs PostgreSQL at 100k snippets (BENCHMARKS.md); needs the same services.
+bench-cluster: install
+	$(BIN)/python bench/cluster.py --database-url '$(CLUSTER_PG_URL)' --amqp-url '$(CLUSTER_AMQP_URL)'
 
 # Regenerate docs/cli.md from the commands' --help (a test checks it is current).
 docs-cli: install

@@ -496,3 +496,33 @@ def test_export_and_import_commands(notes: Path, tmp_path: Path) -> None:
 
     missing = cli(dst, "import", str(tmp_path / "nope.zip"))
     assert missing["error"]["code"] == "invalid_input"
+
+
+def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
+    """A column added to the schema must be exported (or deliberately left out here)."""
+    from docshelf import _portable_snapshot as snap
+
+    db = shelf.store._db  # type: ignore[attr-defined]
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {t for t in tables if not t.startswith(("chunks_fts", "sqlite_"))}
+    carried = {"meta", "sources", "failures", "documents", "files", "chunks", "vectors"}
+    carried |= {"users", "access", "jobs", "links", "note_names"}
+    left_out = {"embedding_cache", "job_payloads", "events", "schema_migrations"}
+    assert tables == carried | left_out
+
+    def columns(table: str) -> set[str]:
+        return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+    def listed(cols: str) -> set[str]:
+        return {c.strip() for c in cols.split(",")}
+
+    assert columns("documents") == listed(snap._DOC_COLS)
+    assert columns("chunks") - {"seq"} == listed(snap._CHUNK_COLS)
+    assert columns("jobs") == listed(snap._JOB_COLS)
+    assert columns("users") == {"id", "name", "token_hash", "is_admin", "created_at", "revoked_at"}
+    assert columns("access") == {"user_id", "document_id", "title", "tags", "added_at"}
+    assert columns("sources") == {"id", "path", "kind", "host", "added_at", "user_id"}
+    assert columns("files") == {"path", "source_id", "document_id", "size", "mtime_ns"}
+    assert columns("links") == {"document_id", "ord", "target", "heading", "alias", "embed"}
+    assert columns("note_names") == {"document_id", "name", "kind"}
+    assert columns("failures") == {"path", "source_id", "reason", "seen_at"}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from docshelf.errors import Unavailable
 from docshelf.model import Source, User
 
 PAGE = 200  # documents per page
+log = logging.getLogger("docshelf.portable")
 
 _DOC_COLS = (
     "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
@@ -256,3 +258,18 @@ def open_reader(database_url: str) -> Iterator[Reader]:
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unavailable(f"Reading {redact(database_url)} failed: {first}") from exc
+
+
+def refresh_statistics(database_url: str) -> None:
+    """``ANALYZE`` a PostgreSQL store's tables after a bulk load (best effort)."""
+    import psycopg
+
+    from docshelf.store.postgres import redact
+
+    try:
+        with psycopg.connect(database_url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(
+                "ANALYZE documents, chunks, vectors, files, access, links, note_names, jobs"
+            )
+    except psycopg.Error as exc:  # only the plans suffer; autovacuum will do it later
+        log.warning("ANALYZE after the import failed on %s: %s", redact(database_url), exc)

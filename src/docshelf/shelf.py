@@ -697,7 +697,13 @@ class Shelf:
         """Import an archive made by ``export_library``: nothing is parsed or embedded again."""
         from docshelf import portable
 
-        report = portable.import_library(self.store, self.blobs, Path(path), progress=progress)
+        report = portable.import_library(
+            self.store,
+            self.blobs,
+            Path(path),
+            database_url=self.settings.database_url,
+            progress=progress,
+        )
         for doc_id in report.requeued:
             self.wake_workers(doc_id)
         return report

@@ -133,7 +133,8 @@ class Worker:
     def _advance(self, job: Job) -> None:
         stage = job.stage
         if stage is Stage.QUEUED:
-            stage = self._move(job, Stage.PARSING, f"parsing {job.name}")
+            with self.store.transaction():  # the job update and its event together
+                stage = self._move(job, Stage.PARSING, f"parsing {job.name}")
         while not stage.terminal:
             if self.on_stage:
                 self.on_stage(job, stage)
