@@ -23,12 +23,35 @@ def amqp_url(queue: str) -> str:
     return f"{base}{'&' if '?' in base else '?'}queue={queue}"
 
 
+def _remove(queue: str) -> None:
+    """Delete what a test declared on the broker: the queue, its dead-letter queue and DLX."""
+    import pika
+
+    conn = pika.BlockingConnection(
+        pika.URLParameters(service_url("DOCSHELF_TEST_AMQP_URL", "RabbitMQ"))
+    )
+    try:
+        ch = conn.channel()
+        for name in (queue, f"{queue}.dead"):
+            ch.queue_delete(name)
+        ch.exchange_delete(f"{queue}.dlx")
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def queue() -> Iterator[str]:
+    name = f"docshelf.test.{uuid.uuid4().hex[:8]}"
+    yield name
+    _remove(name)
+
+
 @pytest.fixture(params=["local", "rabbitmq"])
 def transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     if request.param == "local":
         t = open_transport("local")
     else:
-        t = open_transport(amqp_url(f"docshelf.test.{uuid.uuid4().hex[:8]}"))
+        t = open_transport(amqp_url(request.getfixturevalue("queue")))
     yield t
     t.close()
 
@@ -53,15 +76,10 @@ def test_unknown_queue_url() -> None:
         open_transport("kafka://nope")
 
 
-def _drain(transport: Transport) -> None:
-    consumer = transport.consumer()
-    while consumer.wait(0.3):
-        consumer.ack()
-    consumer.close()
 
 
-def test_rabbitmq_unacked_wakeups_are_redelivered() -> None:
-    transport = open_transport(amqp_url(f"docshelf.test.{uuid.uuid4().hex[:8]}"))
+def test_rabbitmq_unacked_wakeups_are_redelivered(queue: str) -> None:
+    transport = open_transport(amqp_url(queue))
     try:
         transport.notify("doc_1")
         first = transport.consumer()
@@ -78,10 +96,9 @@ def test_rabbitmq_unacked_wakeups_are_redelivered() -> None:
         transport.close()
 
 
-def test_rabbitmq_dead_letter_keeps_the_reason() -> None:
+def test_rabbitmq_dead_letter_keeps_the_reason(queue: str) -> None:
     import pika
 
-    queue = f"docshelf.test.{uuid.uuid4().hex[:8]}"
     transport = open_transport(amqp_url(queue))
     try:
         transport.dead_letter("doc_9", "parsing: encrypted")
@@ -96,9 +113,6 @@ def test_rabbitmq_dead_letter_keeps_the_reason() -> None:
                 time.sleep(0.1)
             assert body == b"doc_9"
             assert props.headers["x-docshelf-reason"] == "parsing: encrypted"
-            for name in (queue, f"{queue}.dead"):
-                ch.queue_delete(name)
-            ch.exchange_delete(f"{queue}.dlx")
         finally:
             conn.close()
     finally:
@@ -120,8 +134,8 @@ def test_unreachable_broker_is_unavailable_and_uploads_still_work(isolated_home:
         del os.environ["DOCSHELF_QUEUE_URL"]
 
 
-def test_workers_on_rabbitmq_in_other_processes(isolated_home: Path) -> None:
-    url = amqp_url(f"docshelf.test.{uuid.uuid4().hex[:8]}")
+def test_workers_on_rabbitmq_in_other_processes(isolated_home: Path, queue: str) -> None:
+    url = amqp_url(queue)
     env = {
         **os.environ,
         "DOCSHELF_HOME": str(isolated_home),
@@ -156,4 +170,3 @@ def test_workers_on_rabbitmq_in_other_processes(isolated_home: Path) -> None:
             p.terminate()
         for p in procs:
             p.wait(20)
-        _drain(open_transport(url))
