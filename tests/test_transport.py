@@ -76,8 +76,6 @@ def test_unknown_queue_url() -> None:
         open_transport("kafka://nope")
 
 
-
-
 def test_rabbitmq_unacked_wakeups_are_redelivered(queue: str) -> None:
     transport = open_transport(amqp_url(queue))
     try:
