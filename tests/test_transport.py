@@ -168,3 +168,14 @@ def test_workers_on_rabbitmq_in_other_processes(isolated_home: Path, queue: str)
             p.terminate()
         for p in procs:
             p.wait(20)
+
+
+def test_queue_name_comes_out_of_the_url_and_the_rest_stays_encoded() -> None:
+    from docshelf.transport.rabbitmq import _redacted, _split
+
+    assert _split("amqp://g:g@h:5672/%2F?queue=lib.a&heartbeat=30&x=a%26b") == (
+        "amqp://g:g@h:5672/%2F?heartbeat=30&x=a%26b",
+        "lib.a",
+    )
+    assert _split("amqp://h/")[1] == "docshelf.jobs"
+    assert "secret" not in _redacted("amqp://user:secret@h:5672/")

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import threading
 from typing import Any
-from urllib.parse import parse_qs, urlparse, urlunparse
+from urllib.parse import parse_qs, urlencode, urlparse, urlunparse
 
 import pika
 import pika.exceptions
@@ -42,7 +42,7 @@ def _split(url: str) -> tuple[str, str]:
     parts = urlparse(url)
     query = parse_qs(parts.query)
     queue = query.pop("queue", ["docshelf.jobs"])[0]
-    rest = "&".join(f"{k}={v[0]}" for k, v in query.items())
+    rest = urlencode({k: v[0] for k, v in query.items()})
     return urlunparse(parts._replace(query=rest)), queue
 
 
