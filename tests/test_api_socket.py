@@ -4,8 +4,6 @@ SSE read by a client as it arrives — including a reconnect with Last-Event-ID.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -15,13 +13,13 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 import pytest
-import uvicorn
 
 from docshelf.api import create_app
 from docshelf.shelf import Shelf
 from docshelf.worker import WorkerSettings
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
+from tests.live_server import serve
 
 STAGES = ["queued", "parsing", "chunking", "embedding", "indexing", "complete"]
 METRICS = [
@@ -63,25 +61,11 @@ def server(isolated_home: Path) -> Iterator[Server]:
         sse_poll=0.05,
         sse_ping=0.3,
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    # Off the main thread uvicorn installs no signal handlers.
-    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = sock.getsockname()[1]
     try:
-        yield Server(f"http://127.0.0.1:{port}", shelf, {"Authorization": f"Bearer {token}"})
+        with serve(app) as url:
+            yield Server(url, shelf, {"Authorization": f"Bearer {token}"})
     finally:
-        uv.should_exit = True
-        thread.join(15)
-        sock.close()
         shelf.close()
-    assert not thread.is_alive(), "uvicorn did not shut down"
 
 
 @dataclass
