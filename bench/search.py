@@ -116,16 +116,26 @@ def build(shelf: Shelf, n_snippets: int, rng: np.random.Generator) -> list[str]:
     return vocab[:5000]
 
 
-def measure(shelf: Shelf, queries: list[str]) -> tuple[float, float]:
+def measure(
+    shelf: Shelf, queries: list[str]
+) -> tuple[float, float, dict[str, tuple[float, float]]]:
+    """p50 and p95 of whole searches, and of each stage the search reports."""
     for q in queries[:20]:
         shelf.search(q, limit=10)
     times = []
+    stages: dict[str, list[float]] = {}
     for q in queries:
         t = time.perf_counter()
-        shelf.search(q, limit=10)
+        result = shelf.search(q, limit=10)
         times.append((time.perf_counter() - t) * 1000)
+        for stage, ms in result.timings_ms.items():
+            stages.setdefault(stage, []).append(ms)
     cuts = statistics.quantiles(times, n=100)
-    return cuts[49], cuts[94]
+    per_stage = {}
+    for stage, values in stages.items():
+        c = statistics.quantiles(values, n=100)
+        per_stage[stage] = (c[49], c[94])
+    return cuts[49], cuts[94], per_stage
 
 
 def main() -> None:
@@ -163,6 +173,8 @@ def main() -> None:
             f"        hybrid, including query embedding: p50 {incl[0]:.1f} ms, p95 {incl[1]:.1f} ms"
         )
         print(f"        (one query embedding alone, batched mean: {embed_ms:.1f} ms)")
+        stages = ", ".join(f"{k} {v[0]:.1f}/{v[1]:.1f}" for k, v in incl[2].items())
+        print(f"        per stage p50/p95 ms (with the model): {stages}")
 
 
 if __name__ == "__main__":

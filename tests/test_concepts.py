@@ -99,7 +99,8 @@ def test_concepts_flow_into_documents_headers_filters_and_facets(shelf: Shelf, n
     food = shelf.search("acceptors ballots flour concept:Food", mode="lexical").hits
     assert {h.document.rel_path for h in food} == {"cooking.md"}
     assert shelf.search("flour concept:no-such-thing", mode="lexical").hits == []
-    facets = shelf.search("acceptors ballots flour", mode="lexical").facets
+    assert shelf.search("acceptors ballots flour", mode="lexical").facets == {}
+    facets = shelf.search("acceptors ballots flour", mode="lexical", facets=True).facets
     assert facets["concept"] == {"distributed-systems": 1, "food": 1}
     assert facets["type"]["markdown"] >= 2 and facets["tag"]["baking"] == 1
     assert shelf.status().unmapped_tags == {"reading-list": 1}

@@ -743,13 +743,15 @@ class Shelf:
         user_id: str | None = None,
         group: str = "snippet",
         expand: str | None = None,
+        facets: bool = False,
     ) -> SearchResult:
         """Snippet-first hybrid search: lexical and vector recall, fused, then cited.
 
         The query may hold ``"phrases"``, ``-exclusions`` and ``tag:``/``path:``/
         ``type:``/``source:`` filters. ``group`` keeps the best snippet per
         ``section`` or ``document``; ``expand="parent-section"`` adds each hit's
-        section text, so a caller gets whole arguments in one call."""
+        section text, so a caller gets whole arguments in one call. ``facets`` adds
+        counts per tag, concept and type over the candidates' documents."""
         if not query or not query.strip():
             raise InvalidInput("The query is empty; give some words to search for")
         if mode not in SEARCH_MODES:
@@ -810,8 +812,12 @@ class Shelf:
             timings["rerank"] = (time.perf_counter() - t) * 1000
         hits = hits[:limit]
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
-        facets = self._facets(pool)
-        return SearchResult(query, mode, hits, notice, timings, pool, facets)
+        counts: dict[str, dict[str, int]] = {}
+        if facets:
+            t = time.perf_counter()
+            counts = self._facets(pool)
+            timings["facets"] = (time.perf_counter() - t) * 1000
+        return SearchResult(query, mode, hits, notice, timings, pool, counts)
 
     def _facets(self, document_ids: list[str]) -> dict[str, dict[str, int]]:
         """Counts per tag, concept and file type over the documents of the candidates."""

@@ -125,6 +125,7 @@ class SearchRequest(BaseModel):
     filters: Filters = Field(default_factory=lambda: Filters())
     group: str = Field(default="snippet", description="snippet | section | document")
     expand: str | None = Field(default=None, description="parent-section: add each hit's section")
+    facets: bool = Field(default=True, description="Counts per tag, concept and type")
 
 
 @router.post("/search", summary="Hybrid search over the caller's documents, with citations")
@@ -137,6 +138,7 @@ def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
         user_id=user.id,
         group=body.group,
         expand=body.expand,
+        facets=body.facets,
     )
     return views.search(result)
 
