@@ -53,10 +53,9 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.ingest import make_folder
-from bench.search import FixedQueries, unit
+from bench.search import FixedQueries, synthetic_library, unit
 from docshelf.config import Settings
 from docshelf.embed import make_embedder
-from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
 from docshelf.shelf import Shelf
 from docshelf.worker import Worker, WorkerPool, WorkerSettings
 
@@ -262,70 +261,6 @@ def ingest(args: argparse.Namespace, tmp: Path, n_files: int, embedder: str) -> 
 
 DIM = 384
 PER_DOC = 10
-
-
-def synthetic_library(
-    shelf: Shelf, n_snippets: int, rng: np.random.Generator, spread: float
-) -> tuple[list[str], npt.NDArray[np.float32]]:
-    """bench/search.py's library (documents of ten snippets, Zipf vocabulary, vectors
-    around 200 centres), with the vectors' spread around their centre as a parameter:
-    bench/search.py uses 4.8 (a snippet's cosine to its centre is about 0.2: nearly
-    uniform on the sphere, the hardest case for an ANN index); 1.0 gives about 0.7,
-    closer to how real embeddings cluster. Returns the query vocabulary and centres."""
-    vocab = [f"term{i}" for i in range(30_000)]
-    weights = 1.0 / np.arange(1, len(vocab) + 1)
-    weights /= weights.sum()
-    centres = unit(rng.normal(size=(200, DIM)).astype(np.float32))
-    shelf.store.set_meta("embedding_model", FixedQueries.model_id)
-    shelf.store.set_meta("embedding_dim", str(DIM))
-    with shelf.store.transaction():
-        for d in range(n_snippets // PER_DOC):
-            fp = f"{d:016x}".rjust(64, "0")[::-1]
-            did = document_id(fp)
-            words = rng.choice(len(vocab), size=(PER_DOC, 60), p=weights)
-            texts = [" ".join(vocab[w] for w in row) for row in words]
-            header = f"[DOC: Doc {d}]"
-            section = Chunk(
-                chunk_id(fp, Tier.SECTION, 0),
-                did,
-                Tier.SECTION,
-                0,
-                "\n\n".join(texts),
-                header,
-                0,
-                1,
-            )
-            snippets = [
-                Chunk(
-                    chunk_id(fp, Tier.SNIPPET, i),
-                    did,
-                    Tier.SNIPPET,
-                    i,
-                    t,
-                    header,
-                    0,
-                    1,
-                    parent_id=section.id,
-                )
-                for i, t in enumerate(texts)
-            ]
-            centre = centres[rng.integers(len(centres))]
-            noise = rng.normal(size=(PER_DOC, DIM)).astype(np.float32) / np.sqrt(DIM)
-            doc = Document(
-                did,
-                fp,
-                f"Doc {d}",
-                f"/bench/doc{d}.md",
-                f"doc{d}.md",
-                None,
-                "bench",
-                "markdown",
-                1000,
-                0.0,
-                0.0,
-            )
-            shelf.store.put_document(doc, [section, *snippets], unit(centre + spread * noise))
-    return vocab[:5000], centres
 
 
 def child_peak(args: list[str], env: dict[str, str]) -> tuple[float, float]:
