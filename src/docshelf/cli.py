@@ -104,6 +104,10 @@ class _Run:
             self._shelf = Shelf(self.state.home, **kwargs)
         return self._shelf
 
+    def store_shelf(self) -> Shelf:
+        """A shelf for commands that never embed: no model is bound or checked."""
+        return self.shelf(embedder=None, check_model=False)
+
     def cmd(self, rest: str) -> str:
         return f"{_prefix(self.state)} {rest}"
 
@@ -385,7 +389,7 @@ def status(
     run = _Run(ctx, "status", json_out)
 
     def produce() -> Outcome:
-        shelf = run.shelf(embedder=None, check_model=False)
+        shelf = run.store_shelf()
         st = shelf.status()
         actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
         if st.documents == 0:
@@ -568,7 +572,7 @@ def context(
     run = _Run(ctx, "context", json_out)
 
     def produce() -> Outcome:
-        result = run.shelf(embedder=None, check_model=False).context(chunk_id, mode, window)
+        result = run.store_shelf().context(chunk_id, mode, window)
         others = [
             m for m in ("snippet-window", "parent-section", "section-neighborhood") if m != mode
         ]
@@ -596,7 +600,7 @@ def remove(
     run = _Run(ctx, "remove", json_out)
 
     def produce() -> Outcome:
-        report = run.shelf(embedder=None, check_model=False).remove(source)
+        report = run.store_shelf().remove(source)
         return Outcome(views.report(report), [Action(run.cmd("list"), "See what remains")])
 
     run.finish(produce, _report_render("Removed"))
@@ -633,7 +637,7 @@ def export_(
 
     def produce() -> Outcome:
         with run.progress("Exporting") as progress:
-            shelf = run.shelf(embedder=None, check_model=False)
+            shelf = run.store_shelf()
             report = shelf.export_library(path, overwrite=force, progress=progress)
         return Outcome(
             {
@@ -674,7 +678,7 @@ def import_(
 
     def produce() -> Outcome:
         with run.progress("Importing") as progress:
-            shelf = run.shelf(embedder=None, check_model=False)
+            shelf = run.store_shelf()
             report = shelf.import_library(path, progress=progress)
         return Outcome(
             {
@@ -744,7 +748,7 @@ def eval_(
             if config is not None:
                 parse_config(config)
         ds = load_beir(dataset)
-        main = run.shelf(embedder=None, check_model=False)
+        main = run.store_shelf()
         embedder = make_embedder(main.settings.embedder)
         model = embedder.model_id if embedder else "none"
         home = eval_home(main.settings.home, ds, model)
@@ -840,7 +844,7 @@ def users_create(
     run = _Run(ctx, "users create", json_out)
 
     def produce() -> Outcome:
-        user, token = run.shelf(embedder=None, check_model=False).create_user(name, admin=admin)
+        user, token = run.store_shelf().create_user(name, admin=admin)
         return Outcome(
             {"user_id": user.id, "token": token},
             [Action(run.cmd("users list"), "See all users")],
@@ -859,7 +863,7 @@ def users_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     run = _Run(ctx, "users list", json_out)
 
     def produce() -> Outcome:
-        users = run.shelf(embedder=None, check_model=False).users()
+        users = run.store_shelf().users()
         return Outcome(
             {"users": [_user_json(u) for u in users]},
             [Action(run.cmd("users create NAME"), "Create a user and a token")],
@@ -884,7 +888,7 @@ def users_revoke(
     run = _Run(ctx, "users revoke", json_out)
 
     def produce() -> Outcome:
-        revoked = run.shelf(embedder=None, check_model=False).revoke_user(user)
+        revoked = run.store_shelf().revoke_user(user)
         return Outcome(_user_json(revoked), [Action(run.cmd("users list"), "See all users")])
 
     run.finish(produce, lambda o: console.print(f"Revoked {o.result['name']}."))
@@ -900,7 +904,7 @@ def retry(
     run = _Run(ctx, "retry", json_out)
 
     def produce() -> Outcome:
-        job = run.shelf(embedder=None, check_model=False).retry(document_id)
+        job = run.store_shelf().retry(document_id)
         return Outcome(
             {"document_id": job.document_id, "stage": job.stage.value, "status": job.status},
             [
