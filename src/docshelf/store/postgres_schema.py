@@ -239,3 +239,40 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        4,
+        "enrichment",
+        """
+        -- Enrichment (summary, type, concepts, distillates) follows indexing; NULL
+        -- enriched_at means pending. The lease keeps two workers off one document.
+        ALTER TABLE documents ADD COLUMN enriched_at double precision;
+        ALTER TABLE documents ADD COLUMN enrichment_mode text;
+        ALTER TABLE documents ADD COLUMN enrich_lease_until double precision;
+        CREATE INDEX documents_enrich ON documents(enriched_at) WHERE enriched_at IS NULL;
+
+        -- Distillates: a document's key claims, each citing the chunks it came from.
+        CREATE TABLE distillates (
+            document_id text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ord         integer NOT NULL,
+            text        text NOT NULL,
+            chunk_ids   text[] NOT NULL,
+            mode        text NOT NULL,
+            tsv         tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
+            PRIMARY KEY (document_id, ord)
+        );
+        CREATE INDEX distillates_tsv ON distillates USING gin(tsv);
+
+        -- Enrichment results by (fingerprint, locale, producer).
+        CREATE TABLE enrichment_cache (
+            sha256     text NOT NULL,
+            locale     text NOT NULL,
+            producer   text NOT NULL,
+            data       text NOT NULL,
+            created_at double precision NOT NULL,
+            PRIMARY KEY (sha256, locale, producer)
+        );
+        """,
+    ),
+)

@@ -239,3 +239,52 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        4,
+        "enrichment",
+        """
+        -- Enrichment (summary, type, concepts, distillates) follows indexing; NULL
+        -- enriched_at means pending. The lease keeps two workers off one document.
+        ALTER TABLE documents ADD COLUMN enriched_at REAL;
+        ALTER TABLE documents ADD COLUMN enrichment_mode TEXT;
+        ALTER TABLE documents ADD COLUMN enrich_lease_until REAL;
+        CREATE INDEX documents_enrich ON documents(enriched_at) WHERE enriched_at IS NULL;
+
+        -- Distillates: a document's key claims, each citing the chunks it came from.
+        -- Kept apart from the evidence (chunks) and searchable on their own.
+        CREATE TABLE distillates (
+            seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ord         INTEGER NOT NULL,
+            text        TEXT NOT NULL,
+            chunk_ids   TEXT NOT NULL,  -- JSON list
+            mode        TEXT NOT NULL,
+            UNIQUE (document_id, ord)
+        );
+        CREATE VIRTUAL TABLE distillates_fts USING fts5(
+            text, content='distillates', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER distillates_fts_insert AFTER INSERT ON distillates BEGIN
+            INSERT INTO distillates_fts(rowid, text) VALUES (new.seq, new.text);
+        END;
+        CREATE TRIGGER distillates_fts_delete AFTER DELETE ON distillates BEGIN
+            INSERT INTO distillates_fts(distillates_fts, rowid, text)
+            VALUES ('delete', old.seq, old.text);
+        END;
+
+        -- Enrichment results by (fingerprint, locale, producer): re-enriching the same
+        -- bytes (a re-add, a reindex, another user's copy) costs nothing.
+        CREATE TABLE enrichment_cache (
+            sha256     TEXT NOT NULL,
+            locale     TEXT NOT NULL,
+            producer   TEXT NOT NULL,
+            data       TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (sha256, locale, producer)
+        );
+        """,
+    ),
+)
