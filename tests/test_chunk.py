@@ -463,3 +463,14 @@ def test_approx_tokens_is_not_below_the_real_tokenizer() -> None:
         real = len(tokenizer.encode(paragraph, add_special_tokens=False).ids)
         estimate = approx_tokens(paragraph)
         assert real <= estimate <= 2 * real, paragraph
+
+
+def test_a_chunk_opening_with_headings_is_cited_under_the_last_one() -> None:
+    # "# Notes" alone is below snippet_min, so it joins the next section's snippet; the
+    # snippet's text is about "Raft", and that is where it must be cited.
+    doc = md(f"# Notes\n\n## Raft\n\n{words(35)}\n\n## Paxos\n\n{words(35)}\n")
+    first, second = tier(chunk(doc, SMALL), Tier.SNIPPET)[:2]
+    assert first.text.startswith("# Notes\n\n## Raft")
+    assert first.heading_path == ("Notes", "Raft")
+    assert first.header.endswith("[PATH: Notes > Raft]")
+    assert second.heading_path == ("Notes", "Paxos")

@@ -439,7 +439,9 @@ def _link(
         start, end = group[0].start, group[-1].end
         text = body[start:end]
         pages = [u.page for u in group if u.page is not None]
-        path = group[0].heading_path
+        # Cited where its content sits: a chunk that opens with headings (an H1, then an
+        # H2 and its text) belongs under the last of them, not the first.
+        path = next((u.heading_path for u in group if not u.is_heading), group[-1].heading_path)
         chunks.append(
             Chunk(
                 id=ids[i],

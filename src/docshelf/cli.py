@@ -726,18 +726,35 @@ def eval_(
     per_query: Annotated[
         Path | None, typer.Option(help="Write one JSON line per query to this file.")
     ] = None,
+    long_doc: Annotated[
+        bool,
+        typer.Option(
+            "--long-doc",
+            help="Group passages into multi-section Markdown files and score the cited "
+            "section: hit@1, hit@5, hit@k, MRR and nDCG on (file, heading).",
+        ),
+    ] = False,
+    header: Annotated[
+        str,
+        typer.Option(
+            help="Index with the structural retrieval header (on), without it (off), or "
+            "both, reporting the difference query by query (compare).",
+        ),
+    ] = "on",
     json_out: JsonOpt = False,
 ) -> None:
     """Measure retrieval quality (nDCG, recall, MRR) and latency on BEIR data."""
     run = _Run(ctx, "eval", json_out)
 
     def produce() -> Outcome:
-        from docshelf.config import Settings
+        if long_doc or header != "on":
+            return _eval_variants(run, dataset, mode, against, k, per_query, long_doc, header)
         from docshelf.embed import make_embedder
         from docshelf.evaluate import (
             build_index,
             compare,
             eval_home,
+            eval_settings,
             evaluate,
             load_beir,
             parse_config,
@@ -752,9 +769,8 @@ def eval_(
         embedder = make_embedder(main.settings.embedder)
         model = embedder.model_id if embedder else "none"
         home = eval_home(main.settings.home, ds, model)
-        settings = Settings(home, f"sqlite:///{home / 'docshelf.db'}", embedder=model)
         with (
-            Shelf(settings=settings, embedder=embedder) as shelf,
+            Shelf(settings=eval_settings(home, model), embedder=embedder) as shelf,
             run.progress("Indexing corpus") as progress,
         ):
             mapping = build_index(shelf, ds, progress)
@@ -799,6 +815,42 @@ def eval_(
         console.print(table)
 
     run.finish(produce, render)
+
+
+def _eval_variants(
+    run: _Run,
+    dataset: Path,
+    mode: str,
+    against: str | None,
+    k: int,
+    per_query: Path | None,
+    long_doc: bool,
+    header: str,
+) -> Outcome:
+    """``eval --long-doc`` and ``eval --header off|compare``: one cached index per layout
+    (passages or long files) and header setting."""
+    from docshelf.errors import InvalidInput
+    from docshelf.evaluate_long import run_variants
+
+    if header not in ("on", "off", "compare"):
+        raise InvalidInput(f"Unknown --header {header!r}; use on, off or compare")
+    if header == "compare" and against is not None:
+        raise InvalidInput("--header compare already compares two runs; drop --against")
+    main = run.store_shelf()
+    with run.progress("Indexing corpus") as progress:
+        first, second, result = run_variants(
+            main.settings,
+            dataset,
+            mode=mode,
+            against=against,
+            k=k,
+            long_doc=long_doc,
+            header=header,
+            progress=progress,
+        )
+    if per_query is not None:
+        _write_per_query(per_query, first, second)
+    return Outcome(result, [])
 
 
 def _write_per_query(path: Path, first: Any, second: Any) -> None:

@@ -9,23 +9,27 @@ on the same index without re-embedding.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from docshelf.config import Settings
 from docshelf.errors import InvalidInput
 from docshelf.search.fusion import FusionSettings
 from docshelf.shelf import SEARCH_MODES, Progress, Shelf
 
 # Bump when chunking or indexing changes in a way that invalidates cached eval indexes.
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
+
+T = TypeVar("T", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,11 @@ class EvalResult:
     p95_ms: float
     config: str = ""
     per_query: tuple[QueryResult, ...] = ()
+
+    def metrics(self) -> tuple[tuple[str, str], ...]:
+        """(name in the output, attribute of a per-query result)."""
+        k = self.k
+        return ((f"ndcg@{k}", "ndcg"), (f"recall@{k}", "recall"), (f"mrr@{k}", "mrr"))
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -155,9 +164,21 @@ def paired_randomization_test(
     return (extreme + 1) / (rounds + 1)
 
 
-def compare(a: EvalResult, b: EvalResult) -> dict[str, Any]:
+class Measured(Protocol):
+    """An evaluation run: its summary, per-query figures and which metrics it has."""
+
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def queries(self) -> int: ...
+    @property
+    def per_query(self) -> Sequence[object]: ...
+    def as_json(self) -> dict[str, Any]: ...
+    def metrics(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def compare(a: Measured, b: Measured) -> dict[str, Any]:
     """``b`` against ``a``, query by query, with the paired test's p-value per metric."""
-    k = a.k
     out: dict[str, Any] = {
         "dataset": a.dataset,
         "queries": a.queries,
@@ -165,7 +186,7 @@ def compare(a: EvalResult, b: EvalResult) -> dict[str, Any]:
         "b": b.as_json(),
         "difference": {},
     }
-    for name, attr in ((f"ndcg@{k}", "ndcg"), (f"recall@{k}", "recall"), (f"mrr@{k}", "mrr")):
+    for name, attr in a.metrics():
         xs = [float(getattr(q, attr)) for q in a.per_query]
         ys = [float(getattr(q, attr)) for q in b.per_query]
         out["difference"][name] = {
@@ -239,11 +260,25 @@ def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> 
     }
 
 
-def eval_home(home: Path, ds: Dataset, model: str) -> Path:
-    return home / "eval" / f"{ds.name}-{ds.key()}-{model}-v{INDEX_VERSION}"
+def eval_settings(home: Path, model: str) -> Settings:
+    """Settings of an evaluation index at ``home``: its own SQLite file, the given model,
+    no enrichment (it would change headers and concepts under the measurement)."""
+    settings = Settings(home, f"sqlite:///{home / 'docshelf.db'}", embedder=model)
+    if "enrich" in {f.name for f in dataclasses.fields(Settings)}:
+        off: dict[str, Any] = {"enrich": "off"}
+        settings = dataclasses.replace(settings, **off)
+    return settings
 
 
-def ndcg_at_k(ranked: Sequence[str], grades: dict[str, int], k: int) -> float:
+def eval_home(home: Path, ds: Dataset, model: str, variant: str = "") -> Path:
+    """Where the index of one (dataset, model, variant) is cached; a variant names how the
+    corpus was laid out and chunked (e.g. ``long-no-header``), "" for one document per
+    passage with the production chunker."""
+    tail = f"-{variant}" if variant else ""
+    return home / "eval" / f"{ds.name}-{ds.key()}-{model}{tail}-v{INDEX_VERSION}"
+
+
+def ndcg_at_k(ranked: Sequence[T], grades: Mapping[T, int], k: int) -> float:
     """nDCG with linear gains (as trec_eval's ndcg_cut)."""
     dcg = sum(grades.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted(grades.values(), reverse=True)[:k]
@@ -251,11 +286,11 @@ def ndcg_at_k(ranked: Sequence[str], grades: dict[str, int], k: int) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def recall_at_k(ranked: Sequence[str], grades: dict[str, int], k: int) -> float:
+def recall_at_k(ranked: Sequence[T], grades: Mapping[T, int], k: int) -> float:
     return len(set(ranked[:k]) & set(grades)) / len(grades) if grades else 0.0
 
 
-def mrr_at_k(ranked: Sequence[str], grades: dict[str, int], k: int) -> float:
+def mrr_at_k(ranked: Sequence[T], grades: Mapping[T, int], k: int) -> float:
     for i, d in enumerate(ranked[:k]):
         if d in grades:
             return 1.0 / (i + 1)

@@ -54,8 +54,8 @@ from docshelf.model import (
 )
 from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.rerank import Reranker, make_reranker
-from docshelf.search.fusion import Fused, FusionSettings, as_fused, fuse
-from docshelf.search.query import ParsedQuery, lexical_terms, parse_query, satisfies
+from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, fuse
+from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
@@ -218,7 +218,7 @@ class Shelf:
         self.settings = settings or Settings.from_env(Path(home) if home else None)
         self.store: Store = open_store(self.settings.database_url)
         self.host = socket.gethostname()
-        self.fusion = fusion or FusionSettings()
+        self.fusion = fusion or FusionSettings.from_env()
         self.batch_snippets = batch_snippets
         try:
             self.embedder = self._bind_embedder(embedder, check_model)
@@ -804,7 +804,7 @@ class Shelf:
         timings["fusion"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         wanted = max(limit, self.settings.rerank_top_k) if self.reranker else limit
-        hits, pool = self._hits(fused, wanted, parsed, group, expand)
+        hits, pool = self._hits(fused, wanted, parsed, group, expand, self._named_concepts(parsed))
         timings["fetch"] = (time.perf_counter() - t) * 1000
         if self.reranker is not None and len(hits) > 1:
             t = time.perf_counter()
@@ -870,11 +870,15 @@ class Shelf:
         parsed: ParsedQuery,
         group: str,
         expand: str | None,
+        concepts: tuple[str, ...] = (),
     ) -> tuple[list[Hit], list[str]]:
-        """Fused candidates to cited hits, in order: phrase/exclusion checks, near-identical
-        snippets dropped, one hit per group, optionally with the parent section. Also the
-        document ids of all the candidates, in fused order (what evaluation measures)."""
+        """Fused candidates to cited hits, in order: the concept boost, phrase/exclusion
+        checks, near-identical snippets dropped, one hit per group, optionally with the
+        parent section. Also the document ids of all the candidates, in fused order (what
+        evaluation measures)."""
         chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
+        if concepts:
+            fused = self._boost_concepts(fused, chunks, concepts)
         pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
         docs: dict[str, Document] = {}
         groups: set[str] = set()
@@ -917,6 +921,34 @@ class Shelf:
                 dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
             ]
         return hits, pool
+
+    def _named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
+        """The concepts the query names — in its words (a label or alternative label of the
+        taxonomy) or a ``concept:`` field — with their narrower ones; () when the boost is
+        off."""
+        if self.fusion.concept_boost <= 0:
+            return ()
+        named = self.taxonomy.mentioned(parsed.text, STOPWORDS)
+        for name, value in parsed.fields:
+            concept = self.taxonomy.resolve(value) if name == "concepts" else None
+            if concept is not None:
+                named.append(concept)
+        return tuple(sorted({c for n in named for c in self.taxonomy.narrower_or_same(n)}))
+
+    def _boost_concepts(
+        self, fused: Sequence[Fused], chunks: dict[str, Chunk], concepts: tuple[str, ...]
+    ) -> list[Fused]:
+        """Raise the candidates whose document carries one of ``concepts`` (SPEC §4)."""
+        docs = list(dict.fromkeys(c.document_id for c in chunks.values()))
+        marked: set[str] = set()
+        for start in range(0, len(docs), 400):
+            marked |= self.store.documents_matching(
+                SearchFilters(
+                    document_ids=tuple(docs[start : start + 400]), concept_groups=(concepts,)
+                )
+            )
+        ids = {f.id for f in fused if f.id in chunks and chunks[f.id].document_id in marked}
+        return boost(fused, ids, self.fusion.concept_boost)
 
     # -- context ---------------------------------------------------------------------------
     def context(

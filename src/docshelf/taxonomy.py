@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +24,7 @@ from pathlib import Path
 from docshelf.errors import InvalidInput
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "taxonomy.json"
+_PUNCTUATION = re.compile("[\\s,;:!?()\\[\\]{}\"'\u2018\u2019\u201c\u201d]+")
 
 
 def _key(label: str) -> str:
@@ -89,6 +91,25 @@ class Taxonomy:
     def resolve(self, name: str) -> str | None:
         """The concept id for an id or label, or None."""
         return self._by_label.get(_key(name))
+
+    def mentioned(self, text: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+        """Concept ids whose id or label appears in ``text`` as whole words (phrases of up
+        to four words), in order of first mention; single words in ``ignore`` (e.g.
+        stopwords such as "it") do not count."""
+        words = [w.strip(".") for w in _PUNCTUATION.split(_key(text)) if w.strip(".")]
+        found: dict[str, None] = {}
+        start = 0
+        while start < len(words):
+            step = 1
+            for size in range(min(4, len(words) - start), 0, -1):
+                phrase = " ".join(words[start : start + size])
+                concept = self._by_label.get(phrase)
+                if concept is not None and not (size == 1 and phrase in ignore):
+                    found.setdefault(concept, None)
+                    step = size  # the longest label wins; its words are used up
+                    break
+            start += step
+        return list(found)
 
     def narrower_or_same(self, concept_id: str) -> set[str]:
         """The concept and every concept below it (a filter on a concept includes them)."""

@@ -14,8 +14,11 @@ Which method and which weights are the defaults is decided by measurement
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from docshelf.errors import InvalidInput
 
 Ranking = Sequence[tuple[str, float]]  # (id, score), best first
 
@@ -28,6 +31,22 @@ class FusionSettings:
     vector_weight: float = 0.8
     lexical_weight: float = 0.2
     rrf_k: int = 60
+    # Hits whose document carries a concept the query names: score + boost * |score|.
+    concept_boost: float = 0.1
+
+    @classmethod
+    def from_env(cls) -> FusionSettings:
+        """The defaults, with ``DOCSHELF_CONCEPT_BOOST`` (0 turns the boost off)."""
+        raw = os.environ.get("DOCSHELF_CONCEPT_BOOST", "").strip()
+        if not raw:
+            return cls()
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} is not a number") from None
+        if not 0 <= value <= 10:
+            raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} must be between 0 and 10")
+        return cls(concept_boost=value)
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,19 @@ def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fu
     fused = [Fused(i, score(i), lex.get(i), vec.get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
     return fused
+
+
+def boost(fused: Sequence[Fused], ids: set[str], factor: float) -> list[Fused]:
+    """``fused`` re-sorted after raising the score of ``ids`` by ``factor`` of its size
+    (so a negative score moves toward zero too); parts are kept as they were."""
+    if not ids or factor == 0:
+        return list(fused)
+    out = [
+        Fused(f.id, f.score + factor * abs(f.score), f.lexical, f.vector) if f.id in ids else f
+        for f in fused
+    ]
+    out.sort(key=lambda f: (-f.score, f.id))
+    return out
 
 
 def as_fused(lexical: Ranking, vector: Ranking) -> list[Fused]:

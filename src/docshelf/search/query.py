@@ -8,7 +8,7 @@ from dataclasses import dataclass
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Very common English words: dropped from the lexical query when other words
 # remain, since matching them costs time and adds almost nothing to BM25.
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -61,7 +61,7 @@ def lexical_terms(query: str) -> list[str]:
     every term).
     """
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    content = [w for w in words if w not in _STOPWORDS]
+    content = [w for w in words if w not in STOPWORDS]
     return (content or words)[:MAX_TERMS]
 
 
