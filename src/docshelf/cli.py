@@ -404,6 +404,11 @@ def status(
             f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
         )
         console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
+        vi = r["vector_index"]
+        if vi.get("path") == "ann":
+            console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
+        elif vi.get("needs_build"):
+            console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
         if r["pages_without_text"]:
             console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
         if r["unmapped_tags"]:

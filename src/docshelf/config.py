@@ -34,6 +34,9 @@ class Settings:
     blob_url: str | None = None  # uploaded bytes: $DOCSHELF_HOME/blobs, file:///… or s3://…
     reranker: str = "none"  # none | cross-encoder:/path | llm
     rerank_top_k: int = 20
+    # SQLite: from this many vectors on, an ANN index beside the database answers
+    # vector search (search/ann.py); below it an exact scan. 0 = always exact.
+    ann_threshold: int = 20_000
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -59,6 +62,7 @@ class Settings:
             blob_url=os.environ.get("DOCSHELF_BLOB_URL") or None,
             reranker=os.environ.get("DOCSHELF_RERANKER", "none").strip() or "none",
             rerank_top_k=max(1, int(_number("DOCSHELF_RERANK_TOP_K", cls.rerank_top_k))),
+            ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
         )
 
 

@@ -54,12 +54,14 @@ from docshelf.model import (
 )
 from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.rerank import Reranker, make_reranker
+from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
 from docshelf.store.base import NativeVectorSearch
+from docshelf.store.sqlite import SQLiteStore
 from docshelf.taxonomy import Taxonomy, configured_taxonomy
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport, open_transport
@@ -196,6 +198,8 @@ class Status:
     unmapped_tags: dict[str, int]
     failures: list[Failure]
     failure_count: int
+    # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/ann.py)
+    vector_index: dict[str, object] = field(default_factory=dict)
 
     @property
     def embedding_coverage(self) -> float:
@@ -229,6 +233,12 @@ class Shelf:
         self.chunk_settings = ChunkSettings.for_window(window)
         self.count_tokens = self.embedder.count_tokens if self.embedder else approx_tokens
         self._vectors = ExactVectorIndex(self.store)
+        # SQLite: an ANN index in files beside the database once the library is large
+        self.vector_index: SidecarVectorIndex | None = (
+            SidecarVectorIndex(self.store, self.settings.ann_threshold)
+            if isinstance(self.store, SQLiteStore)
+            else None
+        )
         self.embed_counts = EmbedCounts()
         self.blobs: BlobStore = open_blob_store(self.settings.blob_url, self.settings.home)
         self.metrics = Metrics()
@@ -372,6 +382,7 @@ class Shelf:
             for record in self.store.files_of_source(source.id).values():
                 report.removed += self._drop_file(record)
             self.store.delete_source(source.id)
+        self.maintain_indexes()
         return report
 
     def sources(self) -> list[Source]:
@@ -422,6 +433,7 @@ class Shelf:
             for record in gone.values():
                 report.removed += self._drop_file(record)
             self.store.record_failures(source.id, report.failures)
+        self.maintain_indexes()
         return report
 
     def _drop_file(self, record: FileRecord) -> int:
@@ -674,10 +686,23 @@ class Shelf:
             },
             failures=self.store.list_failures(limit=20),
             failure_count=self.store.count_failures(),
+            vector_index=self.vector_index.state() if self.vector_index else {"path": "native"},
         )
 
     def check(self) -> list[str]:
         return self.store.check()
+
+    def maintain_indexes(self, *, force: bool = False, progress: Progress | None = None) -> str:
+        """Bring the derived indexes beside the store up to date (SQLite's ANN index:
+        switch at the threshold, build, or checkpoint the delta). Never fails a write:
+        search stays correct without it, only slower (it overlays the delta exactly)."""
+        if self.vector_index is None:
+            return "native"
+        try:
+            return self.vector_index.maintain(force=force, progress=progress)
+        except (OSError, ValueError, DocshelfError) as exc:
+            log.warning("could not update the vector index: %s", exc)
+            return f"failed: {exc}"
 
     def export_library(
         self, path: str | Path, *, overwrite: bool = False, progress: Progress | None = None
@@ -706,6 +731,7 @@ class Shelf:
         )
         for doc_id in report.requeued:
             self.wake_workers(doc_id)
+        self.maintain_indexes()
         return report
 
     def reindex(self, progress: Progress | None = None) -> dict[str, object]:
@@ -729,7 +755,8 @@ class Shelf:
                 )
                 self.store.put_vectors([c.id for c in batch], vectors)
                 done += len(batch)
-        return {"embedding_model": model, "snippets": done}
+        index = self.maintain_indexes(progress=progress)
+        return {"embedding_model": model, "snippets": done, "vector_index": index}
 
     # -- search -------------------------------------------------------------------------
     def search(
@@ -857,6 +884,8 @@ class Shelf:
         SQL); else an exact scan of the in-memory matrix, masked by the filters."""
         if isinstance(self.store, NativeVectorSearch):
             return self.store.vector_search(query, limit, filters)
+        if self.vector_index is not None:
+            return self.vector_index.search(query, limit, filters)
         allowed = None if filters.empty else self.store.documents_matching(filters)
         return self._vectors.search(query, limit, allowed)
 

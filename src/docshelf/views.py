@@ -150,6 +150,7 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
         "pending": s.by_status.get("queued", 0),
         "failed": s.failure_count + s.by_status.get("failed", 0),
         "failures": [{"path": f.path, "reason": f.reason} for f in s.failures],
+        "vector_index": s.vector_index,
     }
     if problems is not None:
         out["problems"] = problems

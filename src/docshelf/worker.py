@@ -102,6 +102,7 @@ class Worker:
                     log.exception("worker %s: unexpected error", self.name)
                     worked = False
                 if not worked:
+                    self.shelf.maintain_indexes()  # idle: checkpoint what ingest added
                     consumer.ack()
                     consumer.wait(self.settings.poll_seconds)
         finally:

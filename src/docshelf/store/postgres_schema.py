@@ -276,3 +276,19 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        5,
+        "vector_log",
+        """
+        -- The SQLite store's feed for its sidecar ANN index. PostgreSQL searches with
+        -- pgvector's HNSW inside the store, so nothing writes here; the table keeps
+        -- the two schemas alike.
+        CREATE TABLE vector_log (
+            seq       bigserial PRIMARY KEY,
+            chunk_seq bigint NOT NULL
+        );
+        """,
+    ),
+)

@@ -466,6 +466,103 @@ class SQLiteStore:
         rows = self._q(f"SELECT d.id FROM documents d WHERE 1 = 1 {where}", params)
         return {r[0] for r in rows}
 
+    # -- the sidecar ANN index's feed (search/ann.py); vectors are keyed by chunk seq ----
+    def vector_count(self) -> int:
+        return int(self._q("SELECT COUNT(*) FROM vectors")[0][0])
+
+    def vector_log_position(self) -> int:
+        """The last vector_log entry ever written (0 when none)."""
+        rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'")
+        return int(rows[0][0]) if rows else 0
+
+    def vector_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, chunk seqs whose vector changed after ``after``). Raises
+        ``LookupError`` when entries after ``after`` were pruned (read a newer checkpoint)."""
+        rows = self._q("SELECT seq, chunk_seq FROM vector_log WHERE seq > ? ORDER BY seq", (after,))
+        # Read the prune mark after the rows: a prune that raced the read shows here.
+        if int(self.get_meta("vector_log_pruned") or 0) > after:
+            raise LookupError(f"vector_log was pruned past {after}")
+        position = int(rows[-1][0]) if rows else after
+        return position, list(dict.fromkeys(int(r[1]) for r in rows))
+
+    def prune_vector_log(self, through: int) -> None:
+        with self.transaction():
+            self._x("DELETE FROM vector_log WHERE seq <= ?", (through,))
+            self._x(
+                "INSERT INTO meta(key, value) VALUES ('vector_log_pruned', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = "
+                "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                (str(through),),
+            )
+
+    def vectors_by_seq(
+        self, seqs: Sequence[int]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The vectors of those chunk seqs that still have one (in seq order)."""
+        rows: list[sqlite3.Row] = []
+        for batch in iter_batches(list(seqs), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            rows += self._q(
+                f"SELECT chunk_seq, embedding FROM vectors WHERE chunk_seq IN ({marks})", batch
+            )
+        rows.sort(key=lambda r: int(r[0]))
+        return self._seq_matrix(rows)
+
+    def iter_vectors(
+        self, batch: int = 20_000
+    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """Every vector, ``batch`` rows at a time in seq order (never all in memory)."""
+        last = -1
+        while True:
+            rows = self._q(
+                "SELECT chunk_seq, embedding FROM vectors WHERE chunk_seq > ? "
+                "ORDER BY chunk_seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield self._seq_matrix(rows)
+
+    def _seq_matrix(
+        self, rows: Sequence[sqlite3.Row]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        dim = int(self.get_meta("embedding_dim") or 0)
+        seqs = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            return seqs, np.zeros((0, dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return seqs, matrix.reshape(len(rows), -1)
+
+    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for those seqs that search may show: a snippet with a
+        vector, of a complete document matching the filters."""
+        where, params = _filter_sql(filters)
+        found: dict[int, str] = {}
+        for batch in iter_batches(list(seqs), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            for r in self._q(
+                "SELECT c.seq, c.id FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq "
+                "JOIN documents d ON d.id = c.document_id "
+                f"WHERE c.seq IN ({marks}) AND d.status = 'complete' {where}",
+                [*batch, *params],
+            ):
+                found[int(r[0])] = r[1]
+        return found
+
+    def vectors_matching(
+        self, filters: SearchFilters
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The vectors search may show under these filters (for very selective ones)."""
+        where, params = _filter_sql(filters)
+        rows = self._q(
+            "SELECT v.chunk_seq, v.embedding FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq "
+            f"JOIN documents d ON d.id = c.document_id WHERE d.status = 'complete' {where} "
+            "ORDER BY v.chunk_seq",
+            params,
+        )
+        return self._seq_matrix(rows)
+
     # -- embedding cache -----------------------------------------------------------------
     def cached_embeddings(
         self, model: str, text_hashes: Sequence[str]

@@ -288,3 +288,35 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        5,
+        "vector_log",
+        """
+        -- Which snippet vectors changed, in commit order, while the sidecar ANN index
+        -- is on (meta vector_index = 'ann:<epoch>'; search/ann.py). The index file is a
+        -- checkpoint at one log position; the entries after it are the delta search
+        -- overlays exactly, so a crash between a commit and the index can hide nothing.
+        CREATE TABLE vector_log (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_seq INTEGER NOT NULL
+        );
+        CREATE TRIGGER vectors_log_insert AFTER INSERT ON vectors
+        WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'vector_index' AND value LIKE 'ann:%')
+        BEGIN
+            INSERT INTO vector_log(chunk_seq) VALUES (new.chunk_seq);
+        END;
+        CREATE TRIGGER vectors_log_update AFTER UPDATE ON vectors
+        WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'vector_index' AND value LIKE 'ann:%')
+        BEGIN
+            INSERT INTO vector_log(chunk_seq) VALUES (new.chunk_seq);
+        END;
+        CREATE TRIGGER vectors_log_delete AFTER DELETE ON vectors
+        WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'vector_index' AND value LIKE 'ann:%')
+        BEGIN
+            INSERT INTO vector_log(chunk_seq) VALUES (old.chunk_seq);
+        END;
+        """,
+    ),
+)

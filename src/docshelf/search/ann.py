@@ -1,0 +1,472 @@
+"""The sidecar ANN index of the SQLite store: a usearch HNSW graph in files beside
+the database, derived from the store and never trusted over it.
+
+How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
+
+- While the index is on (meta ``vector_index = 'ann:<epoch>'``), triggers in the
+  store append every changed vector's chunk seq to ``vector_log`` *in the same
+  transaction* as the change. The index file is a **checkpoint**: the graph as of
+  one log position. Search answers from the checkpoint plus the **delta** — the
+  log entries after it, read back from the store and scanned exactly — so a crash
+  between a commit and an index update can hide nothing and resurrect nothing:
+  a chunk in the delta is answered from the store, never from the graph.
+- Every candidate is checked against the store before it is returned (it still has
+  a vector, its document is complete and matches the filters).
+- Checkpoints are written by whoever holds ``lock`` (``maintain()``: after ingest,
+  by idle workers, by ``reindex``) to a new file, then published by atomically
+  replacing ``current.json``; readers map the file read-only (``view``), so many
+  processes share one copy in the page cache and a reload costs nothing.
+- A checkpoint from another epoch, model or dimension is ignored (exact search
+  answers until ``maintain()`` rebuilds); below ``threshold`` vectors exact search
+  stays and no log is kept. The switch is recorded in the store's meta.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.search.vector import ExactVectorIndex
+from docshelf.store.base import SearchFilters
+
+if TYPE_CHECKING:
+    from docshelf.store.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_THRESHOLD = 20_000  # vectors; below this an exact scan is fast enough (BENCHMARKS.md)
+CONNECTIVITY = 16  # HNSW "M"
+EXPANSION_ADD = 128  # "efConstruction"
+EXPANSION_SEARCH = 256  # "ef" (BENCHMARKS.md: recall and latency by ef)
+DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.py)
+MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What ``current.json`` says about the published index file."""
+
+    epoch: str
+    file: str
+    position: int  # vector_log position folded into the file
+    generation: int  # the store's generation when it was taken
+    model: str
+    dim: int
+    count: int  # vectors in the graph
+    built_count: int  # vectors at the last full build
+    replaced: int  # removals since that build (tombstones in the graph)
+    created_at: float
+
+
+def index_dir(store: SQLiteStore) -> Path:
+    """Beside the database: ``docshelf.db`` → ``docshelf.ann/``."""
+    return store.path.with_name(store.path.stem + ".ann")
+
+
+class SidecarVectorIndex:
+    """Vector search for the SQLite store: exact below ``threshold`` vectors, the
+    checkpointed graph plus the exact delta above it."""
+
+    def __init__(self, store: SQLiteStore, threshold: int = DEFAULT_THRESHOLD) -> None:
+        self._store = store
+        self.threshold = threshold
+        self.directory = index_dir(store)
+        self._exact = ExactVectorIndex(store)
+        self._lock = threading.RLock()
+        self._generation: object = None  # _version() when last synced
+        self._maintained: object = None  # _version() maintain() last looked at
+        self._checkpoint: Checkpoint | None = None
+        self._graph: Any = None  # usearch.index.Index (a read-only view)
+        self._position = 0
+        self._delta: dict[int, npt.NDArray[np.float32]] = {}  # seq -> current vector
+        self._changed: set[int] = set()  # seqs the graph must not answer for
+        self._delta_keys = np.zeros(0, dtype=np.int64)
+        self._delta_matrix = np.zeros((0, 0), dtype=np.float32)
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """Which path answers now: ``ann`` or ``exact``."""
+        with self._lock:
+            self._sync()
+            return "ann" if self._graph is not None else "exact"
+
+    def search(
+        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, cosine similarity), best first, filters honoured."""
+        if limit <= 0:
+            return []
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        with self._lock:
+            self._sync()
+            if self._graph is None:
+                allowed = None if filters.empty else self._store.documents_matching(filters)
+                return self._exact.search(q, limit, allowed)
+            fetch = limit + 10 if filters.empty else 4 * limit
+            while True:
+                candidates = self._candidates(q, fetch)
+                visible = self._store.visible_snippets([s for s, _ in candidates], filters)
+                hits = [(visible[s], score) for s, score in candidates if s in visible]
+                exhausted = len(candidates) < fetch
+                if len(hits) >= limit or exhausted:
+                    return hits[:limit]
+                if fetch >= MAX_FETCH:
+                    break
+                fetch = min(MAX_FETCH, fetch * 8)
+        # A very selective filter: few vectors match, so scan exactly those.
+        return self._exact_matching(q, limit, filters)
+
+    def _candidates(self, q: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The best ``k`` seqs of graph + delta, graph entries the delta supersedes left out."""
+        scores: dict[int, float] = {}
+        self._graph.expansion_search = max(EXPANSION_SEARCH, k)
+        want = k + len(self._changed) if len(self._changed) < k else 2 * k
+        found = self._graph.search(q, min(want, len(self._graph)))
+        for key, distance in zip(found.keys.tolist(), found.distances.tolist(), strict=True):
+            if key not in self._changed:
+                scores[int(key)] = 1.0 - float(distance)  # ip distance is 1 - dot
+        if len(self._delta_keys):
+            sims = self._delta_matrix @ q
+            top = np.argsort(-sims, kind="stable")[:k]
+            for i in top:
+                scores[int(self._delta_keys[i])] = float(sims[i])
+        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+        return ranked[:k]
+
+    def _exact_matching(
+        self, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        seqs, matrix = self._store.vectors_matching(filters)
+        if not len(seqs):
+            return []
+        sims = matrix @ q
+        top = np.argsort(-sims, kind="stable")[:limit]
+        visible = self._store.visible_snippets([int(seqs[i]) for i in top], filters)
+        return [(visible[int(seqs[i])], float(sims[i])) for i in top if int(seqs[i]) in visible]
+
+    def _sync(self) -> None:
+        """Catch up with the store: reopen a newer checkpoint, read the delta."""
+        generation = self._version()
+        if generation == self._generation:
+            return
+        mode = self._store.get_meta("vector_index") or "exact"
+        checkpoint = self._usable_checkpoint(mode)
+        if checkpoint is None:
+            self._close_graph()
+            self._generation = generation
+            return
+        if checkpoint != self._checkpoint:
+            self._open(checkpoint)
+        try:
+            position, changed = self._store.vector_changes(self._position)
+        except LookupError:  # pruned past us: a newer checkpoint was published
+            self._generation = None
+            self._checkpoint = None
+            checkpoint = self._usable_checkpoint(mode)
+            if checkpoint is None:
+                self._close_graph()
+                return
+            self._open(checkpoint)
+            position, changed = self._store.vector_changes(self._position)
+        if changed:
+            seqs, matrix = self._store.vectors_by_seq(changed)
+            present = dict(zip(seqs.tolist(), matrix, strict=True))
+            for seq in changed:
+                self._changed.add(seq)
+                if seq in present:
+                    self._delta[seq] = present[seq]
+                else:
+                    self._delta.pop(seq, None)
+            self._delta_keys = np.fromiter(self._delta, dtype=np.int64, count=len(self._delta))
+            self._delta_matrix = (
+                np.stack(list(self._delta.values()))
+                if self._delta
+                else np.zeros((0, checkpoint.dim), dtype=np.float32)
+            )
+        self._position = position
+        self._generation = generation
+
+    def _version(self) -> tuple[int, str | None, str | None, str | None]:
+        """What the index's validity depends on: the generation (bumped by every change
+        to chunks and vectors) and the meta keys that bind the index."""
+        meta = self._store.get_meta
+        return (
+            self._store.generation(),
+            meta("vector_index"),
+            meta("embedding_model"),
+            meta("embedding_dim"),
+        )
+
+    def _usable_checkpoint(self, mode: str) -> Checkpoint | None:
+        if not mode.startswith("ann:"):
+            return None
+        checkpoint = read_checkpoint(self.directory)
+        if checkpoint is None or checkpoint.epoch != mode[4:]:
+            return None
+        if checkpoint.model != (self._store.get_meta("embedding_model") or ""):
+            return None
+        if checkpoint.dim != int(self._store.get_meta("embedding_dim") or 0):
+            return None
+        if not (self.directory / checkpoint.file).exists():
+            return None
+        return checkpoint
+
+    def _open(self, checkpoint: Checkpoint) -> None:
+        from usearch.index import Index
+
+        self._graph = Index.restore(str(self.directory / checkpoint.file), view=True)
+        self._checkpoint = checkpoint if self._graph is not None else None
+        self._position = checkpoint.position
+        self._delta = {}
+        self._changed = set()
+        self._delta_keys = np.zeros(0, dtype=np.int64)
+        self._delta_matrix = np.zeros((0, checkpoint.dim), dtype=np.float32)
+
+    def _close_graph(self) -> None:
+        self._graph = None
+        self._checkpoint = None
+        self._delta = {}
+        self._changed = set()
+        self._delta_keys = np.zeros(0, dtype=np.int64)
+
+    def state(self) -> dict[str, object]:
+        """For ``status``: which path answers, and how far the index is behind (read
+        from the files and the log; the graph itself is not opened)."""
+        mode = self._store.get_meta("vector_index") or "exact"
+        c = self._usable_checkpoint(mode)
+        delta = 0
+        if c is not None:
+            try:
+                delta = len(self._store.vector_changes(c.position)[1])
+            except LookupError:
+                c = None
+        return {
+            "path": "ann" if c is not None else "exact",
+            "recorded": mode.split(":")[0],  # the switch as the store records it
+            "threshold": self.threshold,
+            "indexed": c.count if c else 0,
+            "delta": delta,
+            "checkpoint_position": c.position if c else None,
+            "file_bytes": (self.directory / c.file).stat().st_size if c else 0,
+            "needs_build": mode.startswith("ann:") and c is None,
+        }
+
+    # -- writing (one process at a time, under the lock file) ---------------------------------
+    def maintain(self, *, force: bool = False, progress: Progress | None = None) -> str:
+        """Bring the files in line with the store: switch on or off at the threshold,
+        build, or fold the delta into a new checkpoint when it has grown (``force``:
+        whenever there is any). Returns what it did; ``busy`` when another process
+        holds the lock (it is doing the same work)."""
+        generation = self._version()
+        if generation == self._maintained and not force:
+            return "current"
+        with self._lock, _file_lock(self.directory) as held:
+            if not held:
+                return "busy"
+            self._maintained = generation
+            store = self._store
+            mode = store.get_meta("vector_index") or "exact"
+            count = store.vector_count()
+            if self.threshold <= 0 or (
+                mode.startswith("ann:") and count < self.threshold // 2 and not force
+            ):
+                return self._switch_off() if mode.startswith("ann:") else "exact"
+            if not mode.startswith("ann:"):
+                if count < self.threshold and not force:
+                    return "exact"
+                epoch = uuid.uuid4().hex[:12]
+                with store.transaction():
+                    store.set_meta("vector_index", f"ann:{epoch}")
+                self._build(epoch, progress)
+                return "built"
+            epoch = mode[4:]
+            current = read_checkpoint(self.directory)
+            usable = self._usable_checkpoint(mode)
+            if usable is None:
+                self._build(epoch, progress)
+                return "rebuilt"
+            try:
+                position, changed = store.vector_changes(usable.position)
+            except LookupError:
+                self._build(epoch, progress)
+                return "rebuilt"
+            if not changed:
+                if current and store.get_meta("vector_log_pruned") != str(current.position):
+                    store.prune_vector_log(current.position)
+                return "current"
+            if not force and len(changed) < max(1_000, usable.count // 100):
+                return "deferred"
+            if usable.replaced + len(changed) > usable.built_count // 2:
+                self._build(epoch, progress)
+                return "rebuilt"
+            self._fold(usable, position, changed)
+            return "checkpointed"
+
+    def _switch_off(self) -> str:
+        with self._store.transaction():
+            self._store.set_meta("vector_index", "exact")
+        self._store.prune_vector_log(self._store.vector_log_position())
+        _remove_files(self.directory, keep=None)
+        self._generation = None
+        return "switched to exact"
+
+    def _build(self, epoch: str, progress: Progress | None) -> None:
+        """A new graph from every vector in the store. The log position is read first:
+        whatever changes while the build streams is logged after it and overlaid."""
+        from usearch.index import Index
+
+        store = self._store
+        position = store.vector_log_position()
+        generation = store.generation()
+        dim = int(store.get_meta("embedding_dim") or 0)
+        model = store.get_meta("embedding_model") or ""
+        total = store.vector_count()
+        graph = Index(
+            ndim=dim,
+            metric="ip",
+            dtype=DTYPE,
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+        )
+        done = 0
+        for seqs, matrix in store.iter_vectors():
+            if matrix.shape[1] != dim:
+                raise ValueError(f"vector of {matrix.shape[1]} dims in a {dim}-dim library")
+            graph.add(seqs.astype(np.uint64), matrix)
+            done += len(seqs)
+            if progress:
+                progress(done, total, "building the vector index")
+        self._publish(graph, epoch, position, generation, model, dim, len(graph), 0)
+
+    def _fold(self, base: Checkpoint, position: int, changed: list[int]) -> None:
+        """The published graph with the delta applied, as a new checkpoint."""
+        from usearch.index import Index
+
+        graph = Index.restore(str(self.directory / base.file))
+        if graph is None:
+            raise ValueError(f"{base.file} is not a usearch index")
+        keys = np.asarray(changed, dtype=np.uint64)
+        removed = int(graph.remove(keys))
+        seqs, matrix = self._store.vectors_by_seq(changed)
+        if len(seqs):
+            graph.add(seqs.astype(np.uint64), matrix)
+        self._publish(
+            graph,
+            base.epoch,
+            position,
+            self._store.generation(),
+            base.model,
+            base.dim,
+            len(graph),
+            base.replaced + removed,
+            built_count=base.built_count,
+        )
+
+    def _publish(
+        self,
+        graph: Any,
+        epoch: str,
+        position: int,
+        generation: int,
+        model: str,
+        dim: int,
+        count: int,
+        replaced: int,
+        *,
+        built_count: int | None = None,
+    ) -> None:
+        """Write the graph to a new file, then point ``current.json`` at it atomically;
+        only then is the log pruned and the previous file removed."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = f"index-{position}-{uuid.uuid4().hex[:8]}.usearch"
+        tmp = self.directory / (name + ".tmp")
+        graph.save(str(tmp))
+        _fsync(tmp)
+        os.replace(tmp, self.directory / name)
+        checkpoint = Checkpoint(
+            epoch=epoch,
+            file=name,
+            position=position,
+            generation=generation,
+            model=model,
+            dim=dim,
+            count=count,
+            built_count=count if built_count is None else built_count,
+            replaced=replaced,
+            created_at=time.time(),
+        )
+        write_checkpoint(self.directory, checkpoint)
+        self._store.prune_vector_log(position)
+        _remove_files(self.directory, keep=name)
+        self._generation = None  # reopen on the next search
+
+
+def read_checkpoint(directory: Path) -> Checkpoint | None:
+    try:
+        data = json.loads((directory / "current.json").read_text())
+        return Checkpoint(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
+    tmp = directory / "current.json.tmp"
+    tmp.write_text(json.dumps(asdict(checkpoint), indent=1))
+    _fsync(tmp)
+    os.replace(tmp, directory / "current.json")
+    _fsync(directory)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_files(directory: Path, keep: str | None) -> None:
+    """Old index files and leftovers of interrupted writes (a reader that still maps an
+    old file keeps its pages until it lets go)."""
+    if not directory.exists():
+        return
+    for path in directory.iterdir():
+        if path.name.startswith("index-") and path.name != keep:
+            path.unlink(missing_ok=True)
+    if keep is None:
+        (directory / "current.json").unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _file_lock(directory: Path) -> Iterator[bool]:
+    """An exclusive, non-blocking lock on ``directory/lock`` (True when held)."""
+    import fcntl
+
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,360 @@
+"""The SQLite store's sidecar ANN index (search/ann.py): recall against exact search,
+the threshold switch, filters, and repair after writes the index never saw."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
+from docshelf.search.ann import SidecarVectorIndex, read_checkpoint
+from docshelf.shelf import Shelf
+from docshelf.store.base import SearchFilters
+from docshelf.store.sqlite import SQLiteStore
+from tests.fakes import HashEmbedder
+
+DIM = 64
+PER_DOC = 10
+
+
+def unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    out: npt.NDArray[np.float32] = (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(
+        np.float32
+    )
+    return out
+
+
+def clustered(n: int, rng: np.random.Generator, spread: float = 1.0) -> npt.NDArray[np.float32]:
+    """``n`` unit vectors around 50 centres (a cosine of about 0.7 to their centre)."""
+    centres = unit(rng.normal(size=(50, DIM)).astype(np.float32))
+    noise = rng.normal(size=(n, DIM)).astype(np.float32) / np.sqrt(DIM)
+    return unit(centres[rng.integers(50, size=n)] + spread * noise)
+
+
+def put_doc(
+    store: SQLiteStore,
+    n: int,
+    vectors: npt.NDArray[np.float32],
+    *,
+    file_type: str = "markdown",
+    version: int = 0,
+) -> str:
+    """Document ``n`` with one snippet per vector row (``version`` changes its content)."""
+    fp = f"{n:08x}{version:08x}".rjust(64, "0")[::-1]
+    did = document_id(f"{n:016x}".rjust(64, "0")[::-1])
+    chunks = [
+        Chunk(chunk_id(fp, Tier.SNIPPET, i), did, Tier.SNIPPET, i, f"text {n} {i}", "[h]", 0, 1)
+        for i in range(len(vectors))
+    ]
+    doc = Document(
+        did, fp, f"Doc {n}", f"/lib/d{n}.md", f"d{n}.md", None, "test", file_type, 10, 0.0, 0.0
+    )
+    store.put_document(doc, chunks, vectors)
+    return did
+
+
+def fill(store: SQLiteStore, vectors: npt.NDArray[np.float32], first: int = 0) -> list[str]:
+    store.set_meta("embedding_model", "fake")
+    store.set_meta("embedding_dim", str(DIM))
+    ids = []
+    with store.transaction():
+        for d in range(0, len(vectors), PER_DOC):
+            file_type = "markdown" if (first + d // PER_DOC) % 2 == 0 else "text"
+            ids.append(
+                put_doc(store, first + d // PER_DOC, vectors[d : d + PER_DOC], file_type=file_type)
+            )
+    return ids
+
+
+def exact(store: SQLiteStore, q: npt.NDArray[np.float32], k: int) -> list[str]:
+    snap = store.vector_snapshot()
+    order = np.argsort(-(snap.matrix @ q), kind="stable")[:k]
+    return [snap.chunk_ids[i] for i in order]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "docshelf.db")
+    yield s
+    s.close()
+
+
+NONE = SearchFilters()
+
+
+# -- recall ---------------------------------------------------------------------------
+
+
+def test_recall_at_10_of_the_ann_path_against_exact_search(store: SQLiteStore) -> None:
+    vectors = clustered(20_200, np.random.default_rng(11))
+    fill(store, vectors[:20_000])
+    index = SidecarVectorIndex(store, threshold=1_000)
+    assert index.maintain() == "built"
+    assert index.path == "ann"
+    queries = vectors[20_000:]  # the same law, not in the index
+    found = 0
+    for q in queries:
+        want = set(exact(store, q, 10))
+        got = [cid for cid, _ in index.search(q, 10, NONE)]
+        assert len(got) == 10
+        found += len(want & set(got))
+    assert found / (10 * len(queries)) >= 0.97
+
+
+def test_scores_are_cosine_similarities_like_the_exact_path(store: SQLiteStore) -> None:
+    vectors = clustered(400, np.random.default_rng(1))
+    fill(store, vectors)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    (top, score), *_ = index.search(vectors[7], 5, NONE)
+    assert top == exact(store, vectors[7], 1)[0]
+    assert score == pytest.approx(1.0, abs=2e-3)  # the graph keeps half precision
+
+
+# -- the switch ---------------------------------------------------------------------------
+
+
+def test_below_the_threshold_exact_search_stays_and_the_switch_is_recorded(
+    store: SQLiteStore,
+) -> None:
+    rng = np.random.default_rng(2)
+    ids = fill(store, clustered(150, rng))
+    index = SidecarVectorIndex(store, threshold=250)
+    assert index.maintain() == "exact"
+    assert index.path == "exact"
+    assert store.get_meta("vector_index") in (None, "exact")
+    assert not index.directory.exists() or read_checkpoint(index.directory) is None
+    put_doc(store, 99, clustered(10, rng))  # nothing is logged while exact
+    assert store.vector_log_position() == 0
+
+    fill(store, clustered(100, rng), first=100)  # 260 vectors
+    assert index.maintain() == "built"
+    assert (store.get_meta("vector_index") or "").startswith("ann:")
+    state = index.state()
+    assert state["path"] == "ann" and state["indexed"] == 260 and state["delta"] == 0
+
+    for did in ids:  # well below half the threshold: back to exact, files and log gone
+        store.delete_document(did)
+    assert index.maintain() == "switched to exact"
+    assert store.get_meta("vector_index") == "exact"
+    assert index.path == "exact"
+    assert read_checkpoint(index.directory) is None
+    assert not list(index.directory.glob("index-*"))
+    position = store.vector_log_position()
+    put_doc(store, 98, clustered(10, rng))
+    assert store.vector_log_position() == position
+
+
+def test_a_threshold_of_zero_keeps_search_exact(store: SQLiteStore) -> None:
+    fill(store, clustered(300, np.random.default_rng(3)))
+    index = SidecarVectorIndex(store, threshold=0)
+    assert index.maintain() == "exact"
+    assert index.path == "exact"
+
+
+def test_maintain_checkpoints_a_grown_delta_and_prunes_the_log(store: SQLiteStore) -> None:
+    rng = np.random.default_rng(4)
+    fill(store, clustered(300, rng))
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    first = read_checkpoint(index.directory)
+    assert first is not None
+    fill(store, clustered(20, rng), first=500)
+    assert index.maintain() == "deferred"  # a small delta is overlaid, not folded
+    assert index.state()["delta"] == 20
+    assert index.maintain(force=True) == "checkpointed"
+    second = read_checkpoint(index.directory)
+    assert second is not None and second.position > first.position and second.count == 320
+    assert [p.name for p in index.directory.glob("index-*")] == [second.file]
+    assert store.vector_changes(second.position) == (second.position, [])
+    assert index.state()["delta"] == 0
+    assert index.maintain() == "current"
+
+
+# -- consistency with the store -------------------------------------------------------------
+
+
+def test_writes_the_index_never_saw_are_overlaid_and_deletions_never_resurrect(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    """Another process (or one that crashed before touching the index) commits to the
+    store: a fresh open answers from the store for every changed chunk."""
+    rng = np.random.default_rng(5)
+    vectors = clustered(500, rng)
+    ids = fill(store, vectors)
+    SidecarVectorIndex(store, threshold=100).maintain()
+
+    other = SQLiteStore(tmp_path / "docshelf.db")  # behind the index's back
+    deleted = ids[3]
+    other.delete_document(deleted)
+    # The last document, replaced: its new chunks take the same seqs as the old ones.
+    fresh = unit(rng.normal(size=(PER_DOC, DIM)).astype(np.float32))
+    replaced = put_doc(other, len(ids) - 1, fresh, version=1)
+    added = put_doc(other, 1000, unit(rng.normal(size=(PER_DOC, DIM)).astype(np.float32)))
+    other.close()
+
+    index = SidecarVectorIndex(store, threshold=100)  # "reopen"
+    assert index.path == "ann" and index.state()["delta"] != 0
+    for q in vectors[30:40]:  # the deleted document's own vectors
+        hits = index.search(q, 20, NONE)
+        assert all(not cid.startswith(_prefix(store, deleted)) for cid, _ in hits)
+        assert [c for c, _ in hits][:10] == exact(store, q, 10)
+    old_last = vectors[-PER_DOC]
+    top = index.search(fresh[0], 1, NONE)[0]
+    assert top[0] == exact(store, fresh[0], 1)[0] and top[1] == pytest.approx(1.0, abs=1e-5)
+    assert store.get_chunks([top[0]])[0].document_id == replaced
+    assert all(s < 0.999 for _, s in index.search(old_last, 5, NONE))  # the old content
+    assert index.search(_vector_of(store, added), 1, NONE)[0][0].startswith("chunk_")
+
+    assert index.maintain(force=True) == "checkpointed"
+    for q in vectors[30:40]:
+        assert all(
+            not cid.startswith(_prefix(store, deleted)) for cid, _ in index.search(q, 20, NONE)
+        )
+
+
+def _prefix(store: SQLiteStore, did: str) -> str:
+    return "chunk_" + did[4:16]  # ids of this document's chunks (the test's fingerprints)
+
+
+def _vector_of(store: SQLiteStore, did: str) -> npt.NDArray[np.float32]:
+    snap = store.vector_snapshot()
+    row: npt.NDArray[np.float32] = snap.matrix[snap.document_ids.index(did)]
+    return row
+
+
+def test_documents_that_are_not_complete_are_not_shown(store: SQLiteStore) -> None:
+    vectors = clustered(300, np.random.default_rng(6))
+    ids = fill(store, vectors)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    store.set_document_status(ids[0], "embedding")
+    hits = index.search(vectors[0], 10, NONE)
+    assert len(hits) == 10
+    assert all(store.get_chunks([c])[0].document_id != ids[0] for c, _ in hits)
+
+
+def test_a_checkpoint_of_another_epoch_or_model_is_never_used(store: SQLiteStore) -> None:
+    rng = np.random.default_rng(7)
+    vectors = clustered(300, rng)
+    fill(store, vectors)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    stale = read_checkpoint(index.directory)
+    assert stale is not None
+    store.set_meta("vector_index", "ann:someother")  # as if switched off and on again
+    assert index.path == "exact"
+    assert index.search(vectors[5], 1, NONE)[0][0] == exact(store, vectors[5], 1)[0]
+    assert index.maintain() == "rebuilt"
+    assert index.path == "ann"
+    store.set_meta("embedding_model", "another-model")
+    assert index.path == "exact"
+
+
+def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    """A real process dies (SIGKILL) after writing the new file, before publishing it."""
+    rng = np.random.default_rng(8)
+    vectors = clustered(400, rng)
+    ids = fill(store, vectors)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    before = read_checkpoint(index.directory)
+    store.delete_document(ids[0])
+    fill(store, clustered(30, rng), first=700)
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from pathlib import Path
+        import docshelf.search.ann as ann
+        from docshelf.store.sqlite import SQLiteStore
+
+        def die(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        ann.write_checkpoint = die
+        store = SQLiteStore(Path({str(tmp_path / "docshelf.db")!r}))
+        ann.SidecarVectorIndex(store, threshold=100).maintain(force=True)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent)
+    assert proc.returncode == -signal.SIGKILL
+    assert read_checkpoint(index.directory) == before
+    assert len(list(index.directory.glob("index-*"))) == 2  # the orphan is on disk
+
+    reopened = SidecarVectorIndex(store, threshold=100)
+    for q in vectors[:10]:  # the deleted document's vectors
+        hits = reopened.search(q, 10, NONE)
+        assert [c for c, _ in hits] == exact(store, q, 10)
+    assert reopened.maintain(force=True) == "checkpointed"
+    assert len(list(index.directory.glob("index-*"))) == 1
+
+
+def test_concurrent_maintainers_take_turns(store: SQLiteStore) -> None:
+    from docshelf.search.ann import _file_lock
+
+    fill(store, clustered(300, np.random.default_rng(9)))
+    index = SidecarVectorIndex(store, threshold=100)
+    index.directory.mkdir(parents=True, exist_ok=True)
+    with _file_lock(index.directory) as held:
+        assert held
+        assert index.maintain() == "busy"
+    assert index.maintain() == "built"
+
+
+# -- filters ------------------------------------------------------------------------------
+
+
+def test_filters_are_honoured_broad_and_very_selective(store: SQLiteStore) -> None:
+    rng = np.random.default_rng(10)
+    vectors = clustered(2_000, rng)
+    ids = fill(store, vectors)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    exact_index = SidecarVectorIndex(store, threshold=0)  # never switches on
+    store_meta = store.get_meta("vector_index")
+    assert store_meta and store_meta.startswith("ann:")
+    exact_index._usable_checkpoint = lambda mode: None  # type: ignore[method-assign]
+
+    broad = SearchFilters(file_type="text")  # half the documents
+    one = SearchFilters(document_ids=(ids[17],))  # ten snippets of 2,000
+    for q in vectors[::97]:
+        got = index.search(q, 10, broad)
+        want = exact_index.search(q, 10, broad)
+        assert len(got) == 10
+        assert len({c for c, _ in got} & {c for c, _ in want}) >= 9
+        docs = {store.get_chunks([c])[0].document_id for c, _ in got}
+        assert all(ids.index(d) % 2 == 1 for d in docs)
+        selective = index.search(q, 10, one)
+        assert [c for c, _ in selective] == [c for c, _ in exact_index.search(q, 10, one)]
+        assert len(selective) == 10
+    assert index.search(vectors[0], 10, SearchFilters(document_ids=("doc_nothing",))) == []
+
+
+# -- through the facade ---------------------------------------------------------------------
+
+
+def test_shelf_switches_to_the_ann_index_and_status_says_so(
+    isolated_home: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCSHELF_ANN_THRESHOLD", "3")
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes)
+        assert shelf.vector_index is not None
+        assert shelf.vector_index.path == "ann"
+        assert shelf.status().vector_index["path"] == "ann"
+        hits = shelf.search("leader election heartbeat votes", limit=3, mode="vector").hits
+        assert hits and "Leader election" in hits[0].chunk.heading_path
+        filtered = shelf.search(
+            "sourdough starter", limit=3, mode="vector", filters=SearchFilters(tags=("baking",))
+        ).hits
+        assert {h.document.title for h in filtered} == {"Bread"}
