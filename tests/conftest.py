@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from docshelf.shelf import Shelf
+from docshelf.store import Store, open_store
+from tests import pg
 from tests.fakes import HashEmbedder
 
 
@@ -20,6 +22,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("DOCSHELF_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # Enrichment after indexing is tested in test_enrich.py; elsewhere it would only
+    # add events and concepts the tests of other features do not expect.
+    monkeypatch.setenv("DOCSHELF_ENRICH", "off")
     return home
 
 
@@ -62,3 +67,20 @@ def notes(tmp_path: Path) -> Path:
     (root / ".obsidian").mkdir()
     (root / ".obsidian" / "config.md").write_text("# hidden\n\nnot indexed\n")
     return root
+
+
+# The store contract runs against every backend (PostgreSQL when configured).
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        with pg.fresh_schema() as url:
+            yield url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    yield s
+    s.close()

@@ -52,6 +52,7 @@ def library(shelf: Shelf, notes: Path) -> dict[str, Any]:
     queued = shelf.upload(alice.id, "gossip.md", QUEUED)  # no worker runs after this one
     assert shelf.job(done.document_id).status == "complete"
     assert shelf.job(failed.document_id).status == "failed"
+    assert len(shelf.enrich_pending()) == 5  # the indexed ones: summaries and distillates
     return {
         "alice": alice.id,
         "bob": bob.id,
@@ -86,6 +87,7 @@ def dump(shelf: Shelf) -> dict[str, Any]:
             (u.id, d.id): store.has_access(u.id, d.id) for u in store.list_users() for d in docs
         },
         "jobs": {d.id: store.get_job(d.id) for d in docs},
+        "distillates": {d.id: store.distillates_of(d.id) for d in docs},
         "sources": store.list_sources(),
         "failures": store.list_failures(),
     }
@@ -504,10 +506,11 @@ def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
 
     db = shelf.store._db  # type: ignore[attr-defined]
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    tables = {t for t in tables if not t.startswith(("chunks_fts", "sqlite_"))}
+    tables = {t for t in tables if not t.startswith(("chunks_fts", "distillates_fts", "sqlite_"))}
     carried = {"meta", "sources", "failures", "documents", "files", "chunks", "vectors"}
-    carried |= {"users", "access", "jobs", "links", "note_names"}
-    left_out = {"embedding_cache", "job_payloads", "events", "schema_migrations"}
+    carried |= {"users", "access", "jobs", "links", "note_names", "distillates"}
+    left_out = {"embedding_cache", "enrichment_cache", "job_payloads", "events"}
+    left_out |= {"schema_migrations"}
     assert tables == carried | left_out
 
     def columns(table: str) -> set[str]:
@@ -516,7 +519,9 @@ def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
     def listed(cols: str) -> set[str]:
         return {c.strip() for c in cols.split(",")}
 
-    assert columns("documents") == listed(snap._DOC_COLS)
+    # A lease is the exporting library's business, not the document's.
+    assert columns("documents") - {"enrich_lease_until"} == listed(snap._DOC_COLS)
+    assert columns("distillates") == {"seq", "document_id", "ord", "text", "chunk_ids", "mode"}
     assert columns("chunks") - {"seq"} == listed(snap._CHUNK_COLS)
     assert columns("jobs") == listed(snap._JOB_COLS)
     assert columns("users") == {"id", "name", "token_hash", "is_admin", "created_at", "revoked_at"}

@@ -16,7 +16,7 @@ import json
 import re
 import zipfile
 from collections.abc import Iterator
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -52,6 +52,7 @@ class Entry:
     links: list[WikiLink]
     names: dict[str, list[str]]  # kind → names
     job: Job | None
+    distillates: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
 def lines(zf: zipfile.ZipFile, member: str) -> Iterator[tuple[dict[str, Any], str]]:
@@ -154,7 +155,17 @@ def _entry(obj: dict[str, Any], where: str, dim: int | None) -> Entry:
         job = build(Job, checked(dict[str, Any], obj["job"], f"{where}.job"), f"{where}.job")
         if job.document_id != doc.id or not SHA256.match(job.blob_sha256):
             raise InvalidInput(f"{where}.job does not belong to its document")
-    return Entry(doc, chunks, vectors, files, access, links, names, job)
+    snippet_ids = {c.id for c in chunks if c.tier is Tier.SNIPPET}
+    distillates = []
+    for x in checked(list[dict[str, Any]], obj.get("distillates", []), f"{where}.distillates"):
+        text = checked(str, x.get("text"), f"{where}.distillates.text")
+        cited = tuple(checked(list[str], x.get("chunk_ids"), f"{where}.distillates.chunk_ids"))
+        if not set(cited) <= snippet_ids:
+            raise InvalidInput(f"{where}: a distillate cites a chunk the document does not have")
+        distillates.append((text, cited))
+    if distillates and (doc.enriched_at is None or doc.enrichment_mode is None):
+        raise InvalidInput(f"{where}: distillates on a document that was never enriched")
+    return Entry(doc, chunks, vectors, files, access, links, names, job, distillates)
 
 
 def _vector(raw: str, chunk: Chunk, dim: int | None, where: str) -> npt.NDArray[np.float32]:

@@ -33,7 +33,7 @@ _DOC_COLS = (
     "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
     "added_at, updated_at, status, tags, concept_ids, primary_concept_id, concept_source, "
     "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
-    "embedding_model"
+    "embedding_model, enriched_at, enrichment_mode"
 )
 _CHUNK_COLS = (
     "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
@@ -154,6 +154,11 @@ class Reader:
             "ORDER BY kind, name /*C*/ ",
             ids,
         )
+        distillates = self._grouped(
+            "SELECT document_id, text, chunk_ids, mode FROM distillates "
+            "WHERE document_id IN ({}) ORDER BY document_id, ord",
+            ids,
+        )
         jobs = self._grouped(f"SELECT {_JOB_COLS} FROM jobs WHERE document_id IN ({{}})", ids)
         for row in rows:
             doc_id = row[0]
@@ -178,6 +183,10 @@ class Reader:
                     for k in links.get(doc_id, [])
                 ],
                 "names": [{"name": n[1], "kind": n[2]} for n in note_names.get(doc_id, [])],
+                "distillates": [
+                    {"text": x[1], "chunk_ids": self._list(x[2]), "mode": x[3]}
+                    for x in distillates.get(doc_id, [])
+                ],
                 "job": _job_json(job[0]) if job else None,
             }
 

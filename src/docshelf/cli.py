@@ -306,13 +306,14 @@ def list_(
         for s in o.result["sources"]:
             sources.add_row(s["id"], s["path"], s["kind"])
         console.print(sources)
-        docs = Table("document", "title", "path", "snippets", "status", title="Documents")
+        docs = Table("document", "title", "path", "type", "snippets", "status", title="Documents")
         docs.columns[2].overflow = "fold"
         for d in o.result["documents"]:
             docs.add_row(
                 d["id"],
                 d["title"],
                 d["path"],
+                d["document_type"] or "",
                 str(d["chunk_counts"].get("snippet", 0)),
                 d["status"],
             )
@@ -351,11 +352,17 @@ def show(
             "size_bytes",
             "status",
             "tags",
+            "document_type",
+            "category",
+            "concept_ids",
+            "enrichment_mode",
             "chunk_counts",
             "embedding_model",
             "sha256",
         ):
             table.add_row(Text(key, style="bold"), Text(str(r[key])))
+        if r["summary"]:
+            table.add_row(Text("summary", style="bold"), Text(r["summary"]))
         if r["page_count"]:
             pages = f"{r['page_count']}"
             if r["pages_without_text"]:
@@ -364,6 +371,10 @@ def show(
         console.print(table)
         for s in r["sections"]:
             console.print(Text(f"  {s['chunk_id']}  {' > '.join(s['heading_path']) or '(top)'}"))
+        if r["distillates"]:
+            console.print(Text("Key claims:", style="bold"))
+            for x in r["distillates"]:
+                console.print(Text(f"  • {x['text']}  [{', '.join(x['chunk_ids'])}]"))
         if r["links"]:
             console.print(Text("Links:", style="bold"))
             for link in r["links"]:
@@ -626,6 +637,85 @@ def reindex(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         console.print(
             f"Re-embedded {o.result['snippets']} snippets with {o.result['embedding_model']}"
         )
+
+    run.finish(produce, render)
+
+
+@app.command()
+def enrich(
+    ctx: typer.Context,
+    document_ids: Annotated[
+        list[str] | None,
+        typer.Argument(help="Document ids (see `list`).", show_default=False),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every document in the library.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Summarise, classify and distil documents (LLM when configured, else offline)."""
+    from docshelf import views
+    from docshelf.errors import InvalidInput
+
+    run = _Run(ctx, "enrich", json_out)
+
+    def produce() -> Outcome:
+        if bool(document_ids) == all_:
+            raise InvalidInput("Name document ids or give --all (not both)")
+        with run.progress("Enriching") as progress:
+            results = run.shelf().enrich(None if all_ else document_ids, progress=progress)
+        return Outcome(
+            {"documents": [views.enrich_result(r) for r in results]},
+            [
+                Action(run.cmd(f"show {r.document_id}"), "See the summary and key claims")
+                for r in results[:1]
+            ],
+        )
+
+    def render(o: Outcome) -> None:
+        table = Table("document", "type", "category", "mode", "summary", title="Enriched")
+        table.columns[4].overflow = "fold"
+        for d in o.result["documents"]:
+            mode = d["mode"] + (" (cached)" if d["cached"] else "")
+            table.add_row(d["document_id"], d["document_type"], d["category"], mode, d["summary"])
+        console.print(table)
+        for d in o.result["documents"]:
+            if d.get("notice"):
+                console.print(Text(f"{d['document_id']}: {d['notice']}", style="yellow"))
+
+    run.finish(produce, render)
+
+
+@app.command()
+def distillates(
+    ctx: typer.Context,
+    query: Annotated[
+        str | None, typer.Argument(help="Words to look for in key claims.", show_default=False)
+    ] = None,
+    document: Annotated[
+        str | None, typer.Option("--doc", help="The key claims of this document id.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many.")] = 20,
+    json_out: JsonOpt = False,
+) -> None:
+    """Search the documents' key claims (distillates), each citing its chunks."""
+    from docshelf import views
+
+    run = _Run(ctx, "distillates", json_out)
+
+    def produce() -> Outcome:
+        found = run.store_shelf().distillates(query, document_id=document, limit=limit)
+        actions = [
+            Action(run.cmd(f"context {d.chunk_ids[0]} --mode parent-section"), "Read the evidence")
+            for d, _ in found[:1]
+            if d.chunk_ids
+        ]
+        return Outcome({"distillates": [views.distillate(d, doc) for d, doc in found]}, actions)
+
+    def render(o: Outcome) -> None:
+        if not o.result["distillates"]:
+            console.print("No key claims matched.")
+        for d in o.result["distillates"]:
+            console.print(Text(f"• {d['text']}"))
+            console.print(Text(f"  {d['title']} — {', '.join(d['chunk_ids'])}", style="dim"))
 
     run.finish(produce, render)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from docshelf.errors import InvalidInput
 
 EMBEDDERS = ("local", "none")
+ENRICH_MODES = ("auto", "offline", "off")
 
 
 def default_home() -> Path:
@@ -34,6 +35,11 @@ class Settings:
     blob_url: str | None = None  # uploaded bytes: $DOCSHELF_HOME/blobs, file:///… or s3://…
     reranker: str = "none"  # none | cross-encoder:/path | llm
     rerank_top_k: int = 20
+    # Enrichment after indexing: auto (the LLM when configured, else offline),
+    # offline (never the LLM), off (only `docshelf enrich` runs it).
+    enrich: str = "auto"
+    locale: str = "en"  # the language asked of LLM summaries (the cache's key part)
+    retrieval_cache_seconds: float = 30.0  # identical searches answered from memory
     # SQLite: from this many vectors on, an ANN index beside the database answers
     # vector search (search/ann.py); below it an exact scan. 0 = always exact.
     ann_threshold: int = 20_000
@@ -50,6 +56,11 @@ class Settings:
         max_file = _number("DOCSHELF_MAX_FILE_MB", cls.max_file_bytes / 2**20)
         max_upload = _number("DOCSHELF_MAX_UPLOAD_MB", cls.max_upload_bytes / 2**20)
         rate = _number("DOCSHELF_EMBED_RATE", 0.0)
+        enrich = os.environ.get("DOCSHELF_ENRICH", "auto").strip().lower() or "auto"
+        if enrich not in ENRICH_MODES:
+            raise InvalidInput(
+                f"DOCSHELF_ENRICH={enrich!r} is not known; use one of: {', '.join(ENRICH_MODES)}"
+            )
         return cls(
             home=home,
             database_url=db,
@@ -62,6 +73,11 @@ class Settings:
             blob_url=os.environ.get("DOCSHELF_BLOB_URL") or None,
             reranker=os.environ.get("DOCSHELF_RERANKER", "none").strip() or "none",
             rerank_top_k=max(1, int(_number("DOCSHELF_RERANK_TOP_K", cls.rerank_top_k))),
+            enrich=enrich,
+            locale=os.environ.get("DOCSHELF_LOCALE", "en").strip() or "en",
+            retrieval_cache_seconds=_number(
+                "DOCSHELF_RETRIEVAL_CACHE_SECONDS", cls.retrieval_cache_seconds
+            ),
             ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
         )
 

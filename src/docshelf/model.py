@@ -135,6 +135,40 @@ class Document:
     pages_without_text: int = 0
     chunk_counts: dict[str, int] = field(default_factory=dict)
     embedding_model: str | None = None
+    enriched_at: float | None = None  # None: enrichment pending
+    enrichment_mode: str | None = None  # "llm" | "offline" | "failed"
+
+
+@dataclass(frozen=True)
+class Distillate:
+    """One key claim or fact of a document, citing the chunks it came from."""
+
+    document_id: str
+    n: int  # its place in the document's list, 0-based
+    text: str
+    chunk_ids: tuple[str, ...]
+    mode: str  # "llm" | "offline"
+
+
+@dataclass(frozen=True)
+class Enrichment:
+    """What enrichment learnt about a document, and how (``mode``: llm or offline)."""
+
+    summary: str
+    document_type: str
+    category: str
+    concept_ids: tuple[str, ...]
+    concept_source: str | None  # "llm" | "embedding" | "frontmatter" | None
+    taxonomy_version: str | None
+    claims: tuple[tuple[str, tuple[str, ...]], ...]  # (text, chunk ids)
+    mode: str
+    model: str | None = None  # the LLM's name, when one made it
+
+    def distillates(self, document_id: str) -> list[Distillate]:
+        return [
+            Distillate(document_id, n, text, ids, self.mode)
+            for n, (text, ids) in enumerate(self.claims)
+        ]
 
 
 @dataclass(frozen=True)

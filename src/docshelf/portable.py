@@ -62,7 +62,7 @@ from docshelf._portable_snapshot import open_reader, refresh_statistics
 from docshelf.blobs import BlobStore
 from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable
 from docshelf.ingest import text_hash
-from docshelf.model import Failure, Job, Source, Tier, User
+from docshelf.model import Document, Enrichment, Failure, Job, Source, Tier, User
 from docshelf.store import Store
 
 FORMAT = "docshelf-export"
@@ -527,9 +527,25 @@ def _write_batch(
             store.put_links(doc.id, entry.links)
             for kind, names in entry.names.items():
                 store.put_names(doc.id, names, kind)
+            if entry.distillates and doc.enriched_at is not None:  # the fields came above
+                store.put_enrichment(doc.id, _enrichment(doc, entry), doc.enriched_at)
             if entry.job is not None:
                 store.put_job(_resumable(entry.job, now, report))
             report.added["documents"] += 1
+
+
+def _enrichment(doc: Document, entry: Entry) -> Enrichment:
+    """The document's enrichment as it was recorded (its fields and distillates)."""
+    return Enrichment(
+        summary=doc.summary or "",
+        document_type=doc.document_type or "",
+        category=doc.category or "",
+        concept_ids=doc.concept_ids,
+        concept_source=doc.concept_source,
+        taxonomy_version=doc.taxonomy_version,
+        claims=tuple(entry.distillates),
+        mode=doc.enrichment_mode or "",
+    )
 
 
 def _resumable(job: Job, now: float, report: ImportReport) -> Job:

@@ -38,6 +38,7 @@ from docshelf.llm import LLM, make_llm
 from docshelf.model import (
     Chunk,
     Citation,
+    Distillate,
     Document,
     Event,
     Failure,
@@ -55,6 +56,7 @@ from docshelf.model import (
 from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.rerank import Reranker, make_reranker
 from docshelf.search.ann import SidecarVectorIndex
+from docshelf.search.cache import RetrievalCache
 from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.answer import Answer
+    from docshelf.enricher import Enricher, EnrichResult
     from docshelf.portable import ExportReport, ImportReport
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
@@ -180,6 +183,7 @@ class DocumentView:
     sections: list[Chunk]
     links: list[tuple[WikiLink, list[str]]] = field(default_factory=list)
     backlinks: list[Document] = field(default_factory=list)
+    distillates: list[Distillate] = field(default_factory=list)
 
 
 @dataclass
@@ -247,6 +251,10 @@ class Shelf:
         self.llm: LLM | None = make_llm()
         self.reranker: Reranker | None = make_reranker(self.settings.reranker, self.llm)
         self.taxonomy: Taxonomy = configured_taxonomy()
+        self._enricher: Enricher | None = None
+        self._cache: RetrievalCache[SearchResult] = RetrievalCache(
+            self.settings.retrieval_cache_seconds
+        )
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -370,6 +378,14 @@ class Shelf:
             report.merge(self._sync_source(source, progress))
         return report
 
+    def _enrich_after_ingest(self, report: SyncReport, progress: Progress | None) -> None:
+        """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for what is pending."""
+        if self.settings.enrich == "off" or not (report.added or report.updated):
+            return
+        if progress:
+            progress(0, report.added + report.updated, "enriching")
+        self.enrich_pending()
+
     def remove(self, target: str) -> SyncReport:
         """Unregister a source (by id or path); its documents leave the index everywhere."""
         source = self.store.get_source(target) or self.store.find_source(
@@ -434,6 +450,7 @@ class Shelf:
                 report.removed += self._drop_file(record)
             self.store.record_failures(source.id, report.failures)
         self.maintain_indexes()
+        self._enrich_after_ingest(report, progress)
         return report
 
     def _drop_file(self, record: FileRecord) -> int:
@@ -496,6 +513,7 @@ class Shelf:
                     report.failures.append(Failure(name, exc.message))
 
         self._write_batched(pending(), report)
+        self._enrich_after_ingest(report, progress)
         return report
 
     def _prepare(
@@ -659,7 +677,8 @@ class Shelf:
             if d is not None and self._may_see(d.id, user_id)
         ]
         sections = self.store.chunks_of_document(document_id, Tier.SECTION)
-        return DocumentView(doc, files, sections, links, backlinks)
+        distillates = self.store.distillates_of(doc.id)
+        return DocumentView(doc, files, sections, links, backlinks, distillates)
 
     def _may_see(self, document_id: str, user_id: str | None) -> bool:
         return user_id is None or self.store.has_access(user_id, document_id)
@@ -758,6 +777,78 @@ class Shelf:
         index = self.maintain_indexes(progress=progress)
         return {"embedding_model": model, "snippets": done, "vector_index": index}
 
+    # -- knowledge ----------------------------------------------------------------------
+    @property
+    def enricher(self) -> Enricher:
+        if self._enricher is None:
+            from docshelf.enricher import Enricher  # pydantic and friends, only when needed
+
+            self._enricher = Enricher(self)
+        return self._enricher
+
+    def enrich(
+        self,
+        document_ids: Sequence[str] | None = None,
+        *,
+        user_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[EnrichResult]:
+        """Enrich documents now (all visible ones when ``document_ids`` is None): summary,
+        type, concepts and distillates, from the LLM when configured, else offline.
+        Unchanged documents are answered from the enrichment cache."""
+        if document_ids is None:
+            ids = [d.id for d in self.store.list_documents(user_id=user_id)]
+        else:
+            ids = [self._visible(i, user_id).id for i in document_ids]
+        results = []
+        for n, doc_id in enumerate(ids):
+            if progress:
+                progress(n, len(ids), doc_id)
+            results.append(self.enricher.enrich(doc_id))
+        self._cache.clear()
+        if progress and ids:
+            progress(len(ids), len(ids), "done")
+        return results
+
+    def queue_enrichment(self, user_id: str | None = None) -> int:
+        """Mark the (user's) documents for enrichment again; workers take them when idle."""
+        ids = [d.id for d in self.store.list_documents(user_id=user_id)]
+        return self.store.reset_enrichment(ids) if ids else 0
+
+    def enrich_pending(self, limit: int | None = None) -> list[EnrichResult]:
+        """Enrich documents whose enrichment is pending (what workers do when idle)."""
+        done = self.enricher.run_pending(limit)
+        if done:
+            self._cache.clear()
+        return done
+
+    def distillates(
+        self,
+        query: str | None = None,
+        *,
+        document_id: str | None = None,
+        limit: int = 20,
+        user_id: str | None = None,
+    ) -> list[tuple[Distillate, Document]]:
+        """Key claims: a document's (``document_id``), or those matching ``query``."""
+        if document_id is not None:
+            doc = self._visible(document_id, user_id)
+            return [(d, doc) for d in self.store.distillates_of(doc.id)[:limit]]
+        if not query or not query.strip():
+            raise InvalidInput("Give a query or a document id to list distillates")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+        parsed = parse_query(query)
+        filters = _with_fields(SearchFilters(), parsed, user_id, self.taxonomy)
+        found = self.store.search_distillates(lexical_terms(parsed.text), limit, filters)
+        docs = {
+            d.id: d
+            for d in self.store.list_documents(
+                document_ids=tuple(dict.fromkeys(x.document_id for x, _ in found))
+            )
+        }
+        return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
+
     # -- search -------------------------------------------------------------------------
     def search(
         self,
@@ -778,7 +869,43 @@ class Shelf:
         ``type:``/``source:`` filters. ``group`` keeps the best snippet per
         ``section`` or ``document``; ``expand="parent-section"`` adds each hit's
         section text, so a caller gets whole arguments in one call. ``facets`` adds
-        counts per tag, concept and type over the candidates' documents."""
+        counts per tag, concept and type over the candidates' documents.
+
+        An identical search within ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered
+        from memory, unless the library changed since (``search/cache.py``)."""
+        # self.fusion too: evaluation compares fusion settings on one Shelf.
+        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker.
+        args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
+        args += (expand, facets, self.fusion, id(self.reranker), self.settings.rerank_top_k)
+        return self._cache.get_or_compute(
+            args,
+            self.store.generation(),
+            lambda: self._search(
+                query,
+                limit=limit,
+                mode=mode,
+                filters=filters,
+                candidates=candidates,
+                user_id=user_id,
+                group=group,
+                expand=expand,
+                facets=facets,
+            ),
+        )
+
+    def _search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        mode: str,
+        filters: SearchFilters | None,
+        candidates: int | None,
+        user_id: str | None,
+        group: str,
+        expand: str | None,
+        facets: bool,
+    ) -> SearchResult:
         if not query or not query.strip():
             raise InvalidInput("The query is empty; give some words to search for")
         if mode not in SEARCH_MODES:

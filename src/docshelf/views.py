@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docshelf.answer import Answer
-from docshelf.model import Chunk, Citation, Document, Event, Hit, Job, Source, SyncReport
+from docshelf.model import (
+    Chunk,
+    Citation,
+    Distillate,
+    Document,
+    Event,
+    Hit,
+    Job,
+    Source,
+    SyncReport,
+)
 from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status, UploadResult
+
+if TYPE_CHECKING:
+    from docshelf.enricher import EnrichResult
 
 JSON = dict[str, Any]
 
@@ -112,6 +125,45 @@ def document_view(v: DocumentView) -> JSON:
     out["backlinks"] = [
         {"document_id": d.id, "title": d.title, "path": d.path} for d in v.backlinks
     ]
+    out["distillates"] = [distillate(d) for d in v.distillates]
+    return out
+
+
+def distillate(d: Distillate, doc: Document | None = None) -> JSON:
+    """A key claim with the chunks it cites (and, in search results, its document)."""
+    out: JSON = {"n": d.n, "text": d.text, "chunk_ids": list(d.chunk_ids), "mode": d.mode}
+    if doc is not None:
+        out["document_id"] = doc.id
+        out["title"] = doc.title
+        out["path"] = doc.path
+    return out
+
+
+def enrich_result(r: EnrichResult) -> JSON:
+    e = r.enrichment
+    out: JSON = {
+        "document_id": r.document_id,
+        "mode": r.mode,
+        "cached": r.cached,
+        "summary": e.summary,
+        "document_type": e.document_type,
+        "category": e.category,
+        "concept_ids": list(e.concept_ids),
+        "concept_source": e.concept_source,
+        "distillates": len(e.claims),
+        "reembedded": r.reembedded,
+        "ms": round(r.ms, 1),
+    }
+    if e.model:
+        out["model"] = e.model
+    if r.llm_calls:
+        out["llm"] = {
+            "calls": r.llm_calls,
+            "prompt_tokens": r.prompt_tokens,
+            "completion_tokens": r.completion_tokens,
+        }
+    if r.notice:
+        out["notice"] = r.notice
     return out
 
 

@@ -97,7 +97,7 @@ class Worker:
             while not stop.is_set():
                 self.alive_at = time.time()
                 try:
-                    worked = self.run_once()
+                    worked = self.run_once() or self.enrich_one()
                 except Exception:  # never let one bad job kill the worker
                     log.exception("worker %s: unexpected error", self.name)
                     worked = False
@@ -124,6 +124,13 @@ class Worker:
             stop_renewing.set()
             renewer.join()
         return True
+
+    def enrich_one(self) -> bool:
+        """With no job due, enrich one document whose enrichment is pending (it follows
+        indexing; ingest always comes first). False when there was none."""
+        if self.shelf.settings.enrich == "off":
+            return False
+        return bool(self.shelf.enrich_pending(limit=1))
 
     def _renew(self, job: Job, stop: threading.Event) -> None:
         while not stop.wait(self.settings.lease_seconds / 3):

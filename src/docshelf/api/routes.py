@@ -95,6 +95,36 @@ def retry(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     return views.job(shelf.retry(document_id, user.id))
 
 
+@router.post(
+    "/documents/{document_id}/enrich",
+    summary="Enrich one document now: summary, type, concepts, key claims (cached by content)",
+)
+def enrich_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
+    [result] = shelf.enrich([document_id], user_id=user.id)
+    return views.enrich_result(result)
+
+
+@router.post(
+    "/enrich",
+    status_code=202,
+    summary="Queue all the caller's documents for enrichment; workers do it in the background",
+)
+def enrich_all(shelf: ShelfDep, user: UserDep) -> JSON:
+    return {"queued": shelf.queue_enrichment(user_id=user.id)}
+
+
+@router.get("/distillates", summary="Key claims: one document's, or those matching a query")
+def distillates(
+    shelf: ShelfDep,
+    user: UserDep,
+    q: Annotated[str | None, Query(max_length=2000)] = None,
+    document_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
+) -> JSON:
+    found = shelf.distillates(q, document_id=document_id, limit=limit, user_id=user.id)
+    return {"distillates": [views.distillate(d, doc) for d, doc in found]}
+
+
 class Filters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -212,7 +212,7 @@ class SidecarVectorIndex:
         )
 
     def _usable_checkpoint(self, mode: str) -> Checkpoint | None:
-        if not mode.startswith("ann:"):
+        if self.threshold <= 0 or not mode.startswith("ann:"):
             return None
         checkpoint = read_checkpoint(self.directory)
         if checkpoint is None or checkpoint.epoch != mode[4:]:

@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from docshelf.links import WikiLink
-from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
+from docshelf.model import (
+    Chunk,
+    Distillate,
+    Document,
+    Enrichment,
+    Event,
+    Failure,
+    Job,
+    Source,
+    Tier,
+    User,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,6 +189,34 @@ class Store(Protocol):
     def cache_embeddings(
         self, model: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
     ) -> None: ...
+
+    # -- enrichment ------------------------------------------------------------
+    def put_enrichment(self, document_id: str, enrichment: Enrichment, at: float) -> bool:
+        """Record a document's enrichment fields and replace its distillates, in one
+        transaction; False when the document no longer exists."""
+        ...
+
+    def enrichment_failed(self, document_id: str, at: float) -> None:
+        """Mark enrichment as done-and-failed, so it is not picked up again by itself."""
+        ...
+
+    def reset_enrichment(self, document_ids: Sequence[str] | None = None) -> int:
+        """Mark documents (all when None) as waiting for enrichment; how many were."""
+        ...
+
+    def claim_enrichment(self, now: float, lease_seconds: float) -> str | None:
+        """Atomically lease one complete document whose enrichment is pending."""
+        ...
+
+    def distillates_of(self, document_id: str) -> list[Distillate]: ...
+    def search_distillates(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[Distillate, float]]:
+        """Full-text search over distillates (any term), best first, filters applied."""
+        ...
+
+    def cached_enrichment(self, sha256: str, locale: str, producer: str) -> str | None: ...
+    def cache_enrichment(self, sha256: str, locale: str, producer: str, data: str) -> None: ...
 
     # -- links between notes ------------------------------------------------------
     def put_links(self, document_id: str, links: Sequence[WikiLink]) -> None: ...

@@ -40,7 +40,18 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
 from docshelf.links import WikiLink
-from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
+from docshelf.model import (
+    Chunk,
+    Distillate,
+    Document,
+    Enrichment,
+    Event,
+    Failure,
+    Job,
+    Source,
+    Tier,
+    User,
+)
 from docshelf.store.base import FileRecord, SearchFilters, StoreStats, VectorSnapshot
 from docshelf.store.postgres_schema import MIGRATIONS
 from docshelf.store.rows import (
@@ -60,7 +71,7 @@ _DOC_FIELDS = (
     "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
     "added_at, updated_at, status, tags, concept_ids, primary_concept_id, concept_source, "
     "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
-    "embedding_model"
+    "embedding_model, enriched_at, enrichment_mode"
 )
 _DOC_NAMES = [c.strip() for c in _DOC_FIELDS.split(",")]
 _DOC_UPDATES = ", ".join(f"{c} = excluded.{c}" for c in _DOC_NAMES[1:])
@@ -497,7 +508,7 @@ class PostgresStore:
             self._x("DELETE FROM chunks WHERE document_id = %s", (d.id,))  # vectors cascade
             # An upsert, not delete-and-insert: that would cascade to the files and jobs.
             self._x(
-                f"INSERT INTO documents({_DOC_FIELDS}) VALUES ({', '.join(['%s'] * 23)}) "
+                f"INSERT INTO documents({_DOC_FIELDS}) VALUES ({', '.join(['%s'] * 25)}) "
                 f"ON CONFLICT (id) DO UPDATE SET {_DOC_UPDATES}",
                 (
                     d.id,
@@ -523,8 +534,11 @@ class PostgresStore:
                     d.page_count,
                     d.pages_without_text,
                     d.embedding_model,
+                    d.enriched_at,
+                    d.enrichment_mode,
                 ),
             )
+            self._x("DELETE FROM distillates WHERE document_id = %s", (d.id,))
             self._xm(
                 f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})",
                 [chunk_row(c, list) for c in chunks],
@@ -689,6 +703,117 @@ class PostgresStore:
                 "INSERT INTO embedding_cache(model, text_hash, embedding) VALUES (%s, %s, %s) "
                 "ON CONFLICT (model, text_hash) DO NOTHING",
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+            )
+
+    # -- enrichment --------------------------------------------------------------------------
+    def put_enrichment(self, document_id: str, enrichment: Enrichment, at: float) -> bool:
+        e = enrichment
+        with self.transaction():
+            changed = self._x(
+                "UPDATE documents SET summary = %s, document_type = %s, category = %s, "
+                "concept_ids = %s, primary_concept_id = %s, concept_source = %s, "
+                "taxonomy_version = %s, enriched_at = %s, enrichment_mode = %s, "
+                "enrich_lease_until = NULL WHERE id = %s",
+                (
+                    e.summary,
+                    e.document_type,
+                    e.category,
+                    list(e.concept_ids),
+                    e.concept_ids[0] if e.concept_ids else None,
+                    e.concept_source,
+                    e.taxonomy_version,
+                    at,
+                    e.mode,
+                    document_id,
+                ),
+            )
+            if not changed:
+                return False
+            self._x("DELETE FROM distillates WHERE document_id = %s", (document_id,))
+            self._xm(
+                "INSERT INTO distillates(document_id, ord, text, chunk_ids, mode) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [
+                    (d.document_id, d.n, d.text, list(d.chunk_ids), d.mode)
+                    for d in e.distillates(document_id)
+                ],
+            )
+        return True
+
+    def enrichment_failed(self, document_id: str, at: float) -> None:
+        with self.transaction():
+            self._x(
+                "UPDATE documents SET enriched_at = %s, enrichment_mode = 'failed', "
+                "enrich_lease_until = NULL WHERE id = %s",
+                (at, document_id),
+            )
+
+    def reset_enrichment(self, document_ids: Sequence[str] | None = None) -> int:
+        with self.transaction():
+            if document_ids is None:
+                return self._x(
+                    "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL "
+                    "WHERE enriched_at IS NOT NULL"
+                )
+            return self._x(
+                "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL "
+                "WHERE id = ANY(%s)",
+                (list(document_ids),),
+            )
+
+    def claim_enrichment(self, now: float, lease_seconds: float) -> str | None:
+        with self.transaction():
+            rows = self._q(
+                "WITH due AS (SELECT id FROM documents WHERE enriched_at IS NULL "
+                "AND status = 'complete' AND (enrich_lease_until IS NULL "
+                "OR enrich_lease_until < %s) ORDER BY added_at, id "
+                "LIMIT 1 FOR UPDATE SKIP LOCKED) "
+                "UPDATE documents d SET enrich_lease_until = %s FROM due "
+                "WHERE d.id = due.id RETURNING d.id",
+                (now, now + lease_seconds),
+            )
+        return str(rows[0][0]) if rows else None
+
+    def distillates_of(self, document_id: str) -> list[Distillate]:
+        rows = self._q(
+            "SELECT document_id, ord, text, chunk_ids, mode FROM distillates "
+            "WHERE document_id = %s ORDER BY ord",
+            (document_id,),
+        )
+        return [Distillate(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in rows]
+
+    def search_distillates(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[Distillate, float]]:
+        if not terms or limit <= 0:
+            return []
+        query = " || ".join(["phraseto_tsquery('english', %s)"] * len(terms))
+        where, params = _filter_sql(filters)
+        rows = self._q(
+            "SELECT x.document_id, x.ord, x.text, x.chunk_ids, x.mode, "
+            "ts_rank_cd(x.tsv, q.query) AS rank "
+            f"FROM (SELECT {query} AS query) q JOIN distillates x ON x.tsv @@ q.query "
+            "JOIN documents d ON d.id = x.document_id "
+            f"WHERE d.status = 'complete' {where} "
+            "ORDER BY rank DESC, x.document_id, x.ord LIMIT %s",
+            [*terms, *params, limit],
+        )
+        return [(Distillate(r[0], r[1], r[2], tuple(r[3]), r[4]), float(r[5])) for r in rows]
+
+    def cached_enrichment(self, sha256: str, locale: str, producer: str) -> str | None:
+        rows = self._q(
+            "SELECT data FROM enrichment_cache WHERE sha256 = %s AND locale = %s AND producer = %s",
+            (sha256, locale, producer),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def cache_enrichment(self, sha256: str, locale: str, producer: str, data: str) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT INTO enrichment_cache(sha256, locale, producer, data, created_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (sha256, locale, producer) "
+                "DO UPDATE SET data = excluded.data, created_at = excluded.created_at",
+                (sha256, locale, producer, data, time.time()),
             )
 
     # -- links between notes ---------------------------------------------------------------
@@ -1119,5 +1244,7 @@ def _document_from_row(r: Sequence[Any]) -> Document:
         page_count=r[20],
         pages_without_text=r[21],
         embedding_model=r[22],
-        chunk_counts={"section": int(r[23]), "snippet": int(r[24])},
+        enriched_at=r[23],
+        enrichment_mode=r[24],
+        chunk_counts={"section": int(r[25]), "snippet": int(r[26])},
     )

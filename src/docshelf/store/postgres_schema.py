@@ -259,7 +259,8 @@ MIGRATIONS += (
             text        text NOT NULL,
             chunk_ids   text[] NOT NULL,
             mode        text NOT NULL,
-            tsv         tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
+            tsv         tsvector
+                        GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
             PRIMARY KEY (document_id, ord)
         );
         CREATE INDEX distillates_tsv ON distillates USING gin(tsv);

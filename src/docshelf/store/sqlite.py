@@ -22,7 +22,18 @@ import numpy.typing as npt
 
 from docshelf.errors import Conflict, InvalidInput, Unavailable
 from docshelf.links import WikiLink
-from docshelf.model import Chunk, Document, Event, Failure, Job, Source, Tier, User
+from docshelf.model import (
+    Chunk,
+    Distillate,
+    Document,
+    Enrichment,
+    Event,
+    Failure,
+    Job,
+    Source,
+    Tier,
+    User,
+)
 from docshelf.store.base import (
     FileRecord,
     SearchFilters,
@@ -48,7 +59,7 @@ _DOC_COLUMNS = (
     "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
     "added_at, updated_at, status, tags, concept_ids, primary_concept_id, concept_source, "
     "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
-    "embedding_model"
+    "embedding_model, enriched_at, enrichment_mode"
 )
 _DOC_UPDATES = ", ".join(
     f"{c.strip()} = excluded.{c.strip()}" for c in _DOC_COLUMNS.split(",")[1:] if c.strip()
@@ -129,10 +140,11 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise _translate(exc, self.url) from exc
 
-    def _x(self, sql: str, params: Sequence[Any] = ()) -> None:
+    def _x(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one write; the number of rows it changed."""
         self._require_tx()
         try:
-            self._db.execute(sql, params)
+            return self._db.execute(sql, params).rowcount
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc
 
@@ -321,7 +333,7 @@ class SQLiteStore:
             # An upsert, not INSERT OR REPLACE: a replace would delete the row
             # and cascade to the files that point at it.
             self._x(
-                f"INSERT INTO documents({_DOC_COLUMNS}) VALUES ({','.join('?' * 23)}) "
+                f"INSERT INTO documents({_DOC_COLUMNS}) VALUES ({','.join('?' * 25)}) "
                 f"ON CONFLICT(id) DO UPDATE SET {_DOC_UPDATES}",
                 (
                     d.id,
@@ -347,6 +359,8 @@ class SQLiteStore:
                     d.page_count,
                     d.pages_without_text,
                     d.embedding_model,
+                    d.enriched_at,
+                    d.enrichment_mode,
                 ),
             )
             self._xm(
@@ -371,7 +385,9 @@ class SQLiteStore:
             self._bump_generation()
 
     def _delete_chunks(self, document_id: str) -> None:
-        # Explicit, so the FTS delete trigger fires row by row before the cascade.
+        # Explicit, so the FTS delete triggers fire row by row before the cascade.
+        # Distillates cite chunks: they go with them.
+        self._x("DELETE FROM distillates WHERE document_id = ?", (document_id,))
         self._x(
             "DELETE FROM vectors WHERE chunk_seq IN (SELECT seq FROM chunks WHERE document_id = ?)",
             (document_id,),
@@ -586,6 +602,118 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO embedding_cache(model, text_hash, embedding) "
                 "VALUES (?, ?, ?)",
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+            )
+
+    # -- enrichment ----------------------------------------------------------------------
+    def put_enrichment(self, document_id: str, enrichment: Enrichment, at: float) -> bool:
+        e = enrichment
+        with self.transaction():
+            changed = self._x(
+                "UPDATE documents SET summary = ?, document_type = ?, category = ?, "
+                "concept_ids = ?, primary_concept_id = ?, concept_source = ?, "
+                "taxonomy_version = ?, enriched_at = ?, enrichment_mode = ?, "
+                "enrich_lease_until = NULL WHERE id = ?",
+                (
+                    e.summary,
+                    e.document_type,
+                    e.category,
+                    json.dumps(list(e.concept_ids)),
+                    e.concept_ids[0] if e.concept_ids else None,
+                    e.concept_source,
+                    e.taxonomy_version,
+                    at,
+                    e.mode,
+                    document_id,
+                ),
+            )
+            if not changed:
+                return False
+            self._x("DELETE FROM distillates WHERE document_id = ?", (document_id,))
+            self._xm(
+                "INSERT INTO distillates(document_id, ord, text, chunk_ids, mode) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (d.document_id, d.n, d.text, json.dumps(list(d.chunk_ids)), d.mode)
+                    for d in e.distillates(document_id)
+                ],
+            )
+        return True
+
+    def enrichment_failed(self, document_id: str, at: float) -> None:
+        with self.transaction():
+            self._x(
+                "UPDATE documents SET enriched_at = ?, enrichment_mode = 'failed', "
+                "enrich_lease_until = NULL WHERE id = ?",
+                (at, document_id),
+            )
+
+    def reset_enrichment(self, document_ids: Sequence[str] | None = None) -> int:
+        with self.transaction():
+            if document_ids is None:
+                return self._x(
+                    "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL "
+                    "WHERE enriched_at IS NOT NULL"
+                )
+            n = 0
+            for batch in iter_batches(list(document_ids), _MAX_VARS):
+                n += self._x(
+                    "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL "
+                    f"WHERE id IN ({','.join('?' * len(batch))})",
+                    batch,
+                )
+            return n
+
+    def claim_enrichment(self, now: float, lease_seconds: float) -> str | None:
+        with self.transaction():
+            rows = self._q(
+                "UPDATE documents SET enrich_lease_until = ? WHERE id = ("
+                "SELECT id FROM documents WHERE enriched_at IS NULL AND status = 'complete' "
+                "AND (enrich_lease_until IS NULL OR enrich_lease_until < ?) "
+                "ORDER BY added_at, id LIMIT 1) RETURNING id",
+                (now + lease_seconds, now),
+            )
+        return str(rows[0][0]) if rows else None
+
+    def distillates_of(self, document_id: str) -> list[Distillate]:
+        rows = self._q(
+            "SELECT document_id, ord, text, chunk_ids, mode FROM distillates "
+            "WHERE document_id = ? ORDER BY ord",
+            (document_id,),
+        )
+        return [_distillate(r) for r in rows]
+
+    def search_distillates(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[Distillate, float]]:
+        if not terms or limit <= 0:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = _filter_sql(filters)
+        rows = self._q(
+            "SELECT x.document_id, x.ord, x.text, x.chunk_ids, x.mode, "
+            "bm25(distillates_fts) AS rank FROM distillates_fts "
+            "JOIN distillates x ON x.seq = distillates_fts.rowid "
+            "JOIN documents d ON d.id = x.document_id "
+            f"WHERE distillates_fts MATCH ? AND d.status = 'complete' {where} "
+            "ORDER BY rank, x.seq LIMIT ?",
+            [match, *params, limit],
+        )
+        return [(_distillate(r), -float(r[5])) for r in rows]
+
+    def cached_enrichment(self, sha256: str, locale: str, producer: str) -> str | None:
+        rows = self._q(
+            "SELECT data FROM enrichment_cache WHERE sha256 = ? AND locale = ? AND producer = ?",
+            (sha256, locale, producer),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def cache_enrichment(self, sha256: str, locale: str, producer: str, data: str) -> None:
+        with self.transaction():
+            self._x(
+                "INSERT INTO enrichment_cache(sha256, locale, producer, data, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(sha256, locale, producer) "
+                "DO UPDATE SET data = excluded.data, created_at = excluded.created_at",
+                (sha256, locale, producer, data, time.time()),
             )
 
     # -- links between notes -----------------------------------------------------------------
@@ -955,6 +1083,10 @@ def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
     return "".join(f" AND {p}" for p in parts), params
 
 
+def _distillate(r: Sequence[Any]) -> Distillate:
+    return Distillate(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4])
+
+
 def _document_from_row(r: Sequence[Any], counts: dict[str, int]) -> Document:
     return Document(
         id=r[0],
@@ -980,5 +1112,7 @@ def _document_from_row(r: Sequence[Any], counts: dict[str, int]) -> Document:
         page_count=r[20],
         pages_without_text=r[21],
         embedding_model=r[22],
+        enriched_at=r[23],
+        enrichment_mode=r[24],
         chunk_counts=counts,
     )

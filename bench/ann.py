@@ -1,0 +1,204 @@
+"""Hybrid search at 100k and 1M snippets with the sidecar ANN index (search/ann.py).
+
+For each size, one synthetic library (bench/search.py's builder: documents of
+ten snippets, Zipf vocabulary, 384-d vectors around 200 centres; spread 1.0,
+a snippet's cosine to its centre about 0.7) is written through the store, then:
+
+- the ANN index is built from the store (``maintain(force=True)``): build time,
+  index file size, and recall@10 of the vector stage against an exact scan
+  (queries drawn from the same law as the snippets);
+- a fresh process opens the library and runs 200 hybrid searches (2 to 5 terms,
+  ``limit=10``) after 20 warm-up ones, excluding the query embedding (a
+  precomputed vector), then including it (the packaged local model); it reports
+  p50/p95, per-stage p50/p95 and its peak RSS (before and after loading the model);
+- the same searches with ``DOCSHELF_ANN_THRESHOLD=0`` (the exact scan), for the
+  comparison (excluding the embedding only).
+
+    flock /tmp/docshelf-bench.lock .venv/bin/python bench/ann.py [--sizes 100000 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.search import DIM, FixedQueries, synthetic_library, unit
+from docshelf.search.ann import read_checkpoint
+from docshelf.shelf import Shelf
+from docshelf.store.base import SearchFilters
+
+N_QUERIES = 200
+
+
+def peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def build(home: Path, size: int) -> dict[str, Any]:
+    rng = np.random.default_rng(3)
+    out: dict[str, Any] = {"snippets": size}
+    with Shelf(home, embedder=FixedQueries({})) as shelf:
+        t = time.perf_counter()
+        vocab, centres = synthetic_library(shelf, size, rng, spread=1.0)
+        out["library_s"] = time.perf_counter() - t
+        assert shelf.vector_index is not None
+        t = time.perf_counter()
+        out["index"] = shelf.maintain_indexes(force=True)
+        out["index_build_s"] = time.perf_counter() - t
+        checkpoint = read_checkpoint(shelf.vector_index.directory)
+        assert checkpoint is not None
+        out["index_mb"] = (shelf.vector_index.directory / checkpoint.file).stat().st_size / 1e6
+        out["database_mb"] = sum(p.stat().st_size for p in home.glob("docshelf.db*")) / 1e6
+        texts = [
+            " ".join(rng.choice(vocab, size=int(rng.integers(2, 6)))) for _ in range(N_QUERIES)
+        ]
+        picks = centres[rng.integers(len(centres), size=N_QUERIES)]
+        noise = rng.normal(size=(N_QUERIES, DIM)).astype(np.float32) / np.sqrt(DIM)
+        vectors = unit(picks + noise)
+        out["recall@10"] = recall(shelf, vectors)
+    (home / "queries.json").write_text(json.dumps(texts))
+    np.save(home / "queries.npy", vectors)
+    return out
+
+
+def recall(shelf: Shelf, queries: npt.NDArray[np.float32]) -> float:
+    """Recall@10 of the vector stage against an exact scan streamed from the store."""
+    assert shelf.vector_index is not None
+    store = shelf.vector_index._store
+    best = np.full((len(queries), 10), -np.inf, dtype=np.float32)
+    best_seq = np.zeros((len(queries), 10), dtype=np.int64)
+    for seqs, matrix in store.iter_vectors(50_000):
+        sims = queries @ matrix.T
+        both = np.concatenate([best, sims], axis=1)
+        keys = np.concatenate([best_seq, np.broadcast_to(seqs, sims.shape)], axis=1)
+        top = np.argpartition(-both, 9, axis=1)[:, :10]
+        best = np.take_along_axis(both, top, axis=1)
+        best_seq = np.take_along_axis(keys, top, axis=1)
+    want_ids = [
+        set(store.visible_snippets(row.tolist(), SearchFilters()).values()) for row in best_seq
+    ]
+    found = 0
+    for q, want in zip(queries, want_ids, strict=True):
+        got = {cid for cid, _ in shelf.vector_index.search(q, 10, SearchFilters())}
+        found += len(got & want)
+    return found / (10 * len(queries))
+
+
+def cuts(values: list[float]) -> tuple[float, float]:
+    c = statistics.quantiles(values, n=100)
+    return c[49], c[94]
+
+
+def measure(shelf: Shelf, queries: list[str]) -> dict[str, Any]:
+    for q in queries[:20]:
+        shelf.search(q, limit=10)
+    times: list[float] = []
+    stages: dict[str, list[float]] = {}
+    for q in queries:
+        t = time.perf_counter()
+        result = shelf.search(q, limit=10)
+        times.append((time.perf_counter() - t) * 1000)
+        for stage, ms in result.timings_ms.items():
+            stages.setdefault(stage, []).append(ms)
+    return {"total": cuts(times), "stages": {k: cuts(v) for k, v in stages.items()}}
+
+
+def search(home: Path, with_model: bool) -> dict[str, Any]:
+    texts = json.loads((home / "queries.json").read_text())
+    vectors = np.load(home / "queries.npy")
+    fixed = FixedQueries(dict(zip(texts, vectors, strict=True)))
+    out: dict[str, Any] = {}
+    with Shelf(home, embedder=fixed) as shelf:
+        assert shelf.vector_index is not None
+        out["path"] = shelf.vector_index.path
+        out["excluding"] = measure(shelf, texts)
+        out["rss_mb"] = peak_rss_mb()
+        if with_model:
+            from docshelf.embed.local import LocalEmbedder
+
+            model = LocalEmbedder()
+            model.embed(["warm up"])
+            fixed.embed = lambda t: model.embed(t)  # type: ignore[method-assign]
+            out["including"] = measure(shelf, texts)
+            out["rss_with_model_mb"] = peak_rss_mb()
+    return out
+
+
+def child(home: Path, threshold: int | None, with_model: bool) -> dict[str, Any]:
+    env = dict(os.environ, DOCSHELF_RETRIEVAL_CACHE_SECONDS="0")
+    if threshold is not None:
+        env["DOCSHELF_ANN_THRESHOLD"] = str(threshold)
+    cmd = [sys.executable, __file__, "--search", str(home)]
+    if with_model:
+        cmd.append("--model")
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def fmt(pair: tuple[float, float]) -> str:
+    return f"{pair[0]:.1f} / {pair[1]:.1f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--search", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--model", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-exact", action="store_true", help="skip the exact-scan comparison")
+    args = ap.parse_args()
+    if args.search:
+        print(json.dumps(search(args.search, args.model)))
+        return
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+            home = Path(tmp)
+            b = build(home, size)
+            print(
+                f"{size:>9,} snippets: library written in {b['library_s']:.0f} s "
+                f"(database {b['database_mb']:.0f} MB); ANN index {b['index']} in "
+                f"{b['index_build_s']:.0f} s, {b['index_mb']:.0f} MB; "
+                f"recall@10 of the vector stage {b['recall@10']:.3f}",
+                flush=True,
+            )
+            ann = child(home, None, with_model=True)
+            print(
+                f"    ANN ({ann['path']}): hybrid excluding embedding p50/p95 "
+                f"{fmt(ann['excluding']['total'])} ms; including "
+                f"{fmt(ann['including']['total'])} ms; peak RSS "
+                f"{ann['rss_mb']:.0f} MB ({ann['rss_with_model_mb']:.0f} MB with the model)",
+                flush=True,
+            )
+            for label, key in (("excluding", "excluding"), ("including", "including")):
+                stages = ", ".join(f"{k} {fmt(v)}" for k, v in ann[key]["stages"].items())
+                print(f"        per stage ({label} embedding) p50/p95 ms: {stages}", flush=True)
+            if not args.no_exact:
+                ex = child(home, 0, with_model=False)
+                print(
+                    f"    exact ({ex['path']}): hybrid excluding embedding p50/p95 "
+                    f"{fmt(ex['excluding']['total'])} ms; peak RSS {ex['rss_mb']:.0f} MB",
+                    flush=True,
+                )
+                stages = ", ".join(f"{k} {fmt(v)}" for k, v in ex["excluding"]["stages"].items())
+                print(f"        per stage p50/p95 ms: {stages}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

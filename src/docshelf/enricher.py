@@ -1,0 +1,252 @@
+"""Running enrichment against a library: pick the producer (LLM or offline), use the
+cache, write the result, and keep the retrieval header in step with the concepts.
+
+Enrichment follows indexing: a document is searchable as soon as it is
+``complete``; its enrichment is pending (``enriched_at`` is NULL) until a run
+of ``add``/``sync``, a worker with nothing else to do, or ``docshelf enrich``
+takes it. Each step is one transaction, so a crash leaves it pending, never half
+written. Results are cached by (fingerprint, locale, producer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from docshelf import telemetry
+from docshelf.chunk import build_header
+from docshelf.enrich import (
+    EnrichSettings,
+    concept_texts,
+    from_json,
+    llm_enrichment,
+    llm_excerpts,
+    offline_enrichment,
+    to_json,
+)
+from docshelf.errors import DocshelfError, NotFound, Unavailable
+from docshelf.ingest import embed_texts
+from docshelf.model import Chunk, Document, Enrichment, Tier
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from docshelf.shelf import Shelf
+
+log = logging.getLogger("docshelf")
+
+OFFLINE_VERSION = "1"  # bump when the offline producer changes its output
+# Concept sources whose labels go into the retrieval header. Concepts matched by
+# embedding similarity stay out: they came from these very vectors and would only
+# echo them, at the price of re-embedding every document.
+HEADER_SOURCES = ("frontmatter", "manual", "llm")
+LEASE_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class EnrichResult:
+    document_id: str
+    mode: str  # "llm" | "offline"
+    cached: bool
+    enrichment: Enrichment
+    reembedded: int = 0  # snippets re-embedded because the header's concepts changed
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    ms: float = 0.0
+    notice: str | None = None
+
+
+class Enricher:
+    def __init__(self, shelf: Shelf, settings: EnrichSettings | None = None) -> None:
+        self.shelf = shelf
+        self.store = shelf.store
+        self.settings = settings or EnrichSettings(locale=shelf.settings.locale)
+        self._concepts: tuple[str, npt.NDArray[np.float32]] | None = None
+
+    @property
+    def use_llm(self) -> bool:
+        return self.shelf.llm is not None and self.shelf.settings.enrich == "auto"
+
+    def producer(self) -> str:
+        if self.use_llm and self.shelf.llm is not None:
+            return f"llm:{self.shelf.llm.model}:{self.shelf.taxonomy.version}"
+        model = self.shelf.embedder.model_id if self.shelf.embedder else "none"
+        return f"offline:{OFFLINE_VERSION}:{model}:{self.shelf.taxonomy.version}"
+
+    # -- the queue ---------------------------------------------------------------------
+    def run_pending(self, limit: int | None = None) -> list[EnrichResult]:
+        """Enrich documents waiting for it, one lease at a time, until none is left."""
+        done: list[EnrichResult] = []
+        tried = 0
+        while limit is None or tried < limit:
+            doc_id = self.store.claim_enrichment(time.time(), LEASE_SECONDS)
+            if doc_id is None:
+                break
+            tried += 1
+            result = self.enrich_safely(doc_id)
+            if result is not None:
+                done.append(result)
+        return done
+
+    def enrich_safely(self, document_id: str) -> EnrichResult | None:
+        """``enrich`` for background runs: a failure is logged and recorded, never raised
+        (so one bad document cannot stop the queue or be retried forever)."""
+        try:
+            return self.enrich(document_id)
+        except NotFound:
+            return None
+        except Exception as exc:
+            log.exception("enrichment of %s failed", document_id)
+            self.store.enrichment_failed(document_id, time.time())
+            message = exc.message if isinstance(exc, DocshelfError) else type(exc).__name__
+            with self.store.transaction():
+                self.store.add_event(
+                    document_id, "document.enriched", message=f"enrichment failed: {message}"
+                )
+            return None
+
+    # -- one document ---------------------------------------------------------------------
+    def enrich(self, document_id: str) -> EnrichResult:
+        started = time.perf_counter()
+        doc = self.store.get_document(document_id)
+        if doc is None:
+            raise NotFound(f"No document {document_id!r}")
+        sections = self.store.chunks_of_document(doc.id, Tier.SECTION)
+        snippets = self.store.chunks_of_document(doc.id, Tier.SNIPPET)
+        producer = self.producer()
+        with telemetry.span("enrich", document_id=doc.id, producer=producer):
+            cached = self._cached(doc, producer, {c.id for c in snippets})
+            if cached is not None:
+                result = EnrichResult(doc.id, cached.mode, True, cached)
+            else:
+                result = self._compute(doc, [*sections, *snippets], snippets)
+                if result.notice is None:  # a fallback is not what this producer makes
+                    self.store.cache_enrichment(
+                        doc.sha256, self.settings.locale, producer, to_json(result.enrichment)
+                    )
+            reembedded = self._write(doc, sections, snippets, result.enrichment)
+        ms = (time.perf_counter() - started) * 1000
+        return dataclasses.replace(result, reembedded=reembedded, ms=ms)
+
+    def _cached(self, doc: Document, producer: str, snippet_ids: set[str]) -> Enrichment | None:
+        raw = self.store.cached_enrichment(doc.sha256, self.settings.locale, producer)
+        e = from_json(raw) if raw is not None else None
+        if e is None or any(i not in snippet_ids for _, ids in e.claims for i in ids):
+            return None  # unreadable, or its citations point at chunks that are gone
+        if doc.concept_source in ("frontmatter", "manual"):
+            e = dataclasses.replace(
+                e,
+                concept_ids=doc.concept_ids,
+                concept_source=doc.concept_source,
+                category=doc.concept_ids[0] if doc.concept_ids else e.category,
+            )
+        return e
+
+    def _snippet_vectors(self, snippets: list[Chunk]) -> npt.NDArray[np.float32] | None:
+        embedder = self.shelf.embedder
+        if embedder is None or not snippets:
+            return None
+        # The embedding cache holds every indexed snippet's vector: no model call here.
+        return embed_texts(self.store, embedder, [c.retrieval_text for c in snippets])
+
+    def _concept_vectors(self) -> npt.NDArray[np.float32] | None:
+        embedder = self.shelf.embedder
+        if embedder is None or not self.shelf.taxonomy.concepts:
+            return None
+        key = f"{embedder.model_id}:{self.shelf.taxonomy.version}"
+        if self._concepts is None or self._concepts[0] != key:
+            _, texts = concept_texts(self.shelf.taxonomy)
+            self._concepts = (key, embed_texts(self.store, embedder, texts))
+        return self._concepts[1]
+
+    def _compute(self, doc: Document, chunks: list[Chunk], snippets: list[Chunk]) -> EnrichResult:
+        import numpy as np
+
+        vectors = self._snippet_vectors(snippets)
+        notice = None
+        llm = self.shelf.llm
+        if self.use_llm and llm is not None and snippets:
+            if vectors is not None:
+                centroid = vectors.mean(axis=0)
+                ranked = [int(i) for i in np.argsort(-(vectors @ centroid), kind="stable")]
+            else:
+                ranked = list(range(len(snippets)))
+            excerpts = llm_excerpts(snippets, ranked, self.settings.llm_excerpt_tokens)
+            try:
+                outcome = llm_enrichment(
+                    llm, doc, excerpts, chunks, self.shelf.taxonomy, self.settings
+                )
+            except Unavailable as exc:
+                notice = f"the LLM failed ({exc.message}); enriched offline"
+            else:
+                if outcome.enrichment is not None:
+                    return EnrichResult(
+                        doc.id,
+                        "llm",
+                        False,
+                        outcome.enrichment,
+                        prompt_tokens=outcome.prompt_tokens,
+                        completion_tokens=outcome.completion_tokens,
+                        llm_calls=outcome.calls,
+                    )
+                notice = f"the LLM's reply stayed invalid ({outcome.error}); enriched offline"
+        embedder = self.shelf.embedder
+        enrichment = offline_enrichment(
+            doc,
+            chunks,
+            snippet_vectors=vectors,
+            embed=(lambda texts: embed_texts(self.store, embedder, texts))
+            if embedder is not None
+            else None,
+            taxonomy=self.shelf.taxonomy,
+            concept_vectors=self._concept_vectors(),
+            settings=self.settings,
+        )
+        return EnrichResult(doc.id, "offline", False, enrichment, notice=notice)
+
+    def _write(
+        self, doc: Document, sections: list[Chunk], snippets: list[Chunk], e: Enrichment
+    ) -> int:
+        """Store the enrichment; when the header's concepts change, re-header the chunks
+        and re-embed the snippets whose retrieval text changed — all in one transaction."""
+        labels = (
+            self.shelf.taxonomy.labels(e.concept_ids) if e.concept_source in HEADER_SOURCES else []
+        )
+        chunks = [*sections, *snippets]
+        fresh = [
+            dataclasses.replace(
+                c,
+                header=build_header(
+                    doc.title,
+                    c.heading_path,
+                    labels,
+                    self.shelf.chunk_settings.header_max_tokens,
+                    self.shelf.count_tokens,
+                ),
+            )
+            for c in chunks
+        ]
+        changed = [
+            i for i, (a, b) in enumerate(zip(chunks, fresh, strict=True)) if a.header != b.header
+        ]
+        now = time.time()
+        reembedded = 0
+        with self.store.transaction():
+            if changed:
+                new_snippets = [c for c in fresh if c.tier is Tier.SNIPPET]
+                vectors = self._snippet_vectors(new_snippets)
+                reembedded = sum(1 for i in changed if chunks[i].tier is Tier.SNIPPET)
+                self.store.put_document(
+                    dataclasses.replace(doc, updated_at=now, enriched_at=None), fresh, vectors
+                )
+            if not self.store.put_enrichment(doc.id, e, now):
+                raise NotFound(f"Document {doc.id!r} was removed while being enriched")
+            self.store.add_event(
+                doc.id, "document.enriched", message=f"{e.document_type}; {e.mode}"
+            )
+        return reembedded

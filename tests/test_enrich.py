@@ -1,0 +1,476 @@
+"""Enrichment: offline (deterministic, no server) and with an LLM (a fake OpenAI-protocol
+server on loopback), the cache, distillates, concepts in the retrieval header."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docshelf.enrich import (
+    DOCUMENT_TYPES,
+    GENERAL,
+    EnrichSettings,
+    guess_document_type,
+    split_sentences,
+)
+from docshelf.enricher import Enricher
+from docshelf.errors import NotFound
+from docshelf.llm.openai import OpenAILLM
+from docshelf.model import Chunk, Document, Tier
+from docshelf.shelf import Shelf
+from tests.fake_llm import Script, fake_llm_server
+from tests.fakes import HashEmbedder
+
+DB_NOTE = (
+    "# Choosing a database\n\n"
+    "PostgreSQL is a relational database that speaks SQL and keeps data safe with a "
+    "write-ahead log. SQLite is a database in a single file, with SQL too. "
+    "An index makes a database query fast when the table is large. "
+    "A transaction groups database writes so they happen together or not at all.\n\n"
+    "## Backups\n\nA database backup should be tested by restoring it somewhere else. "
+    "Replication copies the write-ahead log of the database to a standby server.\n"
+)
+BREAD_NOTE = (
+    "---\ntitle: Bread\ntags: [food]\n---\n# Sourdough\n\n"
+    "Feed the starter with flour and water the night before baking bread. "
+    "The dough rises slowly overnight in a cool kitchen and gains flavour. "
+    "Bake the loaf in a very hot oven with steam for a crisp crust.\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def enrichment_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCSHELF_ENRICH", "auto")
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    """Wide enough that unrelated words rarely share a dimension."""
+    return HashEmbedder(dim=1024)
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    root = tmp_path / "lib"
+    root.mkdir()
+    (root / "db.md").write_text(DB_NOTE)
+    (root / "bread.md").write_text(BREAD_NOTE)
+    return root
+
+
+def _doc(shelf: Shelf, rel: str) -> Document:
+    return next(d for d in shelf.documents() if d.rel_path == rel)
+
+
+# -- pure parts ------------------------------------------------------------------------------
+def test_sentences_leave_markup_out() -> None:
+    text = (
+        "# Title\n\n- **Sections** are large, for *context*; see [[Other|the note]] and "
+        "[the docs](http://x).\n\n```\nnot prose here.\n```\n| a | b |\nPlain text stays."
+    )
+    assert split_sentences(text) == [
+        "Sections are large, for context; see the note and the docs.",
+        "Plain text stays.",
+    ]
+
+
+@given(st.text())
+def test_any_text_splits_into_one_line_sentences(text: str) -> None:
+    for sentence in split_sentences(text):
+        assert sentence and "\n" not in sentence and sentence == sentence.strip()
+
+
+def _fake(file_type: str = "markdown", pages: int | None = None) -> Document:
+    return Document(
+        id="doc_x",
+        sha256="x",
+        title="X",
+        path="/x",
+        rel_path="x",
+        source_id=None,
+        source_host="h",
+        file_type=file_type,
+        size_bytes=1,
+        added_at=0,
+        updated_at=0,
+        page_count=pages,
+    )
+
+
+def _chunks(headings: list[str], text: str = "Some words here.") -> list[Chunk]:
+    return [
+        Chunk(f"c{i}", "doc_x", Tier.SECTION, i, text, "", 0, 1, heading_path=(h,))
+        for i, h in enumerate(headings)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("headings", "file_type", "pages", "text", "expected"),
+    [
+        (["Abstract", "1. Introduction", "References"], "pdf", 12, "x", "paper"),
+        (["Chapter 1", "Chapter 2", "Chapter 3", "Chapter 4", "Chapter 5"], "pdf", 40, "x", "book"),
+        (["Intro"], "pdf", 320, "x", "book"),
+        (["Installation", "Usage", "Configuration"], "markdown", None, "x", "manual"),
+        (["Executive summary", "Findings", "Recommendations"], "pdf", 20, "x", "report"),
+        (["Call"], "text", None, "\n".join(f"ALICE: line {i}" for i in range(20)), "transcript"),
+        (["Shopping"], "markdown", None, "Buy flour.", "note"),
+        (["Essay"], "html", None, "word " * 3000, "article"),
+    ],
+)
+def test_document_type_heuristic(
+    headings: list[str], file_type: str, pages: int | None, text: str, expected: str
+) -> None:
+    got = guess_document_type(_fake(file_type, pages), _chunks(headings, text))
+    assert got == expected and got in DOCUMENT_TYPES
+
+
+# -- offline ---------------------------------------------------------------------------------
+def test_add_enriches_offline(shelf: Shelf, library: Path) -> None:
+    # The threshold suits the real model's geometry; bag-of-words vectors score lower.
+    shelf._enricher = Enricher(shelf, EnrichSettings(concept_threshold=0.15))
+    shelf.add(library)
+    db = _doc(shelf, "db.md")
+    assert db.enrichment_mode == "offline" and db.enriched_at is not None
+    assert db.document_type == "note"
+    # Concepts by embedding similarity to the taxonomy's labels (HashEmbedder: shared words).
+    assert db.concept_ids and db.concept_ids[0] == "databases"
+    assert db.concept_source == "embedding" and db.category == "databases"
+    # The summary is the document's own sentences.
+    sentences = split_sentences(DB_NOTE)
+    assert db.summary and set(split_sentences(db.summary)) <= set(sentences)
+    # Distillates cite the snippets their sentence came from.
+    claims = shelf.store.distillates_of(db.id)
+    assert claims and all(c.mode == "offline" for c in claims)
+    for claim in claims:
+        [chunk] = shelf.store.get_chunks(list(claim.chunk_ids))
+        assert chunk.document_id == db.id
+        assert claim.text.split()[0] in chunk.text
+    # The author's own tags win over derived concepts.
+    bread = _doc(shelf, "bread.md")
+    assert bread.concept_ids == ("food",) and bread.concept_source == "frontmatter"
+    assert bread.category == "food"
+
+
+def test_offline_concepts_stay_out_of_the_header(shelf: Shelf, library: Path) -> None:
+    shelf._enricher = Enricher(shelf, EnrichSettings(concept_threshold=0.15))
+    shelf.add(library)
+    db = _doc(shelf, "db.md")
+    assert db.concept_ids
+    snippets = shelf.store.chunks_of_document(db.id, Tier.SNIPPET)
+    assert all("[CONCEPTS" not in c.header for c in snippets)
+
+
+def test_lexical_only_library_enriches_too(isolated_home: Path, library: Path) -> None:
+    with Shelf(embedder=None) as shelf:
+        shelf.add(library)
+        db = _doc(shelf, "db.md")
+        assert db.enrichment_mode == "offline" and db.summary
+        assert db.concept_ids == () and db.category == GENERAL
+        assert shelf.store.distillates_of(db.id)
+
+
+def test_enrichment_off_leaves_it_pending(
+    isolated_home: Path, library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCSHELF_ENRICH", "off")
+    with Shelf(embedder=HashEmbedder()) as shelf:
+        shelf.add(library)
+        assert all(d.enriched_at is None for d in shelf.documents())
+        results = shelf.enrich()
+        assert {r.document_id for r in results} == {d.id for d in shelf.documents()}
+        assert all(d.enrichment_mode == "offline" for d in shelf.documents())
+
+
+def test_enrichment_is_deterministic_and_cached(shelf: Shelf, library: Path) -> None:
+    shelf.add(library)
+    db = _doc(shelf, "db.md")
+    first = shelf.store.distillates_of(db.id)
+    again = shelf.enrich([db.id])
+    assert again[0].cached and again[0].mode == "offline"
+    assert shelf.store.distillates_of(db.id) == first
+    assert _doc(shelf, "db.md").summary == db.summary
+
+
+def test_the_cache_is_keyed_by_fingerprint(shelf: Shelf, library: Path, tmp_path: Path) -> None:
+    shelf.add(library)
+    summary = _doc(shelf, "db.md").summary
+    shelf.remove(str(library))
+    assert shelf.documents() == []
+    copy = tmp_path / "elsewhere"
+    copy.mkdir()
+    (copy / "same.md").write_text(DB_NOTE)
+    calls = len(shelf.embedder.embedded)  # type: ignore[union-attr]
+    shelf.add(copy)
+    assert _doc(shelf, "same.md").summary == summary
+    # Re-adding embedded nothing: vectors and the enrichment came from the caches.
+    assert len(shelf.embedder.embedded) == calls  # type: ignore[union-attr]
+
+
+def test_enrich_unknown_or_foreign_ids(shelf: Shelf, library: Path) -> None:
+    shelf.add(library)
+    with pytest.raises(NotFound):
+        shelf.enrich(["doc_nope"])
+    user, _ = shelf.create_user("mallory")
+    with pytest.raises(NotFound):
+        shelf.enrich([_doc(shelf, "db.md").id], user_id=user.id)
+
+
+def test_distillates_are_searchable_per_user(shelf: Shelf, library: Path) -> None:
+    shelf.add(library)
+    found = shelf.distillates("write-ahead log replication")
+    assert found and found[0][1].rel_path == "db.md"
+    assert isinstance(shelf.distillates('"quoted -x path:"odd ('), list)  # any string is valid
+    user, _ = shelf.create_user("eve")
+    assert shelf.distillates("write-ahead log", user_id=user.id) == []
+    by_doc = shelf.distillates(document_id=_doc(shelf, "db.md").id)
+    assert [d.n for d, _ in by_doc] == list(range(len(by_doc)))
+
+
+def test_a_changed_file_is_enriched_again(shelf: Shelf, library: Path) -> None:
+    shelf.add(library)
+    (library / "db.md").write_text(DB_NOTE + "\nVacuum reclaims space in the database files.\n")
+    shelf.sync()
+    db = _doc(shelf, "db.md")
+    assert db.enrichment_mode == "offline"
+    ids = {c.id for c in shelf.store.chunks_of_document(db.id, Tier.SNIPPET)}
+    assert all(set(x.chunk_ids) <= ids for x in shelf.store.distillates_of(db.id))
+
+
+# -- with an LLM -------------------------------------------------------------------------------
+def _reply(**overrides: object) -> str:
+    body: dict[str, object] = {
+        "summary": "How to choose and back up a database.",
+        "document_type": "note",
+        "concepts": ["databases"],
+        "claims": [{"text": "Backups must be tested by restoring them.", "sources": [1]}],
+    }
+    body.update(overrides)
+    return json.dumps(body)
+
+
+@pytest.fixture
+def pending(isolated_home: Path, library: Path, monkeypatch: pytest.MonkeyPatch) -> Shelf:
+    """A library indexed with enrichment off, so each test runs it its own way."""
+    monkeypatch.setenv("DOCSHELF_ENRICH", "off")
+    shelf = Shelf(embedder=HashEmbedder(dim=1024))
+    shelf.add(library)
+    monkeypatch.setenv("DOCSHELF_ENRICH", "auto")
+    shelf.settings = type(shelf.settings).from_env()
+    return shelf
+
+
+def _with_llm(shelf: Shelf, url: str) -> None:
+    shelf.llm = OpenAILLM(url, "fake-model", backoff=0.01, attempts=2, timeout=1.0)
+
+
+def test_llm_enrichment_with_concepts_in_the_header(pending: Shelf) -> None:
+    db = _doc(pending, "db.md")
+    script = Script(("ok", "```json\n" + _reply() + "\n```"))
+    before = pending.store.chunks_of_document(db.id, Tier.SNIPPET)
+    with fake_llm_server(script) as url:
+        _with_llm(pending, url)
+        [result] = pending.enrich([db.id])
+    assert result.mode == "llm" and result.llm_calls == 1 and result.notice is None
+    assert result.prompt_tokens == 100 and result.completion_tokens == 20
+    db = _doc(pending, "db.md")
+    assert db.summary == "How to choose and back up a database."
+    assert db.concept_ids == ("databases",) and db.concept_source == "llm"
+    assert db.enrichment_mode == "llm"
+    # The concept flows into the retrieval header; only this document was re-embedded.
+    after = pending.store.chunks_of_document(db.id, Tier.SNIPPET)
+    assert [c.id for c in after] == [c.id for c in before]
+    assert all("[CONCEPTS: Databases]" in c.header for c in after)
+    assert result.reembedded == len(after)
+    assert _doc(pending, "bread.md").enriched_at is None
+    # Claims cite the excerpt they came from, mapped to its chunk id.
+    [claim] = pending.store.distillates_of(db.id)
+    assert claim.mode == "llm" and claim.chunk_ids[0] in {c.id for c in after}
+    # The prompt named the allowed types and concepts.
+    prompt = script.requests[0]["messages"][1]["content"]
+    assert "databases: Databases" in prompt and "paper" in prompt and "[1]" in prompt
+    hits = pending.search("database backup restore", filters=None).hits
+    assert hits and hits[0].document.id == db.id
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "this is not JSON at all",
+        '{"summary": "x", "document_type": "novel"}',
+        _reply(concepts=["no-such-concept"]),
+        _reply(claims=[{"text": "Invented.", "sources": [9]}]),
+        '{"summary": ""}',
+    ],
+)
+def test_invalid_reply_is_retried_with_the_problem(pending: Shelf, bad: str) -> None:
+    script = Script(("ok", bad), ("ok", _reply()))
+    with fake_llm_server(script) as url:
+        _with_llm(pending, url)
+        [result] = pending.enrich([_doc(pending, "db.md").id])
+    assert result.mode == "llm" and result.llm_calls == 2
+    retry = script.requests[1]["messages"][1]["content"]
+    assert "previous reply was not valid" in retry
+
+
+def test_hopeless_replies_fall_back_offline(pending: Shelf) -> None:
+    script = Script(("ok", "nope"), ("ok", "still nope"))
+    with fake_llm_server(script) as url:
+        _with_llm(pending, url)
+        [result] = pending.enrich([_doc(pending, "db.md").id])
+    assert result.mode == "offline" and result.notice and "invalid" in result.notice
+    assert _doc(pending, "db.md").enrichment_mode == "offline"
+    # A fallback is not cached as the LLM's answer: the next run asks again.
+    script2 = Script(("ok", _reply()))
+    with fake_llm_server(script2) as url:
+        _with_llm(pending, url)
+        [again] = pending.enrich([_doc(pending, "db.md").id])
+    assert again.mode == "llm" and not again.cached
+
+
+@pytest.mark.parametrize("failure", [("status", 429), ("status", 503), ("sleep", 1.5)])
+def test_server_failures_fall_back_offline(pending: Shelf, failure: tuple[str, object]) -> None:
+    script = Script(failure, failure, failure)
+    with fake_llm_server(script) as url:
+        _with_llm(pending, url)
+        [result] = pending.enrich([_doc(pending, "db.md").id])
+    assert result.mode == "offline" and result.notice and "LLM failed" in result.notice
+    assert _doc(pending, "db.md").summary
+
+
+def test_llm_results_are_cached(pending: Shelf) -> None:
+    db = _doc(pending, "db.md")
+    script = Script(("ok", _reply()))
+    with fake_llm_server(script) as url:
+        _with_llm(pending, url)
+        pending.enrich([db.id])
+        [again] = pending.enrich([db.id])
+    assert again.cached and again.mode == "llm" and len(script.requests) == 1
+
+
+def test_offline_setting_never_calls_the_llm(pending: Shelf) -> None:
+    pending.settings = type(pending.settings)(**{**pending.settings.__dict__, "enrich": "offline"})
+    script = Script(("ok", _reply()))
+    with fake_llm_server(script) as url:
+        _with_llm(pending, url)
+        [result] = pending.enrich([_doc(pending, "db.md").id])
+    assert result.mode == "offline" and script.requests == []
+
+
+# -- the queue -----------------------------------------------------------------------------------
+def test_pending_queue_claims_each_document_once(pending: Shelf) -> None:
+    ids = {d.id for d in pending.documents()}
+    done = pending.enrich_pending()
+    assert {r.document_id for r in done} == ids
+    assert pending.enrich_pending() == []
+    assert pending.store.reset_enrichment([next(iter(ids))]) == 1
+    assert len(pending.enrich_pending()) == 1
+    events = pending.store.events_after(0, kinds="document.enriched")
+    assert len(events) == len(ids) + 1
+
+
+def test_a_failing_document_is_marked_not_retried_forever(
+    pending: Shelf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(document_id: str) -> None:
+        raise RuntimeError("enricher bug")
+
+    monkeypatch.setattr(pending.enricher, "enrich", boom)
+    assert pending.enrich_pending() == []
+    docs = pending.documents()
+    assert all(d.enrichment_mode == "failed" for d in docs)
+    assert pending.store.claim_enrichment(time.time(), 60) is None
+
+
+# -- faces and the worker ----------------------------------------------------------------------
+def test_worker_enriches_uploads_when_idle(shelf: Shelf) -> None:
+    from docshelf.worker import Worker
+
+    user, _ = shelf.create_user("alice")
+    up = shelf.upload(user.id, "db.md", DB_NOTE.encode())
+    worker = Worker(shelf, name="w")
+    assert worker.run_once()  # ingest first
+    assert shelf.document(up.document_id).document.enriched_at is None
+    assert not worker.run_once() and worker.enrich_one()
+    doc = shelf.document(up.document_id, user.id).document
+    assert doc.enrichment_mode == "offline" and doc.summary
+    kinds = [e.kind for e in shelf.events(user_id=user.id, lifecycle=True)]
+    assert kinds[-2:] == ["document.completed", "document.enriched"]
+    assert not worker.enrich_one()
+
+
+def test_api_enrich_and_distillates(shelf: Shelf, library: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from docshelf.api import create_app
+
+    shelf.add(library)
+    db = _doc(shelf, "db.md")
+    _, alice_token = shelf.create_user("alice")
+    admin_token = shelf.local_admin_token()
+    assert admin_token
+    with TestClient(create_app(shelf)) as client:
+        admin = {"Authorization": f"Bearer {admin_token}"}
+        other = {"Authorization": f"Bearer {alice_token}"}
+        r = client.post(f"/v1/documents/{db.id}/enrich", headers=admin)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["mode"] == "offline" and body["cached"] and body["distillates"] > 0
+        # Another user's document is answered exactly like an unknown one.
+        for who in (other, admin):
+            assert client.post("/v1/documents/doc_nope/enrich", headers=who).status_code == 404
+        assert client.post(f"/v1/documents/{db.id}/enrich", headers=other).status_code == 404
+        r = client.get("/v1/distillates", params={"q": "write-ahead log"}, headers=admin)
+        assert r.status_code == 200 and r.json()["distillates"][0]["document_id"] == db.id
+        assert client.get(
+            "/v1/distillates", params={"q": "write-ahead log"}, headers=other
+        ).json() == {"distillates": []}
+        r = client.get("/v1/distillates", params={"document_id": db.id}, headers=other)
+        assert r.status_code == 404
+        for hostile in ('"', "-", "tag:", "(((", "\x00", "a" * 1999):
+            r = client.get("/v1/distillates", params={"q": hostile}, headers=admin)
+            assert r.status_code in (200, 400), (hostile, r.text)
+        assert client.get("/v1/distillates", headers=admin).status_code == 400
+        assert (
+            client.get("/v1/distillates", params={"q": "x", "limit": 0}, headers=admin).status_code
+            == 400
+        )
+        r = client.post("/v1/enrich", headers=admin)
+        assert r.status_code == 202 and r.json() == {"queued": 2}
+        assert all(d.enriched_at is None for d in shelf.documents())
+        assert client.post("/v1/enrich", headers=other).json() == {"queued": 0}
+        doc = client.get(f"/v1/documents/{db.id}", headers=admin).json()
+        assert {"summary", "document_type", "category", "distillates"} <= set(doc)
+
+
+def test_cli_enrich_and_distillates(library: Path) -> None:
+    from typer.testing import CliRunner
+
+    from docshelf.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: str) -> dict[str, object]:
+        result = runner.invoke(app, ["--json", *args], env={"DOCSHELF_EMBEDDER": "none"})
+        return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+    assert run("add", str(library))["ok"]
+    listed = run("list")["result"]
+    docs = listed["documents"]  # type: ignore[index]
+    assert all(d["document_type"] and d["summary"] for d in docs)
+    env = run("enrich", "--all")
+    assert env["ok"] and len(env["result"]["documents"]) == 2  # type: ignore[index]
+    assert all(d["cached"] for d in env["result"]["documents"])  # type: ignore[index]
+    env = run("enrich")
+    assert not env["ok"] and env["error"]["code"] == "invalid_input"  # type: ignore[index]
+    env = run("enrich", "doc_unknown")
+    assert not env["ok"] and env["error"]["code"] == "not_found"  # type: ignore[index]
+    env = run("distillates", "dough starter")
+    found = env["result"]["distillates"]  # type: ignore[index]
+    assert found and found[0]["title"] == "Bread" and env["next_actions"]
+    env = run("show", found[0]["document_id"])
+    assert env["result"]["distillates"]  # type: ignore[index]
