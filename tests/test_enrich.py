@@ -462,6 +462,8 @@ def test_cli_enrich_and_distillates(library: Path) -> None:
     listed = run("list")["result"]
     docs = listed["documents"]  # type: ignore[index]
     assert all(d["document_type"] and d["summary"] for d in docs)
+    status = run("status")
+    assert status["result"]["enrichment"] == {"offline": 2}  # type: ignore[index]
     env = run("enrich", "--all")
     assert env["ok"] and len(env["result"]["documents"]) == 2  # type: ignore[index]
     assert all(d["cached"] for d in env["result"]["documents"])  # type: ignore[index]

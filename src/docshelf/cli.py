@@ -403,6 +403,8 @@ def status(
         shelf = run.store_shelf()
         st = shelf.status()
         actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
+        if st.enrichment.get("pending"):
+            actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
         if st.documents == 0:
             actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
         return Outcome(views.status(st, shelf.check() if check else None), actions)
@@ -420,6 +422,9 @@ def status(
             console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
         elif vi.get("needs_build"):
             console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
+        if r["enrichment"]:
+            parts = ", ".join(f"{n} {k}" for k, n in sorted(r["enrichment"].items()))
+            console.print(f"Enrichment: {parts}")
         if r["pages_without_text"]:
             console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
         if r["unmapped_tags"]:

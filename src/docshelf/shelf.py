@@ -204,6 +204,7 @@ class Status:
     failure_count: int
     # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/ann.py)
     vector_index: dict[str, object] = field(default_factory=dict)
+    enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed
 
     @property
     def embedding_coverage(self) -> float:
@@ -705,6 +706,7 @@ class Shelf:
             },
             failures=self.store.list_failures(limit=20),
             failure_count=self.store.count_failures(),
+            enrichment=s.by_enrichment,
             vector_index=self.vector_index.state() if self.vector_index else {"path": "native"},
         )
 

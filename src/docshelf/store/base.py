@@ -94,6 +94,8 @@ class StoreStats:
     pages_without_text: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     by_file_type: dict[str, int] = field(default_factory=dict)
+    # complete documents by enrichment: pending, llm, offline, failed
+    by_enrichment: dict[str, int] = field(default_factory=dict)
 
 
 class Store(Protocol):

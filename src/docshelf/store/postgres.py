@@ -1104,6 +1104,10 @@ class PostgresStore:
             by_type = conn.execute(
                 "SELECT file_type, count(*) FROM documents GROUP BY file_type"
             ).fetchall()
+            by_enrichment = conn.execute(
+                "SELECT CASE WHEN enriched_at IS NULL THEN 'pending' ELSE enrichment_mode END, "
+                "count(*) FROM documents WHERE status = 'complete' GROUP BY 1"
+            ).fetchall()
         assert one is not None
         return StoreStats(
             documents=int(one[0]),
@@ -1115,6 +1119,7 @@ class PostgresStore:
             pages_without_text=int(one[6]),
             by_status={str(r[0]): int(r[1]) for r in by_status},
             by_file_type={str(r[0]): int(r[1]) for r in by_type},
+            by_enrichment={str(r[0]): int(r[1]) for r in by_enrichment},
         )
 
     def check(self) -> list[str]:

@@ -994,6 +994,13 @@ class SQLiteStore:
             str(r[0]): int(r[1])
             for r in self._q("SELECT file_type, COUNT(*) FROM documents GROUP BY file_type")
         }
+        by_enrichment = {
+            str(r[0]): int(r[1])
+            for r in self._q(
+                "SELECT CASE WHEN enriched_at IS NULL THEN 'pending' ELSE enrichment_mode END, "
+                "COUNT(*) FROM documents WHERE status = 'complete' GROUP BY 1"
+            )
+        }
         return StoreStats(
             documents=one[0],
             sources=one[1],
@@ -1004,6 +1011,7 @@ class SQLiteStore:
             pages_without_text=one[6],
             by_status=by_status,
             by_file_type=by_type,
+            by_enrichment=by_enrichment,
         )
 
     def check(self) -> list[str]:
