@@ -135,7 +135,7 @@ def search(home: Path, with_model: bool) -> dict[str, Any]:
 
             model = LocalEmbedder()
             model.embed(["warm up"])
-            fixed.embed = lambda t: model.embed(t)  # type: ignore[method-assign]
+            fixed.embed = lambda texts: model.embed(texts)  # type: ignore[method-assign]
             out["including"] = measure(shelf, texts)
             out["rss_with_model_mb"] = peak_rss_mb()
     return out

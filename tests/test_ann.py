@@ -356,3 +356,30 @@ def test_shelf_switches_to_the_ann_index_and_status_says_so(
             "sourdough starter", limit=3, mode="vector", filters=SearchFilters(tags=("baking",))
         ).hits
         assert {h.document.title for h in filtered} == {"Bread"}
+
+
+def test_cli_reindex_index_only_rebuilds_and_status_reports_the_path(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from docshelf.cli import app
+
+    store = SQLiteStore(isolated_home / "docshelf.db")
+    fill(store, clustered(300, np.random.default_rng(13)))
+    store.close()
+    env = {"DOCSHELF_EMBEDDER": "none", "DOCSHELF_ANN_THRESHOLD": "100"}
+    runner = CliRunner()
+
+    def run(*args: str) -> dict[str, object]:
+        result = runner.invoke(app, ["--json", *args], env=env)
+        assert result.exit_code == 0, result.stdout
+        out: dict[str, object] = json.loads(result.stdout)
+        return out
+
+    assert run("reindex", "--index-only")["result"] == {"vector_index": "built"}
+    status = run("status")["result"]
+    assert isinstance(status, dict) and status["vector_index"]["path"] == "ann"
+    assert run("reindex", "--index-only")["result"] == {"vector_index": "rebuilt"}

@@ -628,20 +628,32 @@ def remove(
 
 
 @app.command()
-def reindex(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def reindex(
+    ctx: typer.Context,
+    index_only: Annotated[
+        bool,
+        typer.Option(
+            "--index-only",
+            help="Only rebuild the vector index beside the database from the store (repair).",
+        ),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Re-embed every snippet with the configured embedder (after changing models)."""
     run = _Run(ctx, "reindex", json_out)
 
     def produce() -> Outcome:
         shelf = run.shelf(check_model=False)
-        with run.progress("Re-embedding") as progress:
-            result = shelf.reindex(progress=progress)
+        with run.progress("Rebuilding the index" if index_only else "Re-embedding") as progress:
+            result = shelf.reindex(progress=progress, index_only=index_only)
         return Outcome(result, [Action(run.cmd("status"), "Check embedding coverage")])
 
     def render(o: Outcome) -> None:
-        console.print(
-            f"Re-embedded {o.result['snippets']} snippets with {o.result['embedding_model']}"
-        )
+        if "snippets" in o.result:
+            console.print(
+                f"Re-embedded {o.result['snippets']} snippets with {o.result['embedding_model']}"
+            )
+        console.print(f"Vector index: {o.result['vector_index']}")
 
     run.finish(produce, render)
 
@@ -685,6 +697,58 @@ def enrich(
         for d in o.result["documents"]:
             if d.get("notice"):
                 console.print(Text(f"{d['document_id']}: {d['notice']}", style="yellow"))
+
+    run.finish(produce, render)
+
+
+@app.command()
+def inbox(
+    ctx: typer.Context,
+    folder: Annotated[str, typer.Argument(help="The inbox folder to empty.")],
+    library: Annotated[
+        str, typer.Option("--library", help="Where files go: LIBRARY/<type>/<category>/<name>.")
+    ],
+    watch_: Annotated[
+        bool, typer.Option("--watch", help="Keep going: file new arrivals as they come.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """File the inbox: index, classify and move each file into the library (opt-in)."""
+    from docshelf.filing import Filing, FilingReport, watch_inbox
+
+    run = _Run(ctx, "inbox", json_out)
+
+    def result(r: FilingReport) -> dict[str, Any]:
+        return {
+            "filed": [{"from": a, "to": b} for a, b in r.filed],
+            "failures": [{"path": f.path, "reason": f.reason} for f in r.failures],
+            "repaired": r.repaired,
+        }
+
+    def each_run(r: dict[str, Any]) -> None:
+        if run.as_json:  # one line per run while watching
+            sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        else:
+            render(Outcome(r, []))
+
+    def produce() -> Outcome:
+        filing = Filing(run.shelf(), folder, library)
+        if watch_:
+            err_console.print(f"Filing {filing.inbox} into {filing.library}; Ctrl-C stops")
+            watch_inbox(filing, on_run=lambda r: each_run(result(r)))
+            report = FilingReport()
+        else:
+            with run.progress("Filing") as progress:
+                report = filing.run(progress)
+        return Outcome(result(report), [Action(run.cmd("list"), "See the filed documents")])
+
+    def render(o: Outcome) -> None:
+        for f in o.result["filed"]:
+            console.print(Text(f"  {f['from']} → {f['to']}"))
+        for f in o.result["failures"]:
+            console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        console.print(Text(f"Filed {len(o.result['filed'])}", style="bold"))
 
     run.finish(produce, render)
 

@@ -713,14 +713,16 @@ class Shelf:
     def check(self) -> list[str]:
         return self.store.check()
 
-    def maintain_indexes(self, *, force: bool = False, progress: Progress | None = None) -> str:
+    def maintain_indexes(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
         """Bring the derived indexes beside the store up to date (SQLite's ANN index:
         switch at the threshold, build, or checkpoint the delta). Never fails a write:
         search stays correct without it, only slower (it overlays the delta exactly)."""
         if self.vector_index is None:
             return "native"
         try:
-            return self.vector_index.maintain(force=force, progress=progress)
+            return self.vector_index.maintain(force=force, rebuild=rebuild, progress=progress)
         except (OSError, ValueError, DocshelfError) as exc:
             log.warning("could not update the vector index: %s", exc)
             return f"failed: {exc}"
@@ -755,9 +757,14 @@ class Shelf:
         self.maintain_indexes()
         return report
 
-    def reindex(self, progress: Progress | None = None) -> dict[str, object]:
+    def reindex(
+        self, progress: Progress | None = None, *, index_only: bool = False
+    ) -> dict[str, object]:
         """Re-embed every snippet with the configured embedder. Resumable: run it again
-        after an interruption and it continues with the snippets still missing vectors."""
+        after an interruption and it continues with the snippets still missing vectors.
+        ``index_only``: rebuild just the derived indexes beside the store (repair)."""
+        if index_only:
+            return {"vector_index": self.maintain_indexes(rebuild=True, progress=progress)}
         model = self.embedder.model_id if self.embedder else "none"
         with self.store.transaction():
             if self.store.get_meta("embedding_model") != model:

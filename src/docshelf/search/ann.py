@@ -266,13 +266,16 @@ class SidecarVectorIndex:
         }
 
     # -- writing (one process at a time, under the lock file) ---------------------------------
-    def maintain(self, *, force: bool = False, progress: Progress | None = None) -> str:
+    def maintain(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
         """Bring the files in line with the store: switch on or off at the threshold,
         build, or fold the delta into a new checkpoint when it has grown (``force``:
-        whenever there is any). Returns what it did; ``busy`` when another process
-        holds the lock (it is doing the same work)."""
+        whenever there is any; ``rebuild``: a new graph from the store, for repair).
+        Returns what it did; ``busy`` when another process holds the lock (it is
+        doing the same work)."""
         generation = self._version()
-        if generation == self._maintained and not force:
+        if generation == self._maintained and not (force or rebuild):
             return "current"
         with self._lock, _file_lock(self.directory) as held:
             if not held:
@@ -296,7 +299,7 @@ class SidecarVectorIndex:
             epoch = mode[4:]
             current = read_checkpoint(self.directory)
             usable = self._usable_checkpoint(mode)
-            if usable is None:
+            if usable is None or rebuild:
                 self._build(epoch, progress)
                 return "rebuilt"
             try:
