@@ -383,3 +383,18 @@ def test_cli_reindex_index_only_rebuilds_and_status_reports_the_path(
     status = run("status")["result"]
     assert isinstance(status, dict) and status["vector_index"]["path"] == "ann"
     assert run("reindex", "--index-only")["result"] == {"vector_index": "rebuilt"}
+
+
+def test_a_reader_whose_log_was_pruned_reopens_the_newer_checkpoint(store: SQLiteStore) -> None:
+    rng = np.random.default_rng(14)
+    vectors = clustered(400, rng)
+    ids = fill(store, vectors)
+    writer = SidecarVectorIndex(store, threshold=100)
+    writer.maintain()
+    reader = SidecarVectorIndex(store, threshold=100)
+    assert reader.search(vectors[0], 10, NONE)  # opened at the first checkpoint
+    fill(store, clustered(50, rng), first=800)
+    assert writer.maintain(force=True) == "checkpointed"  # prunes the log
+    store.delete_document(ids[0])
+    for q in vectors[:10]:
+        assert [c for c, _ in reader.search(q, 10, NONE)] == exact(store, q, 10)

@@ -723,8 +723,8 @@ class Shelf:
             return "native"
         try:
             return self.vector_index.maintain(force=force, rebuild=rebuild, progress=progress)
-        except (OSError, ValueError, DocshelfError) as exc:
-            log.warning("could not update the vector index: %s", exc)
+        except Exception as exc:  # the index is derived: log it, keep the write
+            log.warning("could not update the vector index: %s", exc, exc_info=True)
             return f"failed: {exc}"
 
     def export_library(

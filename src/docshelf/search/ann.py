@@ -174,14 +174,16 @@ class SidecarVectorIndex:
         try:
             position, changed = self._store.vector_changes(self._position)
         except LookupError:  # pruned past us: a newer checkpoint was published
-            self._generation = None
-            self._checkpoint = None
             checkpoint = self._usable_checkpoint(mode)
-            if checkpoint is None:
+            try:
+                if checkpoint is None:
+                    raise LookupError("no checkpoint")
+                self._open(checkpoint)
+                position, changed = self._store.vector_changes(self._position)
+            except LookupError:  # still racing a writer: answer exactly this time
                 self._close_graph()
+                self._generation = None
                 return
-            self._open(checkpoint)
-            position, changed = self._store.vector_changes(self._position)
         if changed:
             seqs, matrix = self._store.vectors_by_seq(changed)
             present = dict(zip(seqs.tolist(), matrix, strict=True))
@@ -228,7 +230,11 @@ class SidecarVectorIndex:
     def _open(self, checkpoint: Checkpoint) -> None:
         from usearch.index import Index
 
-        self._graph = Index.restore(str(self.directory / checkpoint.file), view=True)
+        try:
+            self._graph = Index.restore(str(self.directory / checkpoint.file), view=True)
+        except (OSError, RuntimeError, ValueError) as exc:  # removed or torn: answer exactly
+            log.warning("cannot open the vector index %s: %s", checkpoint.file, exc)
+            self._graph = None
         self._checkpoint = checkpoint if self._graph is not None else None
         self._position = checkpoint.position
         self._delta = {}
@@ -277,7 +283,9 @@ class SidecarVectorIndex:
         generation = self._version()
         if generation == self._maintained and not (force or rebuild):
             return "current"
-        with self._lock, _file_lock(self.directory) as held:
+        # Not under self._lock: searches in this process go on (from the previous
+        # checkpoint) while a build or fold runs; the file lock keeps writers apart.
+        with _file_lock(self.directory) as held:
             if not held:
                 return "busy"
             self._maintained = generation
