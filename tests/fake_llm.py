@@ -12,7 +12,9 @@ from typing import Any
 
 
 class Script:
-    """Replies in order; each is ("ok", text), ("status", code), ("raw", body) or ("sleep", s)."""
+    """Replies in order; each is ("ok", text), ("status", code), ("raw", body), ("sleep", s),
+    ("stream", [pieces]) — an OpenAI-style event stream — or ("stream-cut", [pieces]),
+    a stream that breaks off after its pieces without ending."""
 
     def __init__(self, *replies: tuple[str, Any]) -> None:
         self.replies = list(replies)
@@ -37,6 +39,9 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             if kind == "sleep":
                 time.sleep(value)
                 kind, value = "ok", "late"
+            if kind in ("stream", "stream-cut"):
+                self._stream(value, body, cut=kind == "stream-cut")
+                return
             if kind == "status":
                 self.send_response(value)
                 self.end_headers()
@@ -58,6 +63,25 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        def _stream(self, pieces: list[str], body: dict[str, Any], *, cut: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            model = body.get("model", "fake")
+            for piece in pieces:
+                chunk = {"model": model, "choices": [{"delta": {"content": piece}}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            if cut:
+                self.wfile.write(b'data: {"choi')  # an event that never ends
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            usage = {"prompt_tokens": 100, "completion_tokens": len(pieces)}
+            self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
 
     return Handler
 

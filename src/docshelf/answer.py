@@ -13,8 +13,8 @@ The result always names its mode.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from docshelf.errors import Unavailable
@@ -198,3 +198,87 @@ def ask(
         notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
     text = extractive_answer(shelf, question, sources)
     return Answer(question, text, "extractive", _citations(text, sources), notice)
+
+
+# -- streaming -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AnswerPiece:
+    """One step of a streamed answer: the ``sources`` first, then verified ``text``
+    (whole sentences), then ``done`` with the final answer."""
+
+    kind: str  # "sources" | "text" | "done"
+    text: str = ""
+    sources: list[AnswerCitation] = field(default_factory=list)
+    answer: Answer | None = None
+
+
+def sentences_as_they_come(pieces: Iterable[str]) -> Iterator[str]:
+    """Whole sentences out of a stream of text pieces, each as soon as it is complete."""
+    buffer = ""
+    for piece in pieces:
+        buffer += piece
+        parts = _SENTENCE.split(buffer)
+        for sentence in parts[:-1]:
+            if sentence.strip():
+                yield sentence.strip()
+        buffer = parts[-1]
+    if buffer.strip():
+        yield buffer.strip()
+
+
+def ask_stream(
+    shelf: Shelf,
+    question: str,
+    *,
+    limit: int = 5,
+    user_id: str | None = None,
+    llm: LLM | None = None,
+    budget_tokens: int = 3000,
+) -> Iterator[AnswerPiece]:
+    """``ask``, delivered as it is written. Each sentence is checked before it is sent:
+    one citing a source that was not retrieved is left out (it cannot be regenerated
+    once the sentences around it are out), so a broken citation never reaches the user."""
+    result = shelf.search(question, limit=limit, user_id=user_id)
+    if not result.hits:
+        yield AnswerPiece(
+            "done", answer=Answer(question, "No document matched the question.", "extractive", [])
+        )
+        return
+    sources = gather_sources(shelf, result.hits, user_id, budget_tokens)
+    yield AnswerPiece(
+        "sources",
+        sources=[AnswerCitation(x.n, x.hit.chunk.id, x.hit.citation.label) for x in sources],
+    )
+    notice = None
+    if llm is not None:
+        valid = {x.n for x in sources}
+        kept: list[str] = []
+        dropped = 0
+        try:
+            for sentence in sentences_as_they_come(llm.stream(_prompt(question, sources, False))):
+                if set(cited_numbers(sentence)) <= valid:
+                    kept.append(sentence)
+                    yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
+                else:
+                    dropped += 1
+        except Unavailable as exc:
+            if kept:
+                notice = f"The LLM stopped mid-answer ({exc.message}); the answer may be incomplete"
+            else:
+                notice = f"The LLM failed ({exc.message}); this answer is extractive"
+        if kept:
+            text = " ".join(kept)
+            if dropped and notice is None:
+                notice = (
+                    f"{dropped} sentence(s) citing sources that were not retrieved were left out"
+                )
+            yield AnswerPiece(
+                "done", answer=Answer(question, text, "llm", _citations(text, sources), notice)
+            )
+            return
+        notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
+    text = extractive_answer(shelf, question, sources)
+    yield AnswerPiece("text", text=text)
+    yield AnswerPiece(
+        "done", answer=Answer(question, text, "extractive", _citations(text, sources), notice)
+    )

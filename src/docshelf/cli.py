@@ -550,15 +550,29 @@ def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="A question about your documents.")],
     limit: Annotated[int, typer.Option("--limit", "-n", help="Hits to answer from.")] = 5,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print verified sentences as they are written.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Answer from your documents with [n] citations (LLM if configured, else extractive)."""
     from docshelf import views
 
     run = _Run(ctx, "ask", json_out)
+    streamed = stream and not run.as_json
 
     def produce() -> Outcome:
-        answer = run.shelf().ask(question, limit=limit)
+        if streamed:
+            answer = None
+            for piece in run.shelf().ask_stream(question, limit=limit):
+                if piece.kind == "text":
+                    console.print(Text(piece.text), end="")
+                    console.file.flush()
+                answer = piece.answer or answer
+            console.print()
+            assert answer is not None
+        else:
+            answer = run.shelf().ask(question, limit=limit)
         actions = [
             Action(run.cmd(f"context {c.chunk_id} --mode parent-section"), f"Read source [{c.n}]")
             for c in answer.citations[:2]
@@ -569,7 +583,8 @@ def ask(
         r = o.result
         if r.get("notice"):
             console.print(Text(r["notice"], style="yellow"))
-        console.print(Text(r["answer"]))
+        if not streamed:  # a streamed answer is on the screen already
+            console.print(Text(r["answer"]))
         console.print(Text(f"\n({r['mode']})", style="dim"))
         for c in r["citations"]:
             console.print(Text(f"[{c['n']}] {c['label']}  {c['chunk_id']}", style="cyan"))

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from docshelf.answer import Answer
+    from docshelf.answer import Answer, AnswerPiece
     from docshelf.enricher import Enricher, EnrichResult
     from docshelf.portable import ExportReport, ImportReport
 
@@ -1158,6 +1158,16 @@ class Shelf:
         from docshelf.answer import ask
 
         return ask(self, question, limit=limit, user_id=user_id, llm=self.llm)
+
+    def ask_stream(
+        self, question: str, *, limit: int = 5, user_id: str | None = None
+    ) -> Iterator[AnswerPiece]:
+        """``ask`` as it is written: the sources, verified sentences, then the answer."""
+        from docshelf.answer import ask_stream
+
+        if not question or not question.strip():
+            raise InvalidInput("The question is empty")
+        return ask_stream(self, question, limit=limit, user_id=user_id, llm=self.llm)
 
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:

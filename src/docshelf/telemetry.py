@@ -101,12 +101,13 @@ def configure_tracing() -> None:
 
 
 @contextmanager
-def span(name: str, **attributes: str | int | float) -> Iterator[None]:
-    """One OpenTelemetry span (a no-op unless tracing is configured)."""
+def span(name: str, **attributes: str | int | float) -> Iterator[Any]:
+    """One OpenTelemetry span (a no-op unless tracing is configured); yields the span,
+    so a caller can add what it learns on the way (``set_attribute``)."""
     global _tracer
     if _tracer is None:
         from opentelemetry import trace
 
         _tracer = trace.get_tracer("docshelf")
-    with _tracer.start_as_current_span(name, attributes=attributes):
-        yield
+    with _tracer.start_as_current_span(name, attributes=attributes) as current:
+        yield current

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from docshelf.answer import Answer
+from docshelf.answer import Answer, AnswerCitation
 from docshelf.model import (
     Chunk,
     Citation,
@@ -241,8 +241,12 @@ def answer(a: Answer) -> JSON:
         "question": a.question,
         "answer": a.answer,
         "mode": a.mode,
-        "citations": [{"n": c.n, "chunk_id": c.chunk_id, "label": c.label} for c in a.citations],
+        "citations": [answer_citation(c) for c in a.citations],
     }
     if a.notice:
         out["notice"] = a.notice
     return out
+
+
+def answer_citation(c: AnswerCitation) -> JSON:
+    return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label}

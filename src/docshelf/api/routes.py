@@ -7,13 +7,15 @@ caller's user id, so another user's ids are answered exactly like unknown ones.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
@@ -180,9 +182,38 @@ class AskRequest(BaseModel):
     limit: int = Field(default=5, ge=1, le=20)
 
 
-@router.post("/ask", summary="A grounded answer with [n] citations to the caller's documents")
-def ask(body: AskRequest, shelf: ShelfDep, user: UserDep) -> JSON:
-    return views.answer(shelf.ask(body.question, limit=body.limit, user_id=user.id))
+@router.post(
+    "/ask",
+    summary="A grounded answer with [n] citations to the caller's documents",
+    description=(
+        "With `Accept: text/event-stream` the answer streams as Server-Sent Events: "
+        "`sources` (the numbered sources), `text` (verified sentences, in order), then "
+        "`done` (the whole answer, the same JSON as without streaming)."
+    ),
+    response_model=None,
+)
+def ask(
+    body: AskRequest,
+    shelf: ShelfDep,
+    user: UserDep,
+    accept: Annotated[str, Header()] = "application/json",
+) -> JSON | EventSourceResponse:
+    if "text/event-stream" not in accept:
+        return views.answer(shelf.ask(body.question, limit=body.limit, user_id=user.id))
+    pieces = shelf.ask_stream(body.question, limit=body.limit, user_id=user.id)
+
+    def events() -> Iterator[ServerSentEvent]:
+        for piece in pieces:
+            if piece.kind == "sources":
+                data: JSON = {"sources": [views.answer_citation(c) for c in piece.sources]}
+            elif piece.kind == "text":
+                data = {"text": piece.text}
+            else:
+                assert piece.answer is not None
+                data = views.answer(piece.answer)
+            yield ServerSentEvent(data=json.dumps(data, ensure_ascii=False), event=piece.kind)
+
+    return EventSourceResponse(events())
 
 
 @router.get("/chunks/{chunk_id}/context", summary="Widen a hit: neighbours, section, or more")

@@ -10,7 +10,7 @@ Configured by ``DOCSHELF_LLM_URL`` (e.g. ``http://127.0.0.1:11434/v1`` or
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +38,13 @@ class LLM(Protocol):
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> Completion:
         """One chat completion; raises ``Unavailable`` when the server cannot answer."""
+        ...
+
+    def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
+        """The completion's text in pieces as the model writes it; ``Unavailable`` when
+        the server cannot answer (before the first piece, after retries) or breaks off."""
         ...
 
 

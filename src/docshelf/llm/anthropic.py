@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from docshelf.errors import Unavailable
 from docshelf.llm import Completion, Message
@@ -29,18 +30,10 @@ class AnthropicLLM:
     def complete(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> Completion:
-        system = "\n\n".join(m.content for m in messages if m.role == "system")
-        body: dict[str, object] = {
-            "model": self.model,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "messages": [
-                {"role": m.role, "content": m.content} for m in messages if m.role != "system"
-            ],
-        }
-        if system:
-            body["system"] = system
-        data = self._http.post("/v1/messages", body, span="llm.messages", model=self.model)
+        body = self._body(messages, max_tokens, temperature)
+        data = self._http.post(
+            "/v1/messages", body, span="llm.messages", model=self.model, usage=_usage
+        )
         try:
             text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
         except (KeyError, TypeError, AttributeError):
@@ -52,3 +45,38 @@ class AnthropicLLM:
             prompt_tokens=int(usage.get("input_tokens") or 0),
             completion_tokens=int(usage.get("output_tokens") or 0),
         )
+
+    def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
+        """The reply's text as it is generated (``content_block_delta`` events)."""
+        body = {**self._body(messages, max_tokens, temperature), "stream": True}
+        for event, data in self._http.stream(
+            "/v1/messages", body, span="llm.messages", model=self.model, end_event="message_stop"
+        ):
+            if event == "error" or data.get("type") == "error":
+                raise Unavailable(f"The LLM's stream reported an error: {data.get('error')}")
+            delta = data.get("delta") or {}
+            if data.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+                yield str(delta.get("text") or "")
+
+    def _body(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float
+    ) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "messages": [
+                {"role": m.role, "content": m.content} for m in messages if m.role != "system"
+            ],
+        }
+        if system:
+            body["system"] = system
+        return body
+
+
+def _usage(data: dict[str, Any]) -> tuple[int, int]:
+    usage = data.get("usage") or {}
+    return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)

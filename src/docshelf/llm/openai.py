@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from docshelf.errors import Unavailable
 from docshelf.llm import Completion, Message
@@ -37,6 +38,7 @@ class OpenAILLM:
             },
             span="llm.chat",
             model=self.model,
+            usage=_usage,
         )
         try:
             text = data["choices"][0]["message"]["content"] or ""
@@ -49,3 +51,29 @@ class OpenAILLM:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
         )
+
+    def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
+        """The reply's text as it is generated (``stream: true``)."""
+        body = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        for _, data in self._http.stream(
+            "/chat/completions", body, span="llm.chat", model=self.model
+        ):
+            for choice in data.get("choices") or []:
+                delta = (choice or {}).get("delta") or {}
+                text = delta.get("content")
+                if isinstance(text, str) and text:
+                    yield text
+
+
+def _usage(data: dict[str, Any]) -> tuple[int, int]:
+    usage = data.get("usage") or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
