@@ -1218,6 +1218,7 @@ class Shelf:
             if doc is not None:
                 linked = self.store.grant(user_id, doc_id, title=name)
                 if linked:
+                    self._cache.clear()  # the user sees one more document
                     self.metrics.upload_dedup("linked")
                     self.store.add_event(
                         doc_id, "document.queued", stage=doc.status, message=name, user_id=user_id
@@ -1324,6 +1325,7 @@ class Shelf:
     def delete_document(self, document_id: str, user_id: str | None = None) -> bool:
         """Remove the caller's access; the last access removes the data. True if data went."""
         doc = self._visible(document_id, user_id)
+        self._cache.clear()  # whatever happens next, this user sees one document fewer
         with self.store.transaction():
             if user_id is not None:
                 self.store.revoke_access(user_id, doc.id)
