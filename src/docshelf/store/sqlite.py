@@ -446,6 +446,20 @@ class SQLiteStore:
         # Every term is quoted, so no user input is ever parsed as FTS5 syntax.
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = _filter_sql(filters)
+        if filters.empty:
+            # Rank inside the FTS index alone and join only the best 2 * limit, not
+            # every match (common terms match much of the library). If at least
+            # `limit` of them are visible, they are exactly the visible top `limit`.
+            best = self._q(
+                "SELECT c.id, r.rank FROM (SELECT rowid, "
+                f"bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS rank "
+                "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r "
+                "JOIN chunks c ON c.seq = r.rowid JOIN documents d ON d.id = c.document_id "
+                "WHERE d.status = 'complete' ORDER BY r.rank",
+                [match, 2 * limit],
+            )
+            if len(best) >= limit:
+                return [(r[0], -float(r[1])) for r in best[:limit]]
         rows = self._q(
             f"SELECT c.id, bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS rank "
             "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
