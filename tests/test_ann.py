@@ -398,3 +398,35 @@ def test_a_reader_whose_log_was_pruned_reopens_the_newer_checkpoint(store: SQLit
     store.delete_document(ids[0])
     for q in vectors[:10]:
         assert [c for c, _ in reader.search(q, 10, NONE)] == exact(store, q, 10)
+
+
+def test_lexical_search_ranks_in_fts_first_with_the_same_answer(store: SQLiteStore) -> None:
+    """The unfiltered fast path (rank in FTS5, join the best 2 * limit) answers exactly
+    as the full query, hidden (not complete) documents included in the check."""
+    import random
+
+    rng = random.Random(1)
+    words = [f"w{i}" for i in range(40)]
+    with store.transaction():
+        for n in range(120):
+            fp = f"{n:016x}".rjust(64, "0")[::-1]
+            did = document_id(fp)
+            text = [" ".join(rng.choices(words, k=15)) for _ in range(4)]
+            chunks = [
+                Chunk(chunk_id(fp, Tier.SNIPPET, i), did, Tier.SNIPPET, i, t, "[h]", 0, 1)
+                for i, t in enumerate(text)
+            ]
+            status = "complete" if n % 3 else "queued"
+            doc = Document(
+                did, fp, f"D{n}", f"/l/{n}.md", f"{n}.md", None, "t", "md", 1, 0, 0, status
+            )
+            store.put_document(doc, chunks, None)
+    full = SearchFilters(file_type="md")  # matches everything, takes the full query
+    for _ in range(20):
+        terms = rng.sample(words, 3)
+        for limit in (1, 10, 400):
+            fast = store.lexical_search(terms, limit, NONE)
+            slow = store.lexical_search(terms, limit, full)
+            assert [round(s, 6) for _, s in fast] == [round(s, 6) for _, s in slow]
+            if limit == 400:  # every visible match: the same chunks (ties can't differ)
+                assert {c for c, _ in fast} == {c for c, _ in slow}
