@@ -41,6 +41,7 @@ from docshelf.evaluate import (
     load_beir,
     mrr_at_k,
     ndcg_at_k,
+    paired_randomization_test,
     recall_at_k,
 )
 from docshelf.search.fusion import FusionSettings, fuse
@@ -101,10 +102,13 @@ def main() -> None:
     ap.add_argument("--header-weights", type=float, nargs="+", default=[2.0])
     ap.add_argument("--question-words", action="store_true", help="also try QUESTION_WORDS")
     ap.add_argument("--full", action="store_true", help="every method and weight")
+    ap.add_argument(
+        "--feedback", action="store_true", help="only the feedback grid, with paired p-values"
+    )
     args = ap.parse_args()
     ds = load_beir(args.dataset)
     for pool in args.pool:
-        sweep(ds, pool, args.header_weights, args.question_words, args.full)
+        sweep(ds, pool, args.header_weights, args.question_words, args.full, args.feedback)
 
 
 def lexical_settings(weights: Sequence[float], question_words: bool) -> list[str]:
@@ -123,7 +127,12 @@ def _terms(text: str, setting: str) -> list[str]:
 
 
 def sweep(
-    ds: Dataset, pool: int, weights: Sequence[float], question_words: bool, full: bool
+    ds: Dataset,
+    pool: int,
+    weights: Sequence[float],
+    question_words: bool,
+    full: bool,
+    feedback_only: bool = False,
 ) -> None:
     from docshelf.config import Settings
 
@@ -159,6 +168,28 @@ def sweep(
                 chunk_doc[cid] = mapping.get(chunk.document_id, "")
             runs.append(Run(qid, lex, vec, cosine, np.asarray(qvec, dtype=np.float32)))
     sqlite._BM25_WEIGHTS = (2.0, 1.0)
+
+    def per_query(fused: Callable[[Run], list[str]]) -> list[float]:
+        return [
+            ndcg_at_k(list(dict.fromkeys(chunk_doc[c] for c in fused(run))), ds.qrels[run.qid], 10)
+            for run in runs
+        ]
+
+    if feedback_only:
+        base = per_query(fused_by(m_minmax(), settings[0], 0.8, 0.0))
+        print(f"baseline minmax w=0.8 [{settings[0]}] nDCG@10 {statistics.fmean(base):.4f}")
+        for s in settings:
+            for m_docs in (3, 4, 5, 6, 8):
+                for beta in (0.5, 0.75, 1.0, 1.5, 2.0):
+                    for w in (0.75, 0.8, 0.85, 0.9):
+                        f = feedback(snap.matrix, snap.chunk_ids, s, w, m_docs, beta, pool)
+                        vals = per_query(f)
+                        p = paired_randomization_test(base, vals, rounds=2000)
+                        print(
+                            f"feedback m={m_docs} beta={beta} w={w} [{s}] "
+                            f"nDCG@10 {statistics.fmean(vals):.4f} p={p:.3f}"
+                        )
+        return
 
     def score(fused: Callable[[Run], list[str]]) -> tuple[float, float, float]:
         n, r, m = [], [], []

@@ -278,6 +278,18 @@ def test_reads_inside_a_transaction_see_its_writes(store: Store) -> None:
         assert len(store.vector_snapshot().chunk_ids) == 2
 
 
+def test_vectors_by_chunk_id(store: Store) -> None:
+    doc = put(store, 1, "vectors")
+    snap = store.vector_snapshot()
+    wanted = [*reversed(snap.chunk_ids), "chunk_unknown_0"]
+    got = store.get_vectors(wanted)
+    assert set(got) == set(snap.chunk_ids) and len(got) == 2
+    for i, cid in enumerate(snap.chunk_ids):
+        np.testing.assert_allclose(got[cid], snap.matrix[i], rtol=1e-6)
+    assert store.get_vectors([]) == {}
+    assert doc.id
+
+
 def test_delete_leaves_no_trace_in_indexes(store: Store) -> None:
     doc = put(store, 1, "delta")
     put(store, 2, "epsilon")

@@ -123,27 +123,40 @@ class EvalResult:
 
 
 def parse_config(config: str) -> tuple[str, FusionSettings | None]:
-    """``hybrid``, ``lexical``, ``vector``, ``hybrid:rrf`` or ``hybrid:convex:0.7``
-    (the number is the vector weight)."""
+    """``hybrid``, ``lexical``, ``vector``, ``hybrid:rrf`` or ``hybrid:convex:0.7`` (the
+    number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
+    from the top M snippets with weight B (``:0`` turns feedback off)."""
     parts = config.split(":")
     mode = parts[0]
-    if mode not in SEARCH_MODES or (len(parts) > 1 and mode != "hybrid") or len(parts) > 3:
+    if mode not in SEARCH_MODES or (len(parts) > 1 and mode != "hybrid") or len(parts) > 5:
         raise InvalidInput(
-            f"Bad configuration {config!r}; use lexical, vector, hybrid, hybrid:rrf or "
-            "hybrid:convex:0.7"
+            f"Bad configuration {config!r}; use lexical, vector, hybrid, hybrid:rrf, "
+            "hybrid:convex:0.7 or hybrid:convex:0.7:5:1.0"
         )
     if len(parts) == 1:
         return mode, None
     method = parts[1]
     if method not in ("rrf", "convex"):
         raise InvalidInput(f"Unknown fusion {method!r} in {config!r}; use rrf or convex")
+    base = FusionSettings()
     try:
-        weight = float(parts[2]) if len(parts) == 3 else FusionSettings().vector_weight
+        weight = float(parts[2]) if len(parts) >= 3 else base.vector_weight
+        docs = int(parts[3]) if len(parts) >= 4 else base.feedback_docs
+        strength = float(parts[4]) if len(parts) == 5 else base.feedback_weight
     except ValueError:
-        raise InvalidInput(f"Bad vector weight in {config!r}") from None
+        raise InvalidInput(f"Bad number in {config!r}") from None
     if not 0.0 <= weight <= 1.0:
         raise InvalidInput(f"The vector weight in {config!r} must be between 0 and 1")
-    return mode, FusionSettings(method=method, vector_weight=weight, lexical_weight=1 - weight)
+    if docs < 0 or strength < 0:
+        raise InvalidInput(f"Feedback settings in {config!r} cannot be negative")
+    return mode, dataclasses.replace(
+        base,
+        method=method,
+        vector_weight=weight,
+        lexical_weight=1 - weight,
+        feedback_docs=docs,
+        feedback_weight=strength,
+    )
 
 
 def paired_randomization_test(

@@ -57,7 +57,14 @@ from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.rerank import Reranker, make_reranker
 from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import RetrievalCache
-from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, fuse
+from docshelf.search.fusion import (
+    Fused,
+    FusionSettings,
+    as_fused,
+    boost,
+    feedback_query,
+    fuse,
+)
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
@@ -965,6 +972,11 @@ class Shelf:
             fuse(lexical, vector, self.fusion) if mode == "hybrid" else as_fused(lexical, vector)
         )
         timings["fusion"] = (time.perf_counter() - t) * 1000
+        if mode == "hybrid" and self.fusion.feedback_docs > 0 and vector:
+            t = time.perf_counter()
+            vector = self._feedback(qvec, fused, size, filters)
+            fused = fuse(lexical, vector, self.fusion)
+            timings["feedback"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         wanted = max(limit, self.settings.rerank_top_k) if self.reranker else limit
         hits, pool = self._hits(fused, wanted, parsed, group, expand, self._named_concepts(parsed))
@@ -1024,6 +1036,22 @@ class Shelf:
             return self.vector_index.search(query, limit, filters)
         allowed = None if filters.empty else self.store.documents_matching(filters)
         return self._vectors.search(query, limit, allowed)
+
+    def _feedback(
+        self,
+        query: npt.NDArray[np.float32],
+        fused: Sequence[Fused],
+        limit: int,
+        filters: SearchFilters,
+    ) -> list[tuple[str, float]]:
+        """Vector recall again, for the query moved toward the first fusion's top snippets
+        (pseudo-relevance feedback: no model call, one more vector search)."""
+        top = [f.id for f in fused[: self.fusion.feedback_docs]]
+        found = self.store.get_vectors(top)
+        moved = feedback_query(
+            query, [found[i] for i in top if i in found], self.fusion.feedback_weight
+        )
+        return self._vector_search(moved, limit, filters)
 
     def _can_embed_queries(self) -> bool:
         return self.embedder is not None and self._model_conflict(self.embedder) is None

@@ -18,6 +18,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from docshelf.errors import InvalidInput
 
 Ranking = Sequence[tuple[str, float]]  # (id, score), best first
@@ -33,6 +36,10 @@ class FusionSettings:
     rrf_k: int = 60
     # Hits whose document carries a concept the query names: score + boost * |score|.
     concept_boost: float = 0.1
+    # Pseudo-relevance feedback (hybrid only): the query vector moved toward the mean
+    # of the first fusion's top `feedback_docs` snippets, searched and fused again.
+    feedback_docs: int = 0
+    feedback_weight: float = 1.0
 
     @classmethod
     def from_env(cls) -> FusionSettings:
@@ -112,6 +119,19 @@ def boost(fused: Sequence[Fused], ids: set[str], factor: float) -> list[Fused]:
     ]
     out.sort(key=lambda f: (-f.score, f.id))
     return out
+
+
+def feedback_query(
+    query: npt.NDArray[np.float32], vectors: Sequence[npt.NDArray[np.float32]], weight: float
+) -> npt.NDArray[np.float32]:
+    """``query + weight * mean(vectors)``, unit length (Rocchio's update without the
+    negative part); the query itself when there is nothing to learn from."""
+    q = np.asarray(query, dtype=np.float32)
+    if not vectors or weight == 0:
+        return q
+    moved = q + np.float32(weight) * np.mean(np.stack(vectors), axis=0, dtype=np.float32)
+    norm = float(np.linalg.norm(moved))
+    return (moved / norm).astype(np.float32) if norm else q
 
 
 def as_fused(lexical: Ranking, vector: Ranking) -> list[Fused]:

@@ -624,6 +624,17 @@ class PostgresStore:
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        if not chunk_ids:
+            return {}
+        # vector_send: int16 dim, int16 unused, then big-endian float4s.
+        rows = self._q(
+            "SELECT c.id, substr(vector_send(v.embedding), 5) FROM vectors v "
+            "JOIN chunks c ON c.seq = v.chunk_seq WHERE c.id = ANY(%s)",
+            (list(chunk_ids),),
+        )
+        return {r[0]: np.frombuffer(bytes(r[1]), dtype=">f4").astype(np.float32) for r in rows}
+
     def vector_snapshot(self) -> VectorSnapshot:
         with self._snapshot() as conn, conn.cursor(binary=True) as cur:
             cur.execute(

@@ -470,6 +470,18 @@ class SQLiteStore:
         # FTS5's bm25() is negative (lower is better); flip it so higher is better.
         return [(r[0], -float(r[1])) for r in rows]
 
+    def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        for batch in iter_batches(list(chunk_ids), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            for cid, blob in self._q(
+                "SELECT c.id, v.embedding FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq "
+                f"WHERE c.id IN ({marks})",
+                list(batch),
+            ):
+                out[cid] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
     def vector_snapshot(self) -> VectorSnapshot:
         with self._lock:
             generation = self.generation()
