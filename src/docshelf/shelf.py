@@ -296,7 +296,9 @@ class Shelf:
                 given = None  # a lexical-only library stays lexical until reindexed
             else:
                 given = make_embedder(
-                    self.settings.embedder, batch_size=self.settings.embed_batch_size
+                    self.settings.embedder,
+                    batch_size=self.settings.embed_batch_size,
+                    home=self.settings.home,
                 )
         embedder: Embedder | None = given  # type: ignore[assignment]
         conflict = self._model_conflict(embedder)
@@ -889,7 +891,6 @@ class Shelf:
 
         An identical search within ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered
         from memory, unless the library changed since (``search/cache.py``)."""
-        # self.fusion too: evaluation compares fusion settings on one Shelf.
         # What else shapes the result: fusion (eval compares settings on one Shelf), reranker.
         args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
         args += (expand, facets, self.fusion, id(self.reranker), self.settings.rerank_top_k)

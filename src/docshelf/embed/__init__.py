@@ -1,6 +1,7 @@
 """The ``Embedder`` port and the factory that picks one from configuration.
 
-``local``  the packaged all-MiniLM-L6-v2 through sentence-transformers (extra ``local``)
+``local``  the packaged all-MiniLM-L6-v2 (extra ``local``), run by ONNX Runtime or
+           PyTorch (``DOCSHELF_EMBED_BACKEND``: ``onnx``, ``onnx-int8``, ``torch``)
 ``none``   no vectors: search is lexical and says so
 ``auto``   ``local`` when its extra is installed, else ``none``
 """
@@ -8,7 +9,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from docshelf.errors import InvalidInput, Unavailable
@@ -43,8 +46,16 @@ def local_available() -> bool:
     )
 
 
-def make_embedder(name: str, *, batch_size: int = 16) -> Embedder | None:
-    """The embedder named by ``DOCSHELF_EMBEDDER`` (``None`` means lexical only)."""
+BACKENDS = ("onnx", "onnx-int8", "torch")
+DEFAULT_BACKEND = "torch"  # chosen by measurement (BENCHMARKS.md, "The model path")
+
+
+def make_embedder(
+    name: str, *, batch_size: int = 16, backend: str | None = None, home: Path | None = None
+) -> Embedder | None:
+    """The embedder named by ``DOCSHELF_EMBEDDER`` (``None`` means lexical only); the local
+    model runs on ``backend`` (default ``DOCSHELF_EMBED_BACKEND``, else ``onnx``), whose
+    exported file is cached under ``home`` (default: the data dir)."""
     if name == "none":
         return None
     if name == "auto":
@@ -56,10 +67,29 @@ def make_embedder(name: str, *, batch_size: int = 16) -> Embedder | None:
             raise Unavailable(
                 "No embedding model: install `docshelf[local]` or set DOCSHELF_EMBEDDER=none"
             )
+        backend = (backend or os.environ.get("DOCSHELF_EMBED_BACKEND") or DEFAULT_BACKEND).lower()
+        if backend not in BACKENDS:
+            known = ", ".join(BACKENDS)
+            raise InvalidInput(
+                f"DOCSHELF_EMBED_BACKEND={backend!r} is not known; use one of: {known}"
+            )
+        if backend.startswith("onnx") and importlib.util.find_spec("onnxruntime") is not None:
+            from docshelf.config import default_home
+            from docshelf.embed.onnx import OnnxEmbedder
+
+            cache = (home or default_home()) / "models"
+            return OnnxEmbedder(cache, batch_size=batch_size, int8=backend == "onnx-int8")
         from docshelf.embed.local import LocalEmbedder
 
         return LocalEmbedder(batch_size=batch_size)
     raise InvalidInput(f"Unknown embedder {name!r}; use local or none")
 
 
-__all__ = ["DEFAULT_WINDOW", "Embedder", "local_available", "make_embedder"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "DEFAULT_WINDOW",
+    "Embedder",
+    "local_available",
+    "make_embedder",
+]

@@ -1,0 +1,186 @@
+"""The packaged all-MiniLM-L6-v2 through ONNX Runtime: the same answers as the
+PyTorch path (mean pooling and normalisation are part of the exported graph),
+without importing torch in the process that embeds.
+
+The ONNX file is exported locally from the packaged weights the first time it is
+needed — in a child process, so torch never enters this one — and cached in the
+data dir under a name that carries the weights' hash; writers take a file lock
+and publish with an atomic rename, so concurrent first uses export once.
+``python -m docshelf.embed.onnx OUT [--int8]`` runs the export by hand.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.embed.local import MODEL_ID, _malloc_trim, _model_dir
+from docshelf.errors import Unavailable
+
+OPSET = 17
+EXPORT_VERSION = "1"  # bump when the exported graph changes
+
+
+def _weights_key(model_dir: Path, int8: bool) -> str:
+    h = hashlib.sha256()
+    with open(model_dir / "model.safetensors", "rb") as fh:
+        while block := fh.read(2**20):
+            h.update(block)
+    return f"{MODEL_ID}-{h.hexdigest()[:12]}-v{EXPORT_VERSION}{'-int8' if int8 else ''}"
+
+
+def export(out: Path, *, int8: bool = False) -> None:
+    """Write the sentence-embedding graph (encoder, mean pooling, L2 norm) to ``out``."""
+    import torch
+    from transformers import AutoModel
+
+    encoder = AutoModel.from_pretrained(str(_model_dir())).eval()
+
+    class SentenceEmbedding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    sample = torch.ones((2, 8), dtype=torch.long)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    dynamic = {n: {0: "batch", 1: "tokens"} for n in names}
+    tmp = out.with_name(out.name + ".tmp")
+    with torch.no_grad():
+        torch.onnx.export(
+            SentenceEmbedding(),
+            (sample, sample, torch.zeros_like(sample)),
+            str(tmp),
+            input_names=names,
+            output_names=["embedding"],
+            dynamic_axes={**dynamic, "embedding": {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    if int8:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        fp32 = tmp.with_name(tmp.name + ".fp32")
+        tmp.rename(fp32)
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+        fp32.unlink()
+    os.replace(tmp, out)
+
+
+class OnnxEmbedder:
+    """The ``Embedder`` port on ONNX Runtime (CPU)."""
+
+    def __init__(
+        self, cache_dir: Path, batch_size: int = 16, *, int8: bool = False, threads: int = 0
+    ) -> None:
+        self.batch_size = batch_size
+        self.int8 = int8
+        # fp32 gives the PyTorch path's vectors (cosine > 0.9999): the same model for
+        # the library. int8 vectors differ a little, so they are a model of their own.
+        self.model_id = f"{MODEL_ID}-int8" if int8 else MODEL_ID
+        self._cache_dir = cache_dir
+        self._threads = threads
+        self._dir = _model_dir()
+        self._trim = _malloc_trim()
+        self._lock = threading.Lock()
+        self._session: Any = None
+        pooling = json.loads((self._dir / "1_Pooling" / "config.json").read_text())
+        self.dim = int(pooling["word_embedding_dimension"])
+        config = json.loads((self._dir / "sentence_bert_config.json").read_text())
+        self.window = int(config["max_seq_length"])
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
+        tok.no_truncation()
+        tok.no_padding()
+        return tok
+
+    @cached_property
+    def _batch_tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
+        tok.enable_truncation(self.window)
+        tok.enable_padding()
+        return tok
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def model_path(self) -> Path:
+        """The cached ONNX file, exported first if it is not there yet."""
+        path = self._cache_dir / f"{_weights_key(self._dir, self.int8)}.onnx"
+        if path.exists():
+            return path
+        self._cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(self._cache_dir / ".export.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one exporter; the others wait, then reuse
+            if not path.exists():
+                args = [sys.executable, "-m", "docshelf.embed.onnx", str(path)]
+                done = subprocess.run(
+                    [*args, *(["--int8"] if self.int8 else [])],
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                )
+                if done.returncode != 0 or not path.exists():
+                    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                    raise Unavailable(f"Exporting the ONNX model failed: {' '.join(tail)}")
+        return path
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                import onnxruntime as ort
+
+                options = ort.SessionOptions()
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                self._session = ort.InferenceSession(
+                    str(self.model_path()), options, providers=["CPUExecutionProvider"]
+                )
+            return self._session
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        session = self._load()
+        # As in the PyTorch path: similar lengths together, one small batch at a time.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            encoded = self._batch_tokenizer.encode_batch([texts[i] for i in rows])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            out[rows] = session.run(None, feed)[0]
+        if len(order) > self.batch_size:
+            self._trim()
+        return out
+
+
+if __name__ == "__main__":  # the export, in a process of its own
+    export(Path(sys.argv[1]), int8="--int8" in sys.argv[2:])
