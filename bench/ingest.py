@@ -31,6 +31,9 @@ from docshelf.embed.local import LocalEmbedder
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
 
+# Ingest alone: enrichment follows indexing and is measured by bench/enrich.py.
+os.environ.setdefault("DOCSHELF_ENRICH", "off")
+
 ROOT = Path(__file__).resolve().parent.parent
 DBPEDIA = ROOT.parent / "shared" / "data" / "dbpedia-5k" / "corpus.jsonl"
 
