@@ -361,6 +361,8 @@ ALL_ENDPOINTS = [
     ("POST", "/v1/documents/{doc}/enrich"),
     ("POST", "/v1/enrich"),
     ("GET", "/v1/distillates"),
+    ("POST", "/v1/reindex"),
+    ("GET", "/v1/reindex"),
     ("GET", "/v1/events"),
     ("POST", "/v1/search"),
     ("POST", "/v1/ask"),

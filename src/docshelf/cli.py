@@ -652,23 +652,34 @@ def reindex(
             help="Only rebuild the vector index beside the database from the store (repair).",
         ),
     ] = False,
+    document: Annotated[
+        str | None, typer.Option("--doc", help="Rebuild this document alone.", show_default=False)
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Re-embed every snippet with the configured embedder (after changing models)."""
+    """Rebuild chunks, vectors and indexes with the current model and chunking settings.
+
+    Search keeps answering from the old generation until the new one is complete;
+    an interrupted run resumes where it stopped."""
     run = _Run(ctx, "reindex", json_out)
 
     def produce() -> Outcome:
         shelf = run.shelf(check_model=False)
-        with run.progress("Rebuilding the index" if index_only else "Re-embedding") as progress:
-            result = shelf.reindex(progress=progress, index_only=index_only)
+        with run.progress("Rebuilding the index" if index_only else "Reindexing") as progress:
+            result = shelf.reindex(progress=progress, index_only=index_only, document_id=document)
         return Outcome(result, [Action(run.cmd("status"), "Check embedding coverage")])
 
     def render(o: Outcome) -> None:
-        if "snippets" in o.result:
+        r = o.result
+        if "documents" in r:
             console.print(
-                f"Re-embedded {o.result['snippets']} snippets with {o.result['embedding_model']}"
+                f"Reindexed {r['documents']} documents ({r['snippets']} snippets) with "
+                f"{r['embedding_model']} in {r['seconds']} s: {r['rechunked']} re-chunked, "
+                f"{r['reembedded']} re-embedded as they were, {r['resumed']} resumed"
             )
-        console.print(f"Vector index: {o.result['vector_index']}")
+            for f in r["failures"]:
+                console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        console.print(f"Vector index: {r['vector_index']}")
 
     run.finish(produce, render)
 

@@ -48,6 +48,12 @@ class Unauthorized(DocshelfError):
     code = "unauthorized"
 
 
+class Forbidden(DocshelfError):
+    """Known caller, not allowed (an admin-only operation)."""
+
+    code = "forbidden"
+
+
 class Unavailable(DocshelfError):
     code = "unavailable"
 

@@ -769,33 +769,23 @@ class Shelf:
         return report
 
     def reindex(
-        self, progress: Progress | None = None, *, index_only: bool = False
+        self,
+        progress: Progress | None = None,
+        *,
+        index_only: bool = False,
+        document_id: str | None = None,
     ) -> dict[str, object]:
-        """Re-embed every snippet with the configured embedder. Resumable: run it again
-        after an interruption and it continues with the snippets still missing vectors.
+        """Rebuild chunks and vectors with the current model and chunking settings, then the
+        derived indexes (see ``docshelf.reindex``): search answers from the old generation
+        until the new one is complete. Resumable. ``document_id``: that document alone.
         ``index_only``: rebuild just the derived indexes beside the store (repair)."""
         if index_only:
             return {"vector_index": self.maintain_indexes(rebuild=True, progress=progress)}
-        model = self.embedder.model_id if self.embedder else "none"
-        with self.store.transaction():
-            if self.store.get_meta("embedding_model") != model:
-                self.store.drop_vectors()
-                self.store.set_meta("embedding_model", model)
-                if self.embedder:
-                    self.store.set_meta("embedding_dim", str(self.embedder.dim))
-        total = self.store.stats().snippets
-        done = 0
-        if self.embedder is not None:
-            while batch := self.store.snippets_without_vectors(self.batch_snippets):
-                if progress:
-                    progress(done, total, "")
-                vectors = embed_texts(
-                    self.store, self.embedder, [c.retrieval_text for c in batch], self.embed_counts
-                )
-                self.store.put_vectors([c.id for c in batch], vectors)
-                done += len(batch)
-        index = self.maintain_indexes(progress=progress)
-        return {"embedding_model": model, "snippets": done, "vector_index": index}
+        from docshelf.reindex import reindex
+
+        report = reindex(self, document_id=document_id, progress=progress)
+        self._cache.clear()
+        return report.as_json()
 
     # -- knowledge ----------------------------------------------------------------------
     @property

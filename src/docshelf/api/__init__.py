@@ -24,6 +24,7 @@ from docshelf.api import events, ops, pages, routes, uploads
 from docshelf.api.deps import install_error_handlers
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
+from docshelf.api.routes import ReindexRunner
 from docshelf.shelf import Shelf
 from docshelf.worker import WorkerPool, WorkerSettings
 
@@ -70,6 +71,7 @@ def create_app(
     app.state.pool = None
     app.state.sse_poll = sse_poll
     app.state.sse_ping = sse_ping
+    app.state.reindex = ReindexRunner()
     install_error_handlers(app)
 
     v1 = APIRouter(prefix="/v1")  # every route there declares `UserDep` (a test checks)

@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from docshelf.errors import (
     Conflict,
     DocshelfError,
+    Forbidden,
     InvalidInput,
     NotFound,
     TooLarge,
@@ -27,6 +28,7 @@ from docshelf.shelf import Shelf
 # Most specific first: TooLarge and UnsupportedType are InvalidInput too.
 _STATUS: tuple[tuple[type[DocshelfError], int], ...] = (
     (Unauthorized, 401),
+    (Forbidden, 403),
     (TooLarge, 413),
     (UnsupportedType, 415),
     (NotFound, 404),

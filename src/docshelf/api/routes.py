@@ -8,19 +8,21 @@ caller's user id, so another user's ids are answered exactly like unknown ones.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Header, Query
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
-from docshelf.errors import NotFound
-from docshelf.shelf import CONTEXT_MODES, MAX_LIMIT, SEARCH_MODES, concept_group
+from docshelf.errors import Conflict, DocshelfError, Forbidden, NotFound
+from docshelf.model import User
+from docshelf.shelf import CONTEXT_MODES, MAX_LIMIT, SEARCH_MODES, Shelf, concept_group
 from docshelf.store import SearchFilters
 from docshelf.taxonomy import Taxonomy
 
@@ -125,6 +127,69 @@ def distillates(
 ) -> JSON:
     found = shelf.distillates(q, document_id=document_id, limit=limit, user_id=user.id)
     return {"distillates": [views.distillate(d, doc) for d, doc in found]}
+
+
+class ReindexRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str | None = None
+
+
+class ReindexRunner:
+    """One library-wide reindex at a time, in a thread of this process, with its progress."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.state: JSON = {"state": "idle"}
+
+    def start(self, shelf: Shelf) -> bool:
+        with self._lock:
+            if self.state["state"] == "running":
+                return False
+            self.state = {"state": "running", "done": 0, "total": 0, "phase": "starting"}
+        threading.Thread(target=self._run, args=(shelf,), daemon=True).start()
+        return True
+
+    def _run(self, shelf: Shelf) -> None:
+        def progress(done: int, total: int, what: str) -> None:
+            self.state = {**self.state, "done": done, "total": total, "phase": what}
+
+        try:
+            result = shelf.reindex(progress=progress)
+        except Exception as exc:  # reported through GET /v1/reindex
+            message = exc.message if isinstance(exc, DocshelfError) else repr(exc)
+            self.state = {"state": "failed", "error": message}
+        else:
+            self.state = {"state": "done", "result": result}
+
+
+def _admin(user: User) -> None:
+    if not user.is_admin:
+        raise Forbidden("Reindexing is for admins (`docshelf users create NAME --admin`)")
+
+
+@router.post(
+    "/reindex",
+    summary="Admin: rebuild one document now, or start rebuilding the library in the background",
+    responses={202: {"description": "The library-wide reindex runs; GET /v1/reindex follows it"}},
+)
+def start_reindex(
+    body: ReindexRequest, request: Request, shelf: ShelfDep, user: UserDep
+) -> JSONResponse:
+    _admin(user)
+    if body.document_id is not None:
+        return JSONResponse(shelf.reindex(document_id=body.document_id))
+    runner: ReindexRunner = request.app.state.reindex
+    if not runner.start(shelf):
+        raise Conflict("A reindex is already running; GET /v1/reindex follows it")
+    return JSONResponse(runner.state, status_code=202)
+
+
+@router.get("/reindex", summary="Admin: the library-wide reindex's state and progress")
+def reindex_state(request: Request, user: UserDep) -> JSON:
+    _admin(user)
+    state: JSON = request.app.state.reindex.state
+    return state
 
 
 class Filters(BaseModel):

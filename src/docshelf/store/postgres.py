@@ -827,6 +827,38 @@ class PostgresStore:
                 (sha256, locale, producer, data, time.time()),
             )
 
+    # -- reindex staging ---------------------------------------------------------------
+    def stage_reindex(
+        self, document_id: str, target: str, data: str, vectors: bytes | None
+    ) -> None:
+        with self.transaction():
+            self._x("DELETE FROM reindex_staging WHERE document_id = %s", (document_id,))
+            self._x(
+                "INSERT INTO reindex_staging(document_id, target, data, vectors) "
+                "VALUES (%s, %s, %s, %s)",
+                (document_id, target, data, vectors),
+            )
+
+    def staged_reindex(self, target: str) -> set[str]:
+        rows = self._q("SELECT document_id FROM reindex_staging WHERE target = %s", (target,))
+        return {str(r[0]) for r in rows}
+
+    def take_staged(self, document_id: str) -> tuple[str, bytes | None] | None:
+        rows = self._q(
+            "SELECT data, vectors FROM reindex_staging WHERE document_id = %s", (document_id,)
+        )
+        if not rows:
+            return None
+        with self.transaction():
+            self._x("DELETE FROM reindex_staging WHERE document_id = %s", (document_id,))
+        return str(rows[0][0]), (bytes(rows[0][1]) if rows[0][1] is not None else None)
+
+    def clear_reindex(self, keep_target: str | None = None) -> int:
+        with self.transaction():
+            if keep_target is None:
+                return self._x("DELETE FROM reindex_staging")
+            return self._x("DELETE FROM reindex_staging WHERE target <> %s", (keep_target,))
+
     # -- links between notes ---------------------------------------------------------------
     def put_links(self, document_id: str, links: Sequence[WikiLink]) -> None:
         with self.transaction():

@@ -293,3 +293,19 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        6,
+        "reindex_staging",
+        """
+        -- A reindex's next generation, one document at a time (see the SQLite schema).
+        CREATE TABLE reindex_staging (
+            document_id text PRIMARY KEY,
+            target      text NOT NULL,
+            data        text NOT NULL,
+            vectors     bytea
+        );
+        """,
+    ),
+)

@@ -320,3 +320,22 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        6,
+        "reindex_staging",
+        """
+        -- A reindex's next generation, one document at a time: its chunks (JSON) and
+        -- snippet vectors, made for one target (model and chunking). Search keeps
+        -- answering from the live tables until every document is staged; then one
+        -- transaction swaps them in.
+        CREATE TABLE reindex_staging (
+            document_id TEXT PRIMARY KEY,
+            target      TEXT NOT NULL,
+            data        TEXT NOT NULL,
+            vectors     BLOB
+        );
+        """,
+    ),
+)

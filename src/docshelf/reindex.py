@@ -1,0 +1,210 @@
+"""Reindex: rebuild chunks, vectors and derived indexes — after a change of embedding
+model or chunking settings, or to repair — while search keeps answering.
+
+The new generation is built beside the live one: each document is re-read (its
+file, or its uploaded blob, when the bytes still match its fingerprint; else its
+stored chunks are re-embedded as they are), chunked with the current settings,
+embedded, and *staged* in the store. Search reads only the live tables
+meanwhile. Staging is resumable: a rerun for the same target (model and
+chunking) skips what is staged. When every document is staged, one transaction
+swaps them all in and records the new model, so a reader sees either the old
+generation or the new one, never a mix; the derived ANN index is rebuilt after.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from docshelf.errors import Conflict, DocshelfError, InvalidInput
+from docshelf.ingest import embed_texts, read_file, record_links
+from docshelf.links import WikiLink
+from docshelf.model import Chunk, Document, Failure, Tier, fingerprint
+from docshelf.store.rows import chunk_from_row, chunk_row
+
+if TYPE_CHECKING:
+    from docshelf.shelf import Progress, Shelf
+
+FORMAT = "1"  # of the staged data
+
+
+@dataclass
+class ReindexReport:
+    target: str
+    embedding_model: str
+    documents: int = 0  # swapped in
+    rechunked: int = 0  # re-read from their bytes and chunked anew
+    reembedded: int = 0  # bytes unavailable: their stored chunks re-embedded as they are
+    resumed: int = 0  # staged by an earlier, interrupted run
+    snippets: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    vector_index: str = ""
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, object]:
+        out = dataclasses.asdict(self)
+        out["failures"] = [{"path": f.path, "reason": f.reason} for f in self.failures]
+        out["seconds"] = round(self.seconds, 2)
+        return out
+
+
+def target_of(shelf: Shelf) -> str:
+    """What a generation is made for: the embedding model and the chunking settings."""
+    model = shelf.embedder.model_id if shelf.embedder else "none"
+    chunking = json.dumps(dataclasses.asdict(shelf.chunk_settings), sort_keys=True)
+    digest = hashlib.sha256(f"{FORMAT}|{model}|{chunking}".encode()).hexdigest()[:16]
+    return f"{model}:{digest}"
+
+
+def _bytes_of(shelf: Shelf, doc: Document) -> bytes | None:
+    """The document's bytes, if a file or blob still holds exactly them."""
+    for record in shelf.store.files_of_document(doc.id):
+        try:
+            data, _ = read_file(Path(record.path), shelf.settings.max_file_bytes)
+        except InvalidInput:
+            continue
+        if fingerprint(data) == doc.sha256:
+            return data
+    job = shelf.store.get_job(doc.id)
+    if job is not None:
+        try:
+            data = shelf.blobs.read(job.blob_sha256)
+        except DocshelfError:
+            return None
+        if fingerprint(data) == doc.sha256:
+            return data
+    return None
+
+
+def _stage(shelf: Shelf, doc: Document, target: str, *, reread: bool = True) -> tuple[bool, int]:
+    """Build and stage one document's next generation: (re-chunked?, snippets). Without
+    ``reread`` (or when its bytes are gone) its stored chunks are re-embedded as they are."""
+    store = shelf.store
+    data = _bytes_of(shelf, doc) if reread else None
+    links: list[WikiLink] = []
+    aliases: tuple[str, ...] = ()
+    if data is not None:
+        prepared = shelf._prepare(
+            data, doc.file_type, doc.path, doc.rel_path, doc.source_id, title=doc.title
+        )
+        new_doc = dataclasses.replace(
+            prepared.document,
+            source_host=doc.source_host,
+            added_at=doc.added_at,
+            updated_at=time.time(),
+            status=doc.status,
+        )
+        chunks = prepared.chunks
+        links, aliases = prepared.links, prepared.aliases
+    else:
+        chunks = [
+            *store.chunks_of_document(doc.id, Tier.SECTION),
+            *store.chunks_of_document(doc.id, Tier.SNIPPET),
+        ]
+        model = shelf.embedder.model_id if shelf.embedder else None
+        new_doc = dataclasses.replace(doc, embedding_model=model, updated_at=time.time())
+    snippets = [c for c in chunks if c.tier is Tier.SNIPPET]
+    vectors = None
+    if shelf.embedder is not None and snippets:
+        vectors = embed_texts(store, shelf.embedder, [c.retrieval_text for c in snippets])
+    record = {
+        "document": {k: v for k, v in dataclasses.asdict(new_doc).items() if k != "chunk_counts"},
+        "chunks": [list(chunk_row(c)) for c in chunks],
+        "rechunked": data is not None,
+        "links": [dataclasses.asdict(link) for link in links] if data is not None else None,
+        "aliases": list(aliases),
+    }
+    store.stage_reindex(
+        doc.id,
+        target,
+        json.dumps(record),
+        np.ascontiguousarray(vectors, dtype=np.float32).tobytes() if vectors is not None else None,
+    )
+    return data is not None, len(snippets)
+
+
+def _unstage(raw: str, vectors: bytes | None, dim: int) -> tuple[Document, list[Chunk], Any, Any]:
+    record = json.loads(raw)
+    fields = record["document"]
+    for key in ("tags", "concept_ids"):
+        fields[key] = tuple(fields[key])
+    doc = Document(**fields)
+    chunks = [chunk_from_row(r) for r in record["chunks"]]
+    matrix = None
+    if vectors is not None:
+        matrix = np.frombuffer(vectors, dtype=np.float32).reshape(-1, dim)
+    links = record["links"]
+    return doc, chunks, matrix, (links, record["aliases"])
+
+
+def reindex(
+    shelf: Shelf, *, document_id: str | None = None, progress: Progress | None = None
+) -> ReindexReport:
+    started = time.perf_counter()
+    store = shelf.store
+    model = shelf.embedder.model_id if shelf.embedder else "none"
+    target = target_of(shelf)
+    report = ReindexReport(target=target, embedding_model=model)
+    if document_id is not None:
+        bound = store.get_meta("embedding_model")
+        if bound not in (None, model):
+            raise Conflict(
+                f"The library's vectors are made with {bound}; one document cannot move to "
+                f"{model} alone. Run `docshelf reindex` for the whole library."
+            )
+        docs = [shelf._visible(document_id, None)]
+    else:
+        store.clear_reindex(keep_target=target)  # staged for another target: useless now
+        docs = [d for d in store.list_documents() if d.status == "complete"]
+    staged = store.staged_reindex(target) if document_id is None else set()
+    for n, doc in enumerate(docs):
+        if progress:
+            progress(n, len(docs), f"staging {doc.rel_path}")
+        if doc.id in staged:
+            report.resumed += 1
+            continue
+        try:
+            rechunked, snippets = _stage(shelf, doc, target)
+        except InvalidInput as exc:
+            # Its bytes no longer parse (a parser changed): keep its chunks, but give them
+            # vectors of the new model like every other document's.
+            report.failures.append(Failure(doc.path, exc.message))
+            rechunked, snippets = _stage(shelf, doc, target, reread=False)
+        report.rechunked += rechunked
+        report.reembedded += not rechunked
+        report.snippets += snippets
+    _switch(shelf, target, [d.id for d in docs], report, progress)
+    report.vector_index = shelf.maintain_indexes(rebuild=True, progress=progress)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _switch(
+    shelf: Shelf, target: str, ids: list[str], report: ReindexReport, progress: Progress | None
+) -> None:
+    """One transaction: every staged document replaces its live self; the model is recorded."""
+    store = shelf.store
+    embedder = shelf.embedder
+    dim = embedder.dim if embedder else 0
+    with store.transaction():
+        for n, doc_id in enumerate(ids):
+            if progress:
+                progress(n, len(ids), "switching to the new generation")
+            staged = store.take_staged(doc_id)
+            if staged is None or store.get_document(doc_id) is None:
+                continue  # deleted meanwhile, or never staged (it failed): left as it is
+            doc, chunks, vectors, (links, aliases) = _unstage(*staged, dim)
+            store.put_document(doc, chunks, vectors)
+            if links is not None:
+                record_links(store, doc, [WikiLink(**k) for k in links], aliases)
+            report.documents += 1
+        store.set_meta("embedding_model", embedder.model_id if embedder else "none")
+        if embedder is not None:
+            store.set_meta("embedding_dim", str(embedder.dim))
