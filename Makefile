@@ -58,6 +58,7 @@ bench: install
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/upload_load.py
+	$(BIN)/python bench/enrich.py
 
 # The scale-out shape on this machine's services (docs/deploy.md): a schema of its own,
 # the API and N `docshelf worker` processes, the sample docs uploaded, one search; all
