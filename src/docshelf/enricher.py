@@ -70,7 +70,8 @@ class Enricher:
 
     @property
     def use_llm(self) -> bool:
-        return self.shelf.llm is not None and self.shelf.settings.enrich == "auto"
+        # "off" only stops enrichment after indexing; an explicit run may use the LLM.
+        return self.shelf.llm is not None and self.shelf.settings.enrich != "offline"
 
     def producer(self) -> str:
         if self.use_llm and self.shelf.llm is not None:
