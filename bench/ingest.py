@@ -8,7 +8,10 @@ Prints, for one run on this machine:
 - lexical-only `add` throughput (no model) in files/s;
 - peak RSS of the process.
 
-    .venv/bin/python bench/ingest.py [--files N]
+    .venv/bin/python bench/ingest.py [--files N] [--backend torch|onnx|onnx-int8]
+
+With ``--backend onnx`` the baseline is the ONNX session's own ``embed`` of the same
+texts (tokenising and running the graph), as ``model.encode()`` is for PyTorch.
 
 The files are built from ../shared/data/dbpedia-5k (five passages per file,
 one `##` heading each) when that is present, else from generated text.
@@ -27,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from docshelf.embed import DEFAULT_BACKEND, make_embedder
 from docshelf.embed.local import LocalEmbedder
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
@@ -58,7 +62,7 @@ def make_folder(dst: Path, n_files: int) -> None:
         (dst / f"note{i:05}.md").write_text(f"# Note {i}\n\n{body}\n", encoding="utf-8")
 
 
-def child_peak_mb(folder: Path, home: Path, embedder: str) -> float:
+def child_peak_mb(folder: Path, home: Path, embedder: str, backend: str) -> float:
     """Peak RSS (VmHWM) of a real `docshelf add` process, read by that process at its end.
 
     (``ru_maxrss`` would not do: on Linux it carries the parent's high-water
@@ -70,7 +74,12 @@ def child_peak_mb(folder: Path, home: Path, embedder: str) -> float:
         "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0]\n"
         "print(hwm.split()[1], file=sys.stderr)"
     )
-    env = {**os.environ, "DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": embedder}
+    env = {
+        **os.environ,
+        "DOCSHELF_HOME": str(home),
+        "DOCSHELF_EMBEDDER": embedder,
+        "DOCSHELF_EMBED_BACKEND": backend,
+    }
     out = subprocess.run(
         [sys.executable, "-c", code, str(folder)],
         env=env,
@@ -81,7 +90,7 @@ def child_peak_mb(folder: Path, home: Path, embedder: str) -> float:
     return int(out.stderr.strip().splitlines()[-1]) / 1024
 
 
-def memory(tmp: Path, n_files: int) -> None:
+def memory(tmp: Path, n_files: int, backend: str) -> None:
     """Peak memory of `add` at two library sizes: it must not grow with the file count."""
     for embedder, sizes in (
         ("none", (n_files // 4, n_files)),
@@ -91,22 +100,31 @@ def memory(tmp: Path, n_files: int) -> None:
             folder = tmp / f"mem-{embedder}-{n}"
             folder.mkdir()
             make_folder(folder, n)
-            mb = child_peak_mb(folder, tmp / f"home-{embedder}-{n}", embedder)
-            print(f"peak RSS of `docshelf add` ({embedder}, {n} files): {mb:.0f} MB")
+            home = tmp / f"home-{embedder}-{n}"
+            if embedder == "local" and backend.startswith("onnx"):  # export outside the measure
+                shared = tmp / "models"
+                make_embedder("local", backend=backend, home=tmp).embed(["export"])  # type: ignore[union-attr]
+                home.mkdir()
+                (home / "models").symlink_to(shared)
+            mb = child_peak_mb(folder, home, embedder, backend)
+            label = f"{embedder}, {backend}" if embedder == "local" else embedder
+            print(f"peak RSS of `docshelf add` ({label}, {n} files): {mb:.0f} MB")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--backend", default=os.environ.get("DOCSHELF_EMBED_BACKEND", DEFAULT_BACKEND))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "notes"
         folder.mkdir()
         make_folder(folder, args.files)
 
-        embedder = LocalEmbedder()
+        embedder = make_embedder("local", backend=args.backend, home=Path(tmp))
+        assert embedder is not None
         t = time.perf_counter()
-        embedder.embed(["warm up"])
+        embedder.embed(["warm up"])  # loads the model (an ONNX path exports it first)
         load_s = time.perf_counter() - t
 
         with Shelf(Path(tmp) / "home", embedder=embedder) as shelf:
@@ -123,9 +141,12 @@ def main() -> None:
             shelf.sync()
             resync_s = time.perf_counter() - t
 
-        model = embedder._load()
         t = time.perf_counter()
-        model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
+        if isinstance(embedder, LocalEmbedder):
+            model = embedder._load()
+            model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
+        else:
+            embedder.embed(texts)  # ONNX: the session itself, nothing of docshelf's around it
         encode_s = time.perf_counter() - t
 
         with Shelf(Path(tmp) / "home-lexical", embedder=None) as shelf:
@@ -134,8 +155,8 @@ def main() -> None:
             lexical_s = time.perf_counter() - t
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"files: {args.files}, snippets: {len(texts)}")
-    print(f"model load: {load_s:.2f} s")
+    print(f"backend: {args.backend}; files: {args.files}, snippets: {len(texts)}")
+    print(f"model load (with the ONNX export on a first use): {load_s:.2f} s")
     print(f"add (local model): {add_s:.2f} s  ({len(texts) / add_s:.1f} snippets/s)")
     print(f"bare model.encode of the same texts: {encode_s:.2f} s")
     print(f"ratio add / encode: {add_s / encode_s:.3f}")
@@ -143,7 +164,7 @@ def main() -> None:
     print(f"lexical-only add: {lexical_s:.2f} s = {args.files / lexical_s:.0f} files/s")
     print(f"peak RSS of this benchmark process: {peak_mb:.0f} MB")
     with tempfile.TemporaryDirectory() as tmp:
-        memory(Path(tmp), args.files)
+        memory(Path(tmp), args.files, args.backend)
 
 
 if __name__ == "__main__":
