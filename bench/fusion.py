@@ -6,12 +6,14 @@ scored offline on the same candidates, so the comparison is exact and fast.
 Used to pick docshelf's default fusion (see BENCHMARKS.md).
 
     .venv/bin/python bench/fusion.py [DATASET_DIR] [--pool N ...] [--header-weights W ...]
-    # default ../shared/data/dbpedia-5k, pool 100, header weights 2
+        [--question-words] [--full] [--feedback]
+    # default ../shared/data/dbpedia-5k, pool 100, header weights 2; the default
+    # fusion's feedback is not applied here, only in the feedback rows
 
 Methods (w = the vector weight; the lexical weight is 1 - w):
 
     rrf:K        weighted reciprocal rank fusion with constant K
-    minmax       convex combination of min-max normalised scores (docshelf's default)
+    minmax       convex combination of min-max normalised scores (docshelf's, before feedback)
     minmax@N     the same, normalised over each list's top N only (clipped at 0)
     zscore       convex combination of z-scores over each list
     maxnorm      lexical / top lexical, vector cosine as it is
@@ -20,6 +22,8 @@ Methods (w = the vector weight; the lexical weight is 1 - w):
     gap:A        minmax with a per-query lexical weight: scaled by (1 + A * (g - median g)),
                  g = the lexical list's top-1 / top-10 normalised gap
     agree:A      minmax; lexical weight raised by A * overlap of the two top 10s
+    prf:M:B      minmax, then feedback: the query vector + B * mean of the top M fused
+                 snippets' vectors, searched again (exact), fused again
 """
 
 from __future__ import annotations

@@ -905,7 +905,8 @@ def eval_(
     mode: Annotated[
         str,
         typer.Option(
-            help="lexical, vector, hybrid, hybrid:rrf or hybrid:convex:W (vector weight)."
+            help="lexical, vector, hybrid, hybrid:rrf, hybrid:convex:W (vector weight) or "
+            "hybrid:convex:W:M:B (feedback from the top M snippets with weight B; M=0: none)."
         ),
     ] = "hybrid",
     against: Annotated[

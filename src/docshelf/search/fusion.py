@@ -8,6 +8,10 @@ Two methods:
             normalised over each list's candidates; a candidate missing from a
             list gets 0 for that part.
 
+Then, in hybrid search, pseudo-relevance feedback (``feedback_query``): the query
+vector moved toward the mean of the fused top snippets, the vector side searched
+again and the two lists fused again.
+
 Which method and which weights are the defaults is decided by measurement
 (``docshelf eval``; see BENCHMARKS.md), not by taste.
 """
@@ -29,16 +33,18 @@ Ranking = Sequence[tuple[str, float]]  # (id, score), best first
 @dataclass(frozen=True)
 class FusionSettings:
     method: str = "convex"
-    # Chosen with bench/fusion.py on dbpedia-5k (BENCHMARKS.md): convex min-max
-    # fusion at 0.8/0.2 was the best setting, and above vector-only.
-    vector_weight: float = 0.8
-    lexical_weight: float = 0.2
+    # Chosen by measurement on dbpedia-5k, as passages and as long files (BENCHMARKS.md):
+    # convex min-max fusion at 0.85/0.15 with feedback from the top 5 snippets was the
+    # best setting found, and the only one above vector-only search on both.
+    vector_weight: float = 0.85
+    lexical_weight: float = 0.15
     rrf_k: int = 60
     # Hits whose document carries a concept the query names: score + boost * |score|.
     concept_boost: float = 0.1
     # Pseudo-relevance feedback (hybrid only): the query vector moved toward the mean
-    # of the first fusion's top `feedback_docs` snippets, searched and fused again.
-    feedback_docs: int = 0
+    # of the first fusion's top `feedback_docs` snippets, searched and fused again
+    # (0 turns it off).
+    feedback_docs: int = 5
     feedback_weight: float = 1.0
 
     @classmethod
