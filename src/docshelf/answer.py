@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from docshelf.shelf import Shelf
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# Where one sentence ends and the next begins (shared with enrich.py).
+SENTENCE_BOUNDARY = _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 SYSTEM = (
     "You answer questions using only the numbered sources you are given. "

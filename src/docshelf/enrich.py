@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from docshelf.answer import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.llm import LLM, Message
 from docshelf.model import Chunk, Document, Enrichment
 from docshelf.search.query import lexical_terms
@@ -53,7 +54,6 @@ DOCUMENT_TYPES: tuple[str, ...] = (
 )
 GENERAL = "general"  # the category of a document with no concept
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _MARKUP_LINE = re.compile(r"^\s*(#{1,6}\s|\||```|~~~|>|\[\^|!\[|<)")
 _TIMESTAMP_LINE = re.compile(r"^\s*\[?\(?\d{1,2}:\d{2}(:\d{2})?\]?\)?\s")
 _SPEAKER_LINE = re.compile(r"^\s*[A-Z][\w .'-]{0,30}:\s+\S")
