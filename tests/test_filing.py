@@ -180,3 +180,34 @@ def test_cli_inbox(folders: tuple[Path, Path]) -> None:
     )
     env = json.loads(result.stdout.strip().splitlines()[-1])
     assert not env["ok"] and env["error"]["code"] == "invalid_input"
+
+
+def test_watch_mode_files_new_arrivals(shelf: Shelf, folders: tuple[Path, Path]) -> None:
+    import threading
+    import time
+
+    from docshelf.filing import watch_inbox
+
+    inbox, library = folders
+    stop = threading.Event()
+    runs: list[int] = []
+    watcher = threading.Thread(
+        target=watch_inbox,
+        args=(Filing(shelf, inbox, library), stop, lambda r: runs.append(len(r.filed))),
+    )
+    watcher.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not runs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert runs == [2]  # what was there at the start
+        (inbox / "later.md").write_text("# Later\n\nA note that arrives while watching.\n")
+        filed = library / "note" / "general" / "later.md"
+        while not filed.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert filed.exists()
+        assert _files(inbox) == []
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    assert not watcher.is_alive()
