@@ -98,3 +98,17 @@ def test_backend_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.setenv("DOCSHELF_EMBED_BACKEND", "tpu")
     with pytest.raises(InvalidInput):
         make_embedder("local")
+
+
+def test_a_library_keeps_the_runtime_its_vectors_came_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from docshelf import embed
+
+    monkeypatch.delenv("DOCSHELF_EMBED_BACKEND", raising=False)
+    for default in ("onnx-int8", "onnx", "torch"):
+        monkeypatch.setattr(embed, "DEFAULT_BACKEND", default)
+        assert embed.default_backend(None) == default  # a new library
+        assert embed.default_backend("all-MiniLM-L6-v2-int8") == "onnx-int8"
+        same_vectors = embed.default_backend("all-MiniLM-L6-v2")
+        assert same_vectors == ("torch" if default == "torch" else "onnx")

@@ -65,6 +65,7 @@ from docshelf.search.fusion import (
     feedback_query,
     fuse,
 )
+from docshelf.search.lexical import SidecarLexicalIndex
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.sources import FoundFile, walk
@@ -211,6 +212,7 @@ class Status:
     failure_count: int
     # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/ann.py)
     vector_index: dict[str, object] = field(default_factory=dict)
+    lexical_index: dict[str, object] = field(default_factory=dict)
     enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed
 
     @property
@@ -248,6 +250,12 @@ class Shelf:
         # SQLite: an ANN index in files beside the database once the library is large
         self.vector_index: SidecarVectorIndex | None = (
             SidecarVectorIndex(self.store, self.settings.ann_threshold)
+            if isinstance(self.store, SQLiteStore)
+            else None
+        )
+        # ... and a tantivy index beside it for lexical search, larger still
+        self.lexical_index: SidecarLexicalIndex | None = (
+            SidecarLexicalIndex(self.store, self.settings.lexical_threshold)
             if isinstance(self.store, SQLiteStore)
             else None
         )
@@ -299,6 +307,7 @@ class Shelf:
                     self.settings.embedder,
                     batch_size=self.settings.embed_batch_size,
                     home=self.settings.home,
+                    library_model=bound,
                 )
         embedder: Embedder | None = given  # type: ignore[assignment]
         conflict = self._model_conflict(embedder)
@@ -719,6 +728,7 @@ class Shelf:
             failure_count=self.store.count_failures(),
             enrichment=s.by_enrichment,
             vector_index=self.vector_index.state() if self.vector_index else {"path": "native"},
+            lexical_index=self.lexical_index.state() if self.lexical_index else {"path": "native"},
         )
 
     def check(self) -> list[str]:
@@ -732,10 +742,25 @@ class Shelf:
         search stays correct without it, only slower (it overlays the delta exactly)."""
         if self.vector_index is None:
             return "native"
+        if self.lexical_index is not None:
+            self.maintain_lexical_index(rebuild=rebuild, progress=progress)
         try:
             return self.vector_index.maintain(force=force, rebuild=rebuild, progress=progress)
         except Exception as exc:  # the index is derived: log it, keep the write
             log.warning("could not update the vector index: %s", exc, exc_info=True)
+            return f"failed: {exc}"
+
+    def maintain_lexical_index(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        """SQLite's tantivy index: switch at the threshold, build, or apply the store's
+        log. Never fails a write: until the index has caught up, FTS5 answers."""
+        if self.lexical_index is None:
+            return "native"
+        try:
+            return self.lexical_index.maintain(force=force, rebuild=rebuild, progress=progress)
+        except Exception as exc:  # the index is derived: log it, keep the write
+            log.warning("could not update the lexical index: %s", exc, exc_info=True)
             return f"failed: {exc}"
 
     def export_library(
@@ -780,7 +805,8 @@ class Shelf:
         until the new one is complete. Resumable. ``document_id``: that document alone.
         ``index_only``: rebuild just the derived indexes beside the store (repair)."""
         if index_only:
-            return {"vector_index": self.maintain_indexes(rebuild=True, progress=progress)}
+            vector = self.maintain_indexes(rebuild=True, progress=progress)
+            return {"vector_index": vector, "lexical_index": self.maintain_lexical_index()}
         from docshelf.reindex import reindex
 
         report = reindex(self, document_id=document_id, progress=progress)
@@ -950,7 +976,7 @@ class Shelf:
         vector: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
             t = time.perf_counter()
-            lexical = self.store.lexical_search(lexical_terms(parsed.text), size, filters)
+            lexical = self._lexical_search(lexical_terms(parsed.text), size, filters)
             timings["lexical"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             assert self.embedder is not None
@@ -1017,6 +1043,15 @@ class Shelf:
             for i in ranked
         ]
         return reranked + hits[len(top) :]
+
+    def _lexical_search(
+        self, terms: list[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """SQLite: the tantivy index beside the store when the library is large and the
+        index has caught up with the store, else FTS5; PostgreSQL: its full-text search."""
+        if self.lexical_index is not None:
+            return self.lexical_index.search(terms, limit, filters)
+        return self.store.lexical_search(terms, limit, filters)
 
     def _vector_search(
         self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters

