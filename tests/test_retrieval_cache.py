@@ -67,3 +67,11 @@ def test_losing_access_is_seen_at_once(shelf: Shelf) -> None:
     assert shelf.search("quorum", user_id=alice.id).hits
     shelf.delete_document(up.document_id, alice.id)
     assert shelf.search("quorum", user_id=alice.id).hits == []
+
+
+def test_large_results_are_not_kept(shelf: Shelf, notes: Path) -> None:
+    shelf.add(notes)
+    assert shelf.search("leader", limit=51) is not shelf.search("leader", limit=51)
+    expanded = shelf.search("leader", expand="parent-section")
+    assert shelf.search("leader", expand="parent-section") is not expanded
+    assert shelf._cache.hits == 0

@@ -89,6 +89,7 @@ SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
 CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
 MAX_LIMIT = 200
+CACHED_LIMIT = 50  # searches asking for more hits (or expanded sections) are not cached
 CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion
 GROUPS: tuple[str, ...] = ("snippet", "section", "document")
 
@@ -909,13 +910,9 @@ class Shelf:
 
         An identical search within ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered
         from memory, unless the library changed since (``search/cache.py``)."""
-        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker.
-        args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
-        args += (expand, facets, self.fusion, id(self.reranker), self.settings.rerank_top_k)
-        return self._cache.get_or_compute(
-            args,
-            self.store.generation(),
-            lambda: self._search(
+
+        def run() -> SearchResult:
+            return self._search(
                 query,
                 limit=limit,
                 mode=mode,
@@ -925,8 +922,14 @@ class Shelf:
                 group=group,
                 expand=expand,
                 facets=facets,
-            ),
-        )
+            )
+
+        if expand is not None or limit > CACHED_LIMIT:
+            return run()  # large results are not kept: the cache stays a few MB at most
+        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker.
+        args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
+        args += (facets, self.fusion, id(self.reranker), self.settings.rerank_top_k)
+        return self._cache.get_or_compute(args, self.store.generation(), run)
 
     def _search(
         self,

@@ -20,7 +20,7 @@ T = TypeVar("T")
 
 
 class RetrievalCache(Generic[T]):
-    def __init__(self, ttl_seconds: float, max_entries: int = 256) -> None:
+    def __init__(self, ttl_seconds: float, max_entries: int = 128) -> None:
         self.ttl = ttl_seconds
         self.max_entries = max_entries
         self._entries: OrderedDict[Hashable, tuple[float, int, T]] = OrderedDict()
