@@ -12,14 +12,24 @@ a snippet's cosine to its centre about 0.7) is written through the store, then:
   precomputed vector), then including it (the packaged local model); it reports
   p50/p95, per-stage p50/p95 and its peak RSS (before and after loading the model);
 - the same searches with ``DOCSHELF_ANN_THRESHOLD=0`` (the exact scan), for the
-  comparison (excluding the embedding only).
+  comparison (excluding the embedding only);
+- the same searches with ``DOCSHELF_LEXICAL_THRESHOLD=0`` (FTS5 instead of the
+  tantivy sidecar, search/lexical.py), likewise.
 
+``--home DIR`` keeps the library (and its queries) in DIR and reuses it on the next
+run (``--skip-build``: only the searches). ``--ef 256 512 1024`` reports recall@10
+and the vector stage's latency at each search depth on the built graph.
+
+    nice .venv/bin/python bench/ann.py --sizes 1000000 --home DIR --no-search   # build
+    flock /tmp/docshelf-bench.lock .venv/bin/python bench/ann.py --sizes 1000000 \
+        --home DIR --skip-build
     flock /tmp/docshelf-bench.lock .venv/bin/python bench/ann.py [--sizes 100000 1000000]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -37,6 +47,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.search import DIM, FixedQueries, synthetic_library, unit
+from docshelf.search import ann as ann_module
 from docshelf.search.ann import read_checkpoint
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
@@ -65,6 +76,14 @@ def build(home: Path, size: int) -> dict[str, Any]:
         checkpoint = read_checkpoint(shelf.vector_index.directory)
         assert checkpoint is not None
         out["index_mb"] = (shelf.vector_index.directory / checkpoint.file).stat().st_size / 1e6
+        assert shelf.lexical_index is not None
+        t = time.perf_counter()
+        out["lexical_index"] = shelf.lexical_index.maintain(force=True)
+        out["lexical_build_s"] = time.perf_counter() - t
+        out["lexical_mb"] = (
+            sum(p.stat().st_size for p in shelf.lexical_index.directory.rglob("*") if p.is_file())
+            / 1e6
+        )
         out["database_mb"] = sum(p.stat().st_size for p in home.glob("docshelf.db*")) / 1e6
         texts = [
             " ".join(rng.choice(vocab, size=int(rng.integers(2, 6)))) for _ in range(N_QUERIES)
@@ -78,8 +97,8 @@ def build(home: Path, size: int) -> dict[str, Any]:
     return out
 
 
-def recall(shelf: Shelf, queries: npt.NDArray[np.float32]) -> float:
-    """Recall@10 of the vector stage against an exact scan streamed from the store."""
+def exact_top10(shelf: Shelf, queries: npt.NDArray[np.float32]) -> list[set[str]]:
+    """The exact 10 nearest chunk ids of each query, scanned from the store."""
     assert shelf.vector_index is not None
     store = shelf.vector_index._store
     best = np.full((len(queries), 10), -np.inf, dtype=np.float32)
@@ -91,14 +110,38 @@ def recall(shelf: Shelf, queries: npt.NDArray[np.float32]) -> float:
         top = np.argpartition(-both, 9, axis=1)[:, :10]
         best = np.take_along_axis(both, top, axis=1)
         best_seq = np.take_along_axis(keys, top, axis=1)
-    want_ids = [
-        set(store.visible_snippets(row.tolist(), SearchFilters()).values()) for row in best_seq
-    ]
+    return [set(store.visible_snippets(row.tolist(), SearchFilters()).values()) for row in best_seq]
+
+
+def recall(
+    shelf: Shelf, queries: npt.NDArray[np.float32], want_ids: list[set[str]] | None = None
+) -> float:
+    """Recall@10 of the vector stage against an exact scan streamed from the store."""
+    assert shelf.vector_index is not None
+    want_ids = want_ids if want_ids is not None else exact_top10(shelf, queries)
     found = 0
     for q, want in zip(queries, want_ids, strict=True):
         got = {cid for cid, _ in shelf.vector_index.search(q, 10, SearchFilters())}
         found += len(got & want)
     return found / (10 * len(queries))
+
+
+def ef_sweep(home: Path, efs: list[int]) -> None:
+    """Recall@10 and the vector stage's latency (100 candidates, as hybrid search asks)
+    at each search depth, on the library's graph."""
+    vectors = np.load(home / "queries.npy")
+    with Shelf(home, embedder=FixedQueries({})) as shelf:
+        assert shelf.vector_index is not None and shelf.vector_index.path == "ann"
+        want = exact_top10(shelf, vectors)
+        for ef in efs:
+            ann_module.expansion_search = lambda count, ef=ef: ef  # type: ignore[misc]
+            r = recall(shelf, vectors, want)
+            times = []
+            for q in vectors:
+                t = time.perf_counter()
+                shelf.vector_index.search(q, 100, SearchFilters())
+                times.append((time.perf_counter() - t) * 1000)
+            print(f"    ef {ef:>5}: recall@10 {r:.3f}; vector stage p50/p95 {fmt(cuts(times))} ms")
 
 
 def cuts(values: list[float]) -> tuple[float, float]:
@@ -128,6 +171,8 @@ def search(home: Path, with_model: bool) -> dict[str, Any]:
     with Shelf(home, embedder=fixed) as shelf:
         assert shelf.vector_index is not None
         out["path"] = shelf.vector_index.path
+        assert shelf.lexical_index is not None
+        out["lexical_path"] = shelf.lexical_index.path
         out["excluding"] = measure(shelf, texts)
         out["rss_mb"] = peak_rss_mb()
         if with_model:
@@ -141,10 +186,14 @@ def search(home: Path, with_model: bool) -> dict[str, Any]:
     return out
 
 
-def child(home: Path, threshold: int | None, with_model: bool) -> dict[str, Any]:
+def child(
+    home: Path, threshold: int | None, with_model: bool, lexical_threshold: int | None = None
+) -> dict[str, Any]:
     env = dict(os.environ, DOCSHELF_RETRIEVAL_CACHE_SECONDS="0")
     if threshold is not None:
         env["DOCSHELF_ANN_THRESHOLD"] = str(threshold)
+    if lexical_threshold is not None:
+        env["DOCSHELF_LEXICAL_THRESHOLD"] = str(lexical_threshold)
     cmd = [sys.executable, __file__, "--search", str(home)]
     if with_model:
         cmd.append("--model")
@@ -157,47 +206,82 @@ def fmt(pair: tuple[float, float]) -> str:
     return f"{pair[0]:.1f} / {pair[1]:.1f}"
 
 
+def report_build(size: int, b: dict[str, Any]) -> None:
+    print(
+        f"{size:>9,} snippets: library written in {b['library_s']:.0f} s "
+        f"(database {b['database_mb']:.0f} MB); ANN index {b['index']} in "
+        f"{b['index_build_s']:.0f} s, {b['index_mb']:.0f} MB; "
+        f"recall@10 of the vector stage {b['recall@10']:.3f}; lexical index "
+        f"{b['lexical_index']} in {b['lexical_build_s']:.0f} s, {b['lexical_mb']:.0f} MB",
+        flush=True,
+    )
+
+
+def report_searches(home: Path, args: argparse.Namespace) -> None:
+    ann = child(home, None, with_model=not args.no_model)
+    including = "" if args.no_model else f"; including {fmt(ann['including']['total'])} ms"
+    print(
+        f"    ANN ({ann['path']}) + {ann['lexical_path']}: hybrid excluding embedding p50/p95 "
+        f"{fmt(ann['excluding']['total'])} ms{including}; peak RSS {ann['rss_mb']:.0f} MB"
+        + ("" if args.no_model else f" ({ann['rss_with_model_mb']:.0f} MB with the model)"),
+        flush=True,
+    )
+    for label in ("excluding", "including"):
+        if label in ann:
+            stages = ", ".join(f"{k} {fmt(v)}" for k, v in ann[label]["stages"].items())
+            print(f"        per stage ({label} embedding) p50/p95 ms: {stages}", flush=True)
+    others: list[tuple[str, int | None, int | None]] = []
+    if not args.no_fts5:
+        others.append(("FTS5 instead of the lexical index", None, 0))
+    if not args.no_exact:
+        others.append(("exact scan instead of ANN", 0, None))
+    for label, vector_threshold, lexical_threshold in others:
+        ex = child(home, vector_threshold, with_model=False, lexical_threshold=lexical_threshold)
+        print(
+            f"    {label} ({ex['path']} + {ex['lexical_path']}): hybrid excluding embedding "
+            f"p50/p95 {fmt(ex['excluding']['total'])} ms; peak RSS {ex['rss_mb']:.0f} MB",
+            flush=True,
+        )
+        stages = ", ".join(f"{k} {fmt(v)}" for k, v in ex["excluding"]["stages"].items())
+        print(f"        per stage p50/p95 ms: {stages}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--search", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--model", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--no-exact", action="store_true", help="skip the exact-scan comparison")
+    ap.add_argument("--no-fts5", action="store_true", help="skip the FTS5 comparison")
+    ap.add_argument("--no-model", action="store_true", help="skip the figures with the model")
+    ap.add_argument("--home", type=Path, help="keep the library here (one size) and reuse it")
+    ap.add_argument("--skip-build", action="store_true", help="reuse the library in --home")
+    ap.add_argument("--no-search", action="store_true", help="build only")
+    ap.add_argument("--ef", type=int, nargs="+", help="recall and latency at these ef")
     args = ap.parse_args()
     if args.search:
         print(json.dumps(search(args.search, args.model)))
         return
     for size in args.sizes:
-        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
-            home = Path(tmp)
-            b = build(home, size)
-            print(
-                f"{size:>9,} snippets: library written in {b['library_s']:.0f} s "
-                f"(database {b['database_mb']:.0f} MB); ANN index {b['index']} in "
-                f"{b['index_build_s']:.0f} s, {b['index_mb']:.0f} MB; "
-                f"recall@10 of the vector stage {b['recall@10']:.3f}",
-                flush=True,
-            )
-            ann = child(home, None, with_model=True)
-            print(
-                f"    ANN ({ann['path']}): hybrid excluding embedding p50/p95 "
-                f"{fmt(ann['excluding']['total'])} ms; including "
-                f"{fmt(ann['including']['total'])} ms; peak RSS "
-                f"{ann['rss_mb']:.0f} MB ({ann['rss_with_model_mb']:.0f} MB with the model)",
-                flush=True,
-            )
-            for label, key in (("excluding", "excluding"), ("including", "including")):
-                stages = ", ".join(f"{k} {fmt(v)}" for k, v in ann[key]["stages"].items())
-                print(f"        per stage ({label} embedding) p50/p95 ms: {stages}", flush=True)
-            if not args.no_exact:
-                ex = child(home, 0, with_model=False)
-                print(
-                    f"    exact ({ex['path']}): hybrid excluding embedding p50/p95 "
-                    f"{fmt(ex['excluding']['total'])} ms; peak RSS {ex['rss_mb']:.0f} MB",
-                    flush=True,
+        with contextlib.ExitStack() as stack:
+            if args.home:
+                home = args.home
+                home.mkdir(parents=True, exist_ok=True)
+            else:
+                tmp = stack.enter_context(
+                    tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP"))
                 )
-                stages = ", ".join(f"{k} {fmt(v)}" for k, v in ex["excluding"]["stages"].items())
-                print(f"        per stage p50/p95 ms: {stages}", flush=True)
+                home = Path(tmp)
+            if args.skip_build:
+                b = json.loads((home / "build.json").read_text())
+            else:
+                b = build(home, size)
+                (home / "build.json").write_text(json.dumps(b))
+            report_build(size, b)
+            if args.ef:
+                ef_sweep(home, args.ef)
+            if not args.no_search:
+                report_searches(home, args)
 
 
 if __name__ == "__main__":

@@ -379,10 +379,12 @@ def test_cli_reindex_index_only_rebuilds_and_status_reports_the_path(
         out: dict[str, object] = json.loads(result.stdout)
         return out
 
-    assert run("reindex", "--index-only")["result"] == {"vector_index": "built"}
+    built = {"vector_index": "built", "lexical_index": "fts5"}
+    assert run("reindex", "--index-only")["result"] == built
     status = run("status")["result"]
     assert isinstance(status, dict) and status["vector_index"]["path"] == "ann"
-    assert run("reindex", "--index-only")["result"] == {"vector_index": "rebuilt"}
+    rebuilt = {"vector_index": "rebuilt", "lexical_index": "fts5"}
+    assert run("reindex", "--index-only")["result"] == rebuilt
 
 
 def test_a_reader_whose_log_was_pruned_reopens_the_newer_checkpoint(store: SQLiteStore) -> None:

@@ -422,6 +422,11 @@ def status(
             console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
         elif vi.get("needs_build"):
             console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
+        li = r.get("lexical_index") or {}
+        if li.get("path") == "tantivy":
+            console.print(f"Lexical search: tantivy index ({li['indexed']} snippets)")
+        elif li.get("recorded") == "tantivy":
+            console.print("Lexical search: FTS5 until the tantivy index catches up")
         if r["enrichment"]:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(r["enrichment"].items()))
             console.print(f"Enrichment: {parts}")

@@ -43,6 +43,9 @@ class Settings:
     # SQLite: from this many vectors on, an ANN index beside the database answers
     # vector search (search/ann.py); below it an exact scan. 0 = always exact.
     ann_threshold: int = 20_000
+    # SQLite: from this many snippets on, a tantivy index beside the database answers
+    # lexical search (search/lexical.py); below it FTS5. 0 = always FTS5.
+    lexical_threshold: int = 200_000
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -79,6 +82,7 @@ class Settings:
                 "DOCSHELF_RETRIEVAL_CACHE_SECONDS", cls.retrieval_cache_seconds
             ),
             ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
+            lexical_threshold=int(_number("DOCSHELF_LEXICAL_THRESHOLD", cls.lexical_threshold)),
         )
 
 

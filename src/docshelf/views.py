@@ -203,6 +203,7 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
         "failed": s.failure_count + s.by_status.get("failed", 0),
         "failures": [{"path": f.path, "reason": f.reason} for f in s.failures],
         "vector_index": s.vector_index,
+        "lexical_index": s.lexical_index,
         "enrichment": s.enrichment,
     }
     if problems is not None:

@@ -309,3 +309,19 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        7,
+        "lexical_log",
+        """
+        -- The SQLite store's feed for its sidecar lexical index. PostgreSQL ranks with its
+        -- own full-text search inside the store, so nothing writes here; the table keeps
+        -- the two schemas alike.
+        CREATE TABLE lexical_log (
+            seq       bigserial PRIMARY KEY,
+            chunk_seq bigint NOT NULL
+        );
+        """,
+    ),
+)

@@ -605,6 +605,82 @@ class SQLiteStore:
         )
         return self._seq_matrix(rows)
 
+    # -- the sidecar lexical index's feed (search/lexical.py); snippets keyed by seq -------
+    def snippet_count(self) -> int:
+        return int(self._q("SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'")[0][0])
+
+    def lexical_log_position(self) -> int:
+        """The last lexical_log entry ever written (0 when none)."""
+        rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = 'lexical_log'")
+        return int(rows[0][0]) if rows else 0
+
+    def lexical_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, snippet seqs added or removed after ``after``). Raises
+        ``LookupError`` when entries after ``after`` were pruned (rebuild instead)."""
+        rows = self._q(
+            "SELECT seq, chunk_seq FROM lexical_log WHERE seq > ? ORDER BY seq", (after,)
+        )
+        if int(self.get_meta("lexical_log_pruned") or 0) > after:
+            raise LookupError(f"lexical_log was pruned past {after}")
+        position = int(rows[-1][0]) if rows else after
+        return position, list(dict.fromkeys(int(r[1]) for r in rows))
+
+    def prune_lexical_log(self, through: int) -> None:
+        with self.transaction():
+            self._x("DELETE FROM lexical_log WHERE seq <= ?", (through,))
+            self._x(
+                "INSERT INTO meta(key, value) VALUES ('lexical_log_pruned', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = "
+                "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                (str(through),),
+            )
+
+    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(seq, header, text) of those snippet seqs that still exist, in seq order."""
+        rows: list[tuple[int, str, str]] = []
+        for batch in iter_batches(list(seqs), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            rows += [
+                (int(r[0]), r[1], r[2])
+                for r in self._q(
+                    f"SELECT seq, header, text FROM chunks WHERE seq IN ({marks}) "
+                    "AND tier = 'snippet'",
+                    batch,
+                )
+            ]
+        rows.sort()
+        return rows
+
+    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]:
+        """Every snippet's (seq, header, text), ``batch`` rows at a time in seq order."""
+        last = -1
+        while True:
+            rows = self._q(
+                "SELECT seq, header, text FROM chunks WHERE seq > ? AND tier = 'snippet' "
+                "ORDER BY seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield [(int(r[0]), r[1], r[2]) for r in rows]
+
+    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for those seqs lexical search may show: a snippet of a
+        complete document matching the filters."""
+        where, params = _filter_sql(filters)
+        found: dict[int, str] = {}
+        for batch in iter_batches(list(seqs), _MAX_VARS):
+            marks = ",".join("?" * len(batch))
+            for r in self._q(
+                "SELECT c.seq, c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+                f"WHERE c.seq IN ({marks}) AND c.tier = 'snippet' AND d.status = 'complete' "
+                f"{where}",
+                [*batch, *params],
+            ):
+                found[int(r[0])] = r[1]
+        return found
+
     # -- embedding cache -----------------------------------------------------------------
     def cached_embeddings(
         self, model: str, text_hashes: Sequence[str]

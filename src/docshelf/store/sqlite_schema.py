@@ -339,3 +339,32 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        7,
+        "lexical_log",
+        """
+        -- Which snippets were added or removed, in commit order, while the sidecar
+        -- lexical index is on (meta lexical_index = 'tantivy:<epoch>'; search/lexical.py).
+        -- The index records the log position it holds; until it has caught up with the
+        -- log, FTS5 answers, so a crash between a commit and the index hides nothing.
+        CREATE TABLE lexical_log (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_seq INTEGER NOT NULL
+        );
+        CREATE TRIGGER chunks_lexical_log_insert AFTER INSERT ON chunks
+        WHEN new.tier = 'snippet'
+            AND EXISTS (SELECT 1 FROM meta WHERE key = 'lexical_index' AND value LIKE 'tantivy:%')
+        BEGIN
+            INSERT INTO lexical_log(chunk_seq) VALUES (new.seq);
+        END;
+        CREATE TRIGGER chunks_lexical_log_delete AFTER DELETE ON chunks
+        WHEN old.tier = 'snippet'
+            AND EXISTS (SELECT 1 FROM meta WHERE key = 'lexical_index' AND value LIKE 'tantivy:%')
+        BEGIN
+            INSERT INTO lexical_log(chunk_seq) VALUES (old.seq);
+        END;
+        """,
+    ),
+)

@@ -1,0 +1,416 @@
+"""The sidecar lexical index of the SQLite store: a tantivy BM25 index in a folder
+beside the database, derived from the store and never trusted over it.
+
+FTS5 ranks an OR query by scoring every row that matches any term; at a million
+snippets a query with one common word scores hundreds of thousands of rows
+(BENCHMARKS.md). Tantivy keeps per-block score bounds and skips whole blocks that
+cannot reach the top ``k`` (block-max WAND), so it answers in about a millisecond.
+
+How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
+
+- While the index is on (meta ``lexical_index = 'tantivy:<epoch>'``), triggers in
+  the store append the seq of every snippet added or removed to ``lexical_log`` *in
+  the same transaction* as the change (snippets are immutable: a changed document
+  is new snippets).
+- The index holds a **watermark** — the log position it has applied — as a document
+  of its own, committed atomically with the snippets. Search uses the index only
+  when the watermark equals the store's log position; otherwise (a crash between a
+  store commit and the index update, another process's write not folded in yet)
+  FTS5 answers, exactly as below the threshold. Nothing is ever shown from a stale
+  index.
+- Every candidate is checked against the store before it is returned (the snippet
+  still exists, its document is complete and matches the filters), so a deletion
+  racing a search never resurrects.
+- ``maintain()`` (after ingest, by idle workers, by ``reindex``) applies the log
+  under ``lock``: each logged seq is deleted from the index and re-added if the
+  store still has it, so replaying is harmless. A full build goes to a new folder,
+  published by atomically replacing ``current.json``.
+- Below ``threshold`` snippets FTS5 answers and no log is kept; the switch is
+  recorded in the store's meta.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from docshelf.search.ann import _file_lock, _fsync
+from docshelf.store.base import SearchFilters
+
+if TYPE_CHECKING:
+    from docshelf.store.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_THRESHOLD = 200_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
+HEADER_WEIGHT = 2  # as FTS5's bm25() weights: a match in the title/heading path counts double
+MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
+WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
+ANALYZER = "docshelf"
+LAYOUT = 1  # the schema and analyzer below; an index of another layout is rebuilt
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """What ``current.json`` says: which folder holds the index of which epoch."""
+
+    epoch: str
+    folder: str
+    created_at: float
+    layout: int = 0
+
+
+def index_dir(store: SQLiteStore) -> Path:
+    """Beside the database: ``docshelf.db`` → ``docshelf.lex/``."""
+    return store.path.with_name(store.path.stem + ".lex")
+
+
+def _analyzer() -> Any:
+    """Close to FTS5's ``porter unicode61 remove_diacritics 2``: words split at anything
+    not a letter or digit, lowercased, accents folded, English stemming."""
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> Any:
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("seq", indexed=True, fast=True)
+    builder.add_integer_field("mark", fast=True)
+    builder.add_text_field("body", tokenizer_name=ANALYZER, index_option="freq")
+    return builder.build()
+
+
+class SidecarLexicalIndex:
+    """Lexical search for the SQLite store: FTS5 below ``threshold`` snippets (or while
+    the index is behind the store), the tantivy index above it."""
+
+    def __init__(self, store: SQLiteStore, threshold: int = DEFAULT_THRESHOLD) -> None:
+        self._store = store
+        self.threshold = threshold
+        self.directory = index_dir(store)
+        self._lock = threading.RLock()
+        self._synced: object = None  # (mode, log position) when last checked
+        self._ready = False
+        self._index: Any = None  # tantivy.Index
+        self._folder: str | None = None
+        self._analyzer: Any = None
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """Which engine answers now: ``tantivy`` or ``fts5``."""
+        with self._lock:
+            return "tantivy" if self._sync() else "fts5"
+
+    def search(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, BM25 score), best first, filters honoured."""
+        if not terms or limit <= 0:
+            return []
+        with self._lock:
+            if self._sync():
+                hits = self._search(terms, limit, filters)
+                if hits is not None:
+                    return hits
+        return self._store.lexical_search(terms, limit, filters)
+
+    def _search(
+        self, terms: Sequence[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]] | None:
+        """None: a filter so selective that FTS5 (filters in SQL) should answer."""
+        query = self._query(terms)
+        if query is None:
+            return []
+        searcher = self._index.searcher()
+        fetch = limit + 10 if filters.empty else 4 * limit
+        while True:
+            found = searcher.search(query, fetch, count=False).hits
+            seqs = searcher.fast_field_values("seq", [address for _, address in found])
+            visible = self._store.lexical_visible([s for s in seqs if s], filters)
+            scored = zip((score for score, _ in found), seqs, strict=True)
+            hits = [(visible[s], float(score)) for score, s in scored if s in visible]
+            if len(hits) >= limit or len(found) < fetch:
+                return hits[:limit]
+            if fetch >= MAX_FETCH:
+                return None
+            fetch = min(MAX_FETCH, fetch * 8)
+
+    def _query(self, terms: Sequence[str]) -> Any:
+        """Any of the words, like FTS5's ``"a" OR "b"`` (a term of several words, such as
+        ``foo_bar``, matches any of them here where FTS5 wants the phrase)."""
+        import tantivy
+
+        schema = self._index.schema
+        clauses = [
+            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", token, "freq"))
+            for token in dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term))
+        ]
+        return tantivy.Query.boolean_query(clauses) if clauses else None
+
+    def _sync(self) -> bool:
+        """Whether the index may answer: on, opened, and its watermark at the store's log
+        position (an index behind the store is never used)."""
+        mode = self._store.get_meta("lexical_index") or "fts5"
+        position = self._store.lexical_log_position()
+        key = (mode, position)
+        if key == self._synced:
+            return self._ready
+        self._ready = False
+        self._synced = key
+        if self.threshold <= 0 or not mode.startswith("tantivy:"):
+            self._close()
+            return False
+        pointer = read_pointer(self.directory)
+        if pointer is None or pointer.epoch != mode.split(":", 1)[1] or pointer.layout != LAYOUT:
+            self._close()
+            return False
+        try:
+            if pointer.folder != self._folder:
+                self._open(pointer.folder)
+            else:
+                self._index.reload()
+            watermark = self._watermark()
+        except (OSError, ValueError, RuntimeError) as exc:  # removed or torn: FTS5 answers
+            log.warning("cannot open the lexical index %s: %s", pointer.folder, exc)
+            self._close()
+            self._synced = None
+            return False
+        self._ready = watermark == position
+        if watermark != position:
+            self._synced = None  # look again next time (a maintainer may be catching up)
+        return self._ready
+
+    def _open(self, folder: str) -> None:
+        import tantivy
+
+        path = self.directory / folder
+        if not (path / "meta.json").exists():
+            raise OSError(f"{path} holds no index")
+        index = tantivy.Index.open(str(path))
+        self._analyzer = _analyzer()
+        index.register_tokenizer(ANALYZER, self._analyzer)
+        index.config_reader(reload_policy="Manual")
+        self._index = index
+        self._folder = folder
+
+    def _close(self) -> None:
+        self._index = None
+        self._folder = None
+
+    def _watermark(self) -> int:
+        return _read_watermark(self._index)
+
+    def state(self) -> dict[str, object]:
+        """For ``status``: which engine answers and how far the index is behind."""
+        mode = self._store.get_meta("lexical_index") or "fts5"
+        with self._lock:
+            ready = self._sync()
+            indexed = self._index.searcher().num_docs - 1 if self._index is not None else 0
+            watermark = self._watermark() if self._index is not None else None
+        position = self._store.lexical_log_position()
+        return {
+            "path": "tantivy" if ready else "fts5",
+            "recorded": mode.split(":")[0],
+            "threshold": self.threshold,
+            "indexed": max(indexed, 0),
+            "behind": position - watermark if watermark is not None else 0,
+            "needs_build": mode.startswith("tantivy:") and watermark is None,
+        }
+
+    # -- writing (one process at a time, under the lock file) -----------------------------
+    def maintain(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        """Bring the index in line with the store: switch on or off at the threshold,
+        build, or apply the log (``force``: build below the threshold; ``rebuild``: a new
+        index from the store, for repair). Returns what it did; ``busy`` when another
+        process holds the lock."""
+        store = self._store
+        mode = store.get_meta("lexical_index") or "fts5"
+        if (
+            mode.startswith("tantivy:")
+            and not (force or rebuild)
+            and (mode, store.lexical_log_position()) == self._synced
+            and self._ready
+        ):
+            return "current"
+        with _file_lock(self.directory) as held:
+            if not held:
+                return "busy"
+            mode = store.get_meta("lexical_index") or "fts5"
+            on = mode.startswith("tantivy:")
+            if self.threshold <= 0:
+                return self._switch_off() if on else "fts5"
+            if not on:
+                if not force and store.snippet_count() < self.threshold:
+                    return "fts5"
+                epoch = uuid.uuid4().hex[:12]
+                with store.transaction():
+                    store.set_meta("lexical_index", f"tantivy:{epoch}")
+                self._build(epoch, progress)
+                return "built"
+            epoch = mode.split(":", 1)[1]
+            pointer = read_pointer(self.directory)
+            if rebuild or pointer is None or pointer.epoch != epoch or pointer.layout != LAYOUT:
+                self._build(epoch, progress)
+                return "rebuilt"
+            try:
+                return self._apply(pointer)
+            except LookupError:  # the log was pruned past this index: start again
+                self._build(epoch, progress)
+                return "rebuilt"
+            except (OSError, ValueError, RuntimeError) as exc:  # torn or removed folder
+                log.warning("rebuilding the lexical index: %s", exc)
+                self._build(epoch, progress)
+                return "rebuilt"
+
+    def _apply(self, pointer: Pointer) -> str:
+        """Fold the log entries after the index's watermark into it, in one commit."""
+        import tantivy
+
+        store = self._store
+        _remove(self.directory, keep=pointer.folder)  # leftovers of an interrupted build
+        index = tantivy.Index.open(str(self.directory / pointer.folder))
+        index.register_tokenizer(ANALYZER, _analyzer())
+        index.reload()
+        watermark = _read_watermark(index)
+        position, changed = store.lexical_changes(watermark)
+        if not changed:
+            if store.get_meta("lexical_log_pruned") != str(watermark):
+                store.prune_lexical_log(watermark)
+            return "current"
+        if store.snippet_count() < self.threshold // 2:  # the library shrank a lot
+            return self._switch_off()
+        writer = index.writer(heap_size=50_000_000, num_threads=1)
+        for seq in changed:
+            writer.delete_documents_by_term("seq", seq)
+        for seq, header, text in store.snippets_by_seq(changed):
+            writer.add_document(_doc(seq, header, text))
+        _set_watermark(writer, position)
+        writer.commit()
+        writer.wait_merging_threads()
+        store.prune_lexical_log(position)
+        self._synced = None
+        return "updated"
+
+    def _switch_off(self) -> str:
+        store = self._store
+        with store.transaction():
+            store.set_meta("lexical_index", "fts5")
+        store.prune_lexical_log(store.lexical_log_position())
+        _remove(self.directory, keep=None)
+        self._synced = None
+        return "switched to fts5"
+
+    def _build(self, epoch: str, progress: Progress | None) -> None:
+        """A new index from every snippet in the store, in a new folder. The log position
+        is read first; whatever changes while the build streams is logged after it and
+        applied on top before the folder is published."""
+        import tantivy
+
+        store = self._store
+        position = store.lexical_log_position()
+        total = store.snippet_count()
+        folder = f"index-{position}-{uuid.uuid4().hex[:8]}"
+        path = self.directory / folder
+        path.mkdir(parents=True)
+        index = tantivy.Index(_schema(), path=str(path))
+        index.register_tokenizer(ANALYZER, _analyzer())
+        writer = index.writer(heap_size=200_000_000, num_threads=min(2, os.cpu_count() or 1))
+        done = 0
+        for rows in store.iter_snippets():
+            for seq, header, text in rows:
+                writer.add_document(_doc(seq, header, text))
+            done += len(rows)
+            if progress:
+                progress(done, total, "building the lexical index")
+        _set_watermark(writer, position)
+        writer.commit()
+        writer.wait_merging_threads()
+        for entry in path.iterdir():
+            if entry.is_file():
+                _fsync(entry)
+        _fsync(path)
+        write_pointer(self.directory, Pointer(epoch, folder, time.time(), LAYOUT))
+        _remove(self.directory, keep=folder)
+        self._synced = None
+        pointer = read_pointer(self.directory)
+        if pointer is not None:
+            self._apply(pointer)  # what changed while the build streamed
+
+
+def _doc(seq: int, header: str, text: str) -> Any:
+    """One field, the header repeated HEADER_WEIGHT times before the text: the term
+    frequency BM25 sees is then FTS5's weighted one (2 x in the header + in the text),
+    and a word's document frequency counts rows, as FTS5's does."""
+    import tantivy
+
+    return tantivy.Document(seq=seq, body="\n".join([header] * HEADER_WEIGHT + [text]))
+
+
+def _set_watermark(writer: Any, position: int) -> None:
+    """Replace the watermark document (deleted and added in the same commit)."""
+    import tantivy
+
+    writer.delete_documents_by_term("seq", WATERMARK_SEQ)
+    writer.add_document(tantivy.Document(seq=WATERMARK_SEQ, mark=position))
+
+
+def _read_watermark(index: Any) -> int:
+    import tantivy
+
+    searcher = index.searcher()
+    query = tantivy.Query.term_query(index.schema, "seq", WATERMARK_SEQ)
+    found = searcher.search(query, 1, count=False).hits
+    if not found:
+        raise ValueError("the lexical index has no watermark")
+    value = searcher.fast_field_values("mark", [found[0][1]])[0]
+    if value is None:
+        raise ValueError("the lexical index has no watermark")
+    return int(value)
+
+
+def read_pointer(directory: Path) -> Pointer | None:
+    try:
+        return Pointer(**json.loads((directory / "current.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_pointer(directory: Path, pointer: Pointer) -> None:
+    tmp = directory / "current.json.tmp"
+    tmp.write_text(json.dumps(asdict(pointer), indent=1))
+    _fsync(tmp)
+    os.replace(tmp, directory / "current.json")
+    _fsync(directory)
+
+
+def _remove(directory: Path, keep: str | None) -> None:
+    """Old index folders and leftovers of interrupted builds."""
+    if not directory.exists():
+        return
+    for path in directory.iterdir():
+        if path.name.startswith("index-") and path.name != keep:
+            shutil.rmtree(path, ignore_errors=True)
+    if keep is None:
+        (directory / "current.json").unlink(missing_ok=True)
