@@ -109,6 +109,15 @@ def test_recall_at_10_of_the_ann_path_against_exact_search(store: SQLiteStore) -
     assert found / (10 * len(queries)) >= 0.97
 
 
+def test_the_search_depth_grows_with_the_graph() -> None:
+    from docshelf.search.ann import EXPANSION_SEARCH, MAX_EXPANSION_SEARCH, expansion_search
+
+    assert expansion_search(20_000) == expansion_search(250_000) == EXPANSION_SEARCH
+    assert expansion_search(1_000_000) == 1_024  # recall@10 0.976 there (BENCHMARKS.md)
+    assert expansion_search(500_000) == 512
+    assert expansion_search(10**9) == MAX_EXPANSION_SEARCH
+
+
 def test_scores_are_cosine_similarities_like_the_exact_path(store: SQLiteStore) -> None:
     vectors = clustered(400, np.random.default_rng(1))
     fill(store, vectors)

@@ -299,8 +299,6 @@ class SidecarLexicalIndex:
             if store.get_meta("lexical_log_pruned") != str(watermark):
                 store.prune_lexical_log(watermark)
             return "current"
-        if store.snippet_count() < self.threshold // 2:  # the library shrank a lot
-            return self._switch_off()
         writer = index.writer(heap_size=50_000_000, num_threads=1)
         for seq in changed:
             writer.delete_documents_by_term("seq", seq)
@@ -311,6 +309,9 @@ class SidecarLexicalIndex:
         writer.wait_merging_threads()
         store.prune_lexical_log(position)
         self._synced = None
+        index.reload()
+        if index.searcher().num_docs - 1 < self.threshold // 2:  # the library shrank a lot
+            return self._switch_off()
         return "updated"
 
     def _switch_off(self) -> str:
