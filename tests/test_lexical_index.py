@@ -143,6 +143,13 @@ def test_a_threshold_of_zero_keeps_fts5_and_switches_an_index_off(store: SQLiteS
     assert store.get_meta("lexical_index") == "fts5"
 
 
+def test_a_forced_build_below_the_threshold_answers(store: SQLiteStore) -> None:
+    fill(store, 4, np.random.default_rng(12))
+    index = SidecarLexicalIndex(store, threshold=10_000)
+    assert index.maintain(force=True) == "built"
+    assert index.path == "tantivy"
+
+
 # -- consistency with the store ------------------------------------------------------------
 
 

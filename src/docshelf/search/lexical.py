@@ -275,7 +275,7 @@ class SidecarLexicalIndex:
                 self._build(epoch, progress)
                 return "rebuilt"
             try:
-                return self._apply(pointer)
+                return self._apply(pointer, switch_off=not force)
             except LookupError:  # the log was pruned past this index: start again
                 self._build(epoch, progress)
                 return "rebuilt"
@@ -284,8 +284,9 @@ class SidecarLexicalIndex:
                 self._build(epoch, progress)
                 return "rebuilt"
 
-    def _apply(self, pointer: Pointer) -> str:
-        """Fold the log entries after the index's watermark into it, in one commit."""
+    def _apply(self, pointer: Pointer, *, switch_off: bool = True) -> str:
+        """Fold the log entries after the index's watermark into it, in one commit
+        (``switch_off``: back to FTS5 if the library shrank below half the threshold)."""
         import tantivy
 
         store = self._store
@@ -310,7 +311,7 @@ class SidecarLexicalIndex:
         store.prune_lexical_log(position)
         self._synced = None
         index.reload()
-        if index.searcher().num_docs - 1 < self.threshold // 2:  # the library shrank a lot
+        if switch_off and index.searcher().num_docs - 1 < self.threshold // 2:
             return self._switch_off()
         return "updated"
 
@@ -357,7 +358,7 @@ class SidecarLexicalIndex:
         self._synced = None
         pointer = read_pointer(self.directory)
         if pointer is not None:
-            self._apply(pointer)  # what changed while the build streamed
+            self._apply(pointer, switch_off=False)  # what changed while the build streamed
 
 
 def _doc(seq: int, header: str, text: str) -> Any:
