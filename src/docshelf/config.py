@@ -45,7 +45,7 @@ class Settings:
     ann_threshold: int = 20_000
     # SQLite: from this many snippets on, a tantivy index beside the database answers
     # lexical search (search/lexical.py); below it FTS5. 0 = always FTS5.
-    lexical_threshold: int = 200_000
+    lexical_threshold: int = 50_000
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:

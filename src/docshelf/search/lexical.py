@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_THRESHOLD = 200_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
+DEFAULT_THRESHOLD = 50_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
 HEADER_WEIGHT = 2  # as FTS5's bm25() weights: a match in the title/heading path counts double
 MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
