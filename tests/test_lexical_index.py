@@ -210,6 +210,18 @@ def test_an_index_of_another_epoch_is_never_used(store: SQLiteStore) -> None:
     assert index.path == "tantivy"
 
 
+def test_a_reader_follows_a_rebuild_made_elsewhere(store: SQLiteStore) -> None:
+    fill(store, 20, np.random.default_rng(13))
+    reader = SidecarLexicalIndex(store, threshold=10)
+    reader.maintain()
+    assert reader.search(["w1"], 3, NONE)
+    first = reader._folder
+    assert SidecarLexicalIndex(store, threshold=10).maintain(rebuild=True) == "rebuilt"
+    assert not (reader.directory / str(first)).exists()
+    assert reader.search(["w1"], 3, NONE)
+    assert reader._folder != first and reader.path == "tantivy"
+
+
 def test_a_torn_index_folder_falls_back_to_fts5_and_is_rebuilt(store: SQLiteStore) -> None:
     fill(store, 20, np.random.default_rng(8))
     index = SidecarLexicalIndex(store, threshold=10)

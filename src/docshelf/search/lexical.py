@@ -108,7 +108,7 @@ class SidecarLexicalIndex:
         self.threshold = threshold
         self.directory = index_dir(store)
         self._lock = threading.RLock()
-        self._synced: object = None  # (mode, log position) when last checked
+        self._synced: tuple[str, int, int] | None = None  # (mode, position, pointer stamp)
         self._ready = False
         self._index: Any = None  # tantivy.Index
         self._folder: str | None = None
@@ -172,7 +172,7 @@ class SidecarLexicalIndex:
         position (an index behind the store is never used)."""
         mode = self._store.get_meta("lexical_index") or "fts5"
         position = self._store.lexical_log_position()
-        key = (mode, position)
+        key = (mode, position, _stamp(self.directory / "current.json"))  # a rebuild moves it
         if key == self._synced:
             return self._ready
         self._ready = False
@@ -250,7 +250,8 @@ class SidecarLexicalIndex:
         if (
             mode.startswith("tantivy:")
             and not (force or rebuild)
-            and (mode, store.lexical_log_position()) == self._synced
+            and self._synced is not None
+            and self._synced[:2] == (mode, store.lexical_log_position())
             and self._ready
         ):
             return "current"
@@ -390,6 +391,13 @@ def _read_watermark(index: Any) -> int:
     if value is None:
         raise ValueError("the lexical index has no watermark")
     return int(value)
+
+
+def _stamp(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def read_pointer(directory: Path) -> Pointer | None:
