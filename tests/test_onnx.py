@@ -112,3 +112,15 @@ def test_a_library_keeps_the_runtime_its_vectors_came_from(
         assert embed.default_backend("all-MiniLM-L6-v2-int8") == "onnx-int8"
         same_vectors = embed.default_backend("all-MiniLM-L6-v2")
         assert same_vectors == ("torch" if default == "torch" else "onnx")
+
+
+def test_onnx_after_the_ann_index_in_one_process(onnx: OnnxEmbedder, cache: Path) -> None:
+    """usearch loaded first, then ONNX Runtime: this order crashed the process before
+    ``usearch_index`` imported onnxruntime ahead of usearch."""
+    code = (
+        "from pathlib import Path; from docshelf.search.ann import usearch_index; "
+        "from docshelf.embed.onnx import OnnxEmbedder; usearch_index(); "
+        f"e = OnnxEmbedder(Path({str(cache)!r})); assert e.embed(['x']).shape == (1, 384)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

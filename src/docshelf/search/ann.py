@@ -230,7 +230,7 @@ class SidecarVectorIndex:
         return checkpoint
 
     def _open(self, checkpoint: Checkpoint) -> None:
-        from usearch.index import Index
+        Index = usearch_index()
 
         try:
             self._graph = Index.restore(str(self.directory / checkpoint.file), view=True)
@@ -340,7 +340,7 @@ class SidecarVectorIndex:
     def _build(self, epoch: str, progress: Progress | None) -> None:
         """A new graph from every vector in the store. The log position is read first:
         whatever changes while the build streams is logged after it and overlaid."""
-        from usearch.index import Index
+        Index = usearch_index()
 
         store = self._store
         position = store.vector_log_position()
@@ -367,7 +367,7 @@ class SidecarVectorIndex:
 
     def _fold(self, base: Checkpoint, position: int, changed: list[int]) -> None:
         """The published graph with the delta applied, as a new checkpoint."""
-        from usearch.index import Index
+        Index = usearch_index()
 
         graph = Index.restore(str(self.directory / base.file))
         if graph is None:
@@ -494,3 +494,15 @@ def _file_lock(directory: Path) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def usearch_index() -> Any:
+    """usearch's ``Index`` class. onnxruntime is imported first when it is installed:
+    importing it *after* usearch's native module crashes the process (seen with
+    onnxruntime 1.32 and usearch 2.x), and the ONNX embedder may be loaded later."""
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+
+    from usearch.index import Index
+
+    return Index
