@@ -69,8 +69,9 @@ def main() -> None:
     names = {f.name for f in files}
     relevant: dict[str, set[str]] = {}
     for qid, grades in ds.qrels.items():
-        want = {corpus.section_of[c][0] for c in grades if c in corpus.section_of}
-        if want and want <= names:
+        # The relevant passages that are in the folder, by the file holding them.
+        want = {corpus.section_of[c][0] for c in grades if c in corpus.section_of} & names
+        if want:
             relevant[qid] = want
     passages = sum(len(f.headings) for f in files)
 
