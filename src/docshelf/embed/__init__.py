@@ -47,7 +47,9 @@ def local_available() -> bool:
 
 
 BACKENDS = ("onnx", "onnx-int8", "torch")
-DEFAULT_BACKEND = "torch"  # chosen by measurement (BENCHMARKS.md, "The model path")
+# fp32 ONNX: the same vectors and speed as PyTorch, and the only path under the 0.6 GB
+# budget of `add`; int8 lost 0.02 nDCG@10 in hybrid search (BENCHMARKS.md, "The model path").
+DEFAULT_BACKEND = "onnx"
 
 
 def default_backend(library_model: str | None) -> str:
