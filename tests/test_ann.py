@@ -302,8 +302,10 @@ def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
 
     reopened = SidecarVectorIndex(store, threshold=100)
     for q in vectors[:10]:  # the deleted document's vectors
-        hits = reopened.search(q, 10, NONE)
-        assert [c for c, _ in hits] == exact(store, q, 10)
+        got = [c for c, _ in reopened.search(q, 10, NONE)]
+        assert len(store.get_chunks(got)) == len(got) == 10  # nothing deleted comes back
+        # Half-precision distances may swap a near-tie at the edge of the top 10.
+        assert len(set(got) & set(exact(store, q, 10))) >= 9
     assert reopened.maintain(force=True) == "checkpointed"
     assert len(list(index.directory.glob("index-*"))) == 1
 
