@@ -47,9 +47,9 @@ def local_available() -> bool:
 
 
 BACKENDS = ("onnx", "onnx-int8", "torch")
-# fp32 ONNX: the same vectors and speed as PyTorch, and the only path under the 0.6 GB
-# budget of `add`; int8 lost 0.02 nDCG@10 in hybrid search (BENCHMARKS.md, "The model path").
-DEFAULT_BACKEND = "onnx"
+# PyTorch: ONNX fp32 gives the same vectors in 60% of the memory but ingested 27% slower
+# here, and int8 lost 0.02 nDCG@10 in hybrid search (BENCHMARKS.md, "The model path").
+DEFAULT_BACKEND = "torch"
 
 
 def default_backend(library_model: str | None) -> str:
