@@ -476,3 +476,11 @@ def test_cli_enrich_and_distillates(library: Path) -> None:
     assert found and found[0]["title"] == "Bread" and env["next_actions"]
     env = run("show", found[0]["document_id"])
     assert env["result"]["distillates"]  # type: ignore[index]
+
+
+def test_enrich_all_skips_documents_not_indexed_yet(shelf: Shelf, library: Path) -> None:
+    shelf.add(library)
+    user, _ = shelf.create_user("alice")
+    queued = shelf.upload(user.id, "later.md", b"# Later\n\nNot processed yet.\n")
+    done = {r.document_id for r in shelf.enrich()}
+    assert queued.document_id not in done and len(done) == 2

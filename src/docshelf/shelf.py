@@ -833,8 +833,9 @@ class Shelf:
         """Enrich documents now (all visible ones when ``document_ids`` is None): summary,
         type, concepts and distillates, from the LLM when configured, else offline.
         Unchanged documents are answered from the enrichment cache."""
-        if document_ids is None:
-            ids = [d.id for d in self.store.list_documents(user_id=user_id)]
+        if document_ids is None:  # the indexed ones: a queued or failed upload has no text
+            docs = self.store.list_documents(user_id=user_id)
+            ids = [d.id for d in docs if d.status == "complete"]
         else:
             ids = [self._visible(i, user_id).id for i in document_ids]
         results = []
