@@ -315,7 +315,7 @@ def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
 
 
 def test_concurrent_maintainers_take_turns(store: SQLiteStore) -> None:
-    from docshelf.search.ann import _file_lock
+    from docshelf.durable import folder_lock as _file_lock
 
     fill(store, clustered(300, np.random.default_rng(9)))
     index = SidecarVectorIndex(store, threshold=100)

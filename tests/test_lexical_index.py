@@ -287,7 +287,7 @@ def test_a_real_sigkill_mid_update_leaves_a_consistent_answer_and_is_repaired(
 
 
 def test_concurrent_maintainers_take_turns(store: SQLiteStore) -> None:
-    from docshelf.search.ann import _file_lock
+    from docshelf.durable import folder_lock as _file_lock
 
     fill(store, 20, np.random.default_rng(10))
     index = SidecarLexicalIndex(store, threshold=10)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from docshelf.durable import fsync
 from docshelf.errors import Conflict, InvalidInput
 from docshelf.links import names_for
 from docshelf.model import Document, Failure, Source, fingerprint
@@ -90,8 +91,8 @@ def move_no_clobber(src: Path, dest: Path) -> None:
                 raise
             _copy_into_place(src, dest)
     src.unlink()
-    _fsync_dir(dest.parent)
-    _fsync_dir(src.parent)
+    fsync(dest.parent)
+    fsync(src.parent)
 
 
 def _copy_into_place(src: Path, dest: Path) -> None:
@@ -107,14 +108,6 @@ def _copy_into_place(src: Path, dest: Path) -> None:
         tmp.unlink()
     if fingerprint(dest.read_bytes()) != fingerprint(src.read_bytes()):
         raise OSError(errno.EIO, "the copy differs from the original", str(dest))
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Filing:

@@ -24,13 +24,12 @@ How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from docshelf.durable import folder_lock as _file_lock
+from docshelf.durable import fsync as _fsync
+from docshelf.durable import publish_pointer, read_pointer
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.store.base import SearchFilters
 
@@ -440,27 +442,15 @@ def expansion_search(count: int) -> int:
 
 
 def read_checkpoint(directory: Path) -> Checkpoint | None:
+    data = read_pointer(directory)
     try:
-        data = json.loads((directory / "current.json").read_text())
-        return Checkpoint(**data)
-    except (OSError, ValueError, TypeError):
+        return Checkpoint(**data) if data is not None else None
+    except TypeError:
         return None
 
 
 def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
-    tmp = directory / "current.json.tmp"
-    tmp.write_text(json.dumps(asdict(checkpoint), indent=1))
-    _fsync(tmp)
-    os.replace(tmp, directory / "current.json")
-    _fsync(directory)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    publish_pointer(directory, asdict(checkpoint))
 
 
 def _remove_files(directory: Path, keep: str | None) -> None:
@@ -473,27 +463,6 @@ def _remove_files(directory: Path, keep: str | None) -> None:
             path.unlink(missing_ok=True)
     if keep is None:
         (directory / "current.json").unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _file_lock(directory: Path) -> Iterator[bool]:
-    """An exclusive, non-blocking lock on ``directory/lock`` (True when held)."""
-    import fcntl
-
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def usearch_index() -> Any:

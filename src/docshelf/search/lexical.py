@@ -31,7 +31,6 @@ How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -43,7 +42,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docshelf.search.ann import _file_lock, _fsync
+from docshelf import durable
+from docshelf.durable import folder_lock as _file_lock
+from docshelf.durable import fsync as _fsync
 from docshelf.store.base import SearchFilters
 
 if TYPE_CHECKING:
@@ -401,18 +402,15 @@ def _stamp(path: Path) -> int:
 
 
 def read_pointer(directory: Path) -> Pointer | None:
+    data = durable.read_pointer(directory)
     try:
-        return Pointer(**json.loads((directory / "current.json").read_text()))
-    except (OSError, ValueError, TypeError):
+        return Pointer(**data) if data is not None else None
+    except TypeError:
         return None
 
 
 def write_pointer(directory: Path, pointer: Pointer) -> None:
-    tmp = directory / "current.json.tmp"
-    tmp.write_text(json.dumps(asdict(pointer), indent=1))
-    _fsync(tmp)
-    os.replace(tmp, directory / "current.json")
-    _fsync(directory)
+    durable.publish_pointer(directory, asdict(pointer))
 
 
 def _remove(directory: Path, keep: str | None) -> None:
