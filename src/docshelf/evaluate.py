@@ -16,7 +16,7 @@ import math
 import random
 import statistics
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
 from docshelf.search.fusion import FusionSettings
-from docshelf.shelf import SEARCH_MODES, Progress, Shelf
+from docshelf.shelf import SEARCH_MODES, Progress, SearchResult, Shelf
 
 # Bump when chunking or indexing changes in a way that invalidates cached eval indexes.
 INDEX_VERSION = "3"
@@ -318,6 +318,25 @@ def _percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
+def run_queries(
+    shelf: Shelf, ds: Dataset, mode: str, k: int
+) -> Iterator[tuple[str, str, SearchResult, float]]:
+    """Every query of ``ds`` searched with configuration ``mode`` (a search mode, with
+    fusion settings if any): (query id, text, result, ms). The shelf's own fusion
+    settings are restored afterwards."""
+    search_mode, fusion = parse_config(mode)
+    saved = shelf.fusion
+    if fusion is not None:
+        shelf.fusion = fusion
+    try:
+        for qid, text in ds.queries.items():
+            t = time.perf_counter()
+            result = shelf.search(text, limit=min(200, max(k * 5, 10)), mode=search_mode)
+            yield qid, text, result, (time.perf_counter() - t) * 1000
+    finally:
+        shelf.fusion = saved
+
+
 def evaluate(
     shelf: Shelf,
     ds: Dataset,
@@ -330,37 +349,27 @@ def evaluate(
     grouped by document (best snippet first). Keeps per-query figures, the recall of
     the candidate stage (to tell ranking changes from recall changes) and the latency
     of each stage."""
-    search_mode, fusion = parse_config(mode)
-    saved = shelf.fusion
-    if fusion is not None:
-        shelf.fusion = fusion
     per_query: list[QueryResult] = []
-    actual_mode = search_mode
-    try:
-        for qid, text in ds.queries.items():
-            t = time.perf_counter()
-            result = shelf.search(text, limit=min(200, max(k * 5, 10)), mode=search_mode)
-            ms = (time.perf_counter() - t) * 1000
-            actual_mode = result.mode
-            ranked = list(dict.fromkeys(doc_to_corpus.get(h.document.id, "") for h in result.hits))
-            candidates = list(
-                dict.fromkeys(doc_to_corpus.get(shelf_doc, "") for shelf_doc in result.candidates)
+    actual_mode = parse_config(mode)[0]
+    for qid, text, result, ms in run_queries(shelf, ds, mode, k):
+        actual_mode = result.mode
+        ranked = list(dict.fromkeys(doc_to_corpus.get(h.document.id, "") for h in result.hits))
+        candidates = list(
+            dict.fromkeys(doc_to_corpus.get(shelf_doc, "") for shelf_doc in result.candidates)
+        )
+        grades = ds.qrels[qid]
+        per_query.append(
+            QueryResult(
+                query_id=qid,
+                query=text,
+                ndcg=ndcg_at_k(ranked, grades, k),
+                recall=recall_at_k(ranked, grades, k),
+                mrr=mrr_at_k(ranked, grades, k),
+                ms=ms,
+                candidate_recall={n: recall_at_k(candidates, grades, n) for n in (50, 100)},
+                stages_ms=dict(result.timings_ms),
             )
-            grades = ds.qrels[qid]
-            per_query.append(
-                QueryResult(
-                    query_id=qid,
-                    query=text,
-                    ndcg=ndcg_at_k(ranked, grades, k),
-                    recall=recall_at_k(ranked, grades, k),
-                    mrr=mrr_at_k(ranked, grades, k),
-                    ms=ms,
-                    candidate_recall={n: recall_at_k(candidates, grades, n) for n in (50, 100)},
-                    stages_ms=dict(result.timings_ms),
-                )
-            )
-    finally:
-        shelf.fusion = saved
+        )
     n = len(per_query)
     times = [q.ms for q in per_query]
     return EvalResult(

@@ -21,7 +21,6 @@ import dataclasses
 import hashlib
 import random
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from docshelf.evaluate import (
     ndcg_at_k,
     parse_config,
     recall_at_k,
+    run_queries,
 )
 from docshelf.model import document_id, fingerprint
 from docshelf.shelf import Progress, Shelf
@@ -224,43 +224,30 @@ def evaluate_long(
     header: bool = True,
 ) -> LongEvalResult:
     """Run every query with configuration ``mode``; score the cited (file, heading)."""
-    search_mode, fusion = parse_config(mode)
     qrels = corpus.qrels(ds)
     headings = {f.name: f.headings for f in corpus.files}
-    saved = shelf.fusion
-    if fusion is not None:
-        shelf.fusion = fusion
     rows: list[LongQueryResult] = []
-    actual_mode = search_mode
-    try:
-        for qid, text in ds.queries.items():
-            t = time.perf_counter()
-            result = shelf.search(text, limit=min(200, max(k * 5, 10)), mode=search_mode)
-            ms = (time.perf_counter() - t) * 1000
-            actual_mode = result.mode
-            ranked = hit_sections(
-                [
-                    (doc_to_file.get(h.document.id, ""), h.citation.heading_path)
-                    for h in result.hits
-                ],
-                headings,
+    actual_mode = parse_config(mode)[0]
+    for qid, text, result, ms in run_queries(shelf, ds, mode, k):
+        actual_mode = result.mode
+        ranked = hit_sections(
+            [(doc_to_file.get(h.document.id, ""), h.citation.heading_path) for h in result.hits],
+            headings,
+        )
+        grades = qrels.get(qid, {})
+        rows.append(
+            LongQueryResult(
+                query_id=qid,
+                query=text,
+                hit1=float(recall_at_k(ranked, grades, 1) > 0),
+                hit5=float(recall_at_k(ranked, grades, 5) > 0),
+                hitk=float(recall_at_k(ranked, grades, k) > 0),
+                mrr=mrr_at_k(ranked, grades, k),
+                ndcg=ndcg_at_k(ranked, grades, k),
+                ms=ms,
+                top=tuple(ranked[:3]),
             )
-            grades = qrels.get(qid, {})
-            rows.append(
-                LongQueryResult(
-                    query_id=qid,
-                    query=text,
-                    hit1=float(recall_at_k(ranked, grades, 1) > 0),
-                    hit5=float(recall_at_k(ranked, grades, 5) > 0),
-                    hitk=float(recall_at_k(ranked, grades, k) > 0),
-                    mrr=mrr_at_k(ranked, grades, k),
-                    ndcg=ndcg_at_k(ranked, grades, k),
-                    ms=ms,
-                    top=tuple(ranked[:3]),
-                )
-            )
-    finally:
-        shelf.fusion = saved
+        )
     return LongEvalResult(
         dataset=ds.name,
         mode=actual_mode,
