@@ -8,7 +8,7 @@ Prints, for one run on this machine:
 - lexical-only `add` throughput (no model) in files/s;
 - peak RSS of the process.
 
-    .venv/bin/python bench/ingest.py [--files N] [--backend torch|onnx|onnx-int8]
+    .venv/bin/python bench/ingest.py [--files N] [--repeat R] [--backend torch|onnx|onnx-int8]
 
 With ``--backend onnx`` the baseline is the ONNX session's own ``embed`` of the same
 texts (tokenising and running the graph), as ``model.encode()`` is for PyTorch.
@@ -24,13 +24,14 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from docshelf.embed import DEFAULT_BACKEND, make_embedder
+from docshelf.embed import DEFAULT_BACKEND, Embedder, make_embedder
 from docshelf.embed.local import LocalEmbedder
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
@@ -111,9 +112,23 @@ def memory(tmp: Path, n_files: int, backend: str) -> None:
             print(f"peak RSS of `docshelf add` ({label}, {n} files): {mb:.0f} MB")
 
 
+def bare_encode(embedder: Embedder, texts: list[str]) -> float:
+    """Seconds of the bare model over ``texts``: ``model.encode()`` for PyTorch; for
+    ONNX the session's own ``embed`` (tokenising and running the graph), with nothing
+    of docshelf's around it."""
+    t = time.perf_counter()
+    if isinstance(embedder, LocalEmbedder):
+        model = embedder._load()
+        model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
+    else:
+        embedder.embed(texts)
+    return time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of add and encode")
     ap.add_argument("--backend", default=os.environ.get("DOCSHELF_EMBED_BACKEND", DEFAULT_BACKEND))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,27 +142,28 @@ def main() -> None:
         embedder.embed(["warm up"])  # loads the model (an ONNX path exports it first)
         load_s = time.perf_counter() - t
 
-        with Shelf(Path(tmp) / "home", embedder=embedder) as shelf:
-            t = time.perf_counter()
-            report = shelf.add(folder)
-            add_s = time.perf_counter() - t
-            assert report.failed == 0, report.failures[:3]
-            texts = [
-                c.retrieval_text
-                for d in shelf.documents()
-                for c in shelf.store.chunks_of_document(d.id, Tier.SNIPPET)
-            ]
-            t = time.perf_counter()
-            shelf.sync()
-            resync_s = time.perf_counter() - t
-
-        t = time.perf_counter()
-        if isinstance(embedder, LocalEmbedder):
-            model = embedder._load()
-            model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
-        else:
-            embedder.embed(texts)  # ONNX: the session itself, nothing of docshelf's around it
-        encode_s = time.perf_counter() - t
+        # Rounds of `add` (into a fresh library: no cached vectors) and the bare encode,
+        # alternated so that a slow spell of the machine falls on both; the ratio is
+        # that of the medians.
+        add_times: list[float] = []
+        encode_times: list[float] = []
+        for round_ in range(args.repeat):
+            with Shelf(Path(tmp) / f"home{round_}", embedder=embedder) as shelf:
+                t = time.perf_counter()
+                report = shelf.add(folder)
+                add_times.append(time.perf_counter() - t)
+                assert report.failed == 0, report.failures[:3]
+                texts = [
+                    c.retrieval_text
+                    for d in shelf.documents()
+                    for c in shelf.store.chunks_of_document(d.id, Tier.SNIPPET)
+                ]
+                t = time.perf_counter()
+                shelf.sync()
+                resync_s = time.perf_counter() - t
+            encode_times.append(bare_encode(embedder, texts))
+        add_s = statistics.median(add_times)
+        encode_s = statistics.median(encode_times)
 
         with Shelf(Path(tmp) / "home-lexical", embedder=None) as shelf:
             t = time.perf_counter()
@@ -159,7 +175,9 @@ def main() -> None:
     print(f"model load (with the ONNX export on a first use): {load_s:.2f} s")
     print(f"add (local model): {add_s:.2f} s  ({len(texts) / add_s:.1f} snippets/s)")
     print(f"bare model.encode of the same texts: {encode_s:.2f} s")
-    print(f"ratio add / encode: {add_s / encode_s:.3f}")
+    print(f"ratio add / encode: {add_s / encode_s:.3f} (medians of {args.repeat} rounds)")
+    rounds = zip(add_times, encode_times, strict=True)
+    print("  per round: " + ", ".join(f"{a / e:.3f}" for a, e in rounds))
     print(f"re-sync, no change: {resync_s * 1000:.1f} ms = {resync_s / add_s:.2%} of add")
     print(f"lexical-only add: {lexical_s:.2f} s = {args.files / lexical_s:.0f} files/s")
     print(f"peak RSS of this benchmark process: {peak_mb:.0f} MB")

@@ -399,6 +399,9 @@ def chunk_document(
     ``fp`` is the document's fingerprint (ids derive from it); ``title`` and
     ``concepts`` go into each chunk's header. A document without content gives [].
     """
+    # The same text is counted more than once (a group checked when packed is a chunk
+    # whose count is stored; a section that fits is a snippet too): count it once.
+    count_tokens = functools.cache(count_tokens)
     units = _units(doc, count_tokens)
     sections = _Packer(
         doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens
