@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import pickle
 import stat as stat_mod
@@ -28,7 +29,6 @@ from docshelf.errors import InvalidInput
 from docshelf.links import WikiLink, names_for, wikilinks
 from docshelf.model import Chunk, Document, Tier, document_id, fingerprint
 from docshelf.parse import parse
-from docshelf.parse.sandbox import child_context
 from docshelf.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -278,13 +278,9 @@ class Preparer:
             log.warning("parsing here, not in a parse process: %s", exc)
             yield from self.here(jobs)
             return
-        # The parsers' fork server (never a fork of this process, which may be running
-        # torch's threads), and a child that does not re-run the caller's __main__.
+        spawn = multiprocessing.get_context("spawn")  # never fork a process running torch
         pool = ProcessPoolExecutor(
-            1,
-            mp_context=child_context("prepare"),
-            initializer=_set_worker_preparer,
-            initargs=(self,),
+            1, mp_context=spawn, initializer=_set_worker_preparer, initargs=(self,)
         )
         inflight: deque[tuple[T, PrepareJob, Future[Prepared] | None]] = deque()
         broken = False

@@ -26,13 +26,13 @@ import signal
 from collections.abc import Callable
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext, ForkServerContext, SpawnContext
+from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Any, TypeVar
 
 from docshelf.errors import InvalidInput
 from docshelf.model import ParsedDocument
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "child_context", "limits", "run_limited"]
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "limits", "run_limited"]
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 1024
@@ -45,7 +45,7 @@ _PRELOAD = [
     "docshelf.parse.rst",
 ]
 
-_PROCESS_NAME = "docshelf-"  # the names of our children start so (see below)
+_PROCESS_NAME = "docshelf-parser"
 _Input = TypeVar("_Input", bytes, str)
 _context: ForkServerContext | SpawnContext | None = None
 
@@ -92,7 +92,7 @@ def run_limited(
     ctx = _get_context()
     receiver, sender = ctx.Pipe(duplex=False)
     process = ctx.Process(
-        target=_child, args=(sender, func, data, memory), name=f"{_PROCESS_NAME}parser", daemon=True
+        target=_child, args=(sender, func, data, memory), name=_PROCESS_NAME, daemon=True
     )
     try:
         process.start()
@@ -145,20 +145,6 @@ def _get_context() -> ForkServerContext | SpawnContext:
     return _context
 
 
-def child_context(name: str) -> BaseContext:
-    """A multiprocessing context for a long-lived docshelf child (a pool's worker, say):
-    the parsers' start method, with processes named ``docshelf-<name>`` so that they
-    too start without re-running the caller's ``__main__``."""
-    base = _get_context()
-
-    class Named(type(base)):  # type: ignore[misc]
-        def Process(self, *args: Any, **kwargs: Any) -> Any:
-            kwargs["name"] = f"{_PROCESS_NAME}{name}"
-            return base.Process(*args, **kwargs)
-
-    return Named()
-
-
 def _skip_main_in_children() -> None:
     """Start parser children without re-running the caller's ``__main__`` script.
 
@@ -167,7 +153,7 @@ def _skip_main_in_children() -> None:
     in docshelf's modules, so that import is only cost (tens of milliseconds
     for a script with heavy imports) and a trap (a script without an
     ``if __name__ == "__main__":`` guard would parse again in the child). The
-    preparation data of *our* children (by process name: ``docshelf-…``) leaves it out.
+    preparation data of *our* children (by process name) leaves it out.
     """
     original = getattr(spawn, "get_preparation_data", None)
     if original is None or getattr(original, "_docshelf", False):
@@ -175,7 +161,7 @@ def _skip_main_in_children() -> None:
 
     def preparation_data(name: str) -> dict[str, Any]:
         data: dict[str, Any] = original(name)
-        if name.startswith(_PROCESS_NAME):
+        if name == _PROCESS_NAME:
             data.pop("init_main_from_path", None)
             data.pop("init_main_from_name", None)
         return data
