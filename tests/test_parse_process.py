@@ -127,17 +127,3 @@ def test_add_is_the_same_with_a_parse_process_or_without(
             return report.added, [f.path for f in report.failures], chunks, files
 
     assert add(mode) == add("off" if mode == "on" else "on")
-
-
-def test_a_preparer_that_cannot_be_pickled_parses_here(caplog: pytest.LogCaptureFixture) -> None:
-    counted: list[str] = []
-
-    def count(text: str) -> int:  # a closure: not picklable
-        counted.append(text)
-        return approx_tokens(text)
-
-    preparer = Preparer("test", ChunkSettings.for_window(64), count, "fake", None)
-    results = list(preparer.ahead(iter(_jobs(5)), depth=2))
-    assert [tag for tag, _ in results] == list(range(5))
-    assert counted  # counted in this process
-    assert "parsing here" in caplog.text

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import multiprocessing
 import os
-import pickle
 import stat as stat_mod
 import time
 from collections import deque
@@ -272,12 +271,6 @@ class Preparer:
         ahead of the consumer. A file that cannot be parsed gives its ``InvalidInput``;
         if the child dies (killed, out of memory), the rest are prepared here, as they
         would have been without it. ``jobs`` is only ever advanced in this thread."""
-        try:
-            pickle.dumps(self)
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            log.warning("parsing here, not in a parse process: %s", exc)
-            yield from self.here(jobs)
-            return
         spawn = multiprocessing.get_context("spawn")  # never fork a process running torch
         pool = ProcessPoolExecutor(
             1, mp_context=spawn, initializer=_set_worker_preparer, initargs=(self,)
