@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +10,6 @@ from docshelf.errors import InvalidInput
 
 EMBEDDERS = ("local", "none")
 ENRICH_MODES = ("auto", "offline", "off")
-SWITCH = ("auto", "on", "off")
 
 
 def default_home() -> Path:
@@ -48,9 +46,6 @@ class Settings:
     # SQLite: from this many snippets on, a tantivy index beside the database answers
     # lexical search (search/lexical.py); below it FTS5. 0 = always FTS5.
     lexical_threshold: int = 50_000
-    # Ingest parses files in a process of its own while the model embeds: auto (when
-    # the packaged model embeds, for 4 files or more), on, or off (in-process).
-    parse_process: str = "auto"
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -64,6 +59,11 @@ class Settings:
         max_file = _number("DOCSHELF_MAX_FILE_MB", cls.max_file_bytes / 2**20)
         max_upload = _number("DOCSHELF_MAX_UPLOAD_MB", cls.max_upload_bytes / 2**20)
         rate = _number("DOCSHELF_EMBED_RATE", 0.0)
+        enrich = os.environ.get("DOCSHELF_ENRICH", "auto").strip().lower() or "auto"
+        if enrich not in ENRICH_MODES:
+            raise InvalidInput(
+                f"DOCSHELF_ENRICH={enrich!r} is not known; use one of: {', '.join(ENRICH_MODES)}"
+            )
         return cls(
             home=home,
             database_url=db,
@@ -76,8 +76,7 @@ class Settings:
             blob_url=os.environ.get("DOCSHELF_BLOB_URL") or None,
             reranker=os.environ.get("DOCSHELF_RERANKER", "none").strip() or "none",
             rerank_top_k=max(1, int(_number("DOCSHELF_RERANK_TOP_K", cls.rerank_top_k))),
-            enrich=_choice("DOCSHELF_ENRICH", cls.enrich, ENRICH_MODES),
-            parse_process=_choice("DOCSHELF_PARSE_PROCESS", cls.parse_process, SWITCH),
+            enrich=enrich,
             locale=os.environ.get("DOCSHELF_LOCALE", "en").strip() or "en",
             retrieval_cache_seconds=_number(
                 "DOCSHELF_RETRIEVAL_CACHE_SECONDS", cls.retrieval_cache_seconds
@@ -85,13 +84,6 @@ class Settings:
             ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
             lexical_threshold=int(_number("DOCSHELF_LEXICAL_THRESHOLD", cls.lexical_threshold)),
         )
-
-
-def _choice(key: str, default: str, allowed: Sequence[str]) -> str:
-    value = os.environ.get(key, default).strip().lower() or default
-    if value not in allowed:
-        raise InvalidInput(f"{key}={value!r} is not known; use one of: {', '.join(allowed)}")
-    return value
 
 
 def _number(key: str, default: float) -> float:

@@ -1,24 +1,20 @@
 """One file's trip to the store: read → fingerprint → parse → chunk → embed → write.
 
-``prepare`` does the pure part for one file (no store, no model), and a
-``Preparer`` runs it, in a parse process ahead of the caller when the model is
-busy; ``embed_texts`` turns retrieval texts into vectors through the embedding
-cache; the caller (``Shelf``) batches files so the model sees many texts at once
-and writes each document in its own transaction.
+``prepare`` does the pure part for one file (no store, no model);
+``Embedding`` turns retrieval texts into vectors through the embedding cache;
+the caller (``Shelf``) batches files so the model sees many texts at once and
+writes each document in its own transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import multiprocessing
 import os
+import queue
 import stat as stat_mod
+import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,9 +32,6 @@ if TYPE_CHECKING:
 
     from docshelf.embed import Embedder
     from docshelf.store.base import Store
-
-log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 def read_file(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
@@ -207,120 +200,52 @@ def embed_texts(
     return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
 
 
-@dataclass(frozen=True)
-class PrepareJob:
-    """One file (or upload) to parse and chunk: what differs from job to job."""
-
-    data: bytes
-    file_type: str
-    path: str
-    rel_path: str
-    source_id: str | None
-    title: str | None = None
+T = TypeVar("T")
+_END = object()
 
 
-@dataclass(frozen=True)
-class Preparer:
-    """Parses and chunks jobs with what every job of one ingest shares.
+def prefetch(items: Iterator[T], depth: int) -> Iterator[T]:
+    """``items``, produced by a thread up to ``depth`` ahead of the consumer: the next
+    files are read, parsed and chunked while the model embeds the current batch
+    (the model releases the GIL while it computes). An error in the producer is
+    raised here, in order; a consumer that stops early stops the producer."""
+    ready: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
 
-    Picklable (the token counter included), so ``ahead`` can run it in a process
-    of its own: a thread beside the model gained nothing, since parsing is Python
-    holding the GIL that the model's thread needs between its operations, while a
-    process parses on what the model leaves of the CPU (BENCHMARKS.md, "Ingest").
-    """
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
-    host: str
-    settings: ChunkSettings
-    count_tokens: Callable[[str], int]
-    embedding_model: str | None
-    taxonomy: Taxonomy | None
-
-    def __call__(self, job: PrepareJob) -> Prepared:
-        return prepare(
-            job.data,
-            file_type=job.file_type,
-            path=job.path,
-            rel_path=job.rel_path,
-            source_id=job.source_id,
-            host=self.host,
-            settings=self.settings,
-            count_tokens=self.count_tokens,
-            title=job.title,
-            embedding_model=self.embedding_model,
-            taxonomy=self.taxonomy,
-        )
-
-    def attempt(self, job: PrepareJob) -> Prepared | InvalidInput:
-        """The prepared job, or why its file cannot be indexed."""
+    def produce() -> None:
         try:
-            return self(job)
-        except InvalidInput as exc:
-            return exc
-
-    def here(
-        self, jobs: Iterable[tuple[T, PrepareJob]]
-    ) -> Iterator[tuple[T, Prepared | InvalidInput]]:
-        """Each job's result, in order, prepared in this thread."""
-        for tag, job in jobs:
-            yield tag, self.attempt(job)
-
-    def ahead(
-        self, jobs: Iterable[tuple[T, PrepareJob]], depth: int
-    ) -> Iterator[tuple[T, Prepared | InvalidInput]]:
-        """Each job's result, in order, prepared in a child process up to ``depth`` jobs
-        ahead of the consumer. A file that cannot be parsed gives its ``InvalidInput``;
-        if the child dies (killed, out of memory), the rest are prepared here, as they
-        would have been without it. ``jobs`` is only ever advanced in this thread."""
-        spawn = multiprocessing.get_context("spawn")  # never fork a process running torch
-        pool = ProcessPoolExecutor(
-            1, mp_context=spawn, initializer=_set_worker_preparer, initargs=(self,)
-        )
-        inflight: deque[tuple[T, PrepareJob, Future[Prepared] | None]] = deque()
-        broken = False
-
-        def submit(job: PrepareJob) -> Future[Prepared] | None:
-            nonlocal broken
-            if not broken:
-                try:
-                    return pool.submit(_prepare_job, job)
-                except BrokenProcessPool:
-                    broken = True
-            return None
-
-        def result(job: PrepareJob, future: Future[Prepared] | None) -> Prepared | InvalidInput:
-            nonlocal broken
-            if future is not None:
-                try:
-                    return future.result()
-                except InvalidInput as exc:
-                    return exc
-                except BrokenProcessPool:
-                    if not broken:
-                        log.warning("the parse process died; parsing the rest here")
-                    broken = True
-            return self.attempt(job)
-
-        try:
-            for tag, job in jobs:
-                inflight.append((tag, job, submit(job)))
-                if len(inflight) >= depth:
-                    tag, job, future = inflight.popleft()
-                    yield tag, result(job, future)
-            while inflight:
-                tag, job, future = inflight.popleft()
-                yield tag, result(job, future)
+            for item in items:
+                if not put(item):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            put(_Failed(exc))
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            put(_END)
+
+    worker = threading.Thread(target=produce, name="docshelf-prefetch", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _END:
+                return
+            if isinstance(item, _Failed):
+                raise item.exc
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        worker.join()
 
 
-_worker_preparer: Preparer | None = None
-
-
-def _set_worker_preparer(preparer: Preparer) -> None:
-    global _worker_preparer
-    _worker_preparer = preparer
-
-
-def _prepare_job(job: PrepareJob) -> Prepared:
-    assert _worker_preparer is not None, "initializer not run"
-    return _worker_preparer(job)
+@dataclass(frozen=True)
+class _Failed:
+    exc: BaseException

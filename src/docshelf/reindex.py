@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from docshelf.errors import Conflict, DocshelfError, InvalidInput
-from docshelf.ingest import PrepareJob, embed_texts, read_file, record_links
+from docshelf.ingest import embed_texts, read_file, record_links
 from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Failure, Tier, fingerprint
 from docshelf.store.rows import chunk_from_row, chunk_row
@@ -91,8 +91,9 @@ def _stage(shelf: Shelf, doc: Document, target: str, *, reread: bool = True) -> 
     links: list[WikiLink] = []
     aliases: tuple[str, ...] = ()
     if data is not None:
-        job = PrepareJob(data, doc.file_type, doc.path, doc.rel_path, doc.source_id, doc.title)
-        prepared = shelf._preparer()(job)
+        prepared = shelf._prepare(
+            data, doc.file_type, doc.path, doc.rel_path, doc.source_id, title=doc.title
+        )
         new_doc = dataclasses.replace(
             prepared.document,
             source_host=doc.source_host,

@@ -24,7 +24,6 @@ from docshelf.blobs import BlobStore, open_blob_store
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
-from docshelf.embed.local import PackagedModel
 from docshelf.errors import (
     Conflict,
     DocshelfError,
@@ -33,7 +32,7 @@ from docshelf.errors import (
     Unavailable,
     UnsupportedType,
 )
-from docshelf.ingest import EmbedCounts, Prepared, PrepareJob, Preparer, embed_texts, read_file
+from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prefetch, prepare, read_file
 from docshelf.links import WikiLink, names_for
 from docshelf.llm import LLM, make_llm
 from docshelf.model import (
@@ -493,38 +492,17 @@ class Shelf:
         report: SyncReport,
         progress: Progress | None,
     ) -> None:
-        def jobs() -> Iterator[tuple[tuple[FileRecord, FileRecord | None], PrepareJob]]:
+        def items() -> Iterator[_Pending | None]:
             for n, found in enumerate(todo):
                 if progress:
                     progress(n, len(todo), found.rel_path)
-                job = self._job_for_file(source, found, known, gone, report)
-                if job is not None:
-                    yield job
+                yield self._prepare_file(source, found, known, gone, report)
 
-        preparer = self._preparer()
-        if self._parse_ahead(len(todo)):
-            prepared = preparer.ahead(jobs(), depth=64)
-        else:
-            prepared = preparer.here(jobs())
-
-        def pending() -> Iterator[_Pending | None]:
-            for (record, previous), result in prepared:
-                if isinstance(result, InvalidInput):
-                    report.failures.append(Failure(record.path, result.message))
-                    yield None
-                else:
-                    yield _Pending(result, record, previous)
-
-        self._write_batched(pending(), report)
+        # Parse and chunk ahead while the model embeds (only worth a thread with a model).
+        ahead = prefetch(items(), depth=64) if self.embedder is not None else items()
+        self._write_batched(ahead, report)
         if progress and todo:
             progress(len(todo), len(todo), "done")
-
-    def _parse_ahead(self, files: int) -> bool:
-        """Parse in a process of its own while the model embeds: where a real model
-        keeps the CPU busy (DOCSHELF_PARSE_PROCESS=auto), and the batch is not tiny."""
-        if self.settings.parse_process == "off" or files < 4 or self.embedder is None:
-            return False
-        return self.settings.parse_process == "on" or isinstance(self.embedder, PackagedModel)
 
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
@@ -537,7 +515,6 @@ class Shelf:
         self._check_writable()
         report = SyncReport(source_id=None)
         listed = list(items)
-        preparer = self._preparer()
 
         def pending() -> Iterator[_Pending | None]:
             for n, (name, data, title) in enumerate(listed):
@@ -552,7 +529,7 @@ class Shelf:
                     continue
                 try:
                     yield _Pending(
-                        preparer(PrepareJob(data, file_type, name, name, None, title)), None, None
+                        self._prepare(data, file_type, name, name, None, title), None, None
                     )
                 except InvalidInput as exc:
                     report.failures.append(Failure(name, exc.message))
@@ -561,46 +538,58 @@ class Shelf:
         self._enrich_after_ingest(report, progress)
         return report
 
-    def _preparer(self) -> Preparer:
-        return Preparer(
+    def _prepare(
+        self,
+        data: bytes,
+        file_type: str,
+        path: str,
+        rel_path: str,
+        source_id: str | None,
+        title: str | None = None,
+    ) -> Prepared:
+        return prepare(
+            data,
+            file_type=file_type,
+            path=path,
+            rel_path=rel_path,
+            source_id=source_id,
             host=self.host,
             settings=self.chunk_settings,
             count_tokens=self.count_tokens,
+            title=title,
             embedding_model=self.embedder.model_id if self.embedder else None,
             taxonomy=self.taxonomy,
         )
 
-    def _job_for_file(
+    def _prepare_file(
         self,
         source: Source,
         found: FoundFile,
         known: dict[str, FileRecord],
         gone: dict[str, FileRecord],
         report: SyncReport,
-    ) -> tuple[tuple[FileRecord, FileRecord | None], PrepareJob] | None:
-        """The file to parse (with its record and the one it replaces), or None when it
-        needs no parsing: unreadable (a failure), unchanged, or bytes already indexed."""
+    ) -> _Pending | None:
         path = str(found.path)
         try:
             data, st = read_file(found.path, self.settings.max_file_bytes)
+            doc_id = document_id(fingerprint(data))
+            record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
+            previous = known.get(path)
+            if previous is not None and previous.document_id == doc_id:
+                self.store.put_file(record)  # touched, same bytes: remember the new stat
+                report.unchanged += 1
+                return None
+            existing = self.store.get_document(doc_id)
+            if existing is not None:
+                self._link_existing(existing, record, found, previous, gone, report)
+                return None
+            file_type = file_type_for(found.path.name)
+            assert file_type is not None  # walk() only yields supported files
+            prepared = self._prepare(data, file_type, path, found.rel_path, source.id)
         except InvalidInput as exc:
             report.failures.append(Failure(path, exc.message))
             return None
-        doc_id = document_id(fingerprint(data))
-        record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
-        previous = known.get(path)
-        if previous is not None and previous.document_id == doc_id:
-            self.store.put_file(record)  # touched, same bytes: remember the new stat
-            report.unchanged += 1
-            return None
-        existing = self.store.get_document(doc_id)
-        if existing is not None:
-            self._link_existing(existing, record, found, previous, gone, report)
-            return None
-        file_type = file_type_for(found.path.name)
-        assert file_type is not None  # walk() only yields supported files
-        job = PrepareJob(data, file_type, path, found.rel_path, source.id)
-        return (record, previous), job
+        return _Pending(prepared, record, previous)
 
     def _link_existing(
         self,

@@ -75,26 +75,13 @@ class PackagedModel:
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
-    # Picklable without what it has loaded, so that a parse process (``ingest.Preparer``)
-    # can count tokens as the model does; anything loaded is loaded again on use there.
-    _UNPICKLED = ("_lock", "_trim", "_tokenizer", "_batch_tokenizer", "_model", "_session")
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-        self._trim = _malloc_trim()
-
 
 class LocalEmbedder(PackagedModel):
     """The PyTorch runtime, through sentence-transformers."""
 
-    _model: Any = None  # loaded on the first embed
-
     def __init__(self, batch_size: int = 16) -> None:
         super().__init__(batch_size)
+        self._model: Any = None
 
     def _load(self) -> Any:
         with self._lock:

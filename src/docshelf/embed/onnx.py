@@ -87,8 +87,6 @@ def export(out: Path, *, int8: bool = False) -> None:
 class OnnxEmbedder(PackagedModel):
     """The ``Embedder`` port on ONNX Runtime (CPU)."""
 
-    _session: Any = None  # loaded on the first embed
-
     def __init__(
         self, cache_dir: Path, batch_size: int = 16, *, int8: bool = False, threads: int = 0
     ) -> None:
@@ -99,6 +97,7 @@ class OnnxEmbedder(PackagedModel):
         self.model_id = f"{MODEL_ID}-int8" if int8 else MODEL_ID
         self._cache_dir = cache_dir
         self._threads = threads
+        self._session: Any = None
 
     @cached_property
     def _batch_tokenizer(self) -> Any:
