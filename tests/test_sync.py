@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from docshelf.errors import Conflict, InvalidInput, NotFound
-from docshelf.ingest import prefetch
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
@@ -242,34 +239,3 @@ def test_reindex_switches_model(isolated_home: Path, notes: Path) -> None:
         assert s.check() == []
     with Shelf(isolated_home, embedder=HashEmbedder("model-b")) as s:
         assert s.search("leader election").mode == "hybrid"
-
-
-def test_prefetch_keeps_order_raises_in_order_and_stops_early() -> None:
-    assert list(prefetch(iter(range(100)), depth=3)) == list(range(100))
-
-    def failing() -> Iterator[int]:
-        yield 1
-        yield 2
-        raise ValueError("bad file")
-
-    got: list[int] = []
-    with pytest.raises(ValueError, match="bad file"):
-        for item in prefetch(failing(), depth=8):
-            got.append(item)
-    assert got == [1, 2]
-
-    produced: list[int] = []
-
-    def endless() -> Iterator[int]:
-        n = 0
-        while True:
-            produced.append(n)
-            yield n
-            n += 1
-
-    before = threading.active_count()
-    for item in prefetch(endless(), depth=2):
-        if item == 5:
-            break
-    assert threading.active_count() == before  # the producer thread is gone
-    assert len(produced) <= 5 + 1 + 2 + 1  # it ran at most `depth` (and one) ahead

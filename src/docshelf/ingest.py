@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
 import stat as stat_mod
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
 from docshelf.errors import InvalidInput
@@ -198,54 +196,3 @@ def embed_texts(
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
-
-
-T = TypeVar("T")
-_END = object()
-
-
-def prefetch(items: Iterator[T], depth: int) -> Iterator[T]:
-    """``items``, produced by a thread up to ``depth`` ahead of the consumer: the next
-    files are read, parsed and chunked while the model embeds the current batch
-    (the model releases the GIL while it computes). An error in the producer is
-    raised here, in order; a consumer that stops early stops the producer."""
-    ready: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-        except BaseException as exc:  # handed to the consumer, raised there
-            put(_Failed(exc))
-        finally:
-            put(_END)
-
-    worker = threading.Thread(target=produce, name="docshelf-prefetch", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is _END:
-                return
-            if isinstance(item, _Failed):
-                raise item.exc
-            yield item  # type: ignore[misc]
-    finally:
-        stop.set()
-        worker.join()
-
-
-@dataclass(frozen=True)
-class _Failed:
-    exc: BaseException

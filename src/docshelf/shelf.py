@@ -32,7 +32,7 @@ from docshelf.errors import (
     Unavailable,
     UnsupportedType,
 )
-from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prefetch, prepare, read_file
+from docshelf.ingest import EmbedCounts, Prepared, embed_texts, prepare, read_file
 from docshelf.links import WikiLink, names_for
 from docshelf.llm import LLM, make_llm
 from docshelf.model import (
@@ -498,9 +498,10 @@ class Shelf:
                     progress(n, len(todo), found.rel_path)
                 yield self._prepare_file(source, found, known, gone, report)
 
-        # Parse and chunk ahead while the model embeds (only worth a thread with a model).
-        ahead = prefetch(items(), depth=64) if self.embedder is not None else items()
-        self._write_batched(ahead, report)
+        # Parsed here, between the model's batches: parsing ahead in a thread or in a
+        # process of its own was measured and gained nothing, as the model keeps both
+        # cores busy (BENCHMARKS.md, "Ingest").
+        self._write_batched(items(), report)
         if progress and todo:
             progress(len(todo), len(todo), "done")
 
