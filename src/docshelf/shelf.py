@@ -231,7 +231,7 @@ class Shelf:
         settings: Settings | None = None,
         embedder: Embedder | object | None = _FROM_SETTINGS,
         fusion: FusionSettings | None = None,
-        batch_snippets: int = 256,
+        batch_snippets: int = 1024,
         check_model: bool = True,
     ) -> None:
         self.settings = settings or Settings.from_env(Path(home) if home else None)
