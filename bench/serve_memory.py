@@ -80,7 +80,8 @@ def main() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, DOCSHELF_RETRIEVAL_CACHE_SECONDS="0")
+    # Searches only: no enrichment by the idle worker, no answers from the retrieval cache.
+    env = dict(os.environ, DOCSHELF_RETRIEVAL_CACHE_SECONDS="0", DOCSHELF_ENRICH="off")
     child = subprocess.Popen(
         [sys.executable, __file__, "--home", str(args.home), "--serve", str(port)],
         stdout=subprocess.PIPE,
