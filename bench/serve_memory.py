@@ -69,6 +69,23 @@ def serve(home: Path, port: int) -> None:
     uvicorn.run(create_app(shelf, workers=1), host="127.0.0.1", port=port, log_level="warning")
 
 
+def grant_all(home: Path) -> None:
+    """Give the local admin every document, as `add` does for its own sources (the
+    synthetic library is written straight into the store, owned by nobody, and a
+    search over HTTP shows only the caller's documents)."""
+    from docshelf import users as users_mod
+    from docshelf.shelf import Shelf
+
+    with Shelf(home, embedder=FixedQueries({})) as shelf:
+        admin = users_mod.ensure_local_admin(shelf.store)
+        page = 5_000
+        for offset in range(0, shelf.store.stats().documents, page):
+            docs = shelf.store.list_documents(limit=page, offset=offset)
+            with shelf.store.transaction():
+                for doc in docs:
+                    shelf.store.grant(admin.id, doc.id)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--home", type=Path, required=True, help="a library built by bench/ann.py")
@@ -77,6 +94,7 @@ def main() -> None:
     if args.serve:
         serve(args.home, args.serve)
         return
+    grant_all(args.home)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -104,10 +122,13 @@ def main() -> None:
         idle = status_mb(child.pid)
         texts = json.loads((args.home / "queries.json").read_text())
         headers = {"Authorization": f"Bearer {token}"}
+        empty = 0
         with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
             for q in texts:
                 reply = client.post("/v1/search", json={"query": q, "limit": 10})
                 reply.raise_for_status()
+                empty += not reply.json()["hits"]
+        assert empty == 0, f"{empty} searches found nothing: the admin should see every document"
         busy = status_mb(child.pid)
         size = sum(p.stat().st_size for p in args.home.glob("docshelf.db*")) / 1e6
         print(f"library: {args.home.name} (database {size:.0f} MB)")
