@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,30 @@ def test_large_results_are_not_kept(shelf: Shelf, notes: Path) -> None:
     expanded = shelf.search("leader", expand="parent-section")
     assert shelf.search("leader", expand="parent-section") is not expanded
     assert shelf._cache.hits == 0
+
+
+class _Ranks:
+    """A reranker that ranks passages by position: first or last on top."""
+
+    name = "positions"
+
+    def __init__(self, reverse: bool) -> None:
+        self.reverse = reverse
+
+    def scores(self, query: str, passages: Sequence[str]) -> list[float]:
+        n = len(passages)
+        return [float(i if self.reverse else n - i) for i in range(n)]
+
+
+def test_a_new_reranker_is_never_answered_from_the_last_ones_cache(
+    shelf: Shelf, notes: Path
+) -> None:
+    """Keyed by the reranker itself: a new one often gets the freed one's id()."""
+    shelf.add(notes)
+    fused = [h.chunk.id for h in shelf.search("the", mode="lexical").hits]
+    assert len(fused) >= 2
+    for reverse in (False, True) * 3:
+        shelf.reranker = None  # the last reranker is freed: the next may reuse its address
+        shelf.reranker = _Ranks(reverse)
+        want = fused[::-1] if reverse else fused
+        assert [h.chunk.id for h in shelf.search("the", mode="lexical").hits] == want

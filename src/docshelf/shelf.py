@@ -928,9 +928,10 @@ class Shelf:
 
         if expand is not None or limit > CACHED_LIMIT:
             return run()  # large results are not kept: the cache stays a few MB at most
-        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker.
+        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker
+        # (the object itself, not its id(): a freed reranker's id is reused by the next).
         args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
-        args += (facets, self.fusion, id(self.reranker), self.settings.rerank_top_k)
+        args += (facets, self.fusion, self.reranker, self.settings.rerank_top_k)
         return self._cache.get_or_compute(args, self.store.generation(), run)
 
     def _search(
