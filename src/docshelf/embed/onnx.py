@@ -17,14 +17,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from docshelf.embed.local import MODEL_ID, PackagedModel, _model_dir
+from docshelf.embed.local import MODEL_ID, PackagedModel, _model_dir, sentence_module
 from docshelf.errors import Unavailable
 
 OPSET = 17
@@ -42,30 +41,15 @@ def _weights_key(model_dir: Path, int8: bool) -> str:
 def export(out: Path, *, int8: bool = False) -> None:
     """Write the sentence-embedding graph (encoder, mean pooling, L2 norm) to ``out``."""
     import torch
-    from transformers import AutoModel
 
-    encoder = AutoModel.from_pretrained(str(_model_dir())).eval()
-
-    class SentenceEmbedding(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.encoder = encoder
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.encoder(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2, dim=1)
-
+    module = sentence_module(_model_dir())
     sample = torch.ones((2, 8), dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     dynamic = {n: {0: "batch", 1: "tokens"} for n in names}
     tmp = out.with_name(out.name + ".tmp")
     with torch.no_grad():
         torch.onnx.export(
-            SentenceEmbedding(),
+            module,
             (sample, sample, torch.zeros_like(sample)),
             str(tmp),
             input_names=names,
@@ -98,15 +82,6 @@ class OnnxEmbedder(PackagedModel):
         self._cache_dir = cache_dir
         self._threads = threads
         self._session: Any = None
-
-    @cached_property
-    def _batch_tokenizer(self) -> Any:
-        from tokenizers import Tokenizer
-
-        tok = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
-        tok.enable_truncation(self.window)
-        tok.enable_padding()
-        return tok
 
     def model_path(self) -> Path:
         """The cached ONNX file, exported first if it is not there yet."""
@@ -151,11 +126,7 @@ class OnnxEmbedder(PackagedModel):
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            encoded = self._batch_tokenizer.encode_batch([texts[i] for i in rows])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            out[rows] = session.run(None, feed)[0]
+            out[rows] = session.run(None, self._encode_batch([texts[i] for i in rows]))[0]
         if len(order) > self.batch_size:
             self._trim()
         return out
