@@ -8,7 +8,8 @@ Prints, for one run on this machine:
 - lexical-only `add` throughput (no model) in files/s;
 - peak RSS of the process.
 
-    .venv/bin/python bench/ingest.py [--files N] [--repeat R] [--backend torch|onnx|onnx-int8]
+    .venv/bin/python bench/ingest.py [--files N] [--repeat R] [--memory-files N ...]
+        [--backend torch|onnx|onnx-int8]
 
 With ``--backend onnx`` the baseline is the ONNX session's own ``embed`` of the same
 texts (tokenising and running the graph), as ``model.encode()`` is for PyTorch.
@@ -93,11 +94,11 @@ def child_peak_mb(folder: Path, home: Path, embedder: str, backend: str) -> floa
     return int(out.stderr.strip().splitlines()[-1]) / 1024
 
 
-def memory(tmp: Path, n_files: int, backend: str) -> None:
+def memory(tmp: Path, n_files: int, backend: str, local_sizes: list[int] | None) -> None:
     """Peak memory of `add` at two library sizes: it must not grow with the file count."""
     for embedder, sizes in (
         ("none", (n_files // 4, n_files)),
-        ("local", (n_files // 10, n_files // 4)),
+        ("local", local_sizes or (n_files // 10, n_files // 4)),
     ):
         for n in sizes:
             folder = tmp / f"mem-{embedder}-{n}"
@@ -142,6 +143,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3, help="rounds of add and encode")
+    ap.add_argument(
+        "--memory-files", type=int, nargs="+", help="file counts for the model's memory probe"
+    )
     ap.add_argument("--backend", default=os.environ.get("DOCSHELF_EMBED_BACKEND", DEFAULT_BACKEND))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,7 +199,7 @@ def main() -> None:
     print(f"lexical-only add: {lexical_s:.2f} s = {args.files / lexical_s:.0f} files/s")
     print(f"peak RSS of this benchmark process: {peak_mb:.0f} MB")
     with tempfile.TemporaryDirectory() as tmp:
-        memory(Path(tmp), args.files, args.backend)
+        memory(Path(tmp), args.files, args.backend, args.memory_files)
 
 
 if __name__ == "__main__":

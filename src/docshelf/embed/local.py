@@ -35,7 +35,7 @@ def _malloc_trim() -> Callable[[], None]:
 
     torch's CPU tensors of ever-changing shapes fragment glibc's heap, so an
     ``add`` of many files grew its resident memory batch after batch (measured:
-    +90 MB per 200 files). Returning freed pages after each batch keeps it flat.
+    +90 MB per 200 files) until freed pages were returned.
     """
     try:
         malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
@@ -132,11 +132,11 @@ class LocalEmbedder(PackagedModel):
         import torch
 
         model = self._load()
-        # Length-sorted (similar lengths pad less), in small batches. Freed memory goes
-        # back to the system after each slice of a few hundred texts, so the peak
-        # stays flat; trimming after every small batch instead cost 4% of the model's
-        # time (page faults after each trim, BENCHMARKS.md "Ingest").
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Length-sorted (similar lengths pad less), longest first, in small batches.
+        # Freed memory goes back to the system after each slice of a few hundred texts.
+        # Trimming after every batch kept the peak of a large `add` ~120 MB lower but
+        # cost 5% of its time (page faults after each trim); BENCHMARKS.md "Ingest".
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
