@@ -739,31 +739,34 @@ class Shelf:
     def maintain_indexes(
         self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
     ) -> str:
-        """Bring the derived indexes beside the store up to date (SQLite's ANN index:
-        switch at the threshold, build, or checkpoint the delta). Never fails a write:
-        search stays correct without it, only slower (it overlays the delta exactly)."""
-        if self.vector_index is None:
+        """Bring the derived indexes beside the store up to date: SQLite's tantivy index
+        (``maintain_lexical_index``) and its ANN index (switch at the threshold, build,
+        or checkpoint the delta; its outcome is returned). Never fails a write: search
+        stays correct without them, only slower (the ANN overlays the delta exactly)."""
+        self.maintain_lexical_index(rebuild=rebuild, progress=progress)
+        return self.maintain_vector_index(force=force, rebuild=rebuild, progress=progress)
+
+    def maintain_vector_index(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        index = self.vector_index
+        if index is None:
             return "native"
-        if self.lexical_index is not None:
-            self.maintain_lexical_index(rebuild=rebuild, progress=progress)
-        try:
-            return self.vector_index.maintain(force=force, rebuild=rebuild, progress=progress)
-        except Exception as exc:  # the index is derived: log it, keep the write
-            log.warning("could not update the vector index: %s", exc, exc_info=True)
-            return f"failed: {exc}"
+        return _derived(
+            "vector", lambda: index.maintain(force=force, rebuild=rebuild, progress=progress)
+        )
 
     def maintain_lexical_index(
         self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
     ) -> str:
         """SQLite's tantivy index: switch at the threshold, build, or apply the store's
         log. Never fails a write: until the index has caught up, FTS5 answers."""
-        if self.lexical_index is None:
+        index = self.lexical_index
+        if index is None:
             return "native"
-        try:
-            return self.lexical_index.maintain(force=force, rebuild=rebuild, progress=progress)
-        except Exception as exc:  # the index is derived: log it, keep the write
-            log.warning("could not update the lexical index: %s", exc, exc_info=True)
-            return f"failed: {exc}"
+        return _derived(
+            "lexical", lambda: index.maintain(force=force, rebuild=rebuild, progress=progress)
+        )
 
     def export_library(
         self, path: str | Path, *, overwrite: bool = False, progress: Progress | None = None
@@ -807,8 +810,9 @@ class Shelf:
         until the new one is complete. Resumable. ``document_id``: that document alone.
         ``index_only``: rebuild just the derived indexes beside the store (repair)."""
         if index_only:
-            vector = self.maintain_indexes(rebuild=True, progress=progress)
-            return {"vector_index": vector, "lexical_index": self.maintain_lexical_index()}
+            lexical = self.maintain_lexical_index(rebuild=True, progress=progress)
+            vector = self.maintain_vector_index(rebuild=True, progress=progress)
+            return {"vector_index": vector, "lexical_index": lexical}
         from docshelf.reindex import reindex
 
         report = reindex(self, document_id=document_id, progress=progress)
@@ -1422,3 +1426,13 @@ class Shelf:
             user_id=user_id if document_id is None else None,
             limit=limit,
         )
+
+
+def _derived(name: str, maintain: Callable[[], str]) -> str:
+    """Run a derived index's upkeep; a failure is logged, never raised: the index is
+    rebuilt from the store, and the write that led here stands."""
+    try:
+        return maintain()
+    except Exception as exc:
+        log.warning("could not update the %s index: %s", name, exc, exc_info=True)
+        return f"failed: {exc}"
