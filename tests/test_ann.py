@@ -315,12 +315,12 @@ def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
 
 
 def test_concurrent_maintainers_take_turns(store: SQLiteStore) -> None:
-    from docshelf.durable import folder_lock as _file_lock
+    from docshelf.durable import folder_lock
 
     fill(store, clustered(300, np.random.default_rng(9)))
     index = SidecarVectorIndex(store, threshold=100)
     index.directory.mkdir(parents=True, exist_ok=True)
-    with _file_lock(index.directory) as held:
+    with folder_lock(index.directory) as held:
         assert held
         assert index.maintain() == "busy"
     assert index.maintain() == "built"

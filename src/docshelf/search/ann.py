@@ -37,9 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from docshelf.durable import folder_lock as _file_lock
-from docshelf.durable import fsync as _fsync
-from docshelf.durable import publish_pointer, read_pointer
+from docshelf.durable import folder_lock, fsync, publish_pointer, read_pointer
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.store.base import SearchFilters
 
@@ -289,7 +287,7 @@ class SidecarVectorIndex:
             return "current"
         # Not under self._lock: searches in this process go on (from the previous
         # checkpoint) while a build or fold runs; the file lock keeps writers apart.
-        with _file_lock(self.directory) as held:
+        with folder_lock(self.directory) as held:
             if not held:
                 return "busy"
             self._maintained = generation
@@ -410,7 +408,7 @@ class SidecarVectorIndex:
         name = f"index-{position}-{uuid.uuid4().hex[:8]}.usearch"
         tmp = self.directory / (name + ".tmp")
         graph.save(str(tmp))
-        _fsync(tmp)
+        fsync(tmp)
         os.replace(tmp, self.directory / name)
         checkpoint = Checkpoint(
             epoch=epoch,

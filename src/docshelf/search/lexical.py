@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docshelf import durable
-from docshelf.durable import folder_lock as _file_lock
-from docshelf.durable import fsync as _fsync
+from docshelf.durable import folder_lock, fsync
 from docshelf.store.base import SearchFilters
 
 if TYPE_CHECKING:
@@ -256,7 +255,7 @@ class SidecarLexicalIndex:
             and self._ready
         ):
             return "current"
-        with _file_lock(self.directory) as held:
+        with folder_lock(self.directory) as held:
             if not held:
                 return "busy"
             mode = store.get_meta("lexical_index") or "fts5"
@@ -353,8 +352,8 @@ class SidecarLexicalIndex:
         writer.wait_merging_threads()
         for entry in path.iterdir():
             if entry.is_file():
-                _fsync(entry)
-        _fsync(path)
+                fsync(entry)
+        fsync(path)
         write_pointer(self.directory, Pointer(epoch, folder, time.time(), LAYOUT))
         _remove(self.directory, keep=folder)
         self._synced = None
