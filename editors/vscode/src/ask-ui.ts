@@ -1,0 +1,94 @@
+// "docshelf: Ask": a question in, a cited answer in a webview; a citation opens its place.
+
+import { randomBytes } from "node:crypto";
+
+import * as vscode from "vscode";
+
+import { type Answer, type DocshelfClient } from "./api";
+import { askPage } from "./ask-html";
+import { explain } from "./messages";
+import { openCitation } from "./open";
+import { type Session } from "./session";
+
+/** The document a cited chunk belongs to: the caller's document at the citation's path. */
+export async function documentIdFor(client: DocshelfClient, path: string): Promise<string | undefined> {
+  const documents = await client.allDocuments();
+  return documents.find((d) => d.path === path)?.id;
+}
+
+export class AskPanel {
+  private panel: vscode.WebviewPanel | undefined;
+  private answer: Answer | undefined;
+  private client: DocshelfClient | undefined;
+
+  constructor(private readonly session: Session) {}
+
+  async ask(question?: string): Promise<void> {
+    let client: DocshelfClient;
+    try {
+      client = await this.session.client();
+    } catch (error) {
+      await this.session.report(error);
+      return;
+    }
+    const editor = vscode.window.activeTextEditor;
+    const selected = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : "";
+    const text =
+      question ??
+      (await vscode.window.showInputBox({
+        title: "docshelf: Ask",
+        prompt: "A question; the answer cites the documents it comes from",
+        value: selected.trim().slice(0, 500),
+        validateInput: (value) => (value.trim() ? undefined : "Type a question"),
+      }));
+    if (!text?.trim()) return;
+    this.client = client;
+    const panel = this.show();
+    const nonce = randomBytes(16).toString("base64");
+    panel.webview.html = askPage({ state: "asking", question: text }, nonce);
+    try {
+      this.answer = await client.ask(text.trim());
+      panel.webview.html = askPage({ state: "answered", answer: this.answer }, nonce);
+    } catch (error) {
+      this.answer = undefined;
+      panel.webview.html = askPage({ state: "failed", question: text, message: explain(error, client.baseUrl).text }, nonce);
+    }
+  }
+
+  private show(): vscode.WebviewPanel {
+    if (this.panel) {
+      this.panel.reveal(vscode.ViewColumn.Beside);
+      return this.panel;
+    }
+    const panel = vscode.window.createWebviewPanel("docshelf.ask", "docshelf: Ask", vscode.ViewColumn.Beside, {
+      enableScripts: true,
+      localResourceRoots: [],
+    });
+    panel.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message));
+    panel.onDidDispose(() => {
+      this.panel = undefined;
+    });
+    this.panel = panel;
+    return panel;
+  }
+
+  /** A click on citation `n`: open the chunk's place (workspace file or web page). */
+  async onMessage(message: unknown): Promise<void> {
+    const n = (message as { type?: unknown; n?: unknown } | null)?.n;
+    if ((message as { type?: unknown }).type !== "open" || typeof n !== "number") return;
+    const cited = this.answer?.citations.find((c) => c.n === n);
+    const client = this.client;
+    if (!cited || !client) return;
+    try {
+      const context = await client.context(cited.chunk_id);
+      const documentId = (await documentIdFor(client, context.citation.path)) ?? "";
+      await openCitation(client, documentId, context.citation, context.text);
+    } catch (error) {
+      await this.session.report(error);
+    }
+  }
+
+  dispose(): void {
+    this.panel?.dispose();
+  }
+}

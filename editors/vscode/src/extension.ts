@@ -1,0 +1,51 @@
+// docshelf for VS Code: the entry point wires the commands, the Library view and the
+// uploads' status-bar item to the session. The logic lives in the plain modules.
+
+import * as vscode from "vscode";
+
+import { AskPanel } from "./ask-ui";
+import { type DocumentRecord } from "./api";
+import { LibraryProvider } from "./library";
+import { searchCommand } from "./search-ui";
+import { Session } from "./session";
+import { Uploads } from "./uploads-ui";
+
+export function activate(context: vscode.ExtensionContext): void {
+  const session = new Session(context.secrets);
+  const library = new LibraryProvider(session);
+  const uploads = new Uploads(session, () => library.refresh());
+  const ask = new AskPanel(session);
+  const view = vscode.window.createTreeView("docshelf.library", { treeDataProvider: library });
+  const command = (id: string, run: (...args: never[]) => unknown): vscode.Disposable =>
+    vscode.commands.registerCommand(id, run);
+  context.subscriptions.push(
+    session,
+    library,
+    uploads,
+    ask,
+    view,
+    command("docshelf.signIn", () => session.signIn()),
+    command("docshelf.signOut", () => session.signOut()),
+    command("docshelf.addFile", (clicked?: vscode.Uri, selected?: vscode.Uri[]) =>
+      uploads.addFiles(clicked, selected),
+    ),
+    command("docshelf.addFolder", (folder?: vscode.Uri) => uploads.addFolder(folder)),
+    command("docshelf.search", () => searchCommand(session)),
+    command("docshelf.ask", () => ask.ask()),
+    command("docshelf.library.refresh", () => library.refresh()),
+    command("docshelf.library.retry", (doc?: DocumentRecord) => library.retry(doc)),
+    command("docshelf.library.open", (doc?: DocumentRecord) => library.open(doc)),
+    session.onDidChange(() => library.refresh()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("docshelf.serverUrl")) {
+        void session.refreshContext();
+        library.refresh();
+      }
+    }),
+  );
+  void session.refreshContext();
+}
+
+export function deactivate(): void {
+  // Everything is in context.subscriptions.
+}
