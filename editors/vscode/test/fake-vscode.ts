@@ -314,7 +314,7 @@ export const window = {
     const answer = fake.inputs.shift();
     if (answer !== undefined && options?.validateInput) {
       const problem = options.validateInput(answer);
-      if (problem) throw new Error(`the fake user typed an invalid value: ${String(problem)}`);
+      if (problem) throw new Error(`the fake user typed an invalid value: ${JSON.stringify(problem)}`);
     }
     return Promise.resolve(answer);
   },
@@ -325,7 +325,7 @@ export const window = {
   createStatusBarItem: (): FakeStatusBarItem => new FakeStatusBarItem(),
   createQuickPick<T extends vscode.QuickPickItem>(): FakeQuickPick<T> {
     const pick = new FakeQuickPick<T>();
-    fake.quickPicks.push(pick as unknown as FakeQuickPick<vscode.QuickPickItem>);
+    fake.quickPicks.push(pick);
     return pick;
   },
   async withProgress<R>(
@@ -356,6 +356,7 @@ export const window = {
   createTreeView: (): Disposable => new Disposable(),
 };
 // The signatures the extension calls must be the real ones (overloads aside, narrower here).
+// eslint-disable-next-line @typescript-eslint/unbound-method -- a type check, never called
 window.showInputBox satisfies (options?: vscode.InputBoxOptions) => Thenable<string | undefined>;
 window.showErrorMessage satisfies (message: string, ...items: string[]) => Thenable<string | undefined>;
 window.showInformationMessage satisfies (message: string, ...items: string[]) => Thenable<string | undefined>;
@@ -402,6 +403,7 @@ export const workspace = {
   },
   onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration: (s: string) => boolean }>().event,
 };
+// eslint-disable-next-line @typescript-eslint/unbound-method -- a type check, never called
 workspace.getConfiguration satisfies (section?: string) => Pick<vscode.WorkspaceConfiguration, "get">;
 
 // --- commands, env ------------------------------------------------------------------------
@@ -417,6 +419,7 @@ export const commands = {
     return new Disposable(() => fake.commands.delete(command));
   },
 };
+// eslint-disable-next-line @typescript-eslint/unbound-method -- a type check, never called
 commands.executeCommand satisfies (command: string, ...rest: unknown[]) => Thenable<unknown>;
 
 export const env = {

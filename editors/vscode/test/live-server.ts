@@ -27,6 +27,10 @@ export function missingServer(): string | undefined {
 export interface LiveServer {
   baseUrl: string;
   home: string;
+  /** The local admin's token, printed by the first `serve` on a fresh home. */
+  adminToken: string;
+  /** Indexes a folder as the admin (`docshelf add DIR`): documents with real paths. */
+  addFolder(dir: string): Promise<void>;
   /** A new user's bearer token (`docshelf users create NAME`). */
   createUser(name: string): Promise<string>;
   stop(): Promise<void>;
@@ -67,6 +71,7 @@ export async function startServer(): Promise<LiveServer> {
     DOCSHELF_EMBEDDER: "none",
     DOCSHELF_LLM_URL: "",
     NO_COLOR: "1",
+    PYTHONUNBUFFERED: "1", // the admin token is read from stdout
   };
   const port = await freePort();
   const child = spawn(DOCSHELF_BIN, ["serve", "--host", "127.0.0.1", "--port", String(port), "--workers", "1"], {
@@ -83,9 +88,18 @@ export async function startServer(): Promise<LiveServer> {
     child.kill("SIGKILL");
     throw error;
   }
+  const admin = /keep it\):\s*(\S+)/.exec(output);
+  if (!admin) {
+    child.kill("SIGKILL");
+    throw new Error(`docshelf serve printed no admin token:\n${output}`);
+  }
   return {
     baseUrl,
     home,
+    adminToken: admin[1],
+    async addFolder(dir: string): Promise<void> {
+      await run(DOCSHELF_BIN, ["add", dir, "--json"], { env });
+    },
     async createUser(name: string): Promise<string> {
       const { stdout } = await run(DOCSHELF_BIN, ["users", "create", name, "--json"], { env });
       return (JSON.parse(stdout) as { result: { token: string } }).result.token;

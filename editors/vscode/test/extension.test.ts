@@ -1,0 +1,259 @@
+// The commands as VS Code would run them — through the fake `vscode` module — against a
+// real `docshelf serve`: sign-in and SecretStorage, uploads with Retry, search and ask
+// opening the cited line, the Library view.
+
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type * as vscodeTypes from "vscode";
+
+import manifest from "../package.json";
+import { AskPanel } from "../src/ask-ui";
+import { activate } from "../src/extension";
+import { FAILED_CONTEXT, LibraryProvider, documentItem } from "../src/library";
+import { NotSignedIn } from "../src/messages";
+import { type HitItem, searchCommand } from "../src/search-ui";
+import { SIGNED_IN_CONTEXT, Session } from "../src/session";
+import { TOKEN_KEY_PREFIX } from "../src/tokens";
+import { DEDUP_MESSAGE } from "../src/upload";
+import { RETRY, Uploads } from "../src/uploads-ui";
+import { FakeSecrets, Uri, fake, resetFake } from "./fake-vscode";
+import { type LiveServer, freePort, missingServer, startServer } from "./live-server";
+
+const skip = missingServer();
+if (skip) console.warn(`SKIPPED extension tests against a live server: ${skip}`);
+
+// Sections long enough to be snippets of their own; "## Elections" is on line 8 (0-based).
+const FILLER = (word: string) => Array.from({ length: 120 }, (_, i) => `${word}${i % 7}`).join(" ");
+const RAFT = [
+  "# Raft",
+  "",
+  `Consensus for a replicated log. ${FILLER("log")}`,
+  "",
+  "## Setup",
+  "",
+  `Three nodes in a cluster. ${FILLER("node")}`,
+  "",
+  "## Elections",
+  "",
+  `A follower that hears no heartbeat becomes a candidate and asks for votes. ${FILLER("vote")}`,
+  "",
+].join("\n");
+const BAD_UTF8 = Buffer.concat([Buffer.from("# Broken\n\nNot UTF-8: "), Buffer.from([0xff, 0xfe]), Buffer.from("\n")]);
+
+async function until<T>(probe: () => T | undefined, what: string, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function session(secrets: FakeSecrets): Session {
+  return new Session(secrets as unknown as vscodeTypes.SecretStorage);
+}
+
+describe.skipIf(skip !== undefined)("the extension against a real docshelf serve", () => {
+  let server: LiveServer;
+  let token: string;
+  let notes: string;
+  let secrets: FakeSecrets;
+
+  beforeAll(async () => {
+    server = await startServer();
+    token = await server.createUser("carol");
+    notes = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-notes-"));
+    fs.writeFileSync(path.join(notes, "raft.md"), RAFT);
+    await server.addFolder(notes); // the admin's folder source: hits carry real paths
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    if (notes) fs.rmSync(notes, { recursive: true, force: true });
+  });
+
+  beforeEach(() => {
+    resetFake();
+    fake.settings["docshelf.serverUrl"] = server.baseUrl;
+    secrets = new FakeSecrets();
+  });
+
+  const signedIn = async (as = token): Promise<Session> => {
+    await secrets.store(TOKEN_KEY_PREFIX + server.baseUrl, as);
+    return session(secrets);
+  };
+
+  describe("connect", () => {
+    it("signs in: checks the token, keeps it in SecretStorage under the server's URL", async () => {
+      fake.inputs.push(`  ${token} `);
+      expect(await session(secrets).signIn()).toBe(true);
+      expect(secrets.values.get(TOKEN_KEY_PREFIX + server.baseUrl)).toBe(token);
+      expect(fake.contexts[SIGNED_IN_CONTEXT]).toBe(true);
+      expect(fake.messages.at(-1)?.text).toBe(`docshelf: signed in to ${server.baseUrl}`);
+      // The token went nowhere else: not in the settings.
+      expect(JSON.stringify(fake.settings)).not.toContain(token);
+    });
+
+    it("keeps no refused token, and says so with a Sign in action", async () => {
+      fake.inputs.push("dsk_wrong");
+      expect(await session(secrets).signIn()).toBe(false);
+      expect(secrets.values.size).toBe(0);
+      expect(fake.messages.at(-1)).toMatchObject({ level: "error", items: ["Sign in"] });
+      expect(fake.messages.at(-1)?.text).toMatch(/refused the token/);
+    });
+
+    it("says when the server cannot be reached, naming the setting", async () => {
+      fake.settings["docshelf.serverUrl"] = `http://127.0.0.1:${await freePort()}/`;
+      fake.inputs.push(token);
+      expect(await session(secrets).signIn()).toBe(false);
+      expect(fake.messages.at(-1)?.text).toMatch(/cannot reach http:\/\/127\.0\.0\.1:\d+ \(connection refused\).*docshelf\.serverUrl/);
+    });
+
+    it("needs a token per server; signing out deletes it from SecretStorage", async () => {
+      const s = await signedIn();
+      await expect(s.client()).resolves.toBeDefined();
+      fake.settings["docshelf.serverUrl"] = "http://other.example:8750";
+      await expect(s.client()).rejects.toBeInstanceOf(NotSignedIn);
+      fake.settings["docshelf.serverUrl"] = server.baseUrl;
+      await s.signOut();
+      expect(secrets.calls.at(-2)).toBe(`delete ${TOKEN_KEY_PREFIX}${server.baseUrl}`);
+      await expect(s.client()).rejects.toBeInstanceOf(NotSignedIn);
+      expect(fake.contexts[SIGNED_IN_CONTEXT]).toBe(false);
+    });
+
+    it("refuses a server URL that is not http(s)", () => {
+      fake.settings["docshelf.serverUrl"] = "file:///etc";
+      expect(() => session(secrets).baseUrl()).toThrow(/must start with http/);
+    });
+  });
+
+  describe("upload", () => {
+    it("adds a folder: live stages in the notification and status bar; a failure offers Retry", async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-up-"));
+      fs.writeFileSync(path.join(dir, "good.md"), `# Good\n\nFresh words ${Date.now()}.\n`);
+      fs.writeFileSync(path.join(dir, "broken.md"), BAD_UTF8);
+      fs.writeFileSync(path.join(dir, "picture.png"), Buffer.from([1, 2, 3]));
+      fs.mkdirSync(path.join(dir, ".git"));
+      fs.writeFileSync(path.join(dir, ".git", "HEAD.md"), "# not mine\n");
+      let retries = 0;
+      fake.choose = (shown) => (shown.items.includes(RETRY) && retries++ === 0 ? RETRY : undefined);
+      let refreshed = 0;
+      const uploads = new Uploads(await signedIn(), () => (refreshed += 1));
+      const summary = await uploads.addFolder(Uri.file(dir) as unknown as vscodeTypes.Uri);
+      fs.rmSync(dir, { recursive: true, force: true });
+
+      const errors = fake.messages.filter((m) => m.level === "error");
+      expect(errors).toHaveLength(2); // the first time, and after the retry failed again
+      expect(errors[0].text).toMatch(/3 files — 1 complete, 1 failed, 1 skipped/);
+      expect(errors[0].text).toMatch(/broken\.md: Failed while \w+ — .*invalid UTF-8/);
+      expect(errors[0].items).toEqual([RETRY]);
+      expect(errors[1].text).toMatch(/^docshelf: broken\.md: Failed/);
+      expect(summary?.failed).toHaveLength(1);
+      expect(refreshed).toBe(2);
+      expect(fake.progress.some((p) => /good\.md: (Queued|Parsing|Chunking|Indexing)/.test(p))).toBe(true);
+      expect(fake.progress.some((p) => /^\d\/2 · good\.md: Complete$/.test(p))).toBe(true);
+      expect(fake.statusTexts.some((t) => t.startsWith("$(sync~spin) "))).toBe(true);
+      expect(fake.statusTexts.at(-1)).toMatch(/^\$\(error\) broken\.md: Failed/);
+    });
+
+    it("adds the active file; the same bytes again take the dedup fast path", async () => {
+      const file = path.join(notes, `again-${Date.now()}.md`);
+      fs.writeFileSync(file, `# Again\n\n${Date.now()}\n`);
+      const uploads = new Uploads(await signedIn());
+      await uploads.addFiles(Uri.file(file) as unknown as vscodeTypes.Uri);
+      expect(fake.messages.at(-1)?.text).toBe(`docshelf: ${path.basename(file)} added`);
+      await uploads.addFiles(undefined, [Uri.file(file) as unknown as vscodeTypes.Uri]);
+      expect(fake.messages.at(-1)).toMatchObject({ level: "info", text: `docshelf: ${path.basename(file)} — ${DEDUP_MESSAGE}` });
+      fs.rmSync(file);
+    });
+
+    it("without a token, offers Sign in instead of uploading", async () => {
+      const uploads = new Uploads(session(secrets));
+      expect(await uploads.addFiles(Uri.file(path.join(notes, "raft.md")) as unknown as vscodeTypes.Uri)).toBeUndefined();
+      expect(fake.messages.at(-1)).toMatchObject({ level: "error", items: ["Sign in"] });
+      expect(fake.messages.at(-1)?.text).toMatch(/Not signed in/);
+    });
+  });
+
+  describe("search and ask", () => {
+    it("shows live hits and opens the workspace file at the cited heading's line", async () => {
+      fake.workspaceFolders.push(notes);
+      const done = searchCommand(await signedIn(server.adminToken));
+      const pick = await until(() => fake.quickPicks[0], "the quick pick");
+      pick.type("heartbeat candidate");
+      await until(() => (pick.items.length ? pick.items : undefined), "hits");
+      const item = pick.items[0] as HitItem;
+      expect(item.label).toBe("Raft");
+      expect(item.description).toBe("Raft › Elections");
+      expect(item.detail).toMatch(/hears no heartbeat/);
+      expect(item.alwaysShow).toBe(true);
+      pick.pick(item);
+      await done;
+      await until(() => fake.opened[0], "the file to open");
+      expect(fake.opened[0]).toEqual({ path: path.join(notes, "raft.md"), line: 8 });
+    });
+
+    it("opens the web page for a hit outside the workspace", async () => {
+      const done = searchCommand(await signedIn(server.adminToken));
+      const pick = await until(() => fake.quickPicks[0], "the quick pick");
+      pick.type("heartbeat");
+      await until(() => (pick.items.length ? pick.items : undefined), "hits");
+      pick.pick(pick.items[0]);
+      await done;
+      const url = await until(() => fake.external[0], "the browser");
+      expect(url).toBe(`${server.baseUrl}/#library/${(pick.items[0] as HitItem).hit.document_id}`);
+    });
+
+    it("asks: a cited answer in a webview, escaped; a citation opens its place", async () => {
+      fake.workspaceFolders.push(notes);
+      const panel = new AskPanel(await signedIn(server.adminToken));
+      await panel.ask("What does a follower do without a heartbeat?");
+      const view = fake.webviews[0];
+      expect(view.webview.html).toMatch(/<h1>What does a follower do without a heartbeat\?<\/h1>/);
+      expect(view.webview.html).toMatch(/<a href="#" class="cite" data-n="1">/);
+      expect(view.webview.html).toMatch(/Content-Security-Policy" content="default-src 'none'/);
+      view.messages.fire({ type: "open", n: 1 });
+      const opened = await until(() => fake.opened[0], "the cited file");
+      expect(opened.path).toBe(path.join(notes, "raft.md"));
+    });
+  });
+
+  describe("library", () => {
+    it("lists the documents, failed ones first and marked; Retry re-runs one", async () => {
+      const carol = await signedIn();
+      const uploads = new Uploads(carol);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-lib-"));
+      fs.writeFileSync(path.join(dir, "zzz-broken.md"), Buffer.concat([BAD_UTF8, Buffer.from("other bytes\n")]));
+      await uploads.addFiles(Uri.file(path.join(dir, "zzz-broken.md")) as unknown as vscodeTypes.Uri);
+      fs.rmSync(dir, { recursive: true, force: true });
+
+      const library = new LibraryProvider(carol);
+      const documents = await library.getChildren();
+      const statuses = documents.map((d) => (d.status === "failed" ? "failed" : "other"));
+      expect(statuses).toEqual([...statuses].sort()); // failed ones first
+      expect(statuses).toContain("other");
+      const broken = documents.find((d) => d.title === "zzz-broken");
+      expect(broken?.status).toBe("failed");
+      const item = documentItem(broken!);
+      expect(item.contextValue).toBe(FAILED_CONTEXT);
+      expect(item.description).toMatch(/^Failed · markdown$/);
+      expect((item.iconPath as { id: string }).id).toBe("error");
+      expect(documentItem(documents[documents.length - 1]).contextValue).toBe("docshelf.document");
+
+      await library.retry(broken);
+      expect(fake.messages.at(-1)?.text).toMatch(/zzz-broken — retried, failed again/);
+    });
+  });
+
+  it("activate registers every command the manifest declares", () => {
+    const context = { secrets, subscriptions: [] as { dispose(): void }[] };
+    activate(context as unknown as vscodeTypes.ExtensionContext);
+    const declared = manifest.contributes.commands.map((c) => c.command).sort();
+    expect([...fake.commands.keys()].sort()).toEqual(declared);
+    for (const d of context.subscriptions) d.dispose();
+  });
+});
