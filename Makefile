@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := .docshelf-sample
 
-.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster cluster-demo docs-cli clean
+.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster cluster-demo docs-cli clean extension vsix
 
 # Under CI the services are on their standard ports, and their tests must run
 # (a missing service fails them); elsewhere they run only when these are set.
@@ -37,7 +37,7 @@ run: install
 	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf search "how are chunks cited" --limit 3
 	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf serve
 
-test: install lint typecheck pytest
+test: install lint typecheck extension pytest
 
 lint: install
 	$(BIN)/ruff check src tests bench
@@ -45,6 +45,29 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy
+
+# The VS Code extension (editors/vscode): lint, type-check and tests (some against a real
+# `docshelf serve` from this venv). Node 20 and npm come with the machine; without npm the
+# target says so and skips — except under CI=true, where that is a failure.
+EXT       := editors/vscode
+EXT_STAMP := $(EXT)/node_modules/.installed
+
+$(EXT_STAMP): $(EXT)/package-lock.json $(EXT)/package.json
+	cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(EXT_STAMP)
+
+extension: install
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$(CI)" = true ]; then echo "npm is missing: the VS Code extension's checks cannot run (CI=true)" >&2; exit 1; fi; \
+	  echo "SKIPPED the VS Code extension's lint, type-check and tests: npm is missing (install Node 20 and npm)"; \
+	  exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory $(EXT_STAMP) && cd $(EXT) && npm run --silent check
+
+# The installable package: editors/vscode/docshelf.vsix (code bundled by esbuild, minified).
+vsix: $(EXT_STAMP)
+	cd $(EXT) && npm run --silent package
+	@ls -l $(EXT)/docshelf.vsix | awk '{print "docshelf.vsix: " $$5 " bytes"}'
 
 # pgvector for the PostgreSQL tests: built once per machine when missing (~40 s).
 pgvector:
@@ -83,3 +106,4 @@ docs-cli: install
 
 clean:
 	rm -rf $(VENV) $(SAMPLE) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(EXT)/node_modules $(EXT)/dist $(EXT)/docshelf.vsix

@@ -1,0 +1,40 @@
+// The shipped bundle (what the .vsix holds) loads in Node with `vscode` provided from
+// outside, as the editor provides it, and its activate() registers every declared command.
+
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import Module, { createRequire } from "node:module";
+import * as os from "node:os";
+import * as path from "node:path";
+
+import { afterAll, expect, it } from "vitest";
+import type * as vscodeTypes from "vscode";
+
+import manifest from "../package.json";
+import * as fakeVscode from "./fake-vscode";
+
+const out = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-bundle-"));
+afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
+
+type Load = (request: string, parent: unknown, isMain: boolean) => unknown;
+
+it("the production bundle activates and registers the manifest's commands", () => {
+  const outfile = path.join(out, "extension.js");
+  execFileSync(process.execPath, ["esbuild.mjs", "--production", `--outfile=${outfile}`]);
+  const loader = Module as unknown as { _load: Load };
+  const original = loader._load;
+  loader._load = function (request, parent, isMain) {
+    return request === "vscode" ? fakeVscode : original.call(this, request, parent, isMain);
+  };
+  try {
+    const extension = createRequire(import.meta.url)(outfile) as { activate: (c: vscodeTypes.ExtensionContext) => void };
+    fakeVscode.resetFake();
+    const context = { secrets: new fakeVscode.FakeSecrets(), subscriptions: [] as { dispose(): void }[] };
+    extension.activate(context as unknown as vscodeTypes.ExtensionContext);
+    expect([...fakeVscode.fake.commands.keys()].sort()).toEqual(manifest.contributes.commands.map((c) => c.command).sort());
+    for (const d of context.subscriptions) d.dispose();
+  } finally {
+    loader._load = original;
+  }
+  expect(manifest.main).toBe("./dist/extension.js");
+});
