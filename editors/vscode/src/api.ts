@@ -228,7 +228,8 @@ export class DocshelfClient {
   async upload(name: string, bytes: Uint8Array, signal?: AbortSignal): Promise<UploadReceipt> {
     const form = new FormData();
     // Blob wants bytes over an ArrayBuffer: copy only when they sit on a shared one.
-    const part = bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes);
+    const part =
+      bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes);
     form.append("file", new Blob([part]), name);
     const response = await this.send("/v1/documents", { method: "POST", body: form, signal });
     const body = (await response.json()) as Omit<UploadReceipt, "created">;

@@ -51,7 +51,10 @@ export class AskPanel {
       panel.webview.html = askPage({ state: "answered", answer: this.answer }, nonce);
     } catch (error) {
       this.answer = undefined;
-      panel.webview.html = askPage({ state: "failed", question: text, message: explain(error, client.baseUrl).text }, nonce);
+      panel.webview.html = askPage(
+        { state: "failed", question: text, message: explain(error, client.baseUrl).text },
+        nonce,
+      );
     }
   }
 
@@ -60,10 +63,15 @@ export class AskPanel {
       this.panel.reveal(vscode.ViewColumn.Beside);
       return this.panel;
     }
-    const panel = vscode.window.createWebviewPanel("docshelf.ask", "docshelf: Ask", vscode.ViewColumn.Beside, {
-      enableScripts: true,
-      localResourceRoots: [],
-    });
+    const panel = vscode.window.createWebviewPanel(
+      "docshelf.ask",
+      "docshelf: Ask",
+      vscode.ViewColumn.Beside,
+      {
+        enableScripts: true,
+        localResourceRoots: [],
+      },
+    );
     panel.webview.onDidReceiveMessage((message: unknown) => this.onMessage(message));
     panel.onDidDispose(() => {
       this.panel = undefined;

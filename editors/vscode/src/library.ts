@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 
 import { type DocumentRecord } from "./api";
+import { NotSignedIn } from "./messages";
 import { openPlace } from "./open";
 import { type Session } from "./session";
 import { stageLabel } from "./upload";
@@ -15,7 +16,8 @@ export function documentItem(doc: DocumentRecord): vscode.TreeItem {
   const item = new vscode.TreeItem(doc.title || doc.id, vscode.TreeItemCollapsibleState.None);
   item.id = doc.id;
   const failed = doc.status === "failed";
-  item.description = doc.status === "complete" ? doc.file_type : `${stageLabel(doc.status)} · ${doc.file_type}`;
+  item.description =
+    doc.status === "complete" ? doc.file_type : `${stageLabel(doc.status)} · ${doc.file_type}`;
   item.tooltip = `${doc.title}\n${doc.path}\nstatus: ${doc.status}`;
   item.contextValue = failed ? FAILED_CONTEXT : DOCUMENT_CONTEXT;
   item.iconPath = new vscode.ThemeIcon(
@@ -29,16 +31,11 @@ export function documentItem(doc: DocumentRecord): vscode.TreeItem {
 export class LibraryProvider implements vscode.TreeDataProvider<DocumentRecord> {
   private readonly changed = new vscode.EventEmitter<DocumentRecord | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private failedCount = 0;
 
   constructor(private readonly session: Session) {}
 
   refresh(): void {
     this.changed.fire(undefined);
-  }
-
-  get failed(): number {
-    return this.failedCount;
   }
 
   getTreeItem(doc: DocumentRecord): vscode.TreeItem {
@@ -51,10 +48,10 @@ export class LibraryProvider implements vscode.TreeDataProvider<DocumentRecord> 
     try {
       documents = await (await this.session.client()).allDocuments();
     } catch (error) {
-      void this.session.report(error);
+      // Signed out: the view's welcome text offers Sign in; no error on top of it.
+      if (!(error instanceof NotSignedIn)) void this.session.report(error);
       return [];
     }
-    this.failedCount = documents.filter((d) => d.status === "failed").length;
     // Failed first (they need attention), then by title.
     return documents.sort(
       (a, b) =>

@@ -12,7 +12,9 @@ export interface UserMessage {
 
 export class NotSignedIn extends Error {
   constructor(readonly baseUrl: string) {
-    super(`Not signed in to ${baseUrl}: run "docshelf: Sign in" with a token from \`docshelf users create NAME\`.`);
+    super(
+      `Not signed in to ${baseUrl}: run "docshelf: Sign in" with a token from \`docshelf users create NAME\`.`,
+    );
     this.name = "NotSignedIn";
   }
 }
@@ -37,4 +39,3 @@ export function explain(error: unknown, baseUrl: string): UserMessage {
   }
   return { text: `docshelf: ${error instanceof Error ? error.message : String(error)}` };
 }
-

@@ -24,7 +24,11 @@ export function currentWorkspace(): Workspace {
 }
 
 /** Opens the target; for a file, at the line of `headingPath` (or of the snippet). */
-export async function openTarget(target: Target, headingPath: readonly string[] = [], snippet = ""): Promise<void> {
+export async function openTarget(
+  target: Target,
+  headingPath: readonly string[] = [],
+  snippet = "",
+): Promise<void> {
   if (target.kind === "web") {
     await vscode.env.openExternal(vscode.Uri.parse(target.url));
     return;

@@ -54,7 +54,8 @@ export class Session {
     const baseUrl = this.baseUrl();
     const token = await vscode.window.showInputBox({
       title: `Sign in to docshelf at ${baseUrl}`,
-      prompt: "An access token from `docshelf users create NAME` (or the admin's, printed by the first `docshelf serve`)",
+      prompt:
+        "An access token from `docshelf users create NAME` (or the admin's, printed by the first `docshelf serve`)",
       password: true,
       ignoreFocusOut: true,
       validateInput: (value) => (value.trim() ? undefined : "Paste the token"),

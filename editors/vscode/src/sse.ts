@@ -71,9 +71,7 @@ export class SseParser {
 }
 
 /** The messages of a response body, as they arrive. A message cut off by the end is dropped. */
-export async function* readEventStream(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<SseMessage> {
+export async function* readEventStream(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
   const parser = new SseParser();
   const decoder = new TextDecoder();
   const reader = body.getReader();

@@ -153,7 +153,10 @@ export class Uploads {
         let next = 0;
         const show = (state: UploadState, finished: boolean): void => {
           const prefix = total === 1 ? "" : `${done}/${total} · `;
-          progress.report({ message: prefix + describe(state), increment: finished ? 100 / total : undefined });
+          progress.report({
+            message: prefix + describe(state),
+            increment: finished ? 100 / total : undefined,
+          });
           this.showStatus(state);
         };
         const worker = async (): Promise<void> => {
@@ -162,7 +165,9 @@ export class Uploads {
             const job = jobs[index];
             const final = await job
               .start({ signal: abort.signal, onState: (state) => show(state, false) })
-              .catch((error: unknown) => stopped(job.file.name, abort.signal.aborted ? "cancelled" : errorText(error)));
+              .catch((error: unknown) =>
+                stopped(job.file.name, abort.signal.aborted ? "cancelled" : errorText(error)),
+              );
             results[index] = final;
             done += 1;
             show(final, true);

@@ -27,11 +27,15 @@ it("the production bundle activates and registers the manifest's commands", () =
     return request === "vscode" ? fakeVscode : original.call(this, request, parent, isMain);
   };
   try {
-    const extension = createRequire(import.meta.url)(outfile) as { activate: (c: vscodeTypes.ExtensionContext) => void };
+    const extension = createRequire(import.meta.url)(outfile) as {
+      activate: (c: vscodeTypes.ExtensionContext) => void;
+    };
     fakeVscode.resetFake();
     const context = { secrets: new fakeVscode.FakeSecrets(), subscriptions: [] as { dispose(): void }[] };
     extension.activate(context as unknown as vscodeTypes.ExtensionContext);
-    expect([...fakeVscode.fake.commands.keys()].sort()).toEqual(manifest.contributes.commands.map((c) => c.command).sort());
+    expect([...fakeVscode.fake.commands.keys()].sort()).toEqual(
+      manifest.contributes.commands.map((c) => c.command).sort(),
+    );
     for (const d of context.subscriptions) d.dispose();
   } finally {
     loader._load = original;

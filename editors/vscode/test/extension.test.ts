@@ -41,7 +41,11 @@ const RAFT = [
   `A follower that hears no heartbeat becomes a candidate and asks for votes. ${FILLER("vote")}`,
   "",
 ].join("\n");
-const BAD_UTF8 = Buffer.concat([Buffer.from("# Broken\n\nNot UTF-8: "), Buffer.from([0xff, 0xfe]), Buffer.from("\n")]);
+const BAD_UTF8 = Buffer.concat([
+  Buffer.from("# Broken\n\nNot UTF-8: "),
+  Buffer.from([0xff, 0xfe]),
+  Buffer.from("\n"),
+]);
 
 async function until<T>(probe: () => T | undefined, what: string, ms = 15_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -110,7 +114,9 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       fake.settings["docshelf.serverUrl"] = `http://127.0.0.1:${await freePort()}/`;
       fake.inputs.push(token);
       expect(await session(secrets).signIn()).toBe(false);
-      expect(fake.messages.at(-1)?.text).toMatch(/cannot reach http:\/\/127\.0\.0\.1:\d+ \(connection refused\).*docshelf\.serverUrl/);
+      expect(fake.messages.at(-1)?.text).toMatch(
+        /cannot reach http:\/\/127\.0\.0\.1:\d+ \(connection refused\).*docshelf\.serverUrl/,
+      );
     });
 
     it("needs a token per server; signing out deletes it from SecretStorage", async () => {
@@ -167,13 +173,18 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       await uploads.addFiles(Uri.file(file) as unknown as vscodeTypes.Uri);
       expect(fake.messages.at(-1)?.text).toBe(`docshelf: ${path.basename(file)} added`);
       await uploads.addFiles(undefined, [Uri.file(file) as unknown as vscodeTypes.Uri]);
-      expect(fake.messages.at(-1)).toMatchObject({ level: "info", text: `docshelf: ${path.basename(file)} — ${DEDUP_MESSAGE}` });
+      expect(fake.messages.at(-1)).toMatchObject({
+        level: "info",
+        text: `docshelf: ${path.basename(file)} — ${DEDUP_MESSAGE}`,
+      });
       fs.rmSync(file);
     });
 
     it("without a token, offers Sign in instead of uploading", async () => {
       const uploads = new Uploads(session(secrets));
-      expect(await uploads.addFiles(Uri.file(path.join(notes, "raft.md")) as unknown as vscodeTypes.Uri)).toBeUndefined();
+      expect(
+        await uploads.addFiles(Uri.file(path.join(notes, "raft.md")) as unknown as vscodeTypes.Uri),
+      ).toBeUndefined();
       expect(fake.messages.at(-1)).toMatchObject({ level: "error", items: ["Sign in"] });
       expect(fake.messages.at(-1)?.text).toMatch(/Not signed in/);
     });
@@ -227,7 +238,10 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       const carol = await signedIn();
       const uploads = new Uploads(carol);
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-lib-"));
-      fs.writeFileSync(path.join(dir, "zzz-broken.md"), Buffer.concat([BAD_UTF8, Buffer.from("other bytes\n")]));
+      fs.writeFileSync(
+        path.join(dir, "zzz-broken.md"),
+        Buffer.concat([BAD_UTF8, Buffer.from("other bytes\n")]),
+      );
       await uploads.addFiles(Uri.file(path.join(dir, "zzz-broken.md")) as unknown as vscodeTypes.Uri);
       fs.rmSync(dir, { recursive: true, force: true });
 
@@ -247,6 +261,14 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       await library.retry(broken);
       expect(fake.messages.at(-1)?.text).toMatch(/zzz-broken — retried, failed again/);
     });
+  });
+
+  it("the Library view is empty without a token, and shows no error (its welcome offers Sign in)", async () => {
+    expect(await new LibraryProvider(session(secrets)).getChildren()).toEqual([]);
+    expect(fake.messages).toEqual([]);
+    const welcome = manifest.contributes.viewsWelcome[0];
+    expect(welcome).toMatchObject({ view: "docshelf.library", when: `!${SIGNED_IN_CONTEXT}` });
+    expect(welcome.contents).toContain("(command:docshelf.signIn)");
   });
 
   it("activate registers every command the manifest declares", () => {

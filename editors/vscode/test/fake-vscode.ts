@@ -191,8 +191,8 @@ export type Checked = [
   Same<`${ViewColumn.Beside}`, `${vscode.ViewColumn.Beside}`>,
   Same<`${TreeItemCollapsibleState.None}`, `${vscode.TreeItemCollapsibleState.None}`>,
 ];
-(null as unknown as Position) satisfies Pick<vscode.Position, "line" | "character">;
-(null as unknown as Uri) satisfies Pick<vscode.Uri, "scheme" | "path" | "fsPath" | "toString">;
+null as unknown as Position satisfies Pick<vscode.Position, "line" | "character">;
+null as unknown as Uri satisfies Pick<vscode.Uri, "scheme" | "path" | "fsPath" | "toString">;
 
 // --- SecretStorage ------------------------------------------------------------------------
 
@@ -247,7 +247,7 @@ export class FakeStatusBarItem {
     this.visible = false;
   }
 }
-(null as unknown as FakeStatusBarItem) satisfies Pick<
+null as unknown as FakeStatusBarItem satisfies Pick<
   vscode.StatusBarItem,
   "text" | "tooltip" | "show" | "hide" | "dispose"
 >;
@@ -291,7 +291,7 @@ export class FakeQuickPick<T extends vscode.QuickPickItem> {
     this.accept.fire();
   }
 }
-(null as unknown as FakeQuickPick<vscode.QuickPickItem>) satisfies Pick<
+null as unknown as FakeQuickPick<vscode.QuickPickItem> satisfies Pick<
   vscode.QuickPick<vscode.QuickPickItem>,
   "title" | "placeholder" | "busy" | "items" | "selectedItems" | "activeItems" | "show" | "hide" | "dispose"
 >;
@@ -309,7 +309,8 @@ export class FakeWebviewPanel {
 }
 
 export const window = {
-  activeTextEditor: undefined as undefined | { document: { uri: Uri; getText: () => string }; selection: Range },
+  activeTextEditor: undefined as
+    undefined | { document: { uri: Uri; getText: () => string }; selection: Range },
   showInputBox(options?: vscode.InputBoxOptions): Thenable<string | undefined> {
     const answer = fake.inputs.shift();
     if (answer !== undefined && options?.validateInput) {
@@ -341,10 +342,7 @@ export const window = {
       { onCancellationRequested: cancel.event },
     );
   },
-  showTextDocument(
-    document: { uri: Uri },
-    options?: { selection?: Range },
-  ): Thenable<unknown> {
+  showTextDocument(document: { uri: Uri }, options?: { selection?: Range }): Thenable<unknown> {
     fake.opened.push({ path: document.uri.fsPath, line: options?.selection?.start.line ?? 0 });
     return Promise.resolve(undefined);
   },

@@ -20,7 +20,8 @@ export const DOCSHELF_BIN =
 export function missingServer(): string | undefined {
   if (fs.existsSync(DOCSHELF_BIN)) return undefined;
   const why = `no docshelf executable at ${DOCSHELF_BIN} (run \`make install\` at the repository root, or set DOCSHELF_BIN)`;
-  if (process.env.CI === "true") throw new Error(`CI=true: the live-server tests must run, but there is ${why}`);
+  if (process.env.CI === "true")
+    throw new Error(`CI=true: the live-server tests must run, but there is ${why}`);
   return why;
 }
 
@@ -74,10 +75,14 @@ export async function startServer(): Promise<LiveServer> {
     PYTHONUNBUFFERED: "1", // the admin token is read from stdout
   };
   const port = await freePort();
-  const child = spawn(DOCSHELF_BIN, ["serve", "--host", "127.0.0.1", "--port", String(port), "--workers", "1"], {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    DOCSHELF_BIN,
+    ["serve", "--host", "127.0.0.1", "--port", String(port), "--workers", "1"],
+    {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));

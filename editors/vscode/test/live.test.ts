@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiError, DocshelfClient, Unreachable } from "../src/api";
 import { explain } from "../src/messages";
 import { type StageEvent, followDocument, readEventStream, stageEvent } from "../src/sse";
-import { DEDUP_MESSAGE, type UploadState, describe as describeState, retryUpload, runUpload } from "../src/upload";
+import {
+  DEDUP_MESSAGE,
+  type UploadState,
+  describe as describeState,
+  retryUpload,
+  runUpload,
+} from "../src/upload";
 import { type LiveServer, freePort, missingServer, startServer } from "./live-server";
 import { cuttingProxy } from "./proxy";
 
@@ -13,7 +19,13 @@ const skip = missingServer();
 if (skip) console.warn(`SKIPPED live-server tests: ${skip}`);
 
 const ORDER = ["queued", "parsing", "chunking", "embedding", "indexing", "complete"];
-const BAD_UTF8 = new Uint8Array([...Buffer.from("# Broken\n\nThis note is not UTF-8: "), 0xff, 0xfe, 0xfa, 0x0a]);
+const BAD_UTF8 = new Uint8Array([
+  ...Buffer.from("# Broken\n\nThis note is not UTF-8: "),
+  0xff,
+  0xfe,
+  0xfa,
+  0x0a,
+]);
 const fast = { backoff: () => 50 };
 
 let unique = 0;
@@ -118,7 +130,9 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
 
   it("takes the dedup fast path for bytes already processed (same user, and another user)", async () => {
     const bytes = note("Shared");
-    const first = await runUpload(alice, "shared.md", () => Promise.resolve(bytes), { onState: () => undefined });
+    const first = await runUpload(alice, "shared.md", () => Promise.resolve(bytes), {
+      onState: () => undefined,
+    });
     expect(first.phase).toBe("complete");
 
     const { seen, onState } = states();
@@ -127,7 +141,9 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
     expect(seen.map((s) => s.phase)).toEqual(["uploading", "complete"]); // no stream at all
     expect(describeState(again)).toBe(`shared.md: ${DEDUP_MESSAGE}`);
 
-    const linked = await runUpload(bob, "mine-too.md", () => Promise.resolve(bytes), { onState: () => undefined });
+    const linked = await runUpload(bob, "mine-too.md", () => Promise.resolve(bytes), {
+      onState: () => undefined,
+    });
     expect(linked).toMatchObject({ phase: "complete", deduplicated: true });
     const bobs = await bob.allDocuments();
     expect(bobs.map((d) => d.id)).toContain(first.phase === "complete" ? first.documentId : "");
@@ -182,9 +198,19 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
   });
 
   it("searches and asks with citations", async () => {
-    await runUpload(alice, "paxos.md", () => Promise.resolve(new TextEncoder().encode("# Paxos\n\n## Ballots\n\nA proposer picks a ballot number higher than any it has seen.\n")), {
-      onState: () => undefined,
-    });
+    await runUpload(
+      alice,
+      "paxos.md",
+      () =>
+        Promise.resolve(
+          new TextEncoder().encode(
+            "# Paxos\n\n## Ballots\n\nA proposer picks a ballot number higher than any it has seen.\n",
+          ),
+        ),
+      {
+        onState: () => undefined,
+      },
+    );
     const result = await alice.search("ballot number", 5);
     const hit = result.hits.find((h) => h.text.includes("ballot number"));
     expect(hit?.citation.heading_path).toEqual(["Paxos", "Ballots"]);

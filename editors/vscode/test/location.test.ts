@@ -33,7 +33,15 @@ const NOTE = [
 ].join("\n");
 
 function cite(p: string, headingPath: string[]): Citation {
-  return { label: "x", path: p, title: "t", heading_path: headingPath, chunk_index: 0, page_start: null, page_end: null };
+  return {
+    label: "x",
+    path: p,
+    title: "t",
+    heading_path: headingPath,
+    chunk_index: 0,
+    page_start: null,
+    page_end: null,
+  };
 }
 
 describe("citedLine (Markdown)", () => {
@@ -58,11 +66,15 @@ describe("citedLine (Markdown)", () => {
 
   it("never points past the end of the file, whatever the path (property)", () => {
     fc.assert(
-      fc.property(fc.array(fc.string(), { maxLength: 40 }), fc.array(fc.string(), { maxLength: 4 }), (lines, headingPath) => {
-        const line = citedLine(lines.join("\n"), "markdown", headingPath);
-        expect(line).toBeGreaterThanOrEqual(0);
-        expect(line).toBeLessThan(Math.max(1, lines.length));
-      }),
+      fc.property(
+        fc.array(fc.string(), { maxLength: 40 }),
+        fc.array(fc.string(), { maxLength: 4 }),
+        (lines, headingPath) => {
+          const line = citedLine(lines.join("\n"), "markdown", headingPath);
+          expect(line).toBeGreaterThanOrEqual(0);
+          expect(line).toBeLessThan(Math.max(1, lines.length));
+        },
+      ),
     );
   });
 
@@ -73,7 +85,20 @@ describe("citedLine (Markdown)", () => {
 
 describe("citedLine (reStructuredText, HTML, text)", () => {
   it("reads rst titles, with and without overlines, levels in order of first use", () => {
-    const rst = ["=====", "Guide", "=====", "", "Install", "-------", "", "Usage", "-------", "", "Flags", "~~~~~"].join("\n");
+    const rst = [
+      "=====",
+      "Guide",
+      "=====",
+      "",
+      "Install",
+      "-------",
+      "",
+      "Usage",
+      "-------",
+      "",
+      "Flags",
+      "~~~~~",
+    ].join("\n");
     expect(rstHeadings(rst.split("\n")).map((h) => [h.line, h.level, h.text])).toEqual([
       [0, 1, "Guide"],
       [4, 2, "Install"],
@@ -94,8 +119,16 @@ describe("citedLine (reStructuredText, HTML, text)", () => {
 });
 
 describe("workspaceFile and resolveCitation", () => {
-  const files = new Set(["/home/me/notes/raft.md", "/home/me/notes/guide/index.md", "/work/repo/docs/api.md"]);
-  const ws: Workspace = { folders: ["/home/me/notes", "/work/repo"], exists: (f) => files.has(f), pathApi: path.posix };
+  const files = new Set([
+    "/home/me/notes/raft.md",
+    "/home/me/notes/guide/index.md",
+    "/work/repo/docs/api.md",
+  ]);
+  const ws: Workspace = {
+    folders: ["/home/me/notes", "/work/repo"],
+    exists: (f) => files.has(f),
+    pathApi: path.posix,
+  };
   const base = "http://127.0.0.1:8750";
 
   it("opens a path inside the workspace as it is", () => {
@@ -118,8 +151,14 @@ describe("workspaceFile and resolveCitation", () => {
       url: "http://127.0.0.1:8750/#library/doc_1",
       why: "upload",
     });
-    expect(resolveCitation("doc_2", cite("/home/me/notes/paper.pdf", []), base, ws)).toMatchObject({ kind: "web", why: "binary" });
-    expect(resolveCitation("doc_3", cite("/nowhere/x.md", []), base, ws)).toMatchObject({ kind: "web", why: "elsewhere" });
+    expect(resolveCitation("doc_2", cite("/home/me/notes/paper.pdf", []), base, ws)).toMatchObject({
+      kind: "web",
+      why: "binary",
+    });
+    expect(resolveCitation("doc_3", cite("/nowhere/x.md", []), base, ws)).toMatchObject({
+      kind: "web",
+      why: "elsewhere",
+    });
     expect(resolveCitation("doc_4", cite("/home/me/notes/raft.md", ["Raft"]), base, ws)).toEqual({
       kind: "file",
       path: "/home/me/notes/raft.md",

@@ -25,7 +25,9 @@ describe("the Ask page", () => {
     const html = askPage({ state: "answered", answer }, "N0NCE");
     expect(html).not.toContain("<script>alert");
     expect(html).not.toContain("<img");
-    expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=&quot;alert(2)&quot;&gt;");
+    expect(html).toContain(
+      "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=&quot;alert(2)&quot;&gt;",
+    );
     // The only script is the page's own, allowed by its nonce.
     expect(html.match(/<script/g)).toHaveLength(1);
     expect(html).toContain('<script nonce="N0NCE">');

@@ -4,7 +4,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
 import { ApiError, DocshelfClient, type Fetch } from "../src/api";
-import { type SseMessage, SseParser, StreamGaveUp, type StageEvent, followDocument, stageEvent } from "../src/sse";
+import {
+  type SseMessage,
+  SseParser,
+  StreamGaveUp,
+  type StageEvent,
+  followDocument,
+  stageEvent,
+} from "../src/sse";
 
 function parseAll(chunks: string[]): SseMessage[] {
   const parser = new SseParser();
@@ -13,7 +20,7 @@ function parseAll(chunks: string[]): SseMessage[] {
 
 describe("SseParser", () => {
   it("reads id, event and data; comments are skipped", () => {
-    const text = ": keep-alive\n\nid: 7\nevent: stage\ndata: {\"stage\": \"parsing\"}\n\n";
+    const text = ': keep-alive\n\nid: 7\nevent: stage\ndata: {"stage": "parsing"}\n\n';
     expect(parseAll([text])).toEqual([{ id: "7", event: "stage", data: '{"stage": "parsing"}' }]);
   });
 
@@ -37,38 +44,59 @@ describe("SseParser", () => {
       { id: "9", event: "message", data: "z" },
     ]);
     const parser = new SseParser();
-    expect(parser.push("retry: 1500\ndata: r\n\n")).toEqual([{ id: undefined, event: "message", data: "r", retry: 1500 }]);
+    expect(parser.push("retry: 1500\ndata: r\n\n")).toEqual([
+      { id: undefined, event: "message", data: "r", retry: 1500 },
+    ]);
   });
 
   it("gives the same messages however the stream is split (property)", () => {
-    const field = fc.constantFrom("id: 12", "event: stage", 'data: {"stage":"queued"}', ": ping", "data:", "retry: 10", "");
+    const field = fc.constantFrom(
+      "id: 12",
+      "event: stage",
+      'data: {"stage":"queued"}',
+      ": ping",
+      "data:",
+      "retry: 10",
+      "",
+    );
     const stream = fc.array(field, { maxLength: 30 }).map((lines) => lines.join("\n") + "\n\n");
     fc.assert(
-      fc.property(stream, fc.array(fc.nat(), { maxLength: 8 }), fc.constantFrom("\n", "\r\n", "\r"), (text, cuts, eol) => {
-        const body = text.replace(/\n/g, eol);
-        const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
-        const pieces: string[] = [];
-        let at = 0;
-        for (const p of points) {
-          pieces.push(body.slice(at, p));
-          at = p;
-        }
-        pieces.push(body.slice(at));
-        expect(parseAll(pieces)).toEqual(parseAll([body]));
-      }),
+      fc.property(
+        stream,
+        fc.array(fc.nat(), { maxLength: 8 }),
+        fc.constantFrom("\n", "\r\n", "\r"),
+        (text, cuts, eol) => {
+          const body = text.replace(/\n/g, eol);
+          const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
+          const pieces: string[] = [];
+          let at = 0;
+          for (const p of points) {
+            pieces.push(body.slice(at, p));
+            at = p;
+          }
+          pieces.push(body.slice(at));
+          expect(parseAll(pieces)).toEqual(parseAll([body]));
+        },
+      ),
     );
   });
 });
 
 describe("stageEvent", () => {
   it("reads the data of a stage event", () => {
-    const event = stageEvent({ id: "4", event: "stage", data: '{"stage": "embedding", "progress_pct": 67, "message": "embedded 32/48"}' });
+    const event = stageEvent({
+      id: "4",
+      event: "stage",
+      data: '{"stage": "embedding", "progress_pct": 67, "message": "embedded 32/48"}',
+    });
     expect(event).toEqual({ id: "4", stage: "embedding", progressPct: 67, message: "embedded 32/48" });
   });
 
   it("refuses data that is not JSON or has no stage, saying what came", () => {
     expect(() => stageEvent({ id: "1", event: "stage", data: "<html>" })).toThrow(/not JSON: <html>/);
-    expect(() => stageEvent({ id: "1", event: "stage", data: '{"progress_pct": 1}' })).toThrow(/without a stage/);
+    expect(() => stageEvent({ id: "1", event: "stage", data: '{"progress_pct": 1}' })).toThrow(
+      /without a stage/,
+    );
   });
 });
 
@@ -89,15 +117,20 @@ function scripted(connections: Connection[], record: { status: string }) {
   const fakeFetch: Fetch = (input, init) => {
     const url = input instanceof Request ? input.url : input.toString();
     if (!url.includes("/events")) {
-      return Promise.resolve(Response.json({ id: "doc_1", status: record.status, job: { last_error: "boom" } }));
+      return Promise.resolve(
+        Response.json({ id: "doc_1", status: record.status, job: { last_error: "boom" } }),
+      );
     }
     const headers = new Headers(init?.headers);
     requests.push({ lastEventId: headers.get("Last-Event-ID") });
     const next = connections.shift();
     if (!next) throw new Error("no more scripted connections");
-    if ("refused" in next) return Promise.reject(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } }));
+    if ("refused" in next)
+      return Promise.reject(new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } }));
     if ("status" in next) {
-      return Promise.resolve(Response.json({ error: { code: next.code ?? "x", message: "no" } }, { status: next.status }));
+      return Promise.resolve(
+        Response.json({ error: { code: next.code ?? "x", message: "no" } }, { status: next.status }),
+      );
     }
     const encoder = new TextEncoder();
     const chunks = next.events.map(([id, stage]) => encoder.encode(sse(id, stage)));
@@ -134,21 +167,50 @@ function follow(connections: Connection[], record = { status: "parsing" }, lastE
 
 describe("followDocument", () => {
   it("delivers the stages in order and stops at complete", async () => {
-    const run = follow([{ events: [[1, "queued"], [2, "parsing"], [3, "chunking"], [4, "indexing"], [5, "complete"], [6, "queued"]] }]);
+    const run = follow([
+      {
+        events: [
+          [1, "queued"],
+          [2, "parsing"],
+          [3, "chunking"],
+          [4, "indexing"],
+          [5, "complete"],
+          [6, "queued"],
+        ],
+      },
+    ]);
     expect(await run.result).toEqual({ stage: "complete", message: "complete message", lastEventId: "5" });
     expect(run.events.map((e) => e.stage)).toEqual(["queued", "parsing", "chunking", "indexing", "complete"]);
   });
 
   it("stops at failed with the reason", async () => {
-    const run = follow([{ events: [[1, "queued"], [2, "failed"]] }]);
+    const run = follow([
+      {
+        events: [
+          [1, "queued"],
+          [2, "failed"],
+        ],
+      },
+    ]);
     expect(await run.result).toMatchObject({ stage: "failed", message: "failed message" });
   });
 
   it("reconnects after a drop with Last-Event-ID, seeing each event once", async () => {
     const run = follow([
-      { events: [[1, "queued"], [2, "parsing"]], then: "drop" },
+      {
+        events: [
+          [1, "queued"],
+          [2, "parsing"],
+        ],
+        then: "drop",
+      },
       { events: [[3, "chunking"]], then: "end" }, // the server cut it short: reopen
-      { events: [[4, "indexing"], [5, "complete"]] },
+      {
+        events: [
+          [4, "indexing"],
+          [5, "complete"],
+        ],
+      },
     ]);
     expect((await run.result).stage).toBe("complete");
     expect(run.requests.map((r) => r.lastEventId)).toEqual([null, "2", "3"]);

@@ -2,9 +2,20 @@
 
 import { describe, expect, it } from "vitest";
 
-import { DEDUP_MESSAGE, type UploadState, advance, describe as describeState, initialState } from "../src/upload";
+import {
+  DEDUP_MESSAGE,
+  type UploadState,
+  advance,
+  describe as describeState,
+  initialState,
+} from "../src/upload";
 
-const receipt = (created: boolean, status: string) => ({ document_id: "doc_1", status, fingerprint: "f", created });
+const receipt = (created: boolean, status: string) => ({
+  document_id: "doc_1",
+  status,
+  fingerprint: "f",
+  created,
+});
 const stage = (id: string, name: string, progressPct: number | null = null, message = "") => ({
   kind: "stage" as const,
   event: { id, stage: name, progressPct, message },
@@ -37,7 +48,12 @@ describe("advance", () => {
     let s = advance(initialState("b.md"), { kind: "sent", receipt: receipt(true, "queued") });
     s = advance(s, stage("2", "parsing"));
     s = advance(s, stage("3", "failed", null, "invalid UTF-8 at byte 33"));
-    expect(s).toMatchObject({ phase: "failed", stage: "parsing", reason: "invalid UTF-8 at byte 33", lastEventId: "3" });
+    expect(s).toMatchObject({
+      phase: "failed",
+      stage: "parsing",
+      reason: "invalid UTF-8 at byte 33",
+      lastEventId: "3",
+    });
     expect(describeState(s)).toBe("b.md: Failed while parsing — invalid UTF-8 at byte 33");
     s = advance(s, { kind: "retrying" });
     expect(s).toMatchObject({ phase: "processing", stage: "queued", lastEventId: "3" });
@@ -52,7 +68,9 @@ describe("advance", () => {
   });
 
   it("refuses events that do not fit the phase", () => {
-    expect(() => advance(initialState("a"), stage("1", "parsing"))).toThrow(/no "stage" in phase "uploading"/);
+    expect(() => advance(initialState("a"), stage("1", "parsing"))).toThrow(
+      /no "stage" in phase "uploading"/,
+    );
     const done = advance(initialState("a"), { kind: "sent", receipt: receipt(false, "complete") });
     expect(() => advance(done, { kind: "retrying" })).toThrow(/phase "complete"/);
     expect(() => advance(done, { kind: "error", reason: "x" })).toThrow();
