@@ -165,6 +165,14 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
     // The new attempt's own stages (after the old ones: Last-Event-ID), failing again.
     const stages = seen.flatMap((s) => (s.phase === "processing" ? [s.stage] : []));
     expect(stages[0]).toBe("queued");
+    // Every event seen is the new attempt's: the stream resumed after the old "failed".
+    const resumedAfter = Number(failed.lastEventId);
+    const ids = seen.flatMap((s) =>
+      s.phase === "processing" && s.lastEventId ? [Number(s.lastEventId)] : [],
+    );
+    expect(ids[0]).toBe(resumedAfter); // the "retrying" state, before any event
+    expect(ids.length).toBeGreaterThan(1);
+    expect(ids.slice(1).every((id) => id > resumedAfter)).toBe(true);
     expect(again.phase).toBe("failed");
     expect(again.phase === "failed" && again.reason).toMatch(/invalid UTF-8/);
     const all: StageEvent[] = []; // the whole record, read raw: both attempts
