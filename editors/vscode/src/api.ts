@@ -248,6 +248,16 @@ export class DocshelfClient {
     return this.post("/v1/ask", limit === undefined ? { question } : { question, limit }, signal);
   }
 
+  /** POST /v1/ask with `Accept: text/event-stream`: the raw stream (see `askStream` in sse.ts). */
+  openAskStream(question: string, signal?: AbortSignal): Promise<Response> {
+    return this.send("/v1/ask", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify({ question }),
+      signal,
+    });
+  }
+
   context(chunkId: string, mode = "snippet-window"): Promise<ChunkContext> {
     const query = new URLSearchParams({ mode });
     return this.json(`/v1/chunks/${encodeURIComponent(chunkId)}/context?${query}`);

@@ -2,10 +2,11 @@
 // labels come from documents, so none of it is ever HTML. The page runs one inline script,
 // allowed by its nonce (Content-Security-Policy: nothing else loads or runs).
 
-import { type Answer } from "./api";
+import { type Answer, type AnswerCitation } from "./api";
 
 export type AskView =
   | { state: "asking"; question: string }
+  | { state: "streaming"; question: string; sources: AnswerCitation[]; sentences: string[] }
   | { state: "answered"; answer: Answer }
   | { state: "failed"; question: string; message: string };
 
@@ -19,7 +20,7 @@ export function escapeHtml(text: string): string {
 }
 
 /** The answer's text with each `[n]` that names a citation made a link to it. */
-export function answerHtml(answer: Answer): string {
+export function answerHtml(answer: Pick<Answer, "answer" | "citations">): string {
   const known = new Set(answer.citations.map((c) => c.n));
   return answer.answer
     .split(/(\[\d+\])/)
@@ -34,29 +35,40 @@ export function answerHtml(answer: Answer): string {
     .replace(/\n/g, "<br>");
 }
 
+function sourcesHtml(citations: readonly AnswerCitation[]): string {
+  if (citations.length === 0) return `<p class="muted">No sources were cited.</p>`;
+  const items = citations
+    .map((c) => `<li value="${c.n}"><a href="#" class="cite" data-n="${c.n}">${escapeHtml(c.label)}</a></li>`)
+    .join("");
+  return `<h2>Sources</h2><ol class="sources">${items}</ol>`;
+}
+
 export function askPage(view: AskView, nonce: string): string {
   let body: string;
   if (view.state === "asking") {
     body = `<h1>${escapeHtml(view.question)}</h1><p class="muted" role="status">Asking docshelf…</p>`;
   } else if (view.state === "failed") {
     body = `<h1>${escapeHtml(view.question)}</h1><p class="error" role="alert">${escapeHtml(view.message)}</p>`;
+  } else if (view.state === "streaming") {
+    const text = answerHtml({ answer: view.sentences.join(" "), citations: view.sources });
+    body =
+      `<h1>${escapeHtml(view.question)}</h1>` +
+      `<p class="answer" aria-busy="true">${text}</p>` +
+      `<p class="muted" role="status">Writing…</p>` +
+      sourcesHtml(view.sources);
   } else {
     const { answer } = view;
     const notice = answer.notice ? `<p class="muted">${escapeHtml(answer.notice)}</p>` : "";
-    const sources = answer.citations.length
-      ? `<h2>Sources</h2><ol class="sources">${answer.citations
-          .map(
-            (c) =>
-              `<li value="${c.n}"><a href="#" class="cite" data-n="${c.n}">${escapeHtml(c.label)}</a></li>`,
-          )
-          .join("")}</ol>`
-      : `<p class="muted">No sources were cited.</p>`;
+    const how =
+      answer.mode === "llm"
+        ? "Written by the LLM from the sources"
+        : "Extractive: sentences taken from the sources";
     body =
       `<h1>${escapeHtml(answer.question)}</h1>` +
       `<p class="answer">${answerHtml(answer)}</p>` +
-      `<p class="muted">${answer.mode === "llm" ? "Written by the LLM from the sources" : "Extractive: sentences taken from the sources"}</p>` +
+      `<p class="muted">${how}</p>` +
       notice +
-      sources;
+      sourcesHtml(answer.citations);
   }
   return `<!DOCTYPE html>
 <html lang="en">

@@ -4,10 +4,11 @@ import { randomBytes } from "node:crypto";
 
 import * as vscode from "vscode";
 
-import { type Answer, type DocshelfClient } from "./api";
+import { type Answer, type AnswerCitation, type DocshelfClient } from "./api";
 import { askPage } from "./ask-html";
 import { explain } from "./messages";
 import { openCitation } from "./open";
+import { askStream } from "./sse";
 import { type Session } from "./session";
 
 /** The document a cited chunk belongs to: the caller's document at the citation's path. */
@@ -46,8 +47,26 @@ export class AskPanel {
     const panel = this.show();
     const nonce = randomBytes(16).toString("base64");
     panel.webview.html = askPage({ state: "asking", question: text }, nonce);
+    // Sentences arrive as the server verifies them; citations work as soon as the sources do.
+    const streaming = {
+      state: "streaming" as const,
+      question: text,
+      sources: [] as AnswerCitation[],
+      sentences: [] as string[],
+    };
+    this.answer = { question: text, answer: "", mode: "", citations: [] };
     try {
-      this.answer = await client.ask(text.trim());
+      this.answer = await askStream(client, text.trim(), {
+        onSources: (sources) => {
+          streaming.sources = sources;
+          this.answer = { question: text, answer: "", mode: "", citations: sources };
+          panel.webview.html = askPage(streaming, nonce);
+        },
+        onText: (sentence) => {
+          streaming.sentences.push(sentence);
+          panel.webview.html = askPage(streaming, nonce);
+        },
+      });
       panel.webview.html = askPage({ state: "answered", answer: this.answer }, nonce);
     } catch (error) {
       this.answer = undefined;

@@ -2,7 +2,15 @@
 // follower of one document's stages that reconnects with Last-Event-ID until a terminal
 // stage. `EventSource` is not used: it cannot send the Authorization header.
 
-import { ApiError, type DocshelfClient, Unreachable, isAbort, networkReason } from "./api";
+import {
+  type Answer,
+  type AnswerCitation,
+  ApiError,
+  type DocshelfClient,
+  Unreachable,
+  isAbort,
+  networkReason,
+} from "./api";
 
 export interface SseMessage {
   /** The `id:` in force (the last one seen, as the format says), or undefined. */
@@ -236,4 +244,37 @@ export async function followDocument(
 /** An error from reading the body: the connection dropped in the middle of the stream. */
 function isStreamError(error: unknown): boolean {
   return error instanceof TypeError || (error instanceof Error && "code" in error);
+}
+
+export interface AskProgress {
+  onSources: (sources: AnswerCitation[]) => void;
+  /** One verified sentence of the answer, in order. */
+  onText: (text: string) => void;
+}
+
+/**
+ * A streamed answer: `sources`, then `text` sentences, then `done` with the whole answer
+ * (the same JSON as without streaming), which is returned. Not resumed when cut: an answer
+ * is not a record on the server, so the caller asks again.
+ */
+export async function askStream(
+  client: DocshelfClient,
+  question: string,
+  progress: AskProgress,
+  signal?: AbortSignal,
+): Promise<Answer> {
+  const response = await client.openAskStream(question, signal);
+  if (!response.body) throw new Error("The answer stream has no body");
+  for await (const message of readEventStream(response.body)) {
+    let data: unknown;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      throw new Error(`The server sent an answer event that is not JSON: ${message.data.slice(0, 80)}`);
+    }
+    if (message.event === "sources") progress.onSources((data as { sources: AnswerCitation[] }).sources);
+    else if (message.event === "text") progress.onText((data as { text: string }).text);
+    else if (message.event === "done") return data as Answer;
+  }
+  throw new Error("The answer stream ended before the answer was done; ask again");
 }

@@ -227,6 +227,11 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       expect(view.webview.html).toMatch(/<h1>What does a follower do without a heartbeat\?<\/h1>/);
       expect(view.webview.html).toMatch(/<a href="#" class="cite" data-n="1">/);
       expect(view.webview.html).toMatch(/Content-Security-Policy" content="default-src 'none'/);
+      // Streamed: "Asking", then the page as sentences arrive, then the whole answer.
+      expect(view.pages[0]).toContain("Asking docshelf…");
+      expect(view.pages.some((p) => p.includes("Writing…"))).toBe(true);
+      expect(view.webview.html).not.toContain("Writing…");
+      expect(view.webview.html).toMatch(/Extractive: sentences taken from the sources/);
       view.messages.fire({ type: "open", n: 1 });
       const opened = await until(() => fake.opened[0], "the cited file");
       expect(opened.path).toBe(path.join(notes, "raft.md"));

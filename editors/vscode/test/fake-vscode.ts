@@ -299,7 +299,18 @@ null as unknown as FakeQuickPick<vscode.QuickPickItem> satisfies Pick<
 export class FakeWebviewPanel {
   readonly messages = new EventEmitter<unknown>();
   readonly disposed = new EventEmitter<void>();
-  readonly webview = { html: "", onDidReceiveMessage: this.messages.event };
+  /** Every page the extension set, in order. */
+  readonly pages: string[] = [];
+  readonly webview = {
+    pages: this.pages,
+    get html(): string {
+      return this.pages.at(-1) ?? "";
+    },
+    set html(value: string) {
+      this.pages.push(value);
+    },
+    onDidReceiveMessage: this.messages.event,
+  };
   readonly onDidDispose = this.disposed.event;
   constructor(readonly title: string) {}
   reveal(): void {}

@@ -9,6 +9,7 @@ import {
   SseParser,
   StreamGaveUp,
   type StageEvent,
+  askStream,
   followDocument,
   stageEvent,
 } from "../src/sse";
@@ -248,5 +249,47 @@ describe("followDocument", () => {
     const abort = new AbortController();
     const result = followDocument(client, "doc_1", { onEvent: () => abort.abort(), signal: abort.signal });
     await expect(result).rejects.toThrow(/aborted/);
+  });
+});
+
+describe("askStream", () => {
+  const answer = {
+    question: "q",
+    answer: "Yes [1].",
+    mode: "llm",
+    citations: [{ n: 1, chunk_id: "c", label: "a.md#1" }],
+  };
+  const client = (body: string) =>
+    new DocshelfClient({
+      baseUrl: "http://docshelf.test",
+      token: "t",
+      fetch: (_input, init) => {
+        expect(new Headers(init?.headers).get("Accept")).toBe("text/event-stream");
+        return Promise.resolve(new Response(body, { headers: { "Content-Type": "text/event-stream" } }));
+      },
+    });
+
+  it("hands over the sources, each sentence, and returns the done answer", async () => {
+    const body =
+      `event: sources\ndata: {"sources": [{"n": 1, "chunk_id": "c", "label": "a.md#1"}]}\n\n` +
+      `event: text\ndata: {"text": "Yes [1]."}\n\n` +
+      `event: done\ndata: ${JSON.stringify(answer)}\n\n`;
+    const seen: string[] = [];
+    const done = await askStream(client(body), "q", {
+      onSources: (s) => seen.push(`sources ${s.length}`),
+      onText: (t) => seen.push(`text ${t}`),
+    });
+    expect(seen).toEqual(["sources 1", "text Yes [1]."]);
+    expect(done).toEqual(answer);
+  });
+
+  it("says so when the stream ends before done, or sends something that is not JSON", async () => {
+    const none = { onSources: () => undefined, onText: () => undefined };
+    await expect(askStream(client(`event: text\ndata: {"text": "a"}\n\n`), "q", none)).rejects.toThrow(
+      /ask again/,
+    );
+    await expect(askStream(client("event: text\ndata: nope\n\n"), "q", none)).rejects.toThrow(
+      /not JSON: nope/,
+    );
   });
 });
