@@ -373,6 +373,27 @@ window.showWarningMessage satisfies (message: string, ...items: string[]) => The
 
 // --- workspace ----------------------------------------------------------------------------
 
+/** A glob as VS Code reads one (`**`, `*`, `?`, `{a,b}`), as a RegExp over `/` paths. */
+export function globRegExp(glob: string): RegExp {
+  let out = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (glob.startsWith("**/", i)) {
+      out += "(?:.*/)?";
+      i += 2;
+    } else if (glob.startsWith("**", i)) {
+      out += ".*";
+      i += 1;
+    } else if (c === "*") out += "[^/]*";
+    else if (c === "?") out += "[^/]";
+    else if (c === "{") out += "(?:";
+    else if (c === "}") out += ")";
+    else if (c === ",") out += "|";
+    else out += c.replace(/[.+^$()|[\]\\]/g, "\\$&");
+  }
+  return new RegExp(`^${out}$`);
+}
+
 export const workspace = {
   get workspaceFolders(): { uri: Uri; name: string; index: number }[] {
     return fake.workspaceFolders.map((folder, index) => ({
@@ -391,16 +412,17 @@ export const workspace = {
   fs: {
     readFile: (uri: Uri): Thenable<Uint8Array> => fs.promises.readFile(uri.fsPath),
   },
+  /** Files under the pattern's base (its pattern taken as `**` + `/*`), less the exclude glob. */
   findFiles(include: RelativePattern, exclude?: string | null): Thenable<Uri[]> {
     const root = include.baseUri.fsPath;
-    const skip = exclude ? /(^|\/)(\.git|\.obsidian|node_modules)(\/|$)/ : undefined;
+    const skip = exclude ? globRegExp(exclude) : undefined;
     const out: Uri[] = [];
     const walk = (dir: string): void => {
       for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
         const full = nodePath.join(dir, entry.name);
-        if (skip?.test(nodePath.relative(root, full))) continue;
         if (entry.isDirectory()) walk(full);
-        else out.push(Uri.file(full));
+        else if (!skip?.test(nodePath.relative(root, full).split(nodePath.sep).join("/")))
+          out.push(Uri.file(full));
       }
     };
     walk(root);
