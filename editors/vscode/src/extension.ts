@@ -26,10 +26,14 @@ export function activate(context: vscode.ExtensionContext): void {
     view,
     command("docshelf.signIn", () => session.signIn()),
     command("docshelf.signOut", () => session.signOut()),
-    command("docshelf.addFile", (clicked?: vscode.Uri, selected?: vscode.Uri[]) =>
-      uploads.addFiles(clicked, selected),
+    // The explorer's entries are the same commands, titled with "docshelf:" (menus show
+    // no category), and hidden from the palette.
+    ...["docshelf.addFile", "docshelf.explorer.addFile"].map((id) =>
+      command(id, (clicked?: vscode.Uri, selected?: vscode.Uri[]) => uploads.addFiles(clicked, selected)),
     ),
-    command("docshelf.addFolder", (folder?: vscode.Uri) => uploads.addFolder(folder)),
+    ...["docshelf.addFolder", "docshelf.explorer.addFolder"].map((id) =>
+      command(id, (folder?: vscode.Uri) => uploads.addFolder(folder)),
+    ),
     command("docshelf.search", () => searchCommand(session)),
     command("docshelf.ask", () => ask.ask()),
     command("docshelf.library.refresh", () => library.refresh()),
