@@ -11,6 +11,7 @@ import { afterAll, expect, it } from "vitest";
 import type * as vscodeTypes from "vscode";
 
 import manifest from "../package.json";
+import { FAILED_CONTEXT } from "../src/library";
 import * as fakeVscode from "./fake-vscode";
 
 const out = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-bundle-"));
@@ -41,4 +42,16 @@ it("the production bundle activates and registers the manifest's commands", () =
     loader._load = original;
   }
   expect(manifest.main).toBe("./dist/extension.js");
+});
+
+it("the manifest's menus name only declared commands; the library view exists", () => {
+  const declared = new Set(manifest.contributes.commands.map((c) => c.command));
+  const menus = Object.values(manifest.contributes.menus).flat();
+  expect(menus.length).toBeGreaterThan(0);
+  for (const entry of menus) expect(declared).toContain(entry.command);
+  expect(manifest.contributes.views.explorer.map((v) => v.id)).toContain("docshelf.library");
+  const retry = manifest.contributes.menus["view/item/context"].filter(
+    (m) => m.command === "docshelf.library.retry",
+  );
+  expect(retry.every((m) => m.when.includes(`viewItem == ${FAILED_CONTEXT}`))).toBe(true);
 });
