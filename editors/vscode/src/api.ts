@@ -131,7 +131,9 @@ export function normalizeBaseUrl(raw: string): string {
   try {
     url = new URL(trimmed);
   } catch {
-    throw new Error(`docshelf.serverUrl is not a URL: ${JSON.stringify(trimmed)}`);
+    throw new Error(
+      `docshelf.serverUrl is not a URL: ${JSON.stringify(trimmed)} (write it as http://host:port)`,
+    );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new Error(`docshelf.serverUrl must start with http:// or https://, not ${url.protocol}`);
