@@ -55,3 +55,10 @@ it("the manifest's menus name only declared commands; the library view exists", 
   );
   expect(retry.every((m) => m.when.includes(`viewItem == ${FAILED_CONTEXT}`))).toBe(true);
 });
+
+it("the README and CHANGELOG packed in the .vsix have no relative links (vsce refuses them)", () => {
+  for (const file of ["README.md", "CHANGELOG.md"]) {
+    const text = fs.readFileSync(file, "utf8");
+    expect(text.match(/\]\((?!https?:|#)[^)]*\)/g) ?? []).toEqual([]);
+  }
+});
