@@ -62,3 +62,17 @@ it("the README and CHANGELOG packed in the .vsix have no relative links (vsce re
     expect(text.match(/\]\((?!https?:|#)[^)]*\)/g) ?? []).toEqual([]);
   }
 });
+
+it("vsce packages the extension (as `make vsix` does) with the bundle, manifest and docs", () => {
+  const vsix = path.join(out, "docshelf.vsix");
+  const vsce = createRequire(import.meta.url).resolve("@vscode/vsce/vsce");
+  const args = ["package", "--no-dependencies", "--allow-missing-repository", "--out", vsix];
+  execFileSync(process.execPath, [vsce, ...args], { stdio: "pipe" });
+  // A zip's central directory keeps the names uncompressed.
+  const names = fs.readFileSync(vsix).toString("latin1");
+  for (const name of ["extension/package.json", "extension/dist/extension.js", "extension/readme.md"]) {
+    expect(names).toContain(name);
+  }
+  expect(names).not.toContain("extension/src/");
+  expect(names).not.toContain("node_modules");
+}, 60_000);
