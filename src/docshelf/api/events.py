@@ -25,6 +25,7 @@ from docshelf.model import Event, Stage
 router = APIRouter()
 
 BATCH = 100
+MAX_EVENT_ID = 2**63 - 1  # event ids are the store's 64-bit sequence numbers
 TERMINAL = frozenset({Stage.COMPLETE.value, Stage.FAILED.value})
 
 LastEventId = Annotated[
@@ -40,8 +41,8 @@ def _after(last_event_id: str | None) -> int:
         after = int(last_event_id)
     except ValueError:
         raise InvalidInput(f"Last-Event-ID must be an event id, not {last_event_id!r}") from None
-    if after < 0:
-        raise InvalidInput(f"Last-Event-ID must not be negative, not {after}")
+    if not 0 <= after <= MAX_EVENT_ID:
+        raise InvalidInput(f"Last-Event-ID must be between 0 and {MAX_EVENT_ID}, not {after}")
     return after
 
 

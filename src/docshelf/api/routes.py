@@ -31,6 +31,9 @@ router = APIRouter()
 JSON = dict[str, Any]
 _MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "text": "text/plain; charset=utf-8"}
 _BLOB_CHUNK = 64 * 1024
+# Every integer parameter is bounded: past the store's 64-bit integers a query would
+# fail (SQLite: OverflowError), and no library has a billion documents to page through.
+MAX_OFFSET = 1_000_000_000
 
 
 @router.get("/documents", summary="The caller's documents")
@@ -38,7 +41,7 @@ def list_documents(
     shelf: ShelfDep,
     user: UserDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> JSON:
     docs = shelf.documents(user_id=user.id, limit=limit, offset=offset)
     return {"documents": [views.document(d) for d in docs], "limit": limit, "offset": offset}

@@ -130,7 +130,6 @@ def _boundary(request: Request) -> bytes:
     status_code=202,
     summary="Upload a file (multipart field `file`); parsing and embedding happen later",
     responses={
-        200: {"description": "The same bytes were already there: that document"},
         400: {"description": "Malformed body, no `file` field, or an empty file"},
         413: {"description": "Over the upload size limit"},
         415: {"description": "Unsupported file type"},
@@ -171,7 +170,8 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
     finally:
         if receiver.writer is not None and not recorded:
             receiver.writer.abort()  # no temp file is left behind
-    return JSONResponse(views.upload(result), status_code=202 if result.created else 200)
+    # 202 whether or not the bytes were known: the answer must not tell who holds what
+    return JSONResponse(views.upload(result), status_code=202)
 
 
 def _record(shelf: Shelf, writer: BlobWriter, user_id: str, name: str) -> UploadResult:
