@@ -46,6 +46,9 @@ from docshelf.backoff import Backoff
 from docshelf.errors import Unavailable
 
 log = logging.getLogger("docshelf.transport")
+# pika logs each failed connection attempt at ERROR, in about seven lines with a traceback;
+# this module says it once per change of state, with the cause.
+logging.getLogger("pika.adapters").setLevel(logging.CRITICAL)
 REASON_HEADER = "x-docshelf-reason"
 WAKEUP_TTL_MS = 60_000  # workers poll the store anyway: an older wake-up is noise
 RECONNECT_BASE = 0.5  # seconds before the first reconnect; doubles up to the cap
