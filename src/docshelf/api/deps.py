@@ -17,6 +17,7 @@ from docshelf.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    StorageFull,
     TooLarge,
     Unauthorized,
     Unavailable,
@@ -25,8 +26,10 @@ from docshelf.errors import (
 from docshelf.model import User
 from docshelf.shelf import Shelf
 
-# Most specific first: TooLarge and UnsupportedType are InvalidInput too.
+# Most specific first: TooLarge and UnsupportedType are InvalidInput too, StorageFull
+# is Unavailable (507 Insufficient Storage; a read-only disk stays 503).
 _STATUS: tuple[tuple[type[DocshelfError], int], ...] = (
+    (StorageFull, 507),
     (Unauthorized, 401),
     (Forbidden, 403),
     (TooLarge, 413),
