@@ -161,3 +161,61 @@ def test_sanitized_names_are_bounded_and_keep_the_type(stem: str, ext: str) -> N
     clean_stem = sanitize_filename(stem)
     if clean_stem != "upload" and "." not in stem and "/" not in stem and "\\" not in stem:
         assert file_type_for(name) == file_type_for(f"x.{ext}")
+
+
+# -- item 12: the API says what it does ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "allow"),
+    [
+        ("TRACE", "/v1/documents", "GET, POST"),
+        ("PATCH", "/v1/search", "POST"),
+        ("TRACE", "/healthz", "GET"),
+        ("PUT", "/v1/documents/doc_x", "DELETE, GET"),
+    ],
+)
+def test_a_method_the_path_does_not_take_is_405_with_allow(
+    shelf: Shelf, client: TestClient, method: str, url: str, allow: str
+) -> None:
+    alice = _user(shelf, client, "alice")
+    r = alice.request(method, url)
+    assert r.status_code == 405
+    assert r.headers["allow"] == allow
+    assert r.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_schema_valid_requests_are_accepted(shelf: Shelf, client: TestClient) -> None:
+    alice = _user(shelf, client, "alice")
+    r = alice.get("/v1/distillates?limit=20")
+    assert r.status_code == 200, r.text
+    assert r.json()["distillates"] == [] and "notice" in r.json()
+    assert alice.get("/v1/distillates?q=%20%20").status_code == 200
+
+
+def test_constraints_are_in_the_schema(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    search = spec["components"]["schemas"]["SearchRequest"]["properties"]
+    assert search["query"]["minLength"] == 1 and "pattern" in search["query"]
+    assert search["mode"]["enum"] == ["hybrid", "lexical", "vector"]
+    offset = next(
+        p for p in spec["paths"]["/v1/documents"]["get"]["parameters"] if p["name"] == "offset"
+    )
+    assert offset["schema"]["maximum"] == 1_000_000_000
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            statuses = set(operation["responses"])
+            assert "422" not in statuses, (method, path)  # the API answers 400, never 422
+            if path.startswith("/v1/"):
+                assert {"400", "401", "503"} <= statuses, (method, path)
+                body = operation["responses"]["401"]["content"]["application/json"]["schema"]
+                assert body == {"$ref": "#/components/schemas/ErrorBody"}
+    upload = spec["paths"]["/v1/documents"]["post"]["responses"]
+    assert {"202", "413", "415", "507"} <= set(upload) and "200" not in upload
+
+
+def test_an_unknown_query_parameter_is_400(shelf: Shelf, client: TestClient) -> None:
+    alice = _user(shelf, client, "alice")
+    r = alice.get("/v1/documents?limt=5")
+    assert r.status_code == 400
+    assert "limt" in r.json()["error"]["message"]

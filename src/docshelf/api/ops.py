@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, Field
 
 from docshelf.api.deps import ShelfDep
 from docshelf.errors import from_os_error
@@ -16,6 +17,13 @@ from docshelf.shelf import Shelf
 from docshelf.worker import WorkerPool
 
 router = APIRouter()
+
+
+class Readiness(BaseModel):
+    status: str = Field(description="ready | unavailable")
+    problems: list[str] = Field(default_factory=list)
+
+
 PROBE_BYTES = 64 * 1024  # written and fsynced, then dropped: can uploads be written?
 
 
@@ -48,7 +56,10 @@ def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     summary="Readiness: the store answers, the disk takes writes, the worker pool is alive",
-    responses={503: {"description": "Not ready; the body says why"}},
+    responses={
+        200: {"model": Readiness},
+        503: {"model": Readiness, "description": "Not ready; `problems` says why"},
+    },
 )
 def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
     problems: list[str] = []
@@ -65,7 +76,12 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
     return JSONResponse({"status": "ready"})
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+)
 def metrics(shelf: ShelfDep) -> Response:
     shelf.metrics.queue(shelf.store.job_counts())
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
