@@ -4,6 +4,7 @@ are 405 with ``Allow``, and ``/docs`` loads nothing from elsewhere."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 
@@ -12,7 +13,9 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
+from docshelf.access import as_named, described
 from docshelf.api import create_app
+from docshelf.model import Document
 from docshelf.parse import file_type_for
 from docshelf.shelf import Shelf, sanitize_filename
 from tests.conftest import FILLER
@@ -108,6 +111,29 @@ def test_a_removal_event_names_the_remover_s_own_file(shelf: Shelf, client: Test
     assert bob.request("DELETE", f"/v1/documents/{doc_id}").json()["removed"] is False
     removed = [e for e in sse_events_of(bob, "/v1/events") if e["event"] == "document.removed"]
     assert [json.loads(e["data"])["message"] for e in removed] == ["bob-notes.txt"]
+
+
+def _doc(title: str, rel_path: str, path: str, source_id: str | None = None) -> Document:
+    return Document("doc_1", "ab" * 32, title, path, rel_path, source_id, "h", "text", 1, 0, 0)
+
+
+def test_what_an_llm_is_told_of_an_upload_names_no_uploader() -> None:
+    upload = f"upload://{'ab' * 32}"
+    named_after_file = described(_doc(SECRET, f"{SECRET}.txt", upload))
+    assert SECRET not in named_after_file and "text" in named_after_file
+    titled = described(_doc("Raft", f"{SECRET}.md", upload))
+    assert "Raft" in titled and SECRET not in titled
+    source = described(_doc("Raft", "notes/raft.md", "/lib/notes/raft.md", "src_1"))
+    assert "notes/raft.md" in source  # a folder's paths are its owner's own
+
+
+def test_as_named_is_the_shared_record_under_a_user_s_name() -> None:
+    doc = _doc(SECRET, f"{SECRET}.txt", "upload://x")
+    mine = as_named(doc, "mine.txt")
+    assert (mine.title, mine.rel_path, mine.id) == ("mine", "mine.txt", doc.id)
+    assert as_named(doc, None) is doc
+    titled = as_named(dataclasses.replace(doc, title="Raft"), "mine.txt")
+    assert titled.title == "Raft"
 
 
 # -- item 8: bounded integers -------------------------------------------------------------

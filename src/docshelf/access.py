@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 
 from docshelf.model import Document
 
-__all__ = ["as_named", "title_from_name"]
+__all__ = ["as_named", "described", "title_from_name"]
 
 
 def title_from_name(name: str) -> str:
@@ -30,3 +30,14 @@ def as_named(doc: Document, name: str | None) -> Document:
     named_after_file = doc.title == title_from_name(doc.rel_path)
     title = title_from_name(name) if named_after_file else doc.title
     return dataclasses.replace(doc, rel_path=name, title=title)
+
+
+def described(doc: Document) -> str:
+    """The shared record as it may be described to anything every holder sees (an LLM
+    writing the summary): an upload's file name, and a title made from it, belong to
+    the user who sent it, so they are left out."""
+    if doc.source_id is not None or not doc.path.startswith("upload://"):
+        return f"{doc.title} ({doc.file_type}, {doc.rel_path})"
+    if doc.title == title_from_name(doc.rel_path):
+        return f"an uploaded {doc.file_type} document"
+    return f"{doc.title} ({doc.file_type})"
