@@ -182,7 +182,7 @@ def test_upload_progress_streams_live_and_resumes(server: Server) -> None:
         assert lifecycle.events[-1].data == {
             "document_id": doc_id,
             "stage": "complete",
-            "message": "handbook.md",
+            "message": "complete",  # no file name: shared bytes may have several
         }
         assert any(c.startswith(": ping") for c in lifecycle.comments)  # keep-alive
 

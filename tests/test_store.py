@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -570,6 +571,34 @@ def test_access_links(store: Store) -> None:
     assert not store.has_access("u1", doc.id) and store.access_count(doc.id) == 1
     store.delete_document(doc.id)
     assert store.access_count(doc.id) == 0
+
+
+def test_access_titles_are_each_user_s_own(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    d1, d2 = put(store, 1, "x"), put(store, 2, "y")
+    store.grant("u1", d1.id, title="ann's.md")
+    store.grant("u2", d1.id, title="bob's.md")
+    store.grant("u1", d2.id)  # no name of its own
+    assert store.access_titles("u1", [d1.id, d2.id, "doc_nope"]) == {d1.id: "ann's.md"}
+    assert store.access_titles("u2", [d1.id, d2.id]) == {d1.id: "bob's.md"}
+    assert store.access_titles("u2", []) == {}
+
+
+def test_a_user_sees_shared_events_only_from_when_their_access_began(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    doc = put(store, 1, "x")
+    store.grant("u1", doc.id)
+    before = store.add_event(doc.id, "document.queued", message="ann's name")
+    time.sleep(0.01)  # access times are wall-clock: bob's comes strictly later
+    store.grant("u2", doc.id)
+    own = store.add_event(doc.id, "document.queued", message="bob's", user_id="u2")
+    shared = store.add_event(doc.id, "document.completed")
+    assert [e.seq for e in store.events_after(0, user_id="u1")] == [before, shared]
+    assert [e.seq for e in store.events_after(0, user_id="u2")] == [own, shared]
+    by_doc = store.events_after(0, document_id=doc.id, user_id="u2")
+    assert [e.seq for e in by_doc] == [own, shared]
 
 
 # -- jobs and payloads ---------------------------------------------------------------------

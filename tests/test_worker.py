@@ -79,7 +79,9 @@ def test_same_bytes_are_processed_once(shelf: Shelf, embedder: HashEmbedder) -> 
     embedded = len(embedder.embedded)
     theirs = shelf.upload(bob, "mine.md", NOTE)
     assert theirs.document_id == first.document_id
-    assert (theirs.created, theirs.linked, theirs.status) == (False, True, "complete")
+    # a new link is answered as new bytes are (queued): no one learns what others hold
+    assert (theirs.created, theirs.linked, theirs.status) == (False, True, "queued")
+    assert shelf.document(first.document_id, bob).document.status == "complete"
     drain(shelf)
     assert len(embedder.embedded) == embedded
     assert shelf.search("heartbeat", user_id=bob).hits

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from docshelf.access import described
 from docshelf.answer import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.llm import LLM, Message
 from docshelf.model import Chunk, Document, Enrichment
@@ -343,7 +344,7 @@ def _prompt(
     )
     blocks = "\n\n".join(f"[{n}] {c.text}" for n, c in enumerate(excerpts, 1))
     ask = (
-        f"Document: {doc.title} ({doc.file_type}, {doc.rel_path})\n"
+        f"Document: {described(doc)}\n"
         f"Outline:\n{chr(10).join(outline) or '(none)'}\n\n"
         f"Numbered excerpts:\n\n{blocks}\n\n"
         f"Concepts you may use (ids):\n{concepts}\n\n"

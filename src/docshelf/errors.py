@@ -8,12 +8,16 @@
     │   └── UnsupportedType   no parser for this kind of file
     ├── Unauthorized      no credentials, or unknown or revoked ones
     └── Unavailable       a configured backend or optional extra is missing
+        ├── StorageFull       no space left where docshelf writes (HTTP 507)
+        └── ReadOnlyStorage   docshelf's home or database is read-only (HTTP 503)
 
 Driver and library errors are translated to these at the adapter boundary.
 ``code`` is the stable machine-readable name used in the CLI JSON envelope.
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class DocshelfError(Exception):
@@ -58,13 +62,41 @@ class Unavailable(DocshelfError):
     code = "unavailable"
 
 
+class StorageFull(Unavailable):
+    """A write failed for want of space; it works again once space is freed."""
+
+    code = "storage_full"
+
+
+class ReadOnlyStorage(Unavailable):
+    """A write failed because the file system (or database) is read-only."""
+
+    code = "read_only"
+
+
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def from_os_error(exc: OSError, what: str) -> DocshelfError | None:
+    """A full or read-only file system as ours (``what`` says where docshelf was
+    writing); None for other errors, which stay as they are."""
+    if exc.errno in _NO_SPACE:
+        return StorageFull(f"No space left for {what}: free some disk space and try again")
+    if exc.errno == errno.EROFS:
+        return ReadOnlyStorage(f"Cannot write {what}: the file system is read-only")
+    return None
+
+
 __all__ = [
     "Conflict",
     "DocshelfError",
     "InvalidInput",
     "NotFound",
+    "ReadOnlyStorage",
+    "StorageFull",
     "TooLarge",
     "Unauthorized",
     "Unavailable",
     "UnsupportedType",
+    "from_os_error",
 ]

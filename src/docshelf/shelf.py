@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
 from docshelf import users as users_mod
+from docshelf.access import as_named, title_from_name
 from docshelf.blobs import BlobStore, open_blob_store
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
@@ -89,6 +90,7 @@ SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
 CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
 MAX_LIMIT = 200
+MAX_NAME_CHARS = 200  # an upload's name, cut to this (sanitize_filename)
 CACHED_LIMIT = 50  # searches asking for more hits (or expanded sections) are not cached
 CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion
 GROUPS: tuple[str, ...] = ("snippet", "section", "document")
@@ -155,7 +157,18 @@ def sanitize_filename(name: str) -> str:
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     base = "".join(ch for ch in base if ch.isprintable())
     base = base.strip().lstrip(".").strip()
-    return base[:200] or "upload"
+    return _cut_name(base) or "upload"
+
+
+def _cut_name(name: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``name`` in at most ``limit`` characters: the stem is cut, the extension (which
+    picks the parser) is kept."""
+    if len(name) <= limit:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem or len(ext) >= limit // 2:
+        return name[:limit].rstrip()
+    return f"{stem[: limit - len(ext) - 1].rstrip()}.{ext}"
 
 
 def unsupported_type_message(name: str) -> str:
@@ -675,17 +688,40 @@ class Shelf:
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Document]:
-        """Documents (only ``user_id``'s when given; all for the local caller)."""
-        return self.store.list_documents(
+        """Documents (only ``user_id``'s when given, under their own names; all for the
+        local caller)."""
+        docs = self.store.list_documents(
             source_id=source_id, user_id=user_id, limit=limit, offset=offset
         )
+        return self._seen_by(docs, user_id)
 
     def _visible(self, document_id: str, user_id: str | None) -> Document:
-        """The document, if the caller may see it; another user's is answered as unknown."""
+        """The document as the caller sees it (their own name for it), if they may see it;
+        another user's is answered as unknown."""
         doc = self.store.get_document(document_id)
         if doc is None or (user_id is not None and not self.store.has_access(user_id, doc.id)):
             raise NotFound(f"No document {document_id!r}")
-        return doc
+        return self._seen_by([doc], user_id)[0]
+
+    def _seen_by(self, docs: Sequence[Document], user_id: str | None) -> list[Document]:
+        """Shared records with each one's per-user name (``access.as_named``)."""
+        if user_id is None or not docs:
+            return list(docs)
+        names = self.store.access_titles(user_id, [d.id for d in docs])
+        return [as_named(d, names.get(d.id)) for d in docs]
+
+    def _hits_seen_by(self, hits: list[Hit], user_id: str | None) -> list[Hit]:
+        if user_id is None:
+            return hits
+        docs = list({h.document.id: h.document for h in hits}.values())
+        seen = {d.id: d for d in self._seen_by(docs, user_id)}
+        out = []
+        for h in hits:
+            doc = seen[h.document.id]
+            if doc is not h.document:
+                h = dataclasses.replace(h, document=doc, citation=Citation.for_chunk(h.chunk, doc))
+            out.append(h)
+        return out
 
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
         doc = self._visible(document_id, user_id)
@@ -884,12 +920,10 @@ class Shelf:
         parsed = parse_query(query)
         filters = _with_fields(SearchFilters(), parsed, user_id, self.taxonomy)
         found = self.store.search_distillates(lexical_terms(parsed.text), limit, filters)
-        docs = {
-            d.id: d
-            for d in self.store.list_documents(
-                document_ids=tuple(dict.fromkeys(x.document_id for x, _ in found))
-            )
-        }
+        listed = self.store.list_documents(
+            document_ids=tuple(dict.fromkeys(x.document_id for x, _ in found))
+        )
+        docs = {d.id: d for d in self._seen_by(listed, user_id)}
         return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
 
     # -- search -------------------------------------------------------------------------
@@ -1014,7 +1048,7 @@ class Shelf:
             t = time.perf_counter()
             hits = self._rerank(parsed.text, hits)
             timings["rerank"] = (time.perf_counter() - t) * 1000
-        hits = hits[:limit]
+        hits = self._hits_seen_by(hits[:limit], filters.user_id)
         self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
         counts: dict[str, dict[str, int]] = {}
         if facets:
@@ -1268,6 +1302,8 @@ class Shelf:
         New bytes get a document and a queued job; bytes this user already has
         are answered with the same document; bytes another user already has
         get an access link for this one — nothing is parsed or embedded again.
+        The caller's name for it is kept on their access link; the answer to a new
+        link says ``queued``, as for new bytes, so no one learns what others hold.
         """
         file_type = file_type_for(name)
         if file_type is None:
@@ -1286,27 +1322,17 @@ class Shelf:
                 if linked:
                     self._cache.clear()  # the user sees one more document
                     self.metrics.upload_dedup("linked")
-                    self.store.add_event(
-                        doc_id, "document.queued", stage=doc.status, message=name, user_id=user_id
-                    )
-                    if doc.status == Stage.COMPLETE:
-                        self.store.add_event(
-                            doc_id,
-                            "document.completed",
-                            stage="complete",
-                            progress_pct=100,
-                            message=name,
-                            user_id=user_id,
-                        )
+                    self._link_events(doc, name, user_id)
                 else:
                     self.metrics.upload_dedup("same_user")
-                return UploadResult(doc_id, doc.status, sha256, created=False, linked=linked)
+                status = Stage.QUEUED.value if linked else doc.status
+                return UploadResult(doc_id, status, sha256, created=False, linked=linked)
             self._check_writable()
             self.store.put_document(
                 Document(
                     id=doc_id,
                     sha256=sha256,
-                    title=Path(name).stem or name,
+                    title=title_from_name(name),
                     path=f"upload://{sha256}",
                     rel_path=name,
                     source_id=None,
@@ -1339,12 +1365,37 @@ class Shelf:
                 )
             )
             self.store.grant(user_id, doc_id, title=name)
-            self.store.add_event(
-                doc_id, "stage", stage="queued", progress_pct=0, message=f"queued {name}"
-            )
+            self.store.add_event(doc_id, "stage", stage="queued", progress_pct=0, message="queued")
             self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
         self.wake_workers(doc_id)
         return UploadResult(doc_id, Stage.QUEUED.value, sha256, created=True, linked=True)
+
+    def _link_events(self, doc: Document, name: str, user_id: str) -> None:
+        """A new link's own events, addressed to its user (they see no earlier ones)."""
+        self.store.add_event(
+            doc.id,
+            "stage",
+            stage=Stage.QUEUED.value,
+            progress_pct=0,
+            message="queued",
+            user_id=user_id,
+        )
+        self.store.add_event(
+            doc.id, "document.queued", stage=Stage.QUEUED.value, message=name, user_id=user_id
+        )
+        if doc.status in (Stage.COMPLETE.value, Stage.FAILED.value):
+            self.store.add_event(
+                doc.id,
+                "stage",
+                stage=doc.status,
+                progress_pct=100,
+                message=doc.status,
+                user_id=user_id,
+            )
+            kind = "document.completed" if doc.status == Stage.COMPLETE.value else "document.failed"
+            self.store.add_event(
+                doc.id, kind, stage=doc.status, progress_pct=100, message=name, user_id=user_id
+            )
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
         """Store ``data`` as an upload named ``name`` (the library form of POST /v1/documents)."""
@@ -1423,7 +1474,7 @@ class Shelf:
             after,
             document_id=document_id,
             kinds="document.%" if lifecycle else "stage",
-            user_id=user_id if document_id is None else None,
+            user_id=user_id,  # their own, and shared ones from when their access began
             limit=limit,
         )
 

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from docshelf import telemetry
+from docshelf.backoff import Backoff
 from docshelf.chunk import chunk_document
 from docshelf.errors import DocshelfError, InvalidInput
 from docshelf.ingest import Concepts, embed_texts, record_links
@@ -86,6 +87,13 @@ class Worker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.on_stage = on_stage  # a hook for tests and metrics: called before each stage
         self.alive_at = time.time()
+        # a store or disk that keeps failing (full, read-only, down): one log line per change
+        self.trouble = Backoff(
+            base=self.settings.poll_seconds,
+            cap=self.settings.backoff_cap / 10,
+            logger=log,
+            what=f"worker {self.name}",
+        )
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -98,9 +106,12 @@ class Worker:
                 self.alive_at = time.time()
                 try:
                     worked = self.run_once() or self.enrich_one()
-                except Exception:  # never let one bad job kill the worker
-                    log.exception("worker %s: unexpected error", self.name)
-                    worked = False
+                except Exception as exc:  # never let one bad job kill the worker: back off
+                    reason = exc.message if isinstance(exc, DocshelfError) else repr(exc)
+                    trace = None if isinstance(exc, DocshelfError) else exc
+                    stop.wait(self.trouble.failed(reason, exc_info=trace))
+                    continue
+                self.trouble.succeeded()
                 if not worked:
                     self.shelf.maintain_indexes()  # idle: checkpoint what ingest added
                     consumer.ack()
@@ -142,7 +153,7 @@ class Worker:
         stage = job.stage
         if stage is Stage.QUEUED:
             with self.store.transaction():  # the job update and its event together
-                stage = self._move(job, Stage.PARSING, f"parsing {job.name}")
+                stage = self._move(job, Stage.PARSING, "parsing")
         while not stage.terminal:
             if self.on_stage:
                 self.on_stage(job, stage)
@@ -295,7 +306,7 @@ class Worker:
                 "document.completed",
                 stage="complete",
                 progress_pct=100,
-                message=job.name,
+                message="complete",  # no file name: the document may be shared
             )
         return stage
 

@@ -6,7 +6,8 @@ Routes live under ``/v1`` (OpenAPI docs at ``/docs``) and need a bearer token,
 except ``/healthz``, ``/readyz``, ``/metrics`` and the web page (``/``,
 ``/static``). Modules: ``deps`` (auth and the error mapping), ``uploads``
 (streaming multipart), ``routes`` (documents, search, context, sources),
-``events`` (SSE), ``ops`` (health, metrics), ``pages`` (the web page), ``mcp``
+``events`` (SSE), ``ops`` (health, metrics), ``pages`` (the web page), ``docs_page``
+(``/docs``, Swagger UI served locally), ``mcp``
 (the MCP server at ``/mcp``, behind the same tokens).
 """
 
@@ -15,16 +16,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from docshelf import __version__
-from docshelf.api import events, ops, pages, routes, uploads
-from docshelf.api.deps import install_error_handlers
+from docshelf.api import docs_page, events, ops, pages, routes, schema, uploads
+from docshelf.api.deps import install_error_handlers, known_query
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
 from docshelf.api.routes import ReindexRunner
+from docshelf.api.schema import errors
 from docshelf.shelf import Shelf
 from docshelf.worker import WorkerPool, WorkerSettings
 
@@ -65,6 +67,8 @@ def create_app(
         version=__version__,
         summary="Your documents, searchable and cited: uploads, search, context, live progress.",
         lifespan=lifespan,
+        docs_url=None,  # docs_page serves /docs without a CDN
+        redoc_url=None,
     )
     app.state.shelf = shelf
     app.state.workers = workers
@@ -73,14 +77,19 @@ def create_app(
     app.state.sse_ping = sse_ping
     app.state.reindex = ReindexRunner()
     install_error_handlers(app)
+    schema.install(app)
 
-    v1 = APIRouter(prefix="/v1")  # every route there declares `UserDep` (a test checks)
+    # every route there declares `UserDep` (a test checks), so any can answer 400/401/503
+    v1 = APIRouter(
+        prefix="/v1", responses=errors(400, 401, 503), dependencies=[Depends(known_query)]
+    )
     v1.include_router(uploads.router, tags=["documents"])
     v1.include_router(routes.router, tags=["documents"])
     v1.include_router(events.router, tags=["events"])
     app.include_router(v1)
     app.include_router(ops.router, tags=["operations"])
     pages.install(app)
+    docs_page.install(app)
     # An ASGI endpoint (not a FastAPI route): the MCP transport reads the request itself.
     app.router.routes.append(
         Route(MCP_PATH, mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)

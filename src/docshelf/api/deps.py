@@ -3,13 +3,14 @@ exception tree to HTTP statuses with one JSON error body ``{"error": {code, mess
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from docshelf.errors import (
     Conflict,
@@ -17,6 +18,7 @@ from docshelf.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    StorageFull,
     TooLarge,
     Unauthorized,
     Unavailable,
@@ -25,8 +27,10 @@ from docshelf.errors import (
 from docshelf.model import User
 from docshelf.shelf import Shelf
 
-# Most specific first: TooLarge and UnsupportedType are InvalidInput too.
+# Most specific first: TooLarge and UnsupportedType are InvalidInput too, StorageFull
+# is Unavailable (507 Insufficient Storage; a read-only disk stays 503).
 _STATUS: tuple[tuple[type[DocshelfError], int], ...] = (
+    (StorageFull, 507),
     (Unauthorized, 401),
     (Forbidden, 403),
     (TooLarge, 413),
@@ -68,11 +72,28 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = _CODES.get(exc.status_code, "error")
-        return error_response(exc.status_code, code, str(exc.detail))
+        response = error_response(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only the first route's
+            response.headers["Allow"] = ", ".join(_allowed_methods(request))
+        return response
 
     app.add_exception_handler(DocshelfError, docshelf_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods some route takes at this path (for a 405's ``Allow``)."""
+    allowed = []
+    for method in _METHODS:
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
 
 
 def get_shelf(request: Request) -> Shelf:
@@ -97,6 +118,27 @@ def current_user(
     if user is None:
         raise Unauthorized("The bearer token is unknown or revoked")
     return user
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route (a FastAPI ``Dependant``) and its dependencies take."""
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def known_query(request: Request) -> None:
+    """Refuse query parameters the route does not declare (a typo such as ``?limt=5``
+    would otherwise be ignored without a word)."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    unknown = sorted(set(request.query_params) - _query_names(dependant))
+    if unknown:
+        names = ", ".join(repr(n) for n in unknown)
+        raise InvalidInput(f"Unknown query parameter {names}; see /docs for this route's")
 
 
 ShelfDep = Annotated[Shelf, Depends(get_shelf)]

@@ -19,29 +19,35 @@ from starlette.concurrency import run_in_threadpool
 
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.api.schema import errors
 from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Event, Stage
 
 router = APIRouter()
 
 BATCH = 100
+MAX_EVENT_ID = 10**18 - 1  # within the store's 64-bit sequence numbers; 18 digits
 TERMINAL = frozenset({Stage.COMPLETE.value, Stage.FAILED.value})
 
 LastEventId = Annotated[
-    str | None,
-    Header(alias="Last-Event-ID", description="Resume after this event id (its `id:` field)"),
+    str,
+    Header(
+        alias="Last-Event-ID",
+        description="Resume after this event id (its `id:` field)",
+        pattern=r"^[0-9]{0,18}$",
+    ),
 ]
 
 
-def _after(last_event_id: str | None) -> int:
-    if last_event_id is None or not last_event_id.strip():
+def _after(last_event_id: str) -> int:
+    if not last_event_id.strip():
         return 0
     try:
         after = int(last_event_id)
     except ValueError:
         raise InvalidInput(f"Last-Event-ID must be an event id, not {last_event_id!r}") from None
-    if after < 0:
-        raise InvalidInput(f"Last-Event-ID must not be negative, not {after}")
+    if not 0 <= after <= MAX_EVENT_ID:
+        raise InvalidInput(f"Last-Event-ID must be between 0 and {MAX_EVENT_ID}, not {after}")
     return after
 
 
@@ -58,13 +64,14 @@ def _timing(request: Request) -> tuple[float, float]:
     "/documents/{document_id}/events",
     summary="A document's stage changes (SSE); the stream ends after `complete` or `failed`",
     response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}}, **errors(404)},
 )
 async def document_events(
     document_id: str,
     request: Request,
     shelf: ShelfDep,
     user: UserDep,
-    last_event_id: LastEventId = None,
+    last_event_id: LastEventId = "",
 ) -> EventSourceResponse:
     after = _after(last_event_id)
     poll, ping = _timing(request)
@@ -111,9 +118,10 @@ async def document_events(
     "/events",
     summary="Lifecycle events of all the caller's documents (SSE; never ends by itself)",
     response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def lifecycle_events(
-    request: Request, shelf: ShelfDep, user: UserDep, last_event_id: LastEventId = None
+    request: Request, shelf: ShelfDep, user: UserDep, last_event_id: LastEventId = ""
 ) -> EventSourceResponse:
     after = _after(last_event_id)
     poll, ping = _timing(request)

@@ -13,7 +13,7 @@ from starlette.types import Scope
 
 from docshelf.web import INDEX, PAGE_HEADERS, STATIC_DIR, STATIC_HEADERS
 
-__all__ = ["install"]
+__all__ = ["StaticWithHeaders", "install"]
 
 router = APIRouter()
 
@@ -23,7 +23,7 @@ def index() -> FileResponse:
     return FileResponse(INDEX, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
-class _StaticFiles(StaticFiles):
+class StaticWithHeaders(StaticFiles):
     """StaticFiles with the page's caching and no-sniffing headers."""
 
     def file_response(
@@ -40,4 +40,4 @@ class _StaticFiles(StaticFiles):
 
 def install(app: FastAPI) -> None:
     app.include_router(router, tags=["web page"])
-    app.mount("/static", _StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount("/static", StaticWithHeaders(directory=STATIC_DIR), name="static")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request
@@ -20,9 +20,10 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.api.schema import errors
 from docshelf.errors import Conflict, DocshelfError, Forbidden, NotFound
 from docshelf.model import User
-from docshelf.shelf import CONTEXT_MODES, MAX_LIMIT, SEARCH_MODES, Shelf, concept_group
+from docshelf.shelf import MAX_LIMIT, ContextMode, SearchMode, Shelf, concept_group
 from docshelf.store import SearchFilters
 from docshelf.taxonomy import Taxonomy
 
@@ -31,6 +32,10 @@ router = APIRouter()
 JSON = dict[str, Any]
 _MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "text": "text/plain; charset=utf-8"}
 _BLOB_CHUNK = 64 * 1024
+# Every integer parameter is bounded: past the store's 64-bit integers a query would
+# fail (SQLite: OverflowError), and no library has a billion documents to page through.
+MAX_OFFSET = 1_000_000_000
+NOT_BLANK = r"\S"  # at least one character that is not white space
 
 
 @router.get("/documents", summary="The caller's documents")
@@ -38,13 +43,17 @@ def list_documents(
     shelf: ShelfDep,
     user: UserDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> JSON:
     docs = shelf.documents(user_id=user.id, limit=limit, offset=offset)
     return {"documents": [views.document(d) for d in docs], "limit": limit, "offset": offset}
 
 
-@router.get("/documents/{document_id}", summary="A document's record, sections and ingest job")
+@router.get(
+    "/documents/{document_id}",
+    summary="A document's record, sections and ingest job",
+    responses=errors(404),
+)
 def get_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     out = views.document_view(shelf.document(document_id, user.id))
     try:
@@ -57,6 +66,7 @@ def get_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
 @router.delete(
     "/documents/{document_id}",
     summary="Remove the caller's access; the last access removes the data",
+    responses=errors(404, 507),
 )
 def delete_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     removed = shelf.delete_document(document_id, user.id)
@@ -67,6 +77,10 @@ def delete_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     "/documents/{document_id}/blob",
     summary="Download the uploaded bytes",
     response_class=StreamingResponse,
+    responses={
+        200: {"content": {"application/octet-stream": {"schema": {"type": "string"}}}},
+        **errors(404),
+    },
 )
 def download(document_id: str, shelf: ShelfDep, user: UserDep) -> StreamingResponse:
     doc = shelf.document(document_id, user.id).document
@@ -94,6 +108,7 @@ def download(document_id: str, shelf: ShelfDep, user: UserDep) -> StreamingRespo
     "/documents/{document_id}/retry",
     status_code=202,
     summary="Re-queue a failed ingest job (409 when it has not failed)",
+    responses=errors(404, 409, 507),
 )
 def retry(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     return views.job(shelf.retry(document_id, user.id))
@@ -102,6 +117,7 @@ def retry(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
 @router.post(
     "/documents/{document_id}/enrich",
     summary="Enrich one document now: summary, type, concepts, key claims (cached by content)",
+    responses=errors(404, 507),
 )
 def enrich_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     [result] = shelf.enrich([document_id], user_id=user.id)
@@ -112,12 +128,18 @@ def enrich_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     "/enrich",
     status_code=202,
     summary="Queue all the caller's documents for enrichment; workers do it in the background",
+    responses=errors(507),
 )
 def enrich_all(shelf: ShelfDep, user: UserDep) -> JSON:
     return {"queued": shelf.queue_enrichment(user_id=user.id)}
 
 
-@router.get("/distillates", summary="Key claims: one document's, or those matching a query")
+@router.get(
+    "/distillates",
+    summary="Key claims: one document's, or those matching a query",
+    description="With neither `q` nor `document_id` the list is empty and `notice` says why.",
+    responses=errors(404),
+)
 def distillates(
     shelf: ShelfDep,
     user: UserDep,
@@ -125,6 +147,8 @@ def distillates(
     document_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
 ) -> JSON:
+    if document_id is None and not (q and q.strip()):
+        return {"distillates": [], "notice": "Give q (words to match) or a document_id"}
     found = shelf.distillates(q, document_id=document_id, limit=limit, user_id=user.id)
     return {"distillates": [views.distillate(d, doc) for d, doc in found]}
 
@@ -171,7 +195,10 @@ def _admin(user: User) -> None:
 @router.post(
     "/reindex",
     summary="Admin: rebuild one document now, or start rebuilding the library in the background",
-    responses={202: {"description": "The library-wide reindex runs; GET /v1/reindex follows it"}},
+    responses={
+        202: {"description": "The library-wide reindex runs; GET /v1/reindex follows it"},
+        **errors(403, 404, 409, 507),
+    },
 )
 def start_reindex(
     body: ReindexRequest, request: Request, shelf: ShelfDep, user: UserDep
@@ -185,7 +212,11 @@ def start_reindex(
     return JSONResponse(runner.state, status_code=202)
 
 
-@router.get("/reindex", summary="Admin: the library-wide reindex's state and progress")
+@router.get(
+    "/reindex",
+    summary="Admin: the library-wide reindex's state and progress",
+    responses=errors(403),
+)
 def reindex_state(request: Request, user: UserDep) -> JSON:
     _admin(user)
     state: JSON = request.app.state.reindex.state
@@ -216,12 +247,14 @@ class Filters(BaseModel):
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str
+    query: str = Field(min_length=1, pattern=NOT_BLANK)
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
-    mode: str = Field(default="hybrid", description=" | ".join(SEARCH_MODES))
+    mode: SearchMode = "hybrid"
     filters: Filters = Field(default_factory=lambda: Filters())
-    group: str = Field(default="snippet", description="snippet | section | document")
-    expand: str | None = Field(default=None, description="parent-section: add each hit's section")
+    group: Literal["snippet", "section", "document"] = "snippet"
+    expand: Literal["parent-section"] | None = Field(
+        default=None, description="parent-section: add each hit's section"
+    )
     facets: bool = Field(default=True, description="Counts per tag, concept and type")
 
 
@@ -243,7 +276,7 @@ def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
 class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str
+    question: str = Field(min_length=1, pattern=NOT_BLANK)
     limit: int = Field(default=5, ge=1, le=20)
 
 
@@ -281,12 +314,16 @@ def ask(
     return EventSourceResponse(events())
 
 
-@router.get("/chunks/{chunk_id}/context", summary="Widen a hit: neighbours, section, or more")
+@router.get(
+    "/chunks/{chunk_id}/context",
+    summary="Widen a hit: neighbours, section, or more",
+    responses=errors(404),
+)
 def context(
     chunk_id: str,
     shelf: ShelfDep,
     user: UserDep,
-    mode: Annotated[str, Query(description=" | ".join(CONTEXT_MODES))] = "snippet-window",
+    mode: ContextMode = "snippet-window",
     window: Annotated[int, Query(ge=0, le=20)] = 1,
 ) -> JSON:
     return views.context(shelf.context(chunk_id, mode, window, user_id=user.id))

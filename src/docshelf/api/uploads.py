@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
@@ -21,6 +22,7 @@ from starlette.requests import ClientDisconnect
 
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.api.schema import errors
 from docshelf.blobs import BlobStore, BlobWriter
 from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
 from docshelf.parse import file_type_for
@@ -30,6 +32,13 @@ if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
 
 router = APIRouter()
+
+
+class UploadAccepted(BaseModel):
+    document_id: str
+    status: str = Field(description="queued, or the stage the caller's own copy is at")
+    fingerprint: str = Field(description="SHA-256 of the bytes")
+
 
 FIELD = "file"
 # Room for the multipart framing around the file (boundaries, part headers, small fields).
@@ -129,12 +138,12 @@ def _boundary(request: Request) -> bytes:
     "/documents",
     status_code=202,
     summary="Upload a file (multipart field `file`); parsing and embedding happen later",
-    responses={
-        200: {"description": "The same bytes were already there: that document"},
-        400: {"description": "Malformed body, no `file` field, or an empty file"},
-        413: {"description": "Over the upload size limit"},
-        415: {"description": "Unsupported file type"},
-    },
+    description=(
+        "Answered 202 whether or not the same bytes were already stored (for anyone): "
+        "a new upload and a known one look the same. 400 covers a malformed body, no "
+        "`file` field or an empty file; the file name's extension picks the parser (415)."
+    ),
+    responses={202: {"model": UploadAccepted}, **errors(413, 415, 507)},
     openapi_extra=_UPLOAD_BODY,
 )
 async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONResponse:
@@ -171,7 +180,8 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
     finally:
         if receiver.writer is not None and not recorded:
             receiver.writer.abort()  # no temp file is left behind
-    return JSONResponse(views.upload(result), status_code=202 if result.created else 200)
+    # 202 whether or not the bytes were known: the answer must not tell who holds what
+    return JSONResponse(views.upload(result), status_code=202)
 
 
 def _record(shelf: Shelf, writer: BlobWriter, user_id: str, name: str) -> UploadResult:

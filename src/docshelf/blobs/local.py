@@ -7,15 +7,29 @@ at all; writing the same bytes twice is harmless.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
 from docshelf.blobs import blob_key
-from docshelf.errors import NotFound, TooLarge
+from docshelf.errors import NotFound, TooLarge, from_os_error
+
+
+@contextlib.contextmanager
+def _storage_errors(what: str) -> Iterator[None]:
+    """A full or read-only disk as StorageFull / ReadOnlyStorage; other OSErrors as is."""
+    try:
+        yield
+    except OSError as exc:
+        ours = from_os_error(exc, what)
+        if ours is None:
+            raise
+        raise ours from exc
 
 
 class TempWriter:
@@ -27,8 +41,9 @@ class TempWriter:
     def __init__(self, tmp_dir: Path, max_bytes: int) -> None:
         self._max = max_bytes
         self._hash = hashlib.sha256()
-        tmp_dir.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
+        with _storage_errors("the uploaded file"):
+            tmp_dir.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
         self._tmp = Path(name)
         self.size = 0
@@ -41,17 +56,20 @@ class TempWriter:
             self.abort()
             raise TooLarge(f"file is over the {self._max / 2**20:.0f} MB upload limit")
         self._hash.update(data)
-        self._file.write(data)
+        with _storage_errors("the uploaded file"):
+            self._file.write(data)
 
     def commit(self) -> str:
         assert self._file is not None, "writer already closed"
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        with _storage_errors("the uploaded file"):
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
         self._file = None
         self.sha256 = self._hash.hexdigest()
         try:
-            self.place(self._tmp, self.sha256)
+            with _storage_errors("the uploaded file"):
+                self.place(self._tmp, self.sha256)
         finally:
             self._tmp.unlink(missing_ok=True)
         return self.sha256
@@ -61,9 +79,11 @@ class TempWriter:
 
     def abort(self) -> None:
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):  # flushing what is dropped anyway: a full disk
+                self._file.close()
             self._file = None
-        self._tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only disk keeps it; nothing refers to it
+            self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> TempWriter:
         return self

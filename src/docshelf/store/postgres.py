@@ -38,7 +38,14 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
+from docshelf.errors import (
+    Conflict,
+    DocshelfError,
+    InvalidInput,
+    ReadOnlyStorage,
+    StorageFull,
+    Unavailable,
+)
 from docshelf.links import WikiLink
 from docshelf.model import (
     Chunk,
@@ -183,6 +190,10 @@ class PostgresStore:
                 "(Debian: postgresql-<major>-pgvector, or scripts/setup-pgvector.sh) and run "
                 "CREATE EXTENSION vector there as a superuser"
             )
+        if state == "53100":  # disk_full
+            return StorageFull(f"The database {self.url} is out of space ({msg})")
+        if state == "25006":  # read_only_sql_transaction (a hot standby, or read-only mode)
+            return ReadOnlyStorage(f"The database {self.url} is read-only ({msg})")
         if state == "42501":
             return Unavailable(f"Permission denied on {self.url}: {msg}")
         if state == "3D000":
@@ -949,6 +960,14 @@ class PostgresStore:
                 > 0
             )
 
+    def access_titles(self, user_id: str, document_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._q(
+            "SELECT document_id, title FROM access WHERE user_id = %s AND title IS NOT NULL "
+            "AND document_id = ANY(%s)",
+            (user_id, list(document_ids)),
+        )
+        return {r[0]: r[1] for r in rows}
+
     def revoke_access(self, user_id: str, document_id: str) -> bool:
         with self.transaction():
             return (
@@ -1110,9 +1129,10 @@ class PostgresStore:
             where.append("kind ILIKE %s")  # SQLite's LIKE ignores ASCII case too
             params.append(kinds)
         if user_id is not None:
-            where.append(
+            where.append(  # a shared event only from when the user's access began
                 "(user_id = %s OR (user_id IS NULL AND EXISTS (SELECT 1 FROM access a "
-                "WHERE a.document_id = events.document_id AND a.user_id = %s)))"
+                "WHERE a.document_id = events.document_id AND a.user_id = %s "
+                "AND a.added_at <= events.created_at)))"
             )
             params += [user_id, user_id]
         rows = self._q(

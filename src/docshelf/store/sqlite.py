@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from docshelf.errors import Conflict, InvalidInput, Unavailable
+from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
 from docshelf.links import WikiLink
 from docshelf.model import (
     Chunk,
@@ -71,6 +71,11 @@ _MAX_VARS = 500  # stay well below SQLite's bound-parameter limit
 
 def _translate(exc: sqlite3.Error, url: str) -> Exception:
     msg = str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL:
+        return StorageFull(f"The database {url} is full ({msg}): free some disk space")
+    if code == sqlite3.SQLITE_READONLY:
+        return ReadOnlyStorage(f"The database {url} is read-only ({msg})")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in msg:
         return Unavailable(f"The database {url} is busy (another writer holds it); try again")
     if isinstance(exc, sqlite3.DatabaseError) and "not a database" in msg:
@@ -121,7 +126,9 @@ class SQLiteStore:
             except BaseException:
                 self._depth -= 1
                 if depth == 0:
-                    self._db.execute("ROLLBACK")
+                    # SQLite has rolled back by itself after some errors (a full disk)
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
                 else:
                     self._db.execute(f"ROLLBACK TO sp{depth}")
                     self._db.execute(f"RELEASE sp{depth}")
@@ -948,6 +955,17 @@ class SQLiteStore:
             )
             return self._db.total_changes > before
 
+    def access_titles(self, user_id: str, document_ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for batch in iter_batches(list(dict.fromkeys(document_ids)), _MAX_VARS):
+            rows = self._q(
+                f"SELECT document_id, title FROM access WHERE user_id = ? AND title IS NOT NULL "
+                f"AND document_id IN ({','.join('?' * len(batch))})",
+                [user_id, *batch],
+            )
+            out.update((r[0], r[1]) for r in rows)
+        return out
+
     def revoke_access(self, user_id: str, document_id: str) -> bool:
         with self.transaction():
             before = self._db.total_changes
@@ -1090,9 +1108,10 @@ class SQLiteStore:
             where.append("kind LIKE ?")
             params.append(kinds)
         if user_id is not None:
-            where.append(
+            where.append(  # a shared event only from when the user's access began
                 "(user_id = ? OR (user_id IS NULL AND EXISTS (SELECT 1 FROM access a "
-                "WHERE a.document_id = events.document_id AND a.user_id = ?)))"
+                "WHERE a.document_id = events.document_id AND a.user_id = ? "
+                "AND a.added_at <= events.created_at)))"
             )
             params += [user_id, user_id]
         rows = self._q(

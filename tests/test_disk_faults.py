@@ -1,0 +1,213 @@
+"""A full and a read-only home (issue 17): uploads answer JSON errors (507, 503),
+``/readyz`` says not ready while writes fail, everything works again once the disk
+does, and a worker whose store keeps failing backs off and logs once.
+
+The disk tests mount a small tmpfs over the test's home, so they need root (as on
+CI); elsewhere they skip and say why."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from docshelf.api import create_app
+from docshelf.errors import StorageFull
+from docshelf.shelf import Shelf
+from docshelf.worker import Worker, WorkerSettings
+from tests.fakes import HashEmbedder
+from tests.test_api import Api, multipart
+
+NOTE = b"# Disk\n\nwords about full disks and read-only homes.\n"
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture
+def tmpfs_home(isolated_home: Path) -> Iterator[Path]:
+    """The test's home on a 4 MiB tmpfs of its own."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs for the full-disk tests needs root (CI runs as root)")
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    try:
+        _mount("-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(isolated_home))
+    except (OSError, subprocess.CalledProcessError) as exc:
+        reason = getattr(exc, "stderr", "") or exc
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a tmpfs as root: {reason}")
+        pytest.skip(f"cannot mount a tmpfs here: {reason}")
+    try:
+        yield isolated_home
+    finally:
+        subprocess.run(["umount", "-l", str(isolated_home)], check=False)
+
+
+@pytest.fixture
+def api(tmpfs_home: Path) -> Iterator[tuple[Shelf, Api]]:
+    with Shelf(tmpfs_home, embedder=HashEmbedder()) as shelf:
+        user, token = shelf.create_user("alice")
+        with TestClient(create_app(shelf)) as client:
+            yield shelf, Api(client, token, user)
+
+
+def _fill(folder: Path) -> Path:
+    """Write a file until the disk is full; returns it (delete it to free the space)."""
+    filler = folder / "filler"
+    block = bytes(64 * 1024)
+    with filler.open("wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(block)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler
+
+
+def _upload(alice: Api, name: str, data: bytes) -> object:
+    body, headers = multipart(name.encode(), data)
+    return alice.request("POST", "/v1/documents", content=body, headers=headers)
+
+
+def test_a_full_disk_answers_507_and_not_ready_until_space_returns(
+    api: tuple[Shelf, Api],
+) -> None:
+    shelf, alice = api
+    assert alice.upload("before.md", NOTE).status_code == 202
+    assert alice.client.get("/readyz").status_code == 200
+    filler = _fill(shelf.settings.home)
+
+    r = alice.upload("during.md", NOTE + b"x" * 200_000)
+    assert r.status_code == 507, r.text
+    assert r.headers["content-type"] == "application/json"
+    assert r.json()["error"]["code"] == "storage_full"
+    assert "space" in r.json()["error"]["message"]
+    ready = alice.client.get("/readyz")
+    assert ready.status_code == 503
+    assert any(p.startswith("storage:") for p in ready.json()["problems"])
+    assert alice.get("/v1/documents").status_code == 200  # reads go on
+
+    filler.unlink()  # space returns
+    assert alice.client.get("/readyz").json() == {"status": "ready"}
+    again = alice.upload("during.md", NOTE + b"x" * 200_000)
+    assert again.status_code == 202, again.text
+    names = {d["title"] for d in alice.get("/v1/documents").json()["documents"]}
+    assert names == {"before", "during"}
+    leftovers = list((shelf.settings.home / "blobs" / "tmp").iterdir())
+    assert leftovers == []  # the failed upload left no temporary file
+
+
+def test_a_read_only_home_answers_503_and_recovers(
+    tmpfs_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The database elsewhere: Linux will not remount a file system read-only while a
+    # file on it is open for writing (SQLite's read-only case is tested below).
+    monkeypatch.setenv("DOCSHELF_DATABASE_URL", f"sqlite:///{tmp_path / 'db' / 'docshelf.db'}")
+    with Shelf(tmpfs_home, embedder=HashEmbedder()) as shelf:
+        user, token = shelf.create_user("alice")
+        with TestClient(create_app(shelf)) as client:
+            alice = Api(client, token, user)
+            assert alice.upload("before.md", NOTE).status_code == 202
+            _mount("-o", "remount,ro", str(tmpfs_home))
+            try:
+                r = alice.upload("during.md", NOTE + b"more")
+                assert r.status_code == 503, r.text
+                assert r.json()["error"]["code"] == "read_only"
+                ready = client.get("/readyz")
+                assert ready.status_code == 503
+                assert "read-only" in " ".join(ready.json()["problems"])
+            finally:
+                _mount("-o", "remount,rw", str(tmpfs_home))
+            assert client.get("/readyz").status_code == 200
+            assert alice.upload("during.md", NOTE + b"more").status_code == 202
+
+
+@pytest.fixture
+def client(shelf: Shelf) -> Iterator[tuple[Api, sqlite3.Connection]]:
+    user, token = shelf.create_user("alice")
+    with TestClient(create_app(shelf)) as c:
+        db = shelf.store._db  # type: ignore[attr-defined]
+        yield Api(c, token, user), db
+
+
+def test_a_full_database_is_507_and_loses_nothing(
+    client: tuple[Api, sqlite3.Connection],
+) -> None:
+    alice, db = client
+    assert alice.upload("before.md", NOTE).status_code == 202
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite: "database or disk is full"
+    accepted = 1
+    for n in range(500):  # until the free pages are used up
+        r = alice.upload(f"during-{n}.md", NOTE + b"%d" % n)
+        if r.status_code != 202:
+            break
+        accepted += 1
+    assert r.status_code == 507, r.text
+    assert r.json()["error"]["code"] == "storage_full"
+    assert "full" in r.json()["error"]["message"]
+    db.execute("PRAGMA max_page_count = 1073741823")
+    assert alice.upload("after.md", NOTE + b"after").status_code == 202
+    listed = alice.get("/v1/documents", params={"limit": 1000}).json()["documents"]
+    assert len(listed) == accepted + 1  # every accepted upload is there, the refused one not
+
+
+def test_a_read_only_database_is_503(client: tuple[Api, sqlite3.Connection]) -> None:
+    alice, db = client
+    db.execute("PRAGMA query_only = ON")  # SQLite: "attempt to write a readonly database"
+    r = alice.upload("during.md", NOTE)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "read_only"
+    db.execute("PRAGMA query_only = OFF")
+    assert alice.upload("during.md", NOTE).status_code == 202
+
+
+class Ticks:
+    """A worker's stop event that ends the loop after ``n`` turns and records its waits
+    (nothing waits for real)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.turns = 0
+        self.waits: list[float] = []
+
+    def is_set(self) -> bool:
+        self.turns += 1
+        return self.turns > self.n
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
+def test_a_worker_backs_off_while_the_store_fails_and_logs_once(
+    shelf: Shelf, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    failures = {"left": 40}
+    claim = shelf.store.claim_job
+
+    def full_disk(*args: object, **kw: object) -> object:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise StorageFull("The database is full: free some disk space")
+        return claim(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shelf.store, "claim_job", full_disk)
+    worker = Worker(shelf, WorkerSettings(poll_seconds=0.01))
+    stop = Ticks(50)
+    with caplog.at_level(logging.INFO, logger="docshelf.worker"):
+        worker.run(stop)  # type: ignore[arg-type]
+    lines = [r.getMessage() for r in caplog.records if r.name == "docshelf.worker"]
+    assert len(lines) == 2, lines  # one when it failed, one when it recovered
+    assert "full" in lines[0] and "available again" in lines[1]
+    backoffs = stop.waits[:40]
+    assert len(backoffs) == 40 and backoffs[-1] > 20 * backoffs[0]  # growing, not a spin
+    assert max(backoffs) <= worker.trouble.cap * 1.5
