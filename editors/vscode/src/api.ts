@@ -54,8 +54,6 @@ export interface UploadReceipt {
   document_id: string;
   status: string;
   fingerprint: string;
-  /** True for new bytes (202); false when the bytes were already there (200). */
-  created: boolean;
 }
 
 export interface AnswerCitation {
@@ -234,8 +232,9 @@ export class DocshelfClient {
       bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes);
     form.append("file", new Blob([part]), name);
     const response = await this.send("/v1/documents", { method: "POST", body: form, signal });
-    const body = (await response.json()) as Omit<UploadReceipt, "created">;
-    return { ...body, created: response.status === 202 };
+    // Always 202, whether or not the server knew the bytes (it never tells one
+    // user what another holds); `status` is the caller's own copy's stage.
+    return (await response.json()) as UploadReceipt;
   }
 
   retry(documentId: string): Promise<Job> {

@@ -62,7 +62,8 @@ export function advance(state: UploadState, event: UploadEvent): UploadState {
     case "sent": {
       expectPhase(state, event, "uploading");
       const { receipt } = event;
-      if (!receipt.created && receipt.status === "complete") {
+      if (receipt.status === "complete") {
+        // The caller already holds these bytes, processed: nothing to follow.
         return { phase: "complete", name, documentId: receipt.document_id, deduplicated: true };
       }
       return {

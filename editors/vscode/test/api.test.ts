@@ -58,17 +58,10 @@ describe("DocshelfClient", () => {
     });
   });
 
-  it("tells a new upload (202) from bytes already there (200)", async () => {
-    const body = { document_id: "doc_1", status: "queued", fingerprint: "f" };
-    const fresh = client(() => Promise.resolve(Response.json(body, { status: 202 })));
-    const again = client(() =>
-      Promise.resolve(Response.json({ ...body, status: "complete" }, { status: 200 })),
-    );
-    expect(await fresh.upload("a.md", new Uint8Array([1]))).toMatchObject({ created: true });
-    expect(await again.upload("a.md", new Uint8Array([1]))).toMatchObject({
-      created: false,
-      status: "complete",
-    });
+  it("returns the receipt: the caller's own copy's stage", async () => {
+    const body = { document_id: "doc_1", status: "complete", fingerprint: "f" };
+    const again = client(() => Promise.resolve(Response.json(body, { status: 202 })));
+    expect(await again.upload("a.md", new Uint8Array([1]))).toEqual(body);
   });
 
   it("names network failures", async () => {

@@ -10,12 +10,7 @@ import {
   initialState,
 } from "../src/upload";
 
-const receipt = (created: boolean, status: string) => ({
-  document_id: "doc_1",
-  status,
-  fingerprint: "f",
-  created,
-});
+const receipt = (status: string) => ({ document_id: "doc_1", status, fingerprint: "f" });
 const stage = (id: string, name: string, progressPct: number | null = null, message = "") => ({
   kind: "stage" as const,
   event: { id, stage: name, progressPct, message },
@@ -24,7 +19,7 @@ const stage = (id: string, name: string, progressPct: number | null = null, mess
 describe("advance", () => {
   it("goes uploading -> processing (each stage) -> complete", () => {
     let s: UploadState = initialState("a.md");
-    s = advance(s, { kind: "sent", receipt: receipt(true, "queued") });
+    s = advance(s, { kind: "sent", receipt: receipt("queued") });
     expect(s).toMatchObject({ phase: "processing", stage: "queued", documentId: "doc_1" });
     s = advance(s, stage("5", "embedding", 67, "embedded 32/48 snippets"));
     expect(describeState(s)).toBe("a.md: Embedding 67% — embedded 32/48 snippets");
@@ -34,18 +29,18 @@ describe("advance", () => {
   });
 
   it("takes the dedup fast path when the bytes were already processed", () => {
-    const s = advance(initialState("a.md"), { kind: "sent", receipt: receipt(false, "complete") });
+    const s = advance(initialState("a.md"), { kind: "sent", receipt: receipt("complete") });
     expect(s).toMatchObject({ phase: "complete", deduplicated: true });
     expect(describeState(s)).toBe(`a.md: ${DEDUP_MESSAGE}`);
   });
 
   it("follows bytes already uploaded but not yet processed", () => {
-    const s = advance(initialState("a.md"), { kind: "sent", receipt: receipt(false, "parsing") });
+    const s = advance(initialState("a.md"), { kind: "sent", receipt: receipt("parsing") });
     expect(s).toMatchObject({ phase: "processing", stage: "parsing" });
   });
 
   it("fails with the reason and the stage it stopped at; retry resumes after the last event", () => {
-    let s = advance(initialState("b.md"), { kind: "sent", receipt: receipt(true, "queued") });
+    let s = advance(initialState("b.md"), { kind: "sent", receipt: receipt("queued") });
     s = advance(s, stage("2", "parsing"));
     s = advance(s, stage("3", "failed", null, "invalid UTF-8 at byte 33"));
     expect(s).toMatchObject({
@@ -71,7 +66,7 @@ describe("advance", () => {
     expect(() => advance(initialState("a"), stage("1", "parsing"))).toThrow(
       /no "stage" in phase "uploading"/,
     );
-    const done = advance(initialState("a"), { kind: "sent", receipt: receipt(false, "complete") });
+    const done = advance(initialState("a"), { kind: "sent", receipt: receipt("complete") });
     expect(() => advance(done, { kind: "retrying" })).toThrow(/phase "complete"/);
     expect(() => advance(done, { kind: "error", reason: "x" })).toThrow();
   });
