@@ -26,8 +26,8 @@ from pathlib import PurePath
 
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.model import ParsedDocument
+from docshelf.parse.detect import parse_txt
 from docshelf.parse.markdown import parse_markdown
-from docshelf.parse.text import parse_text
 
 FILE_TYPES: dict[str, str] = {
     ".md": "markdown",
@@ -42,7 +42,7 @@ FILE_TYPES: dict[str, str] = {
 
 _PARSERS: dict[str, Callable[[str], ParsedDocument]] = {
     "markdown": parse_markdown,
-    "text": parse_text,
+    "text": parse_txt,  # Markdown when the text shows it (parse.detect), else plain
 }
 
 # Parsed under limits: (module, function, library to name if it is missing, text format?).
