@@ -109,10 +109,10 @@ def _prose_band_pdf(rng: random.Random) -> bytes:
     wide = _lines(fx.lines(rng, 30, 100))
     left = [f"Left {i} {t}" for i, t in enumerate(fx.lines(rng, 12, 42))]
     right = [f"Right {i} {t}" for i, t in enumerate(fx.lines(rng, 12, 42))]
-    band = [
+    band: list[Run] = [
         run
         for i in range(12)
-        for run in ((50, 360 - 12 * i, left[i], 10), (320, 360 - 12 * i, right[i], 10))
+        for run in ((50.0, 360.0 - 12 * i, left[i], 10.0), (320.0, 360.0 - 12 * i, right[i], 10.0))
     ]
     return _pdf([wide + band])
 
