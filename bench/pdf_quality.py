@@ -18,6 +18,10 @@ scored on what makes search results wrong, with the same rules for all:
   look like words (``parse.pdf_text.is_unreadable``), i.e. a broken font
   encoding passed on as text; and pages the extractor reported as without
   text;
+- **quotes found**: with ``--qa`` (by default the docqa-dev ``qa.jsonl``),
+  how many of the questions' evidence quotes (verbatim sentences from the
+  PDFs) occur on their page of the output, compared case-folded, NFKC
+  and with whitespace collapsed — what a phrase search would see;
 - **time** (seconds for the whole folder, one process, one core) and **peak
   RSS** of the process that parsed it.
 
@@ -40,11 +44,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import itertools
+import json
 import multiprocessing
 import re
 import resource
 import sys
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -91,6 +97,8 @@ class Score:
     gibberish_indexed: int = 0
     pages_reported: int = 0
     failed: int = 0
+    quotes: int = 0
+    quotes_found: int = 0
     seconds: float = 0.0
     peak_mb: float = 0.0
 
@@ -218,8 +226,29 @@ def gibberish_pages(pages: Iterable[str]) -> int:
     return sum(is_unreadable(page.split()) for page in pages)
 
 
+def _normal(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def load_quotes(qa: Path | None, folder: Path) -> dict[str, list[tuple[int, str]]]:
+    """{PDF path under ``folder``: [(page, evidence quote)]} from a docqa-style qa.jsonl."""
+    quotes: dict[str, list[tuple[int, str]]] = {}
+    if qa is None or not qa.exists():
+        return quotes
+    for line in qa.read_text().splitlines():
+        item = json.loads(line)
+        for answer in item["answers"]:
+            if answer.get("page") and answer["path"].endswith(".pdf"):
+                quotes.setdefault(answer["path"], []).append((answer["page"], item["evidence"]))
+    return quotes
+
+
 def score(
-    name: str, files: list[Path], queue: multiprocessing.Queue[tuple[Score, list[str]]]
+    name: str,
+    files: list[Path],
+    quotes: dict[str, list[tuple[int, str]]],
+    folder: Path,
+    queue: multiprocessing.Queue[tuple[Score, list[str]]],
 ) -> None:
     """Run one extractor over the files (in a process of its own) and put its score."""
     extractor = EXTRACTORS[name]
@@ -237,6 +266,7 @@ def score(
         total.files += 1
         if out.failed:
             total.failed += 1
+            total.quotes += len(quotes.get(path.relative_to(folder).as_posix(), []))
             notes.append(f"{path.name}: {out.failed}")
             continue
         text = "\n".join(out.pages)
@@ -248,6 +278,10 @@ def score(
         total.bad_headings += bad_headings(out.headings)
         total.gibberish_indexed += gibberish_pages(out.pages)
         total.pages_reported += out.pages_reported
+        for page, quote in quotes.get(path.relative_to(folder).as_posix(), []):
+            total.quotes += 1
+            on_page = out.pages[page - 1] if page <= len(out.pages) else ""
+            total.quotes_found += _normal(quote) in _normal(on_page)
     total.peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     queue.put((total, notes))
 
@@ -256,21 +290,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, default=DEFAULT_FOLDER)
     parser.add_argument("--only", default=",".join(EXTRACTORS))
+    parser.add_argument("--qa", type=Path, default=DEFAULT_FOLDER.parents[1] / "qa.jsonl")
     args = parser.parse_args()
     files = sorted(args.folder.rglob("*.pdf"))
+    quotes = load_quotes(args.qa, args.folder)
     if not files:
         sys.exit(f"no PDFs under {args.folder}")
     print(f"{len(files)} PDFs under {args.folder.resolve().name}/")
     header = (
         "extractor | files failed | pages | split words | tables (prose) | headings (bad) | "
-        "gibberish pages indexed | pages reported without text | seconds | peak MB"
+        "gibberish pages indexed | pages reported without text | quotes found | seconds | peak MB"
     )
     print(header)
     print(" | ".join("---" for _ in header.split(" | ")))
     context = multiprocessing.get_context("spawn")
     for name in args.only.split(","):
         queue: multiprocessing.Queue[tuple[Score, list[str]]] = context.Queue()
-        process = context.Process(target=score, args=(name, files, queue))
+        process = context.Process(target=score, args=(name, files, quotes, args.folder, queue))
         process.start()
         try:
             s, notes = queue.get()
@@ -284,7 +320,7 @@ def main() -> None:
         print(
             f"{name} | {s.failed} | {s.pages} | {s.split_words} | {s.tables} ({s.prose_tables}) | "
             f"{s.headings} ({s.bad_headings}) | {s.gibberish_indexed} | {s.pages_reported} | "
-            f"{s.seconds:.1f} | {s.peak_mb:.0f}"
+            f"{s.quotes_found}/{s.quotes} | {s.seconds:.1f} | {s.peak_mb:.0f}"
         )
         for note in notes:
             print(f"    {name}: {note}")

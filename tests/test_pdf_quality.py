@@ -83,6 +83,19 @@ def test_line_end_hyphens_are_joined_unless_the_document_shows_a_real_hyphen() -
     assert HYPHEN_MARK not in body
 
 
+def test_a_word_broken_across_columns_is_joined(rng: random.Random) -> None:
+    left = fx.lines(rng, 20, 40)
+    left[-1] = "the client waits for an inaccessi-"
+    right = ["ble file server to return", *fx.lines(rng, 19, 40)]
+    runs = [
+        (x, 700.0 - 12 * i, t, 10.0)
+        for x, col in ((50.0, left), (320.0, right))
+        for i, t in enumerate(col)
+    ]
+    body = parse_pdf(_pdf([runs])).body
+    assert "the client waits for an inaccessible file server to return" in body
+
+
 def test_dehyphenate_decides_by_the_documents_own_words() -> None:
     words = vocabulary(["production is up", "a well-known fact"])
     assert dehyphenate(f"produc{HYPHEN_MARK}tion", words) == "production"

@@ -106,7 +106,7 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
         meta_title = _metadata_title(pdf)
     finally:
         pdf.close()
-    found = _without_furniture(found)
+    found = _joined_across_breaks(_without_furniture(found))
     words = vocabulary(p.text for p in found)
     for piece in found:
         piece.text = dehyphenate(piece.text, words)
@@ -122,6 +122,32 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
         pages_without_text=sum(len(pages) for pages in missing.values()),
         warnings=tuple(_missing_warnings(missing)),
     )
+
+
+_ENDS_BROKEN = re.compile(f"[^\\W\\d_](?:-|{HYPHEN_MARK})$")
+
+
+def _joined_across_breaks(found: list[Piece]) -> list[Piece]:
+    """A paragraph that ends in a broken word (``inaccessi-``) continued by one that starts
+    in lower case (``ble file server``, at the top of the next column or page): one piece."""
+    out: list[Piece] = []
+    for piece in found:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.kind is piece.kind is BlockKind.PARAGRAPH
+            and _ENDS_BROKEN.search(last.text)
+            and piece.text[:1].islower()
+        ):
+            last.text = (
+                last.text.removesuffix("-").removesuffix(HYPHEN_MARK) + HYPHEN_MARK + piece.text
+            )
+            last.rows += piece.rows
+            for size, n in piece.chars_by_size.items():
+                last.chars_by_size[size] = last.chars_by_size.get(size, 0) + n
+            continue
+        out.append(piece)
+    return out
 
 
 # -- pages without (readable) text ---------------------------------------------------------

@@ -43,7 +43,7 @@ _ROW_TOLERANCE = 0.45  # centres within this fraction of the taller height share
 _MAX_COLUMN_DEPTH = 3
 _TABLE_ROW_GAP_EM = 2.5  # rows of one table are at most this far apart
 _GRID_MIN_ROWS = 3  # without ruling lines, a table needs this many rows on one grid
-_GRID_TOLERANCE_EM = 1.0  # cell edges within this many font sizes share a grid column
+_GRID_TOLERANCE_EM = 0.5  # cell edges within this many font sizes share a grid column
 _SHORT_CELL_WORDS = 4  # the median cell of an unruled table has at most this many words
 _PROSE_CELL_WORDS = 5  # cells this long (median) in two columns are lines of prose
 
@@ -373,65 +373,82 @@ def _ruled(run: Sequence[Row], rules: Sequence[Rule]) -> bool:
 
 
 def _on_a_grid(run: Sequence[Row]) -> bool:
-    """Three or more rows of short cells whose edges (left or right) line up in columns."""
+    """Three or more rows of short cells whose inner edges line up in columns.
+
+    Inner edges are where a cell starts (after the first cell of its row) or
+    ends (before the last): a table's columns start or end at the same x on
+    most rows, while the gaps of justified or letter-spaced prose fall
+    anywhere (its outer edges, the margins, always line up, so they are no
+    evidence).
+    """
     if len(run) < _GRID_MIN_ROWS:
         return False
     cells = [s for r in run for s in r.segments]
     if statistics.median(len(s.words) for s in cells) > _SHORT_CELL_WORDS:
         return False
     tolerance = _GRID_TOLERANCE_EM * max(r.size for r in run)
-    columns = _grid_columns(run, tolerance)
-    aligned = sum(sum(_in_a_column(s, columns, tolerance) for s in r.segments) >= 2 for r in run)
+    edges = [_inner_edges(r) for r in run]
+    columns = _grid_columns(edges, tolerance, max(2, len(run) / 2))
+    aligned = sum(
+        any(abs(x - c) <= tolerance for side, x in row for s, c in columns if s == side)
+        for row in edges
+    )
     return aligned >= max(_GRID_MIN_ROWS, 0.75 * len(run))
 
 
-def _grid_columns(run: Sequence[Row], tolerance: float) -> list[tuple[str, float]]:
-    """Cell edges (left or right) shared by at least two rows: the run's grid."""
+def _inner_edges(row: Row) -> list[tuple[str, float]]:
+    starts = [("x0", s.x0) for s in row.segments[1:]]
+    ends = [("x1", s.x1) for s in row.segments[:-1]]
+    return starts + ends
+
+
+def _grid_columns(
+    edges: list[list[tuple[str, float]]], tolerance: float, shared_by: float
+) -> list[tuple[str, float]]:
+    """Inner edges (starts or ends) at one x on at least ``shared_by`` rows: the grid."""
     columns: list[tuple[str, float]] = []
     for side in ("x0", "x1"):
-        edges = sorted(getattr(s, side) for r in run for s in r.segments)
+        xs = sorted(x for row in edges for s, x in row if s == side)
         group: list[float] = []
-        for edge in [*edges, math.inf]:
-            if group and edge - group[-1] > tolerance:
-                if len(group) >= 2:
+        for x in [*xs, math.inf]:
+            if group and x - group[-1] > tolerance:
+                if len(group) >= shared_by:
                     columns.append((side, statistics.median(group)))
                 group = []
-            group.append(edge)
+            group.append(x)
     return columns
-
-
-def _in_a_column(segment: Segment, columns: list[tuple[str, float]], tolerance: float) -> bool:
-    return any(abs(getattr(segment, side) - x) <= tolerance for side, x in columns)
 
 
 def _peel_prose(run: Sequence[Row]) -> tuple[list[Row], list[Row], list[Row]]:
     """(a prose column on the left, the rest, a prose column on the right).
 
-    A column of long cells (lines of running text) beside a table, on every
-    row of the run and clear of the other cells, is a column of prose the
-    gutter search did not separate from the table.
+    Lines of running text (long cells) at one side of the run, on at least
+    half of its rows and clear of every other cell, are a column of prose the
+    gutter search did not separate from a table or figure beside it.
     """
     rows = list(run)
-    before: list[Row] = []
-    after: list[Row] = []
-    if _prose_side(rows, -1):
-        after = [Row([r.segments[-1]]) for r in rows]
-        rows = [Row(r.segments[:-1]) for r in rows]
-    if all(len(r.segments) >= 2 for r in rows) and _prose_side(rows, 0):
-        before = [Row([r.segments[0]]) for r in rows]
-        rows = [Row(r.segments[1:]) for r in rows]
+    after, rows = _peel_side(rows, right=True)
+    before, rows = _peel_side(rows, right=False)
     return before, rows, after
 
 
-def _prose_side(rows: Sequence[Row], side: int) -> bool:
-    """Are the cells at ``side`` (0: first, -1: last) of each row a column of prose lines?"""
-    cells = [r.segments[side] for r in rows]
-    others = [s for r in rows for s in (r.segments[:-1] if side == -1 else r.segments[1:])]
-    if not others or statistics.median(len(c.words) for c in cells) < _PROSE_CELL_WORDS:
-        return False
-    if side == -1:
-        return min(c.x0 for c in cells) > max(s.x1 for s in others)
-    return max(c.x1 for c in cells) < min(s.x0 for s in others)
+def _peel_side(rows: list[Row], *, right: bool) -> tuple[list[Row], list[Row]]:
+    """(the prose column at one side, the rows without it); ([], rows) if there is none."""
+    ends = [r.segments[-1] if right else r.segments[0] for r in rows if len(r.segments) >= 2]
+    long = [s for s in ends if len(s.words) >= _PROSE_CELL_WORDS]
+    if len(long) < max(2, len(rows) / 2):
+        return [], rows
+    split = min(s.x0 for s in long) if right else max(s.x1 for s in long)
+
+    def prose(s: Segment) -> bool:
+        return s.x0 >= split if right else s.x1 <= split
+
+    others = [s for r in rows for s in r.segments if not prose(s)]
+    if any((s.x1 > split) if right else (s.x0 < split) for s in others):
+        return [], rows  # a cell crosses the split: no clear column
+    column = [Row([s for s in r.segments if prose(s)]) for r in rows if any(map(prose, r.segments))]
+    rest = [Row(kept) for r in rows if (kept := [s for s in r.segments if not prose(s)])]
+    return column, rest
 
 
 def _flat(rows: Sequence[Row]) -> list[Row]:
