@@ -227,6 +227,33 @@ def test_a_large_line_repeated_on_every_page_is_not_a_heading(rng: random.Random
     assert texts(doc, BlockKind.HEADING) == []
 
 
+def test_a_title_on_two_lines_is_joined_and_a_rotated_stamp_is_not_the_title(
+    rng: random.Random,
+) -> None:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=letter)
+    c.setTitle("arXiv:quant-ph/9508027v2 25 Jan 1996")  # a placeholder, not a title
+    c.saveState()
+    c.translate(30, 300)
+    c.rotate(90)
+    c.setFont("Helvetica", 24)
+    c.drawString(0, 0, "arXiv:quant-ph/9508027v2 25 Jan 1996")
+    c.restoreState()
+    c.setFont("Helvetica", 17)
+    c.drawString(80, 740, "Polynomial-Time Algorithms for Prime Factorization")
+    c.drawString(80, 720, "and Discrete Logarithms on a Quantum Computer")
+    c.setFont("Helvetica", 10)
+    for i, line in enumerate(fx.lines(rng, 20)):
+        c.drawString(80, 680 - 12 * i, line)
+    c.showPage()
+    c.save()
+    doc = parse_pdf(buf.getvalue())
+    assert doc.title == (
+        "Polynomial-Time Algorithms for Prime Factorization"
+        " and Discrete Logarithms on a Quantum Computer"
+    )
+
+
 # -- pages whose text layer is gibberish ----------------------------------------------------
 
 _GIBBERISH = [

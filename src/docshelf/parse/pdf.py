@@ -56,6 +56,7 @@ _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\uf
 _LINE_END_HYPHEN = re.compile("(?<=[^\\W\\d_])[\x02\ufffe]")
 _EOF_WINDOW = 16 * 1024  # the %%EOF marker must be this close to the end (junk may follow)
 _HEADING_RATIO = 1.08  # a heading is set at least this much larger than the body text
+_TITLE_RATIO = 1.25  # the title on page 1 stands out more (an affiliation line does not)
 _MAX_OUTLINE_ITEMS = 5000
 _MAX_RULE_OBJECTS = 5000  # path objects looked at per page for ruling lines
 _RULE_THICKNESS = 3.0  # a path this thin (points) across its length is a ruling line
@@ -64,7 +65,9 @@ _NUMBERING = re.compile(
 )
 _PAGE_NUMBER = re.compile(r"(?:page\s+)?[\divxlc]{1,6}(?:\s*(?:of|/)\s*\d+)?", re.I)
 _PLACEHOLDER_TITLES = re.compile(
-    r"^(untitled|unknown|none|title|document\d*)$|\.(pdf|docx?|dvi|tex|ps|rtf|odt|txt|md)$", re.I
+    r"^(untitled|unknown|none|title|document\d*)$|\.(pdf|docx?|dvi|tex|ps|rtf|odt|txt|md)$"
+    r"|^arxiv:\S+|^proceedings template\b",
+    re.I,
 )
 
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -285,7 +288,7 @@ def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> tuple[list[Piece], str 
         found.extend(pieces(region, index + 1, rules))
     if turned:  # rotated text (margin stamps, landscape tables) is kept, in content order
         text = " ".join(w.text for w in turned)
-        found.append(Piece(BlockKind.PARAGRAPH, text, turned[0].size, 1, index + 1))
+        found.append(Piece(BlockKind.PARAGRAPH, text, turned[0].size, 1, index + 1, rotated=True))
     return found, (None if found else _EMPTY)
 
 
@@ -458,19 +461,32 @@ def _repeated_texts(found: list[Piece]) -> set[str]:
 
 
 def _title(found: list[Piece], body: float) -> str | None:
-    """The largest short text on page 1 if it stands out, else the first heading."""
+    """The largest short text on page 1 if it stands out (a quarter larger than the body
+    text), else the first heading.
+
+    A title set on two or three lines that became consecutive pieces of the
+    same size is joined (at most 200 characters).
+    """
     first_page = [
         p
         for p in found
         if p.page == 1
         and p.kind is not BlockKind.TABLE
+        and not p.rotated
         and _short(p)
         and heading_rejection(p.text) is None
     ]
     if first_page:
         largest = max(first_page, key=lambda p: p.size)
-        if largest.size >= body * _HEADING_RATIO:
-            return largest.text
+        if largest.size >= body * _TITLE_RATIO:
+            at = first_page.index(largest)
+            lines = [largest.text]
+            for piece in first_page[at + 1 : at + 3]:
+                joined = " ".join([*lines, piece.text])
+                if abs(piece.size - largest.size) > 0.5 or len(joined) > 200:
+                    break
+                lines.append(piece.text)
+            return " ".join(lines)
     return next((p.text for p in found if p.kind is BlockKind.HEADING and p.page <= 2), None)
 
 

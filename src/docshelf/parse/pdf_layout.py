@@ -147,6 +147,7 @@ class Piece:
     page: int
     level: int = 0
     chars_by_size: dict[float, int] = field(default_factory=dict)
+    rotated: bool = False  # rotated text (a margin stamp, a landscape table)
 
 
 # -- rows ----------------------------------------------------------------------------------
