@@ -16,10 +16,12 @@ Pure geometry, no PDF library: ``parse.pdf`` extracts the words of a page
 3. **Pieces.** In each column, a run of consecutive rows that each have two
    or more segments is a TABLE (a row per line, cells joined with `` | ``)
    only when the page says so: ruling lines run along or between its rows, or
-   three or more rows share a column grid (cells starting, or ending, at the
-   same x) of short cells. A run of long cells in two aligned columns is two
-   columns of prose the gutter search did not separate: its left cells are
-   read, as paragraphs, before its right ones. Other rows group into
+   three or more rows of short cells share a column grid (inner cell edges at
+   the same x on most rows). Long cells at one side of such a run, clear of
+   the others, are a column of prose beside a table and are read on their
+   own; a run of long cells in two columns is two columns of prose the gutter
+   search did not separate: its left cells are read, as paragraphs, before
+   its right ones. Other rows group into
    paragraphs, broken at a wider line pitch, a change of font size or an
    indented first line; a line that ends in a hyphen (PDFium reports a
    line-end hyphen as U+FFFE) is joined to the next with that mark, for
