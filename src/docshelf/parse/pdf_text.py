@@ -24,6 +24,7 @@ from collections.abc import Iterable
 __all__ = [
     "HYPHEN_MARK",
     "MIN_WORDS_TO_JUDGE",
+    "SAMPLE_WORDS",
     "dehyphenate",
     "heading_rejection",
     "is_unreadable",
@@ -35,6 +36,7 @@ __all__ = [
 # U+FFFE; the layout code marks a literal "-" at a line end the same way.
 HYPHEN_MARK = "\ufffe"
 MIN_WORDS_TO_JUDGE = 12  # fewer words than this: too little text to call it unreadable
+SAMPLE_WORDS = 200  # a page is judged on at most about this many of its words
 _MIN_READABLE_SHARE = 0.4
 
 _EDGE_PUNCTUATION = (
@@ -92,8 +94,13 @@ def readable_share(words: Iterable[str]) -> tuple[float, int]:
 
 
 def is_unreadable(words: Iterable[str]) -> bool:
-    """True when a page's text layer is gibberish: enough words, and most of them not words."""
-    share, total = readable_share(words)
+    """True when a page's text layer is gibberish: enough words, and most of them not words.
+
+    A page of many words is judged on an even sample of :data:`SAMPLE_WORDS` of them.
+    """
+    tokens = list(words)
+    step = max(1, len(tokens) // SAMPLE_WORDS)
+    share, total = readable_share(tokens[::step])
     return total >= MIN_WORDS_TO_JUDGE and share < _MIN_READABLE_SHARE
 
 
