@@ -48,8 +48,20 @@ _ASCII_LETTERS = re.compile(r"[A-Za-z]+")
 _NUMBER = re.compile(r"[+-]?\d[\d.,:/]*[a-zA-Z%]{0,3}")
 
 
+# The common case, decided by one match: an ASCII word in one case pattern, with a vowel
+# when longer than three letters, between edge punctuation.
+_PLAIN_WORD = re.compile(
+    r"[(\[\"'\u201c\u2018]*"
+    r"(?:[a-z]{1,3}|[A-Z][a-z]{0,2}|[A-Z]{1,3}|(?=[A-Za-z]*[aeiouyAEIOUY])(?:[a-z]+|[A-Z][a-z]+|[A-Z]+))"
+    r"(?:['\u2019-][a-z]+)*[)\]\"'\u201d\u2019.,;:!?]*"
+)
+_ASCII_BROKEN = re.compile("[\x00-\x1f\x7f]")
+
+
 def _is_word(token: str) -> bool:
     """A token that reads as a word or a number (edge punctuation aside)."""
+    if _PLAIN_WORD.fullmatch(token):
+        return True
     core = token.strip(_EDGE_PUNCTUATION)
     if not core:
         return False
@@ -84,7 +96,10 @@ def readable_share(words: Iterable[str]) -> tuple[float, int]:
     total = readable = 0
     for token in words:
         token = token.replace(HYPHEN_MARK, "")
-        broken = any(_is_broken_char(c) for c in token)
+        if token.isascii():
+            broken = _ASCII_BROKEN.search(token) is not None
+        else:
+            broken = any(_is_broken_char(c) for c in token)
         if not broken and not any(c.isalnum() for c in token):
             continue
         total += 1
