@@ -28,6 +28,7 @@ reading order (two- and three-column pages included).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -279,13 +280,13 @@ def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> tuple[list[Piece], str 
             return [], _EMPTY
         if is_unreadable(w.text for w in [*upright, *turned]):
             return [], _UNREADABLE
-        rules = _rules(page)
+        upright, turned = _visible(upright), _visible(turned)
+        rules = functools.cache(lambda: _rules(page))  # read only if a table is in question
+        found: list[Piece] = []
+        for region in regions(rows_of(upright)):
+            found.extend(pieces(region, index + 1, rules))
     finally:
         page.close()
-    upright, turned = _visible(upright), _visible(turned)
-    found: list[Piece] = []
-    for region in regions(rows_of(upright)):
-        found.extend(pieces(region, index + 1, rules))
     if turned:  # rotated text (margin stamps, landscape tables) is kept, in content order
         text = " ".join(w.text for w in turned)
         found.append(Piece(BlockKind.PARAGRAPH, text, turned[0].size, 1, index + 1, rotated=True))
@@ -294,7 +295,11 @@ def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> tuple[list[Piece], str 
 
 def _visible(words: list[Word]) -> list[Word]:
     """Words with something to read: not only control characters (an invisible glyph's code)."""
-    return [w for w in words if any(c.isprintable() or c == HYPHEN_MARK for c in w.text)]
+    return [
+        w
+        for w in words
+        if w.text.isprintable() or any(c.isprintable() or c == HYPHEN_MARK for c in w.text)
+    ]
 
 
 def _rules(page: pdfium.PdfPage) -> list[Rule]:
@@ -355,7 +360,10 @@ def _words(textpage: pdfium.PdfTextPage) -> tuple[list[Word], list[Word]]:
 def _normal(text: str) -> str:
     """Ligatures spelt out; PDFium's line-end hyphen (U+0002 when read char by char, U+FFFE
     in its text) after a letter becomes HYPHEN_MARK."""
-    return _LINE_END_HYPHEN.sub(HYPHEN_MARK, text.translate(_LIGATURES))
+    text = text.translate(_LIGATURES)
+    if "\x02" in text or HYPHEN_MARK in text:
+        return _LINE_END_HYPHEN.sub(HYPHEN_MARK, text)
+    return text
 
 
 def _split_word(handle: object, start: int, stop: int, text: str, size: float) -> list[Word]:

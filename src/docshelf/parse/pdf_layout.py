@@ -34,7 +34,7 @@ import itertools
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from docshelf.model import BlockKind
@@ -316,8 +316,11 @@ def _columns_either_side(rows: Sequence[Row], gutter: float, width: float) -> bo
 # -- pieces --------------------------------------------------------------------------------
 
 
-def pieces(region: Sequence[Row], page: int, rules: Sequence[Rule] = ()) -> list[Piece]:
-    """A region's rows as paragraphs and tables, in order; ``rules`` are the page's lines."""
+def pieces(
+    region: Sequence[Row], page: int, rules: Callable[[], Sequence[Rule]] = tuple
+) -> list[Piece]:
+    """A region's rows as paragraphs and tables, in order; ``rules()`` gives the page's
+    ruling lines (called only when a run of rows might be a table)."""
     out: list[Piece] = []
     frame = _Frame(_typical_pitch(region), min(r.x0 for r in region), max(r.x1 for r in region))
     i = 0
@@ -327,7 +330,7 @@ def pieces(region: Sequence[Row], page: int, rules: Sequence[Rule] = ()) -> list
             before, run, after = _peel_prose(region[i:end])
             out.extend(_paragraphs(before, page, frame))
             tabular = len(run) >= 2 and all(len(r.segments) >= 2 for r in run)
-            if tabular and (_ruled(run, rules) or _on_a_grid(run)):
+            if tabular and (_ruled(run, rules()) or _on_a_grid(run)):
                 out.append(_table(run, page))
             else:
                 for column in _prose_columns(run):

@@ -56,6 +56,7 @@ _PLAIN_WORD = re.compile(
     r"(?:['\u2019-][a-z]+)*[)\]\"'\u201d\u2019.,;:!?]*"
 )
 _ASCII_BROKEN = re.compile("[\x00-\x1f\x7f]")
+_ALNUM = re.compile(r"[^\W_]")
 
 
 def _is_word(token: str) -> bool:
@@ -100,7 +101,7 @@ def readable_share(words: Iterable[str]) -> tuple[float, int]:
             broken = _ASCII_BROKEN.search(token) is not None
         else:
             broken = any(_is_broken_char(c) for c in token)
-        if not broken and not any(c.isalnum() for c in token):
+        if not broken and _ALNUM.search(token) is None:
             continue
         total += 1
         if not broken and _is_word(token):
@@ -132,7 +133,7 @@ def vocabulary(texts: Iterable[str]) -> Counter[str]:
     """
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(m.group().casefold() for m in _TOKEN.finditer(_MARKED.sub(" ", text)))
+        counts.update(_TOKEN.findall(_MARKED.sub(" ", text).casefold()))
     return counts
 
 
