@@ -1,7 +1,9 @@
 """Parsers: a file's bytes in, a :class:`~docshelf.model.ParsedDocument` out.
 
 One module per format: ``markdown.py``, ``text.py``, ``rst.py`` (text
-formats), ``pdf.py`` (with ``pdf_layout.py``), ``html.py`` and ``docx.py``.
+formats), ``pdf.py`` (with ``pdf_layout.py`` and ``pdf_text.py``),
+``html.py`` and ``docx.py``; ``detect.py`` decides whether a ``.txt`` file is
+Markdown.
 This module owns what they share: choosing a parser from a file type, and
 decoding the bytes of text formats to text. Decoding rejects empty, binary and
 non-UTF-8 input with :class:`InvalidInput`, strips a UTF-8 byte-order mark and
@@ -26,8 +28,8 @@ from pathlib import PurePath
 
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.model import ParsedDocument
+from docshelf.parse.detect import parse_txt
 from docshelf.parse.markdown import parse_markdown
-from docshelf.parse.text import parse_text
 
 FILE_TYPES: dict[str, str] = {
     ".md": "markdown",
@@ -42,7 +44,7 @@ FILE_TYPES: dict[str, str] = {
 
 _PARSERS: dict[str, Callable[[str], ParsedDocument]] = {
     "markdown": parse_markdown,
-    "text": parse_text,
+    "text": parse_txt,  # Markdown when the text shows it (parse.detect), else plain
 }
 
 # Parsed under limits: (module, function, library to name if it is missing, text format?).

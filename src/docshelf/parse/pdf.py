@@ -11,9 +11,15 @@ reading order (two- and three-column pages included).
   on their pages; otherwise short paragraphs set larger than the body text
   (levels by size, largest first).
 - Title: the document's Title metadata unless it is a placeholder, else the
-  first heading on the first two pages.
-- A page with no text layer (a scan) is counted in ``pages_without_text``; if
-  no page has text the file fails with "no text layer on any of N pages".
+  first heading on the first two pages. Captions, formulae, page numbers,
+  running heads and unreadable text are never headings (``parse.pdf_text``).
+- Words broken at line ends are joined unless the document shows the hyphen
+  is real (``parse.pdf_text.dehyphenate``).
+- A page with no text layer (a scan), a page whose text layer is gibberish
+  (a broken font encoding, ``parse.pdf_text.is_unreadable``) and a page
+  PDFium cannot load (a broken or looping page tree) are each counted in
+  ``pages_without_text``, named in a warning and not indexed; if no page has
+  readable text the file fails with the reason.
 - Encrypted files fail with "encrypted" unless ``DOCSHELF_PDF_PASSWORD``
   opens them; files that are not PDFs, truncated or malformed fail with the
   reason.
@@ -22,6 +28,7 @@ reading order (two- and three-column pages included).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -34,21 +41,34 @@ from docshelf.errors import InvalidInput
 from docshelf.model import BlockKind, ParsedDocument
 from docshelf.parse import PDF_PASSWORD_ENV
 from docshelf.parse._blocks import BodyBuilder, one_line
-from docshelf.parse.pdf_layout import Piece, Word, pieces, regions, rows_of
+from docshelf.parse.pdf_layout import Piece, Rule, Word, pieces, regions, rows_of
+from docshelf.parse.pdf_text import (
+    HYPHEN_MARK,
+    dehyphenate,
+    heading_rejection,
+    is_unreadable,
+    vocabulary,
+)
 
 __all__ = ["parse_pdf"]
 
 _WORD = re.compile(r"\S+")
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi"})
+_LINE_END_HYPHEN = re.compile("(?<=[^\\W\\d_])[\x02\ufffe]")
 _EOF_WINDOW = 16 * 1024  # the %%EOF marker must be this close to the end (junk may follow)
 _HEADING_RATIO = 1.08  # a heading is set at least this much larger than the body text
+_TITLE_RATIO = 1.25  # the title on page 1 stands out more (an affiliation line does not)
 _MAX_OUTLINE_ITEMS = 5000
+_MAX_RULE_OBJECTS = 5000  # path objects looked at per page for ruling lines
+_RULE_THICKNESS = 3.0  # a path this thin (points) across its length is a ruling line
 _NUMBERING = re.compile(
     r"(?:(?:chapter|section|part|appendix)\s+)?(?:(?:\d{1,3}|[a-z]|[ivxlc]{1,5})\s*){1,5}"
 )
 _PAGE_NUMBER = re.compile(r"(?:page\s+)?[\divxlc]{1,6}(?:\s*(?:of|/)\s*\d+)?", re.I)
 _PLACEHOLDER_TITLES = re.compile(
-    r"^(untitled|unknown|none|title|document\d*)$|\.(pdf|docx?|dvi|tex|ps|rtf|odt|txt|md)$", re.I
+    r"^(untitled|unknown|none|title|document\d*)$|\.(pdf|docx?|dvi|tex|ps|rtf|odt|txt|md)$"
+    r"|^arxiv:\S+|^proceedings template\b",
+    re.I,
 )
 
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -75,23 +95,25 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
         if page_count == 0:
             raise InvalidInput("PDF has no pages")
         found: list[Piece] = []
-        without_text = 0
-        warnings: list[str] = []
+        missing: dict[str, list[int]] = {_EMPTY: [], _UNREADABLE: [], _UNLOADABLE: []}
         for index in range(page_count):
             try:
-                page_pieces = _page_pieces(pdf, index)
-            except pdfium.PdfiumError as exc:
-                warnings.append(f"page {index + 1} could not be read: {exc}")
-                page_pieces = []
-            without_text += not page_pieces
+                page_pieces, status = _page_pieces(pdf, index)
+            except pdfium.PdfiumError:
+                page_pieces, status = [], _UNLOADABLE
+            if status:
+                missing[status].append(index + 1)
             found.extend(page_pieces)
         if not found:
-            raise InvalidInput(f"no text layer on any of {page_count} pages (scanned?)")
+            raise InvalidInput(_no_text_reason(page_count, missing))
         outline = list(_outline(pdf))
         meta_title = _metadata_title(pdf)
     finally:
         pdf.close()
-    found = _without_furniture(found)
+    found = _joined_across_breaks(_without_furniture(found))
+    words = vocabulary(p.text for p in found)
+    for piece in found:
+        piece.text = dehyphenate(piece.text, words)
     body_size = _body_size(found)
     if not _apply_outline(found, outline):
         _apply_font_sizes(found, body_size)
@@ -101,9 +123,84 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
     return builder.build(
         title=meta_title or _title(found, body_size),
         page_count=page_count,
-        pages_without_text=without_text,
-        warnings=tuple(warnings),
+        pages_without_text=sum(len(pages) for pages in missing.values()),
+        warnings=tuple(_missing_warnings(missing)),
     )
+
+
+_ENDS_BROKEN = re.compile(f"[^\\W\\d_](?:-|{HYPHEN_MARK})$")
+
+
+def _joined_across_breaks(found: list[Piece]) -> list[Piece]:
+    """A paragraph that ends in a broken word (``inaccessi-``) continued by one that starts
+    in lower case (``ble file server``, at the top of the next column or page): one piece."""
+    out: list[Piece] = []
+    for piece in found:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.kind is piece.kind is BlockKind.PARAGRAPH
+            and _ENDS_BROKEN.search(last.text)
+            and piece.text[:1].islower()
+        ):
+            last.text = (
+                last.text.removesuffix("-").removesuffix(HYPHEN_MARK) + HYPHEN_MARK + piece.text
+            )
+            last.rows += piece.rows
+            for size, n in piece.chars_by_size.items():
+                last.chars_by_size[size] = last.chars_by_size.get(size, 0) + n
+            continue
+        out.append(piece)
+    return out
+
+
+# -- pages without (readable) text ---------------------------------------------------------
+
+_EMPTY, _UNREADABLE, _UNLOADABLE = "empty", "unreadable", "unloadable"
+_WHY = {
+    _EMPTY: "no text layer (scanned?)",
+    _UNREADABLE: "an unreadable text layer (a broken font encoding?); not indexed",
+    _UNLOADABLE: "could not be loaded (a broken or looping page tree)",
+}
+
+
+def _no_text_reason(page_count: int, missing: dict[str, list[int]]) -> str:
+    empty, unreadable, unloadable = (len(missing[k]) for k in (_EMPTY, _UNREADABLE, _UNLOADABLE))
+    if empty == page_count:
+        return f"no text layer on any of {page_count} pages (scanned?)"
+    if unloadable == page_count:
+        return (
+            f"malformed PDF: none of its {page_count} pages can be loaded"
+            " (a broken or looping page tree)"
+        )
+    parts = []
+    if unreadable:
+        parts.append(f"{unreadable} with an unreadable text layer (a broken font encoding?)")
+    if empty:
+        parts.append(f"{empty} without a text layer (scanned?)")
+    if unloadable:
+        parts.append(f"{unloadable} that cannot be loaded (a broken page tree)")
+    return f"no readable text on any of {page_count} pages: {', '.join(parts)}"
+
+
+def _missing_warnings(missing: dict[str, list[int]]) -> list[str]:
+    out = []
+    for status, pages in missing.items():
+        if pages:
+            label = "page" if len(pages) == 1 else "pages"
+            out.append(f"{label} {_page_ranges(pages)}: {_WHY[status]}")
+    return out
+
+
+def _page_ranges(pages: list[int]) -> str:
+    """1, 2, 3, 7 → '1-3, 7'."""
+    spans: list[list[int]] = []
+    for page in pages:
+        if spans and page == spans[-1][1] + 1:
+            spans[-1][1] = page
+        else:
+            spans.append([page, page])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 # -- opening -------------------------------------------------------------------------------
@@ -170,7 +267,8 @@ def _outline(pdf: pdfium.PdfDocument) -> Iterator[tuple[int, str, int]]:
 # -- words of a page -----------------------------------------------------------------------
 
 
-def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> list[Piece]:
+def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> tuple[list[Piece], str | None]:
+    """A page's pieces, and why it has none (``_EMPTY``, ``_UNREADABLE``) or None."""
     page = pdf[index]
     try:
         textpage = page.get_textpage()
@@ -178,15 +276,44 @@ def _page_pieces(pdf: pdfium.PdfDocument, index: int) -> list[Piece]:
             upright, turned = _words(textpage)
         finally:
             textpage.close()
+        if not upright and not turned:
+            return [], _EMPTY
+        if is_unreadable(w.text for w in [*upright, *turned]):
+            return [], _UNREADABLE
+        upright, turned = _visible(upright), _visible(turned)
+        rules = functools.cache(lambda: _rules(page))  # read only if a table is in question
+        found: list[Piece] = []
+        for region in regions(rows_of(upright)):
+            found.extend(pieces(region, index + 1, rules))
     finally:
         page.close()
-    found: list[Piece] = []
-    for region in regions(rows_of(upright)):
-        found.extend(pieces(region, index + 1))
     if turned:  # rotated text (margin stamps, landscape tables) is kept, in content order
         text = " ".join(w.text for w in turned)
-        found.append(Piece(BlockKind.PARAGRAPH, text, turned[0].size, 1, index + 1))
-    return found
+        found.append(Piece(BlockKind.PARAGRAPH, text, turned[0].size, 1, index + 1, rotated=True))
+    return found, (None if found else _EMPTY)
+
+
+def _visible(words: list[Word]) -> list[Word]:
+    """Words with something to read: not only control characters (an invisible glyph's code)."""
+    return [
+        w
+        for w in words
+        if w.text.isprintable() or any(c.isprintable() or c == HYPHEN_MARK for c in w.text)
+    ]
+
+
+def _rules(page: pdfium.PdfPage) -> list[Rule]:
+    """The page's ruling lines: thin path objects (lines, hairline rectangles)."""
+    rules: list[Rule] = []
+    objects = page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_PATH], max_depth=2)
+    for n, obj in enumerate(objects):
+        if n >= _MAX_RULE_OBJECTS:
+            break
+        left, bottom, right, top = obj.get_bounds()
+        width, height = right - left, top - bottom
+        if min(width, height) <= _RULE_THICKNESS and max(width, height) >= 4 * _RULE_THICKNESS:
+            rules.append(Rule(left, right, bottom, top))
+    return rules
 
 
 def _words(textpage: pdfium.PdfTextPage) -> tuple[list[Word], list[Word]]:
@@ -215,7 +342,7 @@ def _words(textpage: pdfium.PdfTextPage) -> tuple[list[Word], list[Word]]:
         if pdfium_c.FPDFText_GetMatrix(handle, first, matrix_ref):
             size *= math.hypot(matrix.c, matrix.d) or 1.0
         size = size or (top - bottom)
-        word_text = match.group().translate(_LIGATURES)
+        word_text = _normal(match.group())
         angle = pdfium_c.FPDFText_GetCharAngle(handle, first)
         if angle > 0.01 and abs(angle - 2 * math.pi) > 0.01:
             turned.append(Word(word_text, x0, box.right, bottom, top, size))
@@ -230,6 +357,15 @@ def _words(textpage: pdfium.PdfTextPage) -> tuple[list[Word], list[Word]]:
     return upright, turned
 
 
+def _normal(text: str) -> str:
+    """Ligatures spelt out; PDFium's line-end hyphen (U+0002 when read char by char, U+FFFE
+    in its text) after a letter becomes HYPHEN_MARK."""
+    text = text.translate(_LIGATURES)
+    if "\x02" in text or HYPHEN_MARK in text:
+        return _LINE_END_HYPHEN.sub(HYPHEN_MARK, text)
+    return text
+
+
 def _split_word(handle: object, start: int, stop: int, text: str, size: float) -> list[Word]:
     box = pdfium_c.FS_RECTF()
     ref = ctypes.byref(box)
@@ -241,14 +377,14 @@ def _split_word(handle: object, start: int, stop: int, text: str, size: float) -
             continue
         jump = chars and (box.left < x1 - size or abs(box.top - top) > 0.5 * (top - bottom))
         if jump:
-            words.append(Word("".join(chars).translate(_LIGATURES), x0, x1, bottom, top, size))
+            words.append(Word(_normal("".join(chars)), x0, x1, bottom, top, size))
             chars = []
         if not chars:
             x0, bottom, top = box.left, box.bottom, box.top
         chars.append(text[i])
         x1 = box.right
     if chars:
-        words.append(Word("".join(chars).translate(_LIGATURES), x0, x1, bottom, top, size))
+        words.append(Word(_normal("".join(chars)), x0, x1, bottom, top, size))
     return words
 
 
@@ -293,8 +429,20 @@ def _body_size(found: list[Piece]) -> float:
 
 
 def _apply_font_sizes(found: list[Piece], body: float) -> None:
-    """Short paragraphs set larger than the body text become headings, levels by size."""
-    candidates = [p for p in found if _looks_like_heading(p, body)]
+    """Short paragraphs set larger than the body text become headings, levels by size.
+
+    Not a heading: a caption, a formula, a page number, unreadable text
+    (``heading_rejection``), or a text repeated on three or more pages (a
+    running head the furniture filter did not catch).
+    """
+    repeated = _repeated_texts(found)
+    candidates = [
+        p
+        for p in found
+        if _looks_like_heading(p, body)
+        and heading_rejection(p.text) is None
+        and _comparable(p.text) not in repeated
+    ]
     sizes = sorted({round(p.size * 2) / 2 for p in candidates}, reverse=True)
     for piece in candidates:
         piece.kind = BlockKind.HEADING
@@ -311,13 +459,42 @@ def _short(piece: Piece) -> bool:
     return piece.rows <= 3 and len(piece.text) <= 200 and sum(c.isalpha() for c in piece.text) >= 2
 
 
+def _repeated_texts(found: list[Piece]) -> set[str]:
+    """Short texts (compared loosely) that occur on three or more pages."""
+    pages: defaultdict[str, set[int]] = defaultdict(set)
+    for piece in found:
+        if _short(piece):
+            pages[_comparable(piece.text)].add(piece.page)
+    return {text for text, on in pages.items() if len(on) >= 3}
+
+
 def _title(found: list[Piece], body: float) -> str | None:
-    """The largest short text on page 1 if it stands out, else the first heading."""
-    first_page = [p for p in found if p.page == 1 and p.kind is not BlockKind.TABLE and _short(p)]
+    """The largest short text on page 1 if it stands out (a quarter larger than the body
+    text), else the first heading.
+
+    A title set on two or three lines that became consecutive pieces of the
+    same size is joined (at most 200 characters).
+    """
+    first_page = [
+        p
+        for p in found
+        if p.page == 1
+        and p.kind is not BlockKind.TABLE
+        and not p.rotated
+        and _short(p)
+        and heading_rejection(p.text) is None
+    ]
     if first_page:
         largest = max(first_page, key=lambda p: p.size)
-        if largest.size >= body * _HEADING_RATIO:
-            return largest.text
+        if largest.size >= body * _TITLE_RATIO:
+            at = first_page.index(largest)
+            lines = [largest.text]
+            for piece in first_page[at + 1 : at + 3]:
+                joined = " ".join([*lines, piece.text])
+                if abs(piece.size - largest.size) > 0.5 or len(joined) > 200:
+                    break
+                lines.append(piece.text)
+            return " ".join(lines)
     return next((p.text for p in found if p.kind is BlockKind.HEADING and p.page <= 2), None)
 
 

@@ -13,26 +13,55 @@ Pure geometry, no PDF library: ``parse.pdf`` extracts the words of a page
    wide figure) cut the page into bands; inside a band the left column is read
    before the right one. Each column is split again (up to three levels), so
    three-column pages work too.
-3. **Pieces.** In each column, runs of two or more consecutive rows that each
-   have two or more segments are a TABLE (a row per line, cells joined with
-   `` | ``); the other rows group into paragraphs, broken at a wider line
-   pitch, a change of font size or an indented first line.
+3. **Pieces.** In each column, a run of consecutive rows that each have two
+   or more segments is a TABLE (a row per line, cells joined with `` | ``)
+   only when the page says so: ruling lines run along or between its rows, or
+   three or more rows of short cells share a column grid (inner cell edges at
+   the same x on most rows). Long cells at one side of such a run, clear of
+   the others, are a column of prose beside a table and are read on their
+   own; a run of long cells in two columns is two columns of prose the gutter
+   search did not separate: its left cells are read, as paragraphs, before
+   its right ones. Other rows group into
+   paragraphs, broken at a wider line pitch, a change of font size or an
+   indented first line; a line that ends in a hyphen (PDFium reports a
+   line-end hyphen as U+FFFE) is joined to the next with that mark, for
+   ``parse.pdf_text.dehyphenate`` to resolve.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from docshelf.model import BlockKind
+from docshelf.parse.pdf_text import HYPHEN_MARK
 
 _SEGMENT_GAP_EM = 1.0  # a horizontal gap wider than this (in font sizes) splits a row
 _ROW_TOLERANCE = 0.45  # centres within this fraction of the taller height share a row
 _MAX_COLUMN_DEPTH = 3
 _TABLE_ROW_GAP_EM = 2.5  # rows of one table are at most this far apart
+_GRID_MIN_ROWS = 3  # without ruling lines, a table needs this many rows on one grid
+_GRID_TOLERANCE_EM = 0.5  # cell edges within this many font sizes share a grid column
+_SHORT_CELL_WORDS = 4  # the median cell of an unruled table has at most this many words
+_PROSE_CELL_WORDS = 5  # cells this long (median) in two columns are lines of prose
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A ruling line (or a thin rectangle) on the page, as a box in PDF space."""
+
+    x0: float
+    x1: float
+    bottom: float
+    top: float
+
+    @property
+    def horizontal(self) -> bool:
+        return self.x1 - self.x0 > self.top - self.bottom
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +149,7 @@ class Piece:
     page: int
     level: int = 0
     chars_by_size: dict[float, int] = field(default_factory=dict)
+    rotated: bool = False  # rotated text (a margin stamp, a landscape table)
 
 
 # -- rows ----------------------------------------------------------------------------------
@@ -286,21 +316,161 @@ def _columns_either_side(rows: Sequence[Row], gutter: float, width: float) -> bo
 # -- pieces --------------------------------------------------------------------------------
 
 
-def pieces(region: Sequence[Row], page: int) -> list[Piece]:
-    """A region's rows as paragraphs and tables, in order."""
+def pieces(
+    region: Sequence[Row], page: int, rules: Callable[[], Sequence[Rule]] = tuple
+) -> list[Piece]:
+    """A region's rows as paragraphs and tables, in order; ``rules()`` gives the page's
+    ruling lines (called only when a run of rows might be a table)."""
     out: list[Piece] = []
     frame = _Frame(_typical_pitch(region), min(r.x0 for r in region), max(r.x1 for r in region))
     i = 0
     while i < len(region):
         end = _table_end(region, i)
         if end - i >= 2:
-            out.append(_table(region[i:end], page))
+            before, run, after = _peel_prose(region[i:end])
+            out.extend(_paragraphs(before, page, frame))
+            tabular = len(run) >= 2 and all(len(r.segments) >= 2 for r in run)
+            if tabular and (_ruled(run, rules()) or _on_a_grid(run)):
+                out.append(_table(run, page))
+            else:
+                for column in _prose_columns(run):
+                    out.extend(_paragraphs(column, page, frame))
+            out.extend(_paragraphs(after, page, frame))
             i = end
             continue
         end = _paragraph_end(region, i, frame)
         out.append(_paragraph(region[i:end], page))
         i = end
     return out
+
+
+def _paragraphs(rows: Sequence[Row], page: int, frame: _Frame) -> list[Piece]:
+    """Rows that are not a table, as paragraphs (their segments read as one line each)."""
+    flat = _flat(rows)
+    out: list[Piece] = []
+    i = 0
+    while i < len(flat):
+        end = _paragraph_end(flat, i, frame)
+        out.append(_paragraph(flat[i:end], page))
+        i = end
+    return out
+
+
+# -- is it a table? ------------------------------------------------------------------------
+
+
+def _ruled(run: Sequence[Row], rules: Sequence[Rule]) -> bool:
+    """Ruling lines along the run: two horizontal ones across it, or a vertical one beside
+    or between its cells over most of its height."""
+    x0, x1 = min(r.x0 for r in run), max(r.x1 for r in run)
+    size = max(r.size for r in run)
+    top, bottom = run[0].top + 1.5 * size, run[-1].bottom - 1.5 * size
+    width = x1 - x0
+    across = 0
+    for rule in rules:
+        if rule.horizontal:
+            overlap = min(rule.x1, x1) - max(rule.x0, x0)
+            across += overlap >= 0.6 * width and bottom <= rule.top and rule.bottom <= top
+        elif x0 - size <= rule.x0 <= x1 + size and min(rule.top, top) - max(
+            rule.bottom, bottom
+        ) >= 0.6 * (top - bottom):
+            return True
+    return across >= 2
+
+
+def _on_a_grid(run: Sequence[Row]) -> bool:
+    """Three or more rows of short cells whose inner edges line up in columns.
+
+    Inner edges are where a cell starts (after the first cell of its row) or
+    ends (before the last): a table's columns start or end at the same x on
+    most rows, while the gaps of justified or letter-spaced prose fall
+    anywhere (its outer edges, the margins, always line up, so they are no
+    evidence).
+    """
+    if len(run) < _GRID_MIN_ROWS:
+        return False
+    cells = [s for r in run for s in r.segments]
+    if statistics.median(len(s.words) for s in cells) > _SHORT_CELL_WORDS:
+        return False
+    tolerance = _GRID_TOLERANCE_EM * max(r.size for r in run)
+    edges = [_inner_edges(r) for r in run]
+    columns = _grid_columns(edges, tolerance, max(2, len(run) / 2))
+    aligned = sum(
+        any(abs(x - c) <= tolerance for side, x in row for s, c in columns if s == side)
+        for row in edges
+    )
+    return aligned >= max(_GRID_MIN_ROWS, 0.75 * len(run))
+
+
+def _inner_edges(row: Row) -> list[tuple[str, float]]:
+    starts = [("x0", s.x0) for s in row.segments[1:]]
+    ends = [("x1", s.x1) for s in row.segments[:-1]]
+    return starts + ends
+
+
+def _grid_columns(
+    edges: list[list[tuple[str, float]]], tolerance: float, shared_by: float
+) -> list[tuple[str, float]]:
+    """Inner edges (starts or ends) at one x on at least ``shared_by`` rows: the grid."""
+    columns: list[tuple[str, float]] = []
+    for side in ("x0", "x1"):
+        xs = sorted(x for row in edges for s, x in row if s == side)
+        group: list[float] = []
+        for x in [*xs, math.inf]:
+            if group and x - group[-1] > tolerance:
+                if len(group) >= shared_by:
+                    columns.append((side, statistics.median(group)))
+                group = []
+            group.append(x)
+    return columns
+
+
+def _peel_prose(run: Sequence[Row]) -> tuple[list[Row], list[Row], list[Row]]:
+    """(a prose column on the left, the rest, a prose column on the right).
+
+    Lines of running text (long cells) at one side of the run, on at least
+    half of its rows and clear of every other cell, are a column of prose the
+    gutter search did not separate from a table or figure beside it.
+    """
+    rows = list(run)
+    after, rows = _peel_side(rows, right=True)
+    before, rows = _peel_side(rows, right=False)
+    return before, rows, after
+
+
+def _peel_side(rows: list[Row], *, right: bool) -> tuple[list[Row], list[Row]]:
+    """(the prose column at one side, the rows without it); ([], rows) if there is none."""
+    ends = [r.segments[-1] if right else r.segments[0] for r in rows if len(r.segments) >= 2]
+    long = [s for s in ends if len(s.words) >= _PROSE_CELL_WORDS]
+    if len(long) < max(2, len(rows) / 2):
+        return [], rows
+    split = min(s.x0 for s in long) if right else max(s.x1 for s in long)
+
+    def prose(s: Segment) -> bool:
+        return s.x0 >= split if right else s.x1 <= split
+
+    others = [s for r in rows for s in r.segments if not prose(s)]
+    if any((s.x1 > split) if right else (s.x0 < split) for s in others):
+        return [], rows  # a cell crosses the split: no clear column
+    column = [Row([s for s in r.segments if prose(s)]) for r in rows if any(map(prose, r.segments))]
+    rest = [Row(kept) for r in rows if (kept := [s for s in r.segments if not prose(s)])]
+    return column, rest
+
+
+def _flat(rows: Sequence[Row]) -> list[Row]:
+    return [Row([Segment([w for s in r.segments for w in s.words])]) for r in rows]
+
+
+def _prose_columns(run: Sequence[Row]) -> list[Sequence[Row]]:
+    """Two columns of prose side by side, left then right; else the run as it is."""
+    if any(len(r.segments) != 2 for r in run):
+        return [run]
+    if statistics.median(len(s.words) for r in run for s in r.segments) < _PROSE_CELL_WORDS:
+        return [run]
+    split = min(r.segments[1].x0 for r in run)
+    if any(r.segments[0].x1 > split for r in run):
+        return [run]
+    return [[Row([r.segments[0]]) for r in run], [Row([r.segments[1]]) for r in run]]
 
 
 def _table_end(region: Sequence[Row], i: int) -> int:
@@ -356,10 +526,25 @@ def _typical_pitch(region: Sequence[Row]) -> float:
 
 def _paragraph(rows: Sequence[Row], page: int) -> Piece:
     piece = Piece(
-        BlockKind.PARAGRAPH, " ".join(r.text for r in rows), rows[0].size, len(rows), page
+        BlockKind.PARAGRAPH, _join_lines(r.text for r in rows), rows[0].size, len(rows), page
     )
     _count_sizes(piece, rows)
     return piece
+
+
+def _join_lines(lines: Iterable[str]) -> str:
+    """Lines joined by spaces; a line ending in a hyphen joins the next with HYPHEN_MARK."""
+    out = ""
+    for line in lines:
+        if not out:
+            out = line
+        elif out.endswith(HYPHEN_MARK):
+            out += line
+        elif out.endswith("-") and out[-2:-1].isalpha() and line[:1].isalpha():
+            out = out[:-1] + HYPHEN_MARK + line
+        else:
+            out += " " + line
+    return out
 
 
 def _table(rows: Sequence[Row], page: int) -> Piece:

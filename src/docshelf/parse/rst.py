@@ -8,6 +8,12 @@ so the result depends on the text alone.
 - The document title (a lone top-level section title, docutils' usual
   promotion) is a level-1 heading and the title; sections below it are
   headings one level deeper per nesting (at most 6).
+- A file that opens with an RFC 822 header block (``Key: value`` lines, as
+  Python PEPs do) is parsed with docutils' RFC 2822 front matter; its
+  ``Title:`` is the title and the block is kept as a list. Without either, the
+  title is the first top-level heading unless that is a generic section name
+  ("Abstract", "Introduction", …): then there is none and the file name
+  stands in for it.
 - Paragraphs → PARAGRAPH; literal and doctest blocks → CODE; tables → TABLE
   (a line per row, cells joined with `` | ``); bullet, enumerated,
   definition, field and option lists → LIST (``- item`` per item, nested
@@ -18,10 +24,12 @@ so the result depends on the text alone.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 
 from docutils import nodes
 from docutils.core import publish_doctree
+from docutils.parsers.rst import Parser
 from docutils.utils import SystemMessage
 
 from docshelf.errors import InvalidInput
@@ -57,23 +65,64 @@ _SKIP = (
     nodes.raw,
     nodes.footnote_reference,
 )
+# An RFC 822 header block: "Key: value" lines (continuations indented) up to a blank line.
+_HEADER_BLOCK = re.compile(
+    r"\A(?:[A-Za-z][\w-]*:[ \t][^\n]*\n(?:[ \t]+\S[^\n]*\n)*)+(?:[ \t]*\n|\Z)"
+)
+_HEADER_TITLE = re.compile(r"^title:[ \t]", re.I | re.M)
+_GENERIC_HEADINGS = frozenset(
+    {
+        "abstract",
+        "introduction",
+        "overview",
+        "summary",
+        "contents",
+        "table of contents",
+        "preface",
+        "foreword",
+        "background",
+        "motivation",
+        "rationale",
+    }
+)
 
 
 def parse_rst(text: str) -> ParsedDocument:
     """Parse decoded reStructuredText (LF line ends)."""
     settings = {**_SETTINGS, "warning_stream": io.StringIO()}
+    header = _HEADER_BLOCK.match(text)
+    rfc822 = header is not None and _HEADER_TITLE.search(header.group()) is not None
     try:
-        tree = publish_doctree(text, settings_overrides=settings)
+        tree = publish_doctree(text, parser=Parser(rfc2822=rfc822), settings_overrides=settings)
     except SystemMessage as exc:
         raise InvalidInput(f"malformed reStructuredText: {exc}") from None
     builder = BodyBuilder()
-    title = tree.get("title") or None
+    title = tree.get("title") or _header_title(tree)
     has_title = any(isinstance(child, nodes.title) for child in tree.children)
     for node, depth in _walk(tree):
         _add(node, depth + (1 if has_title else 0), builder)
     if not builder.blocks:
         raise InvalidInput("no text in the reStructuredText document")
-    return builder.build(title=title or builder.first_heading(1))
+    return builder.build(title=title or _first_heading(builder))
+
+
+def _header_title(tree: nodes.document) -> str | None:
+    """The ``Title`` field of the front matter (an RFC 822 block or a docinfo field list)."""
+    for docinfo in tree.findall(nodes.docinfo):
+        for field in docinfo.findall(nodes.field):
+            name = field.next_node(nodes.field_name)
+            body = field.next_node(nodes.field_body)
+            if name is not None and body is not None and name.astext().strip().lower() == "title":
+                return one_line(body.astext()) or None
+    return None
+
+
+def _first_heading(builder: BodyBuilder) -> str | None:
+    """The first top-level heading, unless it names a generic section rather than the text."""
+    heading = builder.first_heading(1)
+    if heading is None or heading.strip(" .:").casefold() in _GENERIC_HEADINGS:
+        return None
+    return heading
 
 
 def _walk(tree: nodes.document) -> Iterator[tuple[nodes.Node, int]]:
