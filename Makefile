@@ -12,13 +12,14 @@ SAMPLE := .docshelf-sample
 ifeq ($(CI),true)
 export DOCSHELF_TEST_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
 export DOCSHELF_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
+export DOCSHELF_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 endif
 
 # Idempotent: the venv is (re)built only when pyproject.toml changes.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,postgres,mcp,langchain,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,redis,s3,postgres,mcp,langchain,dev]"
 	touch $(STAMP)
 
 # The web page's browser tests drive Debian's chromium (never a downloaded browser):
