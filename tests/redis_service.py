@@ -21,12 +21,12 @@ def with_prefix(url: str, prefix: str) -> str:
 
 
 @contextmanager
-def fresh_prefix() -> Iterator[tuple[str, str]]:
+def fresh_prefix(url: str | None = None) -> Iterator[tuple[str, str]]:
     """(a DOCSHELF_REDIS_URL with a prefix of its own, that prefix); its keys are deleted
-    afterwards."""
+    afterwards. ``url``: the server (default: the test's, from the environment)."""
     import redis
 
-    url = service_url("DOCSHELF_TEST_REDIS_URL", "Redis")
+    url = url or service_url("DOCSHELF_TEST_REDIS_URL", "Redis")
     prefix = f"docshelf-test:{uuid.uuid4().hex[:12]}:"
     client = redis.Redis.from_url(url)
     try:
