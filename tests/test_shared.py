@@ -309,3 +309,19 @@ def test_the_in_process_broadcast_wakes_streams_of_the_same_process(
             return await _heard(shelf.broadcast, commit, want=1)
 
         assert asyncio.run(run()) == [["doc_x"]]
+
+
+def test_settings_read_redis_polling_and_drain(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = Settings.from_env()
+    assert (plain.redis_url, plain.sse_poll_seconds, plain.drain_seconds) == (None, 0.2, 20.0)
+    monkeypatch.setenv("DOCSHELF_REDIS_URL", " redis://h:6379/1 ")
+    monkeypatch.setenv("DOCSHELF_DRAIN_SECONDS", "5")
+    shared = Settings.from_env()
+    assert (shared.redis_url, shared.sse_poll_seconds, shared.drain_seconds) == (
+        "redis://h:6379/1",
+        5.0,  # Redis carries the news: the store is read less often
+        5.0,
+    )
+    monkeypatch.setenv("DOCSHELF_SSE_POLL_SECONDS", "-1")
+    with pytest.raises(InvalidInput, match="DOCSHELF_SSE_POLL_SECONDS"):
+        Settings.from_env()
