@@ -61,7 +61,7 @@ def measure(args: argparse.Namespace, mode: str, tmp: Path) -> list[float]:
         shelf = stack.enter_context(Shelf(settings=settings, embedder=None))
         _, token = shelf.create_user("bench")
         headers = {"Authorization": f"Bearer {token}"}
-        replicas = ReplicaSet(url, amqp, redis_url, home, logs)
+        replicas = ReplicaSet(url, amqp, redis_url, home, logs, {"DOCSHELF_ENRICH": "off"})
         stack.callback(replicas.stop)
         a_url, b_url = replicas.api(), replicas.api()
         for _ in range(args.workers):
