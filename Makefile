@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := .docshelf-sample
 
-.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster cluster-demo docs-cli clean
+.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster bench-fanout cluster-demo docs-cli clean
 
 # Under CI the services are on their standard ports, and their tests must run
 # (a missing service fails them); elsewhere they run only when these are set.
@@ -77,6 +77,13 @@ cluster-demo: install
 # SQLite vs PostgreSQL at 100k snippets (BENCHMARKS.md); needs the same services.
 bench-cluster: install
 	$(BIN)/python bench/cluster.py --database-url '$(CLUSTER_PG_URL)' --amqp-url '$(CLUSTER_AMQP_URL)'
+
+# SSE fan-out latency across two API replicas, with Redis and without (BENCHMARKS.md).
+CLUSTER_REDIS_URL ?= redis://127.0.0.1:6379/0
+
+bench-fanout: install
+	$(BIN)/python bench/fanout.py --database-url '$(CLUSTER_PG_URL)' \
+		--amqp-url '$(CLUSTER_AMQP_URL)' --redis-url '$(CLUSTER_REDIS_URL)'
 
 # Regenerate docs/cli.md from the commands' --help (a test checks it is current).
 docs-cli: install
