@@ -1185,8 +1185,11 @@ def worker(
         raise typer.Exit(1) from None
     configure_tracing()
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
-    err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop")
-    code = run_workers(workers, shelf.settings.drain_seconds)  # SIGTERM drains (shutdown.py)
+    code = run_workers(  # SIGTERM drains (shutdown.py)
+        workers,
+        shelf.settings.drain_seconds,
+        lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
+    )
     shelf.close()
     if code:
         raise typer.Exit(code)

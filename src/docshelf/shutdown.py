@@ -19,7 +19,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -62,8 +62,11 @@ def drain(threads: Sequence[threading.Thread], seconds: float) -> bool:
     return not stuck
 
 
-def run_workers(workers: Sequence[Worker], drain_seconds: float) -> int:
-    """Run ``workers`` in threads until SIGTERM or SIGINT, then drain them: the exit status."""
+def run_workers(
+    workers: Sequence[Worker], drain_seconds: float, started: Callable[[], None] | None = None
+) -> int:
+    """Run ``workers`` in threads until SIGTERM or SIGINT, then drain them: the exit status.
+    ``started`` is called once the signals are ours (a "ready" message)."""
     stop = threading.Event()
     threads = [
         threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True) for w in workers
@@ -71,6 +74,8 @@ def run_workers(workers: Sequence[Worker], drain_seconds: float) -> int:
     with signals_set(stop):
         for t in threads:
             t.start()
+        if started is not None:
+            started()
         while not stop.wait(0.5):
             if not any(t.is_alive() for t in threads):
                 return 1  # every worker died (each logged why)
