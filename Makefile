@@ -5,20 +5,21 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := .docshelf-sample
 
-.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster cluster-demo docs-cli clean extension vsix
+.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster bench-fanout cluster-demo docs-cli clean extension vsix
 
 # Under CI the services are on their standard ports, and their tests must run
 # (a missing service fails them); elsewhere they run only when these are set.
 ifeq ($(CI),true)
 export DOCSHELF_TEST_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
 export DOCSHELF_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
+export DOCSHELF_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 endif
 
 # Idempotent: the venv is (re)built only when pyproject.toml changes.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,s3,postgres,mcp,langchain,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,rabbitmq,redis,s3,postgres,mcp,langchain,dev]"
 	touch $(STAMP)
 
 # The web page's browser tests drive Debian's chromium (never a downloaded browser):
@@ -99,6 +100,13 @@ cluster-demo: install
 # SQLite vs PostgreSQL at 100k snippets (BENCHMARKS.md); needs the same services.
 bench-cluster: install
 	$(BIN)/python bench/cluster.py --database-url '$(CLUSTER_PG_URL)' --amqp-url '$(CLUSTER_AMQP_URL)'
+
+# SSE fan-out latency across two API replicas, with Redis and without (BENCHMARKS.md).
+CLUSTER_REDIS_URL ?= redis://127.0.0.1:6379/0
+
+bench-fanout: install
+	$(BIN)/python bench/fanout.py --database-url '$(CLUSTER_PG_URL)' \
+		--amqp-url '$(CLUSTER_AMQP_URL)' --redis-url '$(CLUSTER_REDIS_URL)'
 
 # Regenerate docs/cli.md from the commands' --help (a test checks it is current).
 docs-cli: install

@@ -1171,11 +1171,9 @@ def worker(
     lease: Annotated[float, typer.Option(help="Job lease in seconds.", min=1)] = 30.0,
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
-    import signal
-    import threading
-
     from docshelf.errors import DocshelfError
     from docshelf.shelf import Shelf
+    from docshelf.shutdown import run_workers
     from docshelf.telemetry import configure_tracing
     from docshelf.worker import Worker, WorkerSettings
 
@@ -1186,21 +1184,15 @@ def worker(
         err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
         raise typer.Exit(1) from None
     configure_tracing()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
-    threads = [threading.Thread(target=w.run, args=(stop,), name=w.name) for w in workers]
-    err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop")
-    for t in threads:
-        t.start()
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        stop.set()
-    for t in threads:
-        t.join()
+    code = run_workers(  # SIGTERM drains (shutdown.py)
+        workers,
+        shelf.settings.drain_seconds,
+        lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
+    )
     shelf.close()
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -1223,9 +1215,10 @@ def serve(
 
     state = _state(ctx)
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the server extra)
 
         from docshelf.api import create_app
+        from docshelf.shutdown import serve as serve_until_stopped
     except ImportError as exc:
         err_console.print(
             Text(f"The server needs the `server` extra: pip install 'docshelf[server]' ({exc})")
@@ -1247,8 +1240,11 @@ def serve(
 
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
-    uvicorn.run(create_app(shelf, workers=n), host=host, port=port, log_level="warning")
+    drain = shelf.settings.drain_seconds
+    code = serve_until_stopped(create_app(shelf, workers=n), host, port, drain)  # shutdown.py
     shelf.close()
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

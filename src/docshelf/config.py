@@ -46,6 +46,15 @@ class Settings:
     # SQLite: from this many snippets on, a tantivy index beside the database answers
     # lexical search (search/lexical.py); below it FTS5. 0 = always FTS5.
     lexical_threshold: int = 50_000
+    # Redis shared by every API replica and worker (shared/): event fan-out to SSE
+    # clients and shared caches. None: everything stays in this process, as before.
+    redis_url: str | None = None
+    redis_retrieval_seconds: float = 300.0  # first-turn search results kept in Redis
+    # SSE streams read the store when woken, and at least this often (a lost wake-up):
+    # 0.2 s in one process, 5 s when Redis carries every process's news.
+    sse_poll_seconds: float = 0.2
+    # SIGTERM: how long `serve` and `worker` wait for the job in flight (shutdown.py)
+    drain_seconds: float = 20.0
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -64,6 +73,7 @@ class Settings:
             raise InvalidInput(
                 f"DOCSHELF_ENRICH={enrich!r} is not known; use one of: {', '.join(ENRICH_MODES)}"
             )
+        redis_url = os.environ.get("DOCSHELF_REDIS_URL", "").strip() or None
         return cls(
             home=home,
             database_url=db,
@@ -83,6 +93,12 @@ class Settings:
             ),
             ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
             lexical_threshold=int(_number("DOCSHELF_LEXICAL_THRESHOLD", cls.lexical_threshold)),
+            redis_url=redis_url,
+            redis_retrieval_seconds=_number(
+                "DOCSHELF_REDIS_RETRIEVAL_SECONDS", cls.redis_retrieval_seconds
+            ),
+            sse_poll_seconds=_number("DOCSHELF_SSE_POLL_SECONDS", 5.0 if redis_url else 0.2) or 0.2,
+            drain_seconds=_number("DOCSHELF_DRAIN_SECONDS", cls.drain_seconds),
         )
 
 

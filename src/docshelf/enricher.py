@@ -127,7 +127,7 @@ class Enricher:
             else:
                 result = self._compute(doc, [*sections, *snippets], snippets)
                 if result.notice is None:  # a fallback is not what this producer makes
-                    self.store.cache_enrichment(
+                    self.shelf.summaries.put(
                         doc.sha256, self.settings.locale, producer, to_json(result.enrichment)
                     )
             reembedded = self._write(doc, sections, snippets, result.enrichment)
@@ -135,7 +135,7 @@ class Enricher:
         return dataclasses.replace(result, reembedded=reembedded, ms=ms)
 
     def _cached(self, doc: Document, producer: str, snippet_ids: set[str]) -> Enrichment | None:
-        raw = self.store.cached_enrichment(doc.sha256, self.settings.locale, producer)
+        raw = self.shelf.summaries.get(doc.sha256, self.settings.locale, producer)
         e = from_json(raw) if raw is not None else None
         if e is None or any(i not in snippet_ids for _, ids in e.claims for i in ids):
             return None  # unreadable, or its citations point at chunks that are gone

@@ -69,6 +69,8 @@ from docshelf.search.fusion import (
 from docshelf.search.lexical import SidecarLexicalIndex
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
+from docshelf.shared import open_shared
+from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
 from docshelf.sources import FoundFile, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
 from docshelf.store.base import NativeVectorSearch
@@ -248,7 +250,11 @@ class Shelf:
         check_model: bool = True,
     ) -> None:
         self.settings = settings or Settings.from_env(Path(home) if home else None)
+        # Redis when configured (DOCSHELF_REDIS_URL): event fan-out, shared caches
+        self.broadcast, shared_cache = open_shared(self.settings.redis_url)
         self.store: Store = open_store(self.settings.database_url)
+        self.store.notices.listener = self.broadcast.publish
+        self.summaries = SummaryCache(self.store, shared_cache)
         self.host = socket.gethostname()
         self.fusion = fusion or FusionSettings.from_env()
         self.batch_snippets = batch_snippets
@@ -282,14 +288,25 @@ class Shelf:
         self.reranker: Reranker | None = make_reranker(self.settings.reranker, self.llm)
         self.taxonomy: Taxonomy = configured_taxonomy()
         self._enricher: Enricher | None = None
-        self._cache: RetrievalCache[SearchResult] = RetrievalCache(
-            self.settings.retrieval_cache_seconds
+        self._cache: RetrievalCache[SearchResult] | SharedRetrievalCache[SearchResult] = (
+            RetrievalCache(self.settings.retrieval_cache_seconds)
+            if shared_cache is None
+            else SharedRetrievalCache(
+                shared_cache,
+                self.settings.redis_retrieval_seconds
+                if self.settings.retrieval_cache_seconds > 0
+                else 0.0,
+                SearchResult,
+            )
         )
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
         self.transport.close()
         self.store.close()
+        self.broadcast.close()
+        if self.summaries.cache is not None:
+            self.summaries.cache.close()
 
     def wake_workers(self, document_id: str) -> None:
         """Tell workers a job is due (after its commit). Losing the message is harmless:
@@ -970,7 +987,7 @@ class Shelf:
         # (the object itself, not its id(): a freed reranker's id is reused by the next).
         args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
         args += (facets, self.fusion, self.reranker, self.settings.rerank_top_k)
-        return self._cache.get_or_compute(args, self.store.generation(), run)
+        return self._cache.get_or_compute(args, self.store.generation(), run, user_id=user_id)
 
     def _search(
         self,

@@ -94,12 +94,14 @@ class Worker:
             logger=log,
             what=f"worker {self.name}",
         )
+        self.stopping = threading.Event()  # ``run``'s stop: set, the job in flight is released
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
         """Work until ``stop`` is set: claim due jobs; when none is left, acknowledge the
         wake-ups received (their work is committed) and wait for the next one — or
         for the poll interval, which catches retries and expired leases."""
+        self.stopping = stop
         consumer = self.shelf.transport.consumer()
         try:
             while not stop.is_set():
@@ -155,6 +157,9 @@ class Worker:
             with self.store.transaction():  # the job update and its event together
                 stage = self._move(job, Stage.PARSING, "parsing")
         while not stage.terminal:
+            if self.stopping.is_set():  # shutting down: hand the job back where it stands
+                self._release(job, stage)
+                return
             if self.on_stage:
                 self.on_stage(job, stage)
             started = time.perf_counter()
@@ -268,6 +273,8 @@ class Worker:
                 )
                 if not todo:
                     break
+                if self.stopping.is_set():  # the batches committed so far stay done
+                    return Stage.EMBEDDING
                 self.shelf.rate_limit.wait()
                 counts_before = (self.shelf.embed_counts.cached, self.shelf.embed_counts.computed)
                 vectors = embed_texts(
@@ -335,6 +342,21 @@ class Worker:
             self.shelf.transport.dead_letter(job.document_id, reason)
         except DocshelfError as exc:  # the store already holds the dead-letter state
             log.warning("could not dead-letter %s on the broker: %s", job.document_id, exc)
+
+    def _release(self, job: Job, stage: Stage) -> None:
+        """Give the job back, due now, at the stage it reached (what that stage committed
+        stays; no attempt is counted, no event written); another worker resumes it."""
+        with self.store.transaction():
+            self._owned(job)
+            self.store.update_job(
+                job.document_id,
+                status="queued",
+                next_attempt_at=time.time(),
+                lease_owner=None,
+                lease_expires_at=None,
+            )
+        log.info("worker %s released %s at %s (shutting down)", self.name, job.document_id, stage)
+        self.shelf.wake_workers(job.document_id)
 
     def _retry_later(self, job: Job, stage: Stage, reason: str) -> None:
         current = self.store.get_job(job.document_id)

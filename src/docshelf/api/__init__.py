@@ -27,6 +27,7 @@ from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
 from docshelf.api.routes import ReindexRunner
 from docshelf.api.schema import errors
+from docshelf.api.wakeups import Wakeups
 from docshelf.shelf import Shelf
 from docshelf.worker import WorkerPool, WorkerSettings
 
@@ -38,13 +39,16 @@ def create_app(
     *,
     workers: int = 0,
     worker_settings: WorkerSettings | None = None,
-    sse_poll: float = 0.2,
+    sse_poll: float | None = None,
     sse_ping: float = 10.0,
     close_shelf: bool = False,
 ) -> FastAPI:
     """The API over ``shelf``. With ``workers > 0`` the app runs an ingest worker pool
-    for its lifetime; ``close_shelf`` closes the shelf on shutdown (for app factories)."""
+    for its lifetime; ``close_shelf`` closes the shelf on shutdown (for app factories).
+    SSE streams wake on the shelf's broadcast and read the store at least every
+    ``sse_poll`` seconds (default ``DOCSHELF_SSE_POLL_SECONDS``)."""
     mcp_endpoint = McpEndpoint(shelf)
+    wakeups = Wakeups()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -52,12 +56,12 @@ def create_app(
             app.state.pool = WorkerPool(shelf, workers, worker_settings)
             app.state.pool.start()
         try:
-            async with mcp_endpoint.running():
+            async with shelf.broadcast.listening(wakeups.notify), mcp_endpoint.running():
                 yield
         finally:
             pool: WorkerPool | None = app.state.pool
             if pool is not None:
-                await run_in_threadpool(pool.stop)
+                await run_in_threadpool(pool.stop, shelf.settings.drain_seconds)
                 app.state.pool = None
             if close_shelf:
                 shelf.close()
@@ -73,7 +77,8 @@ def create_app(
     app.state.shelf = shelf
     app.state.workers = workers
     app.state.pool = None
-    app.state.sse_poll = sse_poll
+    app.state.sse_poll = shelf.settings.sse_poll_seconds if sse_poll is None else sse_poll
+    app.state.wakeups = wakeups
     app.state.sse_ping = sse_ping
     app.state.reindex = ReindexRunner()
     install_error_handlers(app)

@@ -1,7 +1,9 @@
 """Server-Sent Events: a document's stages, and the lifecycle of all the caller's documents.
 
-Both streams poll the store, the one source of truth, so events written by a
+Both streams read the store, the one source of truth, so events written by a
 worker in another process reach the client as well as those of this one's pool.
+They read when woken (``api/wakeups.py``: a commit of this process, or of any
+process through Redis) or after the poll interval, whichever comes first.
 Each event's SSE ``id`` is its sequence number in the store; a client that
 reconnects with ``Last-Event-ID`` gets exactly the events after it.
 """
@@ -12,7 +14,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-import anyio
 from fastapi import APIRouter, Header, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
+from docshelf.api.wakeups import DRAIN_GRACE_SECONDS, RETRY_MS, Listener, Wakeups
 from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Event, Stage
 
@@ -55,6 +57,19 @@ def _sse(event: Event, name: str, data: dict[str, object]) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(data), event=name, id=str(event.seq))
 
 
+def _retry_hint() -> ServerSentEvent:
+    """The last word of a draining server: reconnect (with Last-Event-ID) after a moment."""
+    return ServerSentEvent(comment="server shutting down; reconnect", retry=RETRY_MS)
+
+
+def _response(
+    stream: AsyncIterator[ServerSentEvent], news: Listener, ping: float
+) -> EventSourceResponse:
+    return EventSourceResponse(
+        stream, ping=ping, shutdown_event=news.shutdown, shutdown_grace_period=DRAIN_GRACE_SECONDS
+    )
+
+
 def _timing(request: Request) -> tuple[float, float]:
     """(poll interval, ping interval) in seconds, as configured in ``create_app``."""
     return request.app.state.sse_poll, request.app.state.sse_ping
@@ -82,6 +97,8 @@ async def document_events(
     def current_status() -> str:
         return shelf.document(document_id, user.id).document.status
 
+    wakeups: Wakeups = request.app.state.wakeups
+    news = wakeups.listen(document_id)
     first = await run_in_threadpool(fetch, after)  # before the stream starts: 404 stays a 404
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
@@ -105,13 +122,17 @@ async def document_events(
                     if not batch and status in TERMINAL:
                         return
                     continue
-                await anyio.sleep(poll)
+                await news.wait(poll)
+            if news.shutdown.is_set():
+                yield _retry_hint()
+                return
+            news.clear()
             try:
                 batch = await run_in_threadpool(fetch, after)
             except NotFound:  # deleted (or access revoked) while streaming
                 return
 
-    return EventSourceResponse(stream(), ping=ping)
+    return _response(stream(), news, ping)
 
 
 @router.get(
@@ -129,14 +150,19 @@ async def lifecycle_events(
     def fetch(after: int) -> list[Event]:
         return shelf.events(after, lifecycle=True, user_id=user.id, limit=BATCH)
 
+    wakeups: Wakeups = request.app.state.wakeups
+    news = wakeups.listen()
+
     async def stream() -> AsyncIterator[ServerSentEvent]:
         nonlocal after
-        while True:
+        while not news.shutdown.is_set():
+            news.clear()
             batch = await run_in_threadpool(fetch, after)
             for event in batch:
                 yield _sse(event, event.kind, views.lifecycle_event(event))
                 after = event.seq
             if len(batch) < BATCH:
-                await anyio.sleep(poll)
+                await news.wait(poll)
+        yield _retry_hint()
 
-    return EventSourceResponse(stream(), ping=ping)
+    return _response(stream(), news, ping)

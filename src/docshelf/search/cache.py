@@ -28,7 +28,14 @@ class RetrievalCache(Generic[T]):
         self.hits = 0
         self.misses = 0
 
-    def get_or_compute(self, key: Hashable, generation: int, compute: Callable[[], T]) -> T:
+    def get_or_compute(
+        self,
+        key: Hashable,
+        generation: int,
+        compute: Callable[[], T],
+        *,
+        user_id: str | None = None,  # part of ``key`` already (SharedRetrievalCache names it)
+    ) -> T:
         if self.ttl <= 0:
             return compute()
         now = time.monotonic()

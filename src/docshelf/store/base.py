@@ -26,6 +26,7 @@ from docshelf.model import (
     Tier,
     User,
 )
+from docshelf.store.notices import CommitNotices
 
 if TYPE_CHECKING:
     import numpy as np
@@ -102,6 +103,7 @@ class Store(Protocol):
     """What the rest of docshelf may ask of a store."""
 
     url: str
+    notices: CommitNotices  # who to tell, after each commit, which documents got events
 
     def close(self) -> None: ...
 

@@ -60,6 +60,7 @@ from docshelf.model import (
     User,
 )
 from docshelf.store.base import FileRecord, SearchFilters, StoreStats, VectorSnapshot
+from docshelf.store.notices import CommitNotices
 from docshelf.store.postgres_schema import MIGRATIONS
 from docshelf.store.rows import (
     CHUNK_COLUMNS,
@@ -131,6 +132,7 @@ class PostgresStore:
         self._password = str(conninfo_to_dict(url).get("password") or "")
         self._local = threading.local()
         self._writer = threading.Lock()
+        self.notices = CommitNotices()
         extra: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in conninfo_to_dict(url):
             extra["connect_timeout"] = _CONNECT_TIMEOUT
@@ -253,6 +255,7 @@ class PostgresStore:
             self._writer.release()
             raise self._translate(exc) from exc
         self._local.conn = conn
+        committed: list[str] = []
         try:
             with conn.transaction():
                 conn.execute(
@@ -260,12 +263,15 @@ class PostgresStore:
                     (f"{_WRITER_WAIT_SECONDS}s", self._writer_key),
                 )
                 yield
+            committed = self.notices.take()
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
         finally:
+            self.notices.discard()  # a rollback's events never happened
             self._local.conn = None
             self._pool.putconn(conn)
             self._writer.release()
+        self.notices.tell(committed)
 
     @contextmanager
     def _snapshot(self, *, settings: Sequence[tuple[str, str]] = ()) -> Iterator[Any]:
@@ -1107,6 +1113,7 @@ class PostgresStore:
                     time.time(),
                 ),
             )
+            self.notices.note(document_id)
         return int(rows[0][0])
 
     def events_after(

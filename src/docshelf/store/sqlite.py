@@ -41,6 +41,7 @@ from docshelf.store.base import (
     VectorSnapshot,
     iter_batches,
 )
+from docshelf.store.notices import CommitNotices
 from docshelf.store.rows import (
     CHUNK_COLUMNS,
     JOB_COLUMNS,
@@ -93,6 +94,7 @@ class SQLiteStore:
         self.url = f"sqlite:///{path}"
         self._lock = threading.RLock()
         self._depth = 0
+        self.notices = CommitNotices()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -129,6 +131,7 @@ class SQLiteStore:
                     # SQLite has rolled back by itself after some errors (a full disk)
                     if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
+                    self.notices.discard()
                 else:
                     self._db.execute(f"ROLLBACK TO sp{depth}")
                     self._db.execute(f"RELEASE sp{depth}")
@@ -137,7 +140,10 @@ class SQLiteStore:
             try:
                 self._db.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
             except sqlite3.Error as exc:
+                self.notices.discard()
                 raise _translate(exc, self.url) from exc
+            committed = self.notices.take() if depth == 0 else []
+        self.notices.tell(committed)
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -1086,6 +1092,7 @@ class SQLiteStore:
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (document_id, user_id, kind, stage, progress_pct, message, time.time()),
             )
+            self.notices.note(document_id)
             return int(cur.lastrowid or 0)
 
     def events_after(
