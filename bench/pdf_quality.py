@@ -30,7 +30,7 @@ Extractors: ``docshelf`` (``parse_pdf``: pypdfium2 + ``parse/pdf_layout.py``),
 analysis, text boxes in its reading order) and ``pdfplumber`` (its
 ``extract_text`` per page and ``find_tables`` for tables, ruling lines as
 evidence). pdfminer.six and pdfplumber are not docshelf dependencies: install
-them into the venv to compare (``pip install pdfplumber``); without them only
+them into the venv to compare (``pip install -e ".[pdfcompare]"``); without them only
 docshelf is measured.
 
     .venv/bin/python bench/pdf_quality.py [--folder DIR] [--only docshelf,pdfminer,pdfplumber]
