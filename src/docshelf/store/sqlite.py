@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from docshelf.durable import private_dir, private_file
 from docshelf.errors import Conflict, InvalidInput, Unavailable
 from docshelf.links import WikiLink
 from docshelf.model import (
@@ -51,6 +52,8 @@ from docshelf.store.rows import (
     job_from_row,
     job_row,
     like_prefix,
+    source_from_row,
+    source_row,
     user_from_row,
 )
 from docshelf.store.sqlite_schema import MIGRATIONS
@@ -89,7 +92,10 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Private: all text and the token hashes are in it. SQLite gives its -wal
+            # and -shm files the database file's permissions.
+            private_dir(path.parent)
+            private_file(path)
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30
             )
@@ -121,8 +127,10 @@ class SQLiteStore:
             except BaseException:
                 self._depth -= 1
                 if depth == 0:
-                    self._db.execute("ROLLBACK")
-                else:
+                    # SQLite has rolled back by itself after some errors (a full disk)
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                elif self._db.in_transaction:  # the savepoint went with the transaction
                     self._db.execute(f"ROLLBACK TO sp{depth}")
                     self._db.execute(f"RELEASE sp{depth}")
                 raise
@@ -178,7 +186,8 @@ class SQLiteStore:
                     (m.version, m.name, time.time()),
                 )
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # not rolled back by SQLite itself (a full disk)
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
@@ -212,26 +221,29 @@ class SQLiteStore:
     def add_source(self, source: Source) -> None:
         with self.transaction():
             self._x(
-                "INSERT INTO sources(id, path, kind, host, added_at, user_id) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (source.id, source.path, source.kind, source.host, source.added_at, source.user_id),
+                f"INSERT INTO sources({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                source_row(source),
             )
 
     def get_source(self, source_id: str) -> Source | None:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE id = ?", (source_id,))
-        return Source(*rows[0]) if rows else None
+        return source_from_row(rows[0]) if rows else None
 
     def find_source(self, path: str) -> Source | None:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,))
-        return Source(*rows[0]) if rows else None
+        return source_from_row(rows[0]) if rows else None
 
     def list_sources(self) -> list[Source]:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources ORDER BY path")
-        return [Source(*r) for r in rows]
+        return [source_from_row(r) for r in rows]
 
     def delete_source(self, source_id: str) -> None:
         with self.transaction():
             self._x("DELETE FROM sources WHERE id = ?", (source_id,))
+
+    def set_follow_symlinks(self, source_id: str, follow: bool) -> None:
+        with self.transaction():
+            self._x("UPDATE sources SET follow_symlinks = ? WHERE id = ?", (follow, source_id))
 
     def files_of_source(self, source_id: str) -> dict[str, FileRecord]:
         rows = self._q(
