@@ -210,6 +210,22 @@ def test_the_cli_option_follows_symlinks(tmp_path: Path) -> None:
     assert [s["follow_symlinks"] for s in listed["sources"]] == [True]
 
 
+def test_export_and_import_keep_the_choice(tmp_path: Path) -> None:
+    root = _escapes(tmp_path)
+    archive = tmp_path / "library.zip"
+
+    def cli(home: str, *args: str) -> dict[str, Any]:
+        env = {"DOCSHELF_EMBEDDER": "none", "DOCSHELF_HOME": str(tmp_path / home)}
+        envelope: dict[str, Any] = json.loads(runner.invoke(app, ["--json", *args], env=env).stdout)
+        assert envelope["ok"], envelope
+        return envelope["result"]
+
+    cli("a", "add", str(root), "--follow-symlinks")
+    cli("a", "export", str(archive))
+    cli("b", "import", str(archive))
+    assert [s["follow_symlinks"] for s in cli("b", "list")["sources"]] == [True]
+
+
 def test_the_store_keeps_the_choice(store_url: str, tmp_path: Path) -> None:
     from docshelf.model import Source
     from docshelf.store import open_store

@@ -214,6 +214,7 @@ class Worker:
             with self.store.transaction():
                 return self._move(job, Stage.PARSING, "parsing again")
         parsed = _parsed_from_json(raw)
+        del raw  # a large file's payload is not kept through chunking
         doc = self._document(job)
         title = parsed.title or doc.title
         concepts = Concepts.of(parsed.tags, self.shelf.taxonomy)
