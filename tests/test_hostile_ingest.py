@@ -218,7 +218,8 @@ def test_export_and_import_keep_the_choice(tmp_path: Path) -> None:
         env = {"DOCSHELF_EMBEDDER": "none", "DOCSHELF_HOME": str(tmp_path / home)}
         envelope: dict[str, Any] = json.loads(runner.invoke(app, ["--json", *args], env=env).stdout)
         assert envelope["ok"], envelope
-        return envelope["result"]
+        result: dict[str, Any] = envelope["result"]
+        return result
 
     cli("a", "add", str(root), "--follow-symlinks")
     cli("a", "export", str(archive))
