@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -156,7 +156,7 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc
 
-    def _xm(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _xm(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._require_tx()
         try:
             self._db.executemany(sql, rows)
@@ -377,7 +377,7 @@ class SQLiteStore:
             )
             self._xm(
                 f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({','.join('?' * 15)})",
-                [chunk_row(c) for c in chunks],
+                (chunk_row(c) for c in chunks),  # rows made as they are written
             )
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
