@@ -4,7 +4,8 @@ Two real processes, each started as a user starts it:
 
 - ``docshelf add FILE`` (``--json``);
 - ``docshelf serve`` with one ingest worker, the file uploaded over HTTP and
-  followed until its job completes or fails, while ``/healthz`` is polled.
+  its stage events followed (SSE) until its job completes or fails, while
+  ``/healthz`` is polled.
 
 While each runs, this process samples ``/proc`` every 20 ms: the high-water
 mark (VmHWM) of the main process and of every process below it (the parser
@@ -256,17 +257,16 @@ def wait_ready(base: str, proc: subprocess.Popen[str]) -> None:
 
 
 def wait_done(client: httpx.Client, doc_id: str, proc: subprocess.Popen[str]) -> str:
-    while proc.poll() is None:
-        try:
-            doc = client.get(f"/v1/documents/{doc_id}", timeout=60).json()
-        except httpx.HTTPError:
-            time.sleep(0.5)
-            continue
-        if doc.get("status") in ("complete", "failed"):
-            reason = (doc.get("job") or {}).get("last_error") or ""
-            return f"{doc['status']}" + (f" ({reason})" if reason else "")
-        time.sleep(0.5)
-    return "server exited"
+    """Follow the document's stage events (SSE, as the web page does) to the end."""
+    last: dict[str, object] = {}
+    with client.stream("GET", f"/v1/documents/{doc_id}/events", timeout=None) as events:
+        for line in events.iter_lines():
+            if line.startswith("data:"):
+                last = json.loads(line[5:])
+            if last.get("stage") in ("complete", "failed") or proc.poll() is not None:
+                break
+    stage = str(last.get("stage", "server exited"))
+    return stage + (f" ({last.get('message')})" if stage == "failed" else "")
 
 
 def poll_health(base: str, times: list[float], stop: threading.Event) -> None:
