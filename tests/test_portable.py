@@ -529,7 +529,9 @@ def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
     assert columns("jobs") == listed(snap._JOB_COLS)
     assert columns("users") == {"id", "name", "token_hash", "is_admin", "created_at", "revoked_at"}
     assert columns("access") == {"user_id", "document_id", "title", "tags", "added_at"}
-    assert columns("sources") == {"id", "path", "kind", "host", "added_at", "user_id"}
+    assert columns("sources") == {
+        *("id", "path", "kind", "host", "added_at", "user_id", "follow_symlinks")
+    }
     assert columns("files") == {"path", "source_id", "document_id", "size", "mtime_ns"}
     assert columns("links") == {"document_id", "ord", "target", "heading", "alias", "embed"}
     assert columns("note_names") == {"document_id", "name", "kind"}

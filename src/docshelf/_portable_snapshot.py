@@ -25,6 +25,7 @@ import numpy as np
 
 from docshelf.errors import Unavailable
 from docshelf.model import Source, User
+from docshelf.store.rows import SOURCE_COLUMNS, source_from_row
 
 PAGE = 200  # documents per page
 log = logging.getLogger("docshelf.portable")
@@ -84,10 +85,8 @@ class Reader:
             failures.setdefault(source_id, []).append(
                 {"path": path, "reason": reason, "seen_at": seen_at}
             )
-        rows = self._rows(
-            "SELECT id, path, kind, host, added_at, user_id FROM sources ORDER BY id /*C*/ "
-        )
-        return [(Source(*r), failures.get(r[0], [])) for r in rows]
+        rows = self._rows(f"SELECT {SOURCE_COLUMNS} FROM sources ORDER BY id /*C*/ ")
+        return [(source_from_row(r), failures.get(r[0], [])) for r in rows]
 
     def blob_hashes(self) -> Iterator[str]:
         """The bytes uploads came from: every job's blob, and every upload's document."""

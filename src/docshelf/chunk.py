@@ -163,16 +163,45 @@ class _Unit:
         return self.whole and self.kind is BlockKind.HEADING
 
 
+_NON_SPACE = re.compile(r"\S")
+_STRIP_WINDOW = 4096
+
+
 def _strip(body: str, start: int, end: int) -> tuple[int, int]:
-    """The span without surrounding whitespace (empty at ``start`` if all whitespace)."""
-    text = body[start:end]
-    stripped = text.lstrip()
-    start += len(text) - len(stripped)
-    return start, start + len(stripped.rstrip())
+    """The span without surrounding whitespace (empty at ``start`` if all whitespace).
+
+    Without copying the span: cutting a huge block strips every remainder of it,
+    so the time and memory must not grow with the span's length."""
+    first = _NON_SPACE.search(body, start, end)
+    if first is None:
+        return start, start
+    start = first.start()
+    while end > start:
+        tail = body[max(start, end - _STRIP_WINDOW) : end]
+        kept = len(tail.rstrip())
+        end -= len(tail) - kept
+        if kept:
+            break
+    return start, end
 
 
-def _units(doc: ParsedDocument, count: TokenCounter) -> list[_Unit]:
-    """The document's blocks in order, plus any text between them, as units."""
+def _capped_count(count: TokenCounter, body: str, start: int, end: int, limit: int) -> int:
+    """The count of ``body[start:end]``, or ``limit + 1`` once it is clearly over ``limit``.
+
+    Counting a huge span in full (a 25 MB one-line file, or every remainder of it
+    as it is cut) costs memory and time in proportion to it, and only spans that
+    fit the limit need an exact count: a span whose opening alone is over the
+    limit is not counted further.
+    """
+    probe = min(end, start + _PROBE_CHARS_PER_TOKEN * (limit + 1))
+    if probe < end and count(body[start:probe]) > limit:
+        return limit + 1
+    return count(body[start:end])
+
+
+def _units(doc: ParsedDocument, count: TokenCounter, limit: int) -> list[_Unit]:
+    """The document's blocks in order, plus any text between them, as units (each
+    counted up to ``limit``: see ``_capped_count``)."""
     body = doc.body
     units: list[_Unit] = []
     pos = 0
@@ -182,7 +211,8 @@ def _units(doc: ParsedDocument, count: TokenCounter) -> list[_Unit]:
         start, end = _strip(body, start, end)
         if start < end:
             path, page = (before.heading_path, before.page) if before else ((), None)
-            units.append(_Unit(start, end, kind, path, page, count(body[start:end])))
+            tokens = _capped_count(count, body, start, end, limit)
+            units.append(_Unit(start, end, kind, path, page, tokens))
 
     for block in sorted(doc.blocks, key=lambda b: (b.start, b.end)):
         start = min(max(block.start, pos), len(body))
@@ -230,7 +260,8 @@ _CUTS: dict[BlockKind, tuple[CutFinder, ...]] = {
 }
 _LINES_FIRST = (_LINES, _WORDS, _any_char)  # code, tables, quotes, other
 
-_PROBE_CHARS_PER_TOKEN = 8  # see _Cutter._tokens
+_PROBE_CHARS_PER_TOKEN = 8  # see _capped_count
+_COUNT_CACHE = 256  # texts whose counts chunk_document remembers (a few MB at most)
 
 
 class _Cutter:
@@ -287,19 +318,8 @@ class _Cutter:
 
     def _piece(self, unit: _Unit, start: int, end: int, limit: int) -> _Unit:
         start, end = _strip(self.body, start, end)
-        tokens = self._tokens(start, end, limit)
+        tokens = _capped_count(self.count, self.body, start, end, limit)
         return _Unit(start, end, unit.kind, unit.heading_path, unit.page, tokens, whole=False)
-
-    def _tokens(self, start: int, end: int, limit: int) -> int:
-        """The span's count, or ``limit + 1`` once it is clearly over the limit.
-
-        Counting every remainder of a huge block in full would be quadratic, so a
-        long span whose opening alone is over the limit is not counted further.
-        """
-        probe = min(end, start + _PROBE_CHARS_PER_TOKEN * (limit + 1))
-        if probe < end and self.count(self.body[start:probe]) > limit:
-            return limit + 1
-        return self.count(self.body[start:end])
 
 
 # -- packing -------------------------------------------------------------------------------
@@ -400,9 +420,11 @@ def chunk_document(
     ``concepts`` go into each chunk's header. A document without content gives [].
     """
     # The same text is counted more than once (a group checked when packed is a chunk
-    # whose count is stored; a section that fits is a snippet too): count it once.
-    count_tokens = functools.cache(count_tokens)
-    units = _units(doc, count_tokens)
+    # whose count is stored; a section that fits is a snippet too): count it once. The
+    # cache is bounded, as it holds the texts: cutting a huge block counts many of them.
+    count_tokens = functools.lru_cache(maxsize=_COUNT_CACHE)(count_tokens)
+    limit = max(settings.section_max_tokens, settings.snippet_max_tokens)
+    units = _units(doc, count_tokens, limit)
     sections = _Packer(
         doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens
     ).pack(units)

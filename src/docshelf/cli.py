@@ -2,7 +2,9 @@
 
 On a terminal it prints tables and progress bars; with ``--json``, or whenever
 stdout is not a terminal, it prints one JSON envelope (SPEC §9):
-``{ok, command, result, next_actions, error}``. Exit status: 0 on success,
+``{ok, command, result, next_actions, error}``. What it prints for people
+passes through ``terminal.printable`` (file names and document text may hold
+terminal escapes) and is never read as rich markup. Exit status: 0 on success,
 1 on a docshelf error (the envelope's ``error.code`` says which), 2 on a usage
 error. Heavy modules (numpy, the store, the model) are imported inside the
 commands so ``docshelf --help`` stays fast.
@@ -25,6 +27,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from docshelf.terminal import printable, printable_tree
+
 if TYPE_CHECKING:
     from docshelf.shelf import Progress, Shelf
 
@@ -35,8 +39,9 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-console = Console()
-err_console = Console(stderr=True)
+# No rich markup: every string shown may come from a file name or a document.
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the JSON envelope (default when stdout is not a TTY).")
@@ -123,14 +128,14 @@ class _Run:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[item]}", style="dim"),
+            TextColumn("{task.fields[item]}", style="dim", markup=False),
             console=err_console,
             transient=True,
         ) as bar:
             task = bar.add_task(label, total=None, item="")
 
             def update(done: int, total: int, item: str) -> None:
-                bar.update(task, completed=done, total=total, item=item[-60:])
+                bar.update(task, completed=done, total=total, item=printable(item[-60:]))
 
             yield update
 
@@ -156,11 +161,14 @@ class _Run:
             }
             sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
         else:
-            render(outcome)
+            render(Outcome(printable_tree(outcome.result), outcome.next_actions))
             if outcome.next_actions:
                 console.print(Text("\nNext:", style="bold"))
                 for a in outcome.next_actions:
-                    console.print(Text(f"  {a.command}", style="cyan"), Text(f"  {a.description}"))
+                    console.print(
+                        Text(f"  {printable(a.command)}", style="cyan"),
+                        Text(f"  {printable(a.description)}"),
+                    )
 
     def _fail(self, code: str, message: str) -> None:
         if self.as_json:
@@ -173,7 +181,7 @@ class _Run:
             }
             sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
         else:
-            err_console.print(Text(f"Error ({code}): {message}", style="red"))
+            err_console.print(Text(f"Error ({code}): {printable(message)}", style="red"))
         raise typer.Exit(1)
 
 
@@ -194,6 +202,15 @@ def _report_render(title: str) -> Callable[[Outcome], None]:
 def add(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(help="A file or folder to index where it lives.")],
+    follow_symlinks: Annotated[
+        bool | None,
+        typer.Option(
+            "--follow-symlinks/--no-follow-symlinks",
+            help="Follow symlinks that lead outside the folder (remembered on the source; "
+            "not followed by default).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Register a file or folder and index it (Markdown and text)."""
@@ -203,7 +220,7 @@ def add(
 
     def produce() -> Outcome:
         with run.progress("Indexing") as progress:
-            report = run.shelf().add(path, progress=progress)
+            report = run.shelf().add(path, progress=progress, follow_symlinks=follow_symlinks)
         return Outcome(
             views.report(report),
             [
@@ -259,7 +276,7 @@ def watch(ctx: typer.Context, json_out: JsonOpt = False) -> None:
             sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
             sys.stdout.flush()
         elif any(outcome.result["counts"][k] for k in outcome.result["counts"] if k != "unchanged"):
-            render(outcome)
+            render(Outcome(printable_tree(outcome.result)))
 
     def produce() -> Outcome:
         shelf = run.shelf()
@@ -571,7 +588,7 @@ def ask(
             answer = None
             for piece in run.shelf().ask_stream(question, limit=limit):
                 if piece.kind == "text":
-                    console.print(Text(piece.text), end="")
+                    console.print(Text(printable(piece.text)), end="")
                     console.file.flush()
                 answer = piece.answer or answer
             console.print()
@@ -761,7 +778,7 @@ def inbox(
             sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
             sys.stdout.flush()
         else:
-            render(Outcome(r, []))
+            render(Outcome(printable_tree(r), []))
 
     def produce() -> Outcome:
         filing = Filing(run.shelf(), folder, library)
@@ -1181,7 +1198,7 @@ def worker(
     try:
         shelf = Shelf(state.home)
     except DocshelfError as exc:
-        err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
+        err_console.print(Text(f"Error ({exc.code}): {printable(exc.message)}", style="red"))
         raise typer.Exit(1) from None
     configure_tracing()
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
@@ -1227,7 +1244,7 @@ def serve(
     try:
         shelf = Shelf(state.home)
     except DocshelfError as exc:
-        err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
+        err_console.print(Text(f"Error ({exc.code}): {printable(exc.message)}", style="red"))
         raise typer.Exit(1) from None
     configure_tracing()
     token = shelf.local_admin_token()
@@ -1268,7 +1285,7 @@ def mcp(ctx: typer.Context) -> None:
     try:
         shelf = run.shelf()
     except DocshelfError as exc:
-        err_console.print(Text(f"Error ({exc.code}): {exc.message}", style="red"))
+        err_console.print(Text(f"Error ({exc.code}): {printable(exc.message)}", style="red"))
         raise typer.Exit(1) from None
     try:
         run_stdio(shelf)

@@ -1,6 +1,7 @@
-"""Small durable-file helpers shared by the sidecar indexes and library filing:
-fsync a file or folder, publish a JSON pointer atomically, and a non-blocking
-folder lock. (POSIX: ``fcntl``.)"""
+"""Small durable-file helpers shared by the sidecar indexes, library filing and the
+store: fsync a file or folder, publish a JSON pointer atomically, a non-blocking
+folder lock (POSIX: ``fcntl``), and folders and files created private to their
+owner (the library's home, the database)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,33 @@ def fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def private_dir(path: Path) -> None:
+    """Make the folder ``path`` (and its missing parents) if missing; the folder itself
+    is created readable by its owner only (0700), whatever the umask. An existing
+    folder is left as it is."""
+    if path.is_dir():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return  # made meanwhile by another process: theirs to set
+    os.chmod(path, 0o700)
+
+
+def private_file(path: Path) -> None:
+    """Create the empty file ``path``, readable and writable by its owner only (0600),
+    unless it exists (then it is left as it is)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
 

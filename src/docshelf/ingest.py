@@ -33,9 +33,14 @@ if TYPE_CHECKING:
 
 
 def read_file(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
-    """The file's bytes and the stat taken with them, or ``InvalidInput`` with the reason."""
+    """The file's bytes and the stat taken with them, or ``InvalidInput`` with the reason.
+
+    The file is opened without blocking (a FIFO would otherwise wait for a writer
+    forever) and without becoming a controlling terminal, then checked to be a
+    regular file before a byte is read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, "rb") as fh:
+        with open(os.open(path, flags), "rb") as fh:
             st = os.fstat(fh.fileno())
             if not stat_mod.S_ISREG(st.st_mode):
                 raise InvalidInput("not a regular file")

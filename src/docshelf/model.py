@@ -105,6 +105,7 @@ class Source:
     host: str
     added_at: float
     user_id: str | None = None  # the owner: the user who added it
+    follow_symlinks: bool = False  # follow symlinks that lead outside the folder
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from docshelf.access import as_named, title_from_name
 from docshelf.blobs import BlobStore, open_blob_store
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
+from docshelf.durable import private_dir
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
 from docshelf.errors import (
     Conflict,
@@ -71,7 +72,7 @@ from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_q
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.shared import open_shared
 from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
-from docshelf.sources import FoundFile, walk
+from docshelf.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
 from docshelf.store.base import NativeVectorSearch
 from docshelf.store.sqlite import SQLiteStore
@@ -250,6 +251,10 @@ class Shelf:
         check_model: bool = True,
     ) -> None:
         self.settings = settings or Settings.from_env(Path(home) if home else None)
+        try:
+            private_dir(self.settings.home)  # created 0700: the library is its owner's
+        except OSError as exc:
+            raise Unavailable(f"Cannot create {self.settings.home}: {exc.strerror}") from exc
         # Redis when configured (DOCSHELF_REDIS_URL): event fan-out, shared caches
         self.broadcast, shared_cache = open_shared(self.settings.redis_url)
         self.store: Store = open_store(self.settings.database_url)
@@ -379,25 +384,37 @@ class Shelf:
 
     # -- sources -----------------------------------------------------------------
     def add(
-        self, path: str | Path, progress: Progress | None = None, *, user_id: str | None = None
+        self,
+        path: str | Path,
+        progress: Progress | None = None,
+        *,
+        user_id: str | None = None,
+        follow_symlinks: bool | None = None,
     ) -> SyncReport:
         """Register a file or folder (indexed where it lives) and index it.
 
         The source belongs to ``user_id`` (the local admin when None): its
-        documents are that user's."""
+        documents are that user's. Symlinks leading outside a folder are not
+        followed unless ``follow_symlinks`` (remembered on the source; None
+        keeps what a source already registered has)."""
         target = Path(path).expanduser()
         try:
             target = target.resolve(strict=True)
         except FileNotFoundError:
-            raise NotFound(f"No such file or folder: {path}") from None
+            raise NotFound(f"No such file or folder: {printable_path(path)}") from None
         except (OSError, RuntimeError) as exc:
-            raise InvalidInput(f"Cannot resolve {path}: {exc}") from None
+            raise InvalidInput(f"Cannot resolve {printable_path(path)}: {exc}") from None
+        if not is_utf8(str(target)):
+            raise InvalidInput(f"{printable_path(target)}: {BAD_NAME}")
         if not target.is_dir() and file_type_for(target.name) is None:
             raise InvalidInput(unsupported_type_message(target.name))
         owner = user_id or users_mod.ensure_local_admin(self.store).id
         source = self.store.find_source(str(target))
         if source is not None and source.user_id not in (None, owner):
             raise Conflict(f"{target} is already a source of another user")
+        if source and follow_symlinks is not None and follow_symlinks != source.follow_symlinks:
+            self.store.set_follow_symlinks(source.id, follow_symlinks)
+            source = dataclasses.replace(source, follow_symlinks=follow_symlinks)
         if source is None:
             for other in self.store.list_sources():
                 other_path = Path(other.path)
@@ -416,6 +433,7 @@ class Shelf:
                 host=self.host,
                 added_at=time.time(),
                 user_id=owner,
+                follow_symlinks=bool(follow_symlinks),
             )
             self.store.add_source(source)
         return self._sync_source(source, progress)
@@ -466,7 +484,7 @@ class Shelf:
             if not root.is_dir():
                 yield Failure(source.path, "source folder is missing or unreadable")
                 return
-            yield from walk(root)
+            yield from walk(root, follow_symlinks=source.follow_symlinks)
             return
         try:
             yield FoundFile(root, root.name, root.stat())

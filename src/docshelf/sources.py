@@ -1,9 +1,16 @@
 """Finding the files of a source: hidden folders skipped, ``.docshelfignore`` honoured,
-symlink loops and unreadable folders reported rather than fatal."""
+symlink loops and unreadable folders reported rather than fatal.
+
+Nothing found here is opened: what is not a regular file (a FIFO, a socket, a
+device) is reported from its ``stat``, and so are names that are not valid
+UTF-8 and symlinks that lead outside the source (unless the source follows
+them).
+"""
 
 from __future__ import annotations
 
 import os
+import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,54 +38,105 @@ def _load_ignore(root: Path) -> pathspec.GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk(root: Path) -> Iterator[FoundFile | Failure]:
+def walk(root: Path, *, follow_symlinks: bool = False) -> Iterator[FoundFile | Failure]:
     """Every supported file under ``root`` (a folder), and a ``Failure`` per problem.
 
-    Hidden files and folders (``.git``, ``.obsidian``, ...) are skipped. Folder
-    symlinks are followed once: a link back to a folder already on the current
-    path is reported as a loop.
+    Hidden files and folders (``.git``, ``.obsidian``, ...) are skipped. Symlinks
+    that stay inside ``root`` are followed; those that lead outside it are
+    reported, not followed, unless ``follow_symlinks``. A folder symlink is
+    followed once: a link back to a folder already on the current path is
+    reported as a loop.
     """
     ignore = _load_ignore(root)
-    yield from _walk_dir(root, root, ignore, ())
+    walker = _Walker(root, root.resolve(), ignore, follow_symlinks)
+    yield from walker.folder(root, ())
 
 
-def _walk_dir(
-    root: Path,
-    folder: Path,
-    ignore: pathspec.GitIgnoreSpec | None,
-    ancestors: tuple[tuple[int, int], ...],
-) -> Iterator[FoundFile | Failure]:
+def printable_path(path: str | Path) -> str:
+    """``path`` as text that any store and JSON can hold: bytes that are not UTF-8
+    (kept by Python as lone surrogates) are shown as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_utf8(name: str) -> bool:
+    """False for a file name with bytes that are not UTF-8 (Python's surrogate escapes)."""
     try:
-        st = folder.stat()
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError as exc:
-        yield Failure(str(folder), f"unreadable folder: {exc.strerror or exc}")
-        return
-    here = (st.st_dev, st.st_ino)
-    if here in ancestors:
-        yield Failure(str(folder), "symlink loop: this folder contains itself")
-        return
-    ancestors = (*ancestors, here)
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+BAD_NAME = "the name is not valid UTF-8; rename it to index it"
+OUTSIDE = (
+    "symlink to a place outside the source, not followed "
+    "(`docshelf add SOURCE --follow-symlinks` follows them)"
+)
+
+
+@dataclass(frozen=True)
+class _Walker:
+    root: Path
+    real_root: Path
+    ignore: pathspec.GitIgnoreSpec | None
+    follow_symlinks: bool
+
+    def folder(
+        self, folder: Path, ancestors: tuple[tuple[int, int], ...]
+    ) -> Iterator[FoundFile | Failure]:
+        try:
+            st = folder.stat()
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            yield Failure(printable_path(folder), f"unreadable folder: {exc.strerror or exc}")
+            return
+        here = (st.st_dev, st.st_ino)
+        if here in ancestors:
+            yield Failure(printable_path(folder), "symlink loop: this folder contains itself")
+            return
+        ancestors = (*ancestors, here)
+        for entry in entries:
+            if not entry.name.startswith("."):
+                yield from self.entry(entry, ancestors)
+
+    def entry(
+        self, entry: os.DirEntry[str], ancestors: tuple[tuple[int, int], ...]
+    ) -> Iterator[FoundFile | Failure]:
         path = Path(entry.path)
-        rel = path.relative_to(root).as_posix()
+        rel = path.relative_to(self.root).as_posix()
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError as exc:
-            yield Failure(str(path), f"unreadable: {exc.strerror or exc}")
-            continue
-        if ignore is not None and ignore.match_file(rel + ("/" if is_dir else "")):
-            continue
+            yield Failure(printable_path(path), f"unreadable: {exc.strerror or exc}")
+            return
+        if self.ignore is not None and self.ignore.match_file(rel + ("/" if is_dir else "")):
+            return
+        if not is_dir and file_type_for(entry.name) is None:
+            return
+        if not is_utf8(entry.name):
+            yield Failure(printable_path(path), BAD_NAME)
+            return
+        if not self.follow_symlinks and entry.is_symlink() and not self._inside(path):
+            yield Failure(str(path), OUTSIDE)
+            return
         if is_dir:
-            yield from _walk_dir(root, path, ignore, ancestors)
-            continue
-        if file_type_for(entry.name) is None:
-            continue
+            yield from self.folder(path, ancestors)
+            return
         try:
             stat = entry.stat()
         except OSError as exc:  # a dangling symlink, or a file gone since listing
             yield Failure(str(path), f"unreadable: {exc.strerror or exc}")
-            continue
+            return
+        if not stat_mod.S_ISREG(stat.st_mode):  # a FIFO would block whoever opens it
+            yield Failure(str(path), "not a regular file")
+            return
         yield FoundFile(path, rel, stat)
+
+    def _inside(self, path: Path) -> bool:
+        """Whether a symlink leads to a place inside the source (a dangling or looping
+        link counts as inside: reading it reports the problem)."""
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return True
+        return target.is_relative_to(self.real_root)

@@ -217,12 +217,15 @@ class Worker:
 
     # -- the stages --------------------------------------------------------------------------
     def _parse(self, job: Job) -> Stage:
-        data = self.shelf.blobs.read(job.blob_sha256)
-        parsed = parse(data, job.file_type)
+        # No more copies of a large file alive at once than needed: the bytes go once
+        # parsed, the parsed document once it is JSON.
+        parsed = parse(self.shelf.blobs.read(job.blob_sha256), job.file_type)
+        characters = len(parsed.body)
         payload = json.dumps(asdict(parsed)).encode("utf-8")
+        del parsed
         with self.store.transaction():
             self.store.put_payload(job.document_id, Stage.PARSING.value, payload)
-            return self._move(job, Stage.CHUNKING, f"parsed {len(parsed.body)} characters")
+            return self._move(job, Stage.CHUNKING, f"parsed {characters} characters")
 
     def _chunk(self, job: Job) -> Stage:
         raw = self.store.get_payload(job.document_id, Stage.PARSING.value)
@@ -230,6 +233,7 @@ class Worker:
             with self.store.transaction():
                 return self._move(job, Stage.PARSING, "parsing again")
         parsed = _parsed_from_json(raw)
+        del raw  # a large file's payload is not kept through chunking
         doc = self._document(job)
         title = parsed.title or doc.title
         concepts = Concepts.of(parsed.tags, self.shelf.taxonomy)
@@ -264,8 +268,8 @@ class Worker:
 
     def _embed(self, job: Job) -> Stage:
         embedder = self.shelf.embedder
-        snippets = self.store.chunks_of_document(job.document_id, Tier.SNIPPET)
-        total = len(snippets)
+        # counted, not loaded: a huge file's snippets are read a batch at a time below
+        total = self._document(job).chunk_counts.get(Tier.SNIPPET.value, 0)
         if embedder is not None:
             while True:
                 todo = self.store.snippets_without_vectors(

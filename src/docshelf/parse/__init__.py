@@ -12,10 +12,12 @@ span into it, uses ``\\n`` line ends. (The document fingerprint is taken
 elsewhere, on the raw bytes.) PDF, DOCX and HTML are bytes to their parsers
 (they carry their own encodings) and skip these checks.
 
-Markdown and plain text are parsed in-process. PDF, HTML, DOCX and
-reStructuredText are parsed in a child process under a time and memory limit
-(``parse.sandbox``), so one hostile file cannot take down the caller. Their
-modules are imported only when a file of their type is parsed.
+PDF, HTML, DOCX and reStructuredText are parsed in a child process under a
+time and memory limit (``parse.sandbox``), so one hostile file cannot take
+down the caller. Their modules are imported only when a file of their type is
+parsed. Markdown and plain text are parsed in-process up to
+``IN_PROCESS_BYTES`` (a note's parse costs far less than a child process
+would), larger ones under the same limits.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ _LIMITED: dict[str, tuple[str, str, str, bool]] = {
 }
 
 PDF_PASSWORD_ENV = "DOCSHELF_PDF_PASSWORD"
+IN_PROCESS_BYTES = 1 << 20
 _BINARY_SNIFF_BYTES = 8192
 _BOM = "\ufeff"
 
@@ -88,8 +91,12 @@ def decode_text(data: bytes) -> str:
 def parse(data: bytes, file_type: str) -> ParsedDocument:
     """Parse a file's bytes as ``file_type`` (a value of FILE_TYPES)."""
     parser = _PARSERS.get(file_type)
-    if parser is not None:
+    if parser is not None and len(data) <= IN_PROCESS_BYTES:
         return parser(decode_text(data))
+    if parser is not None:  # decoded in the child too: only the bytes go there
+        from docshelf.parse.sandbox import run_limited
+
+        return run_limited(functools.partial(_decode_and_parse, parser), data, file_type)
     limited = _LIMITED.get(file_type)
     if limited is None:
         supported = ", ".join(sorted({*_PARSERS, *_LIMITED}))
@@ -105,6 +112,10 @@ def parse(data: bytes, file_type: str) -> ParsedDocument:
     if not data.strip():
         raise InvalidInput("empty file")
     return run_limited(func, data, file_type)
+
+
+def _decode_and_parse(parser: Callable[[str], ParsedDocument], data: bytes) -> ParsedDocument:
+    return parser(decode_text(data))
 
 
 def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]:

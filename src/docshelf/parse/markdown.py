@@ -1,8 +1,12 @@
 """Markdown (CommonMark plus tables) with optional YAML frontmatter.
 
 Blocks are markdown-it's top-level block tokens, located through their line
-maps. A valid frontmatter mapping (``---`` … ``---`` at the very top) is read
-for ``title``, ``tags`` and ``aliases`` and removed from the body, so ``body``
+maps. Only headings' inline markup is parsed (for their plain text, from at
+most the first ``HEADING_CHARS`` characters): the inline parse of a whole
+body would cost many times its size in tokens, and nothing else needs it.
+
+A valid frontmatter mapping (``---`` … ``---`` at the very top) is read for
+``title``, ``tags`` and ``aliases`` and removed from the body, so ``body``
 and every span into it start after the frontmatter. Frontmatter that is not
 valid YAML, or not a mapping, is only a warning: its text stays in the body as
 ordinary content, so nothing is lost.
@@ -21,7 +25,9 @@ from markdown_it.token import Token
 
 from docshelf.model import Block, BlockKind, ParsedDocument
 
-_MD = MarkdownIt("commonmark").enable("table")
+_MD = MarkdownIt("commonmark").enable("table").disable("inline")
+_MD_INLINE = MarkdownIt("commonmark")  # for headings' text
+HEADING_CHARS = 1000
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"(`+).*?\1", re.DOTALL)
@@ -136,7 +142,7 @@ def _blocks(body: str, tokens: Sequence[Token]) -> Iterator[Block]:
             level = int(token.tag[1:])
             while headings and headings[-1][0] >= level:
                 headings.pop()
-            text = _plain_text(tokens[i + 1]) if i + 1 < len(tokens) else ""
+            text = _heading_text(tokens[i + 1]) if i + 1 < len(tokens) else ""
             if text:
                 headings.append((level, text))
         yield Block(kind, start, end, tuple(t for _, t in headings), level=level)
@@ -154,10 +160,11 @@ def _span(body: str, line_starts: list[int], first: int, last: int) -> tuple[int
     return start, start + len(stripped)
 
 
-def _plain_text(inline: Token) -> str:
-    """The visible text of an inline token (a heading's words, without markup)."""
+def _heading_text(inline: Token) -> str:
+    """The visible text of a heading's inline token (its words, without markup)."""
+    parsed = _MD_INLINE.parseInline(inline.content[:HEADING_CHARS])
     parts: list[str] = []
-    for child in inline.children or []:
+    for child in parsed[0].children or [] if parsed else []:
         if child.type in ("text", "code_inline", "image"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):

@@ -72,6 +72,8 @@ from docshelf.store.rows import (
     job_from_row,
     job_row,
     like_prefix,
+    source_from_row,
+    source_row,
     user_from_row,
 )
 
@@ -417,25 +419,29 @@ class PostgresStore:
     def add_source(self, source: Source) -> None:
         with self.transaction():
             self._x(
-                f"INSERT INTO sources({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
-                (source.id, source.path, source.kind, source.host, source.added_at, source.user_id),
+                f"INSERT INTO sources({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                source_row(source),
             )
 
     def get_source(self, source_id: str) -> Source | None:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE id = %s", (source_id,))
-        return Source(*rows[0]) if rows else None
+        return source_from_row(rows[0]) if rows else None
 
     def find_source(self, path: str) -> Source | None:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE path = %s", (path,))
-        return Source(*rows[0]) if rows else None
+        return source_from_row(rows[0]) if rows else None
 
     def list_sources(self) -> list[Source]:
         rows = self._q(f'SELECT {SOURCE_COLUMNS} FROM sources ORDER BY path COLLATE "C"')
-        return [Source(*r) for r in rows]
+        return [source_from_row(r) for r in rows]
 
     def delete_source(self, source_id: str) -> None:
         with self.transaction():
             self._x("DELETE FROM sources WHERE id = %s", (source_id,))
+
+    def set_follow_symlinks(self, source_id: str, follow: bool) -> None:
+        with self.transaction():
+            self._x("UPDATE sources SET follow_symlinks = %s WHERE id = %s", (follow, source_id))
 
     def files_of_source(self, source_id: str) -> dict[str, FileRecord]:
         rows = self._q(

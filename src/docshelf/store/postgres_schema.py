@@ -325,3 +325,14 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        8,
+        "source_follow_symlinks",
+        """
+        -- A source may follow symlinks that lead outside its folder (see the SQLite schema).
+        ALTER TABLE sources ADD COLUMN follow_symlinks boolean NOT NULL DEFAULT false;
+        """,
+    ),
+)

@@ -8,9 +8,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from docshelf.model import Chunk, Job, Stage, Tier, User
+from docshelf.model import Chunk, Job, Source, Stage, Tier, User
 
-SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id"
+SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id, follow_symlinks"
 USER_COLUMNS = "id, name, is_admin, created_at, revoked_at"
 JOB_COLUMNS = (
     "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
@@ -33,6 +33,14 @@ def from_json_list(raw: Any) -> Sequence[str]:
 def like_prefix(prefix: str) -> str:
     """A LIKE pattern matching ``prefix`` literally (``%`` and ``_`` escaped with ``\\``)."""
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def source_row(s: Source) -> tuple[Any, ...]:
+    return (s.id, s.path, s.kind, s.host, s.added_at, s.user_id, s.follow_symlinks)
+
+
+def source_from_row(r: Sequence[Any]) -> Source:
+    return Source(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]))
 
 
 def chunk_row(c: Chunk, encode_path: Callable[[Sequence[str]], Any] = json_list) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from docshelf.durable import private_dir, private_file
 from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
 from docshelf.links import WikiLink
 from docshelf.model import (
@@ -52,6 +53,8 @@ from docshelf.store.rows import (
     job_from_row,
     job_row,
     like_prefix,
+    source_from_row,
+    source_row,
     user_from_row,
 )
 from docshelf.store.sqlite_schema import MIGRATIONS
@@ -96,7 +99,10 @@ class SQLiteStore:
         self._depth = 0
         self.notices = CommitNotices()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Private: all text and the token hashes are in it. SQLite gives its -wal
+            # and -shm files the database file's permissions.
+            private_dir(path.parent)
+            private_file(path)
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30
             )
@@ -132,7 +138,7 @@ class SQLiteStore:
                     if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
                     self.notices.discard()
-                else:
+                elif self._db.in_transaction:  # the savepoint went with the transaction
                     self._db.execute(f"ROLLBACK TO sp{depth}")
                     self._db.execute(f"RELEASE sp{depth}")
                 raise
@@ -161,7 +167,7 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc
 
-    def _xm(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _xm(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._require_tx()
         try:
             self._db.executemany(sql, rows)
@@ -191,7 +197,8 @@ class SQLiteStore:
                     (m.version, m.name, time.time()),
                 )
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # not rolled back by SQLite itself (a full disk)
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
@@ -225,26 +232,29 @@ class SQLiteStore:
     def add_source(self, source: Source) -> None:
         with self.transaction():
             self._x(
-                "INSERT INTO sources(id, path, kind, host, added_at, user_id) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (source.id, source.path, source.kind, source.host, source.added_at, source.user_id),
+                f"INSERT INTO sources({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                source_row(source),
             )
 
     def get_source(self, source_id: str) -> Source | None:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE id = ?", (source_id,))
-        return Source(*rows[0]) if rows else None
+        return source_from_row(rows[0]) if rows else None
 
     def find_source(self, path: str) -> Source | None:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources WHERE path = ?", (path,))
-        return Source(*rows[0]) if rows else None
+        return source_from_row(rows[0]) if rows else None
 
     def list_sources(self) -> list[Source]:
         rows = self._q(f"SELECT {SOURCE_COLUMNS} FROM sources ORDER BY path")
-        return [Source(*r) for r in rows]
+        return [source_from_row(r) for r in rows]
 
     def delete_source(self, source_id: str) -> None:
         with self.transaction():
             self._x("DELETE FROM sources WHERE id = ?", (source_id,))
+
+    def set_follow_symlinks(self, source_id: str, follow: bool) -> None:
+        with self.transaction():
+            self._x("UPDATE sources SET follow_symlinks = ? WHERE id = ?", (follow, source_id))
 
     def files_of_source(self, source_id: str) -> dict[str, FileRecord]:
         rows = self._q(
@@ -378,7 +388,7 @@ class SQLiteStore:
             )
             self._xm(
                 f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({','.join('?' * 15)})",
-                [chunk_row(c) for c in chunks],
+                (chunk_row(c) for c in chunks),  # rows made as they are written
             )
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)

@@ -368,3 +368,15 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        8,
+        "source_follow_symlinks",
+        """
+        -- A source may follow symlinks that lead outside its folder (off by default:
+        -- `docshelf add DIR --follow-symlinks` turns it on).
+        ALTER TABLE sources ADD COLUMN follow_symlinks INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
+)

@@ -1,0 +1,307 @@
+"""Memory and responsiveness on a hostile text file: one 25 MB Markdown line.
+
+Two real processes, each started as a user starts it:
+
+- ``docshelf add FILE`` (``--json``);
+- ``docshelf serve`` with one ingest worker, the file uploaded over HTTP and
+  its stage events followed (SSE) until its job completes or fails, while
+  ``/healthz`` is polled.
+
+While each runs, this process samples ``/proc`` every 20 ms: the high-water
+mark (VmHWM) of the main process and of every process below it (the parser
+child of the sandbox), and the largest sum of their current RSS. It prints
+those peaks, the wall time, the outcome (chunks indexed, or the failure
+reason) and, for ``serve``, the slowest ``/healthz`` answer during the upload.
+
+    flock /tmp/docshelf-bench.lock .venv/bin/python bench/hostile_memory.py \\
+        [--mb 25] [--embedder none|local] [--only add|serve] [--cap-mb 4096]
+
+The text is ASCII words, without a single line break. The processes run
+under an address-space cap (``--cap-mb``, RLIMIT_AS): on a shared machine a
+runaway must fail, not take the machine's memory (before the fix, `add` of
+this file grew past 20 GB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+SAMPLE_S = 0.02
+LIMITS = {"cap_mb": 4096}  # --cap-mb
+
+
+def capped() -> None:
+    """In the child, before exec: the address-space cap."""
+    cap = LIMITS["cap_mb"] * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def one_line_markdown(path: Path, size: int) -> None:
+    """``size`` bytes of ASCII words on one line (a ``# title`` first, no line break)."""
+    rng = random.Random(17)
+    vocab = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randrange(2, 10)))
+        for _ in range(5000)
+    ]
+    with path.open("w", encoding="ascii") as out:
+        written = out.write("# One line ")
+        while written < size:
+            chunk = " ".join(rng.choices(vocab, k=4096)) + ". "
+            written += out.write(chunk[: size - written])
+
+
+@dataclass
+class Peaks:
+    """High-water marks of a process tree, from /proc samples."""
+
+    hwm_kb: dict[int, int] = field(default_factory=dict)  # pid -> VmHWM
+    names: dict[int, str] = field(default_factory=dict)
+    max_sum_rss_kb: int = 0
+
+    def sample(self, root: int) -> None:
+        total = 0
+        for pid in tree(root):
+            status = read_status(pid)
+            if not status:
+                continue
+            self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), status.get("VmHWM", 0))
+            self.names.setdefault(pid, cmdline(pid))
+            total += status.get("VmRSS", 0)
+        self.max_sum_rss_kb = max(self.max_sum_rss_kb, total)
+
+    def report(self, root: int) -> str:
+        main = self.hwm_kb.get(root, 0) / 1024
+        others = sorted(
+            ((kb / 1024, self.names[pid]) for pid, kb in self.hwm_kb.items() if pid != root),
+            reverse=True,
+        )
+        parts = [f"main process peak {main:.0f} MB"]
+        if others:
+            mb, name = others[0]
+            parts.append(f"largest child peak {mb:.0f} MB ({name})")
+        parts.append(f"largest sum of the tree's RSS {self.max_sum_rss_kb / 1024:.0f} MB")
+        return "; ".join(parts)
+
+
+def tree(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def read_status(pid: int) -> dict[str, int]:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in ("VmHWM", "VmRSS"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    words = raw.decode(errors="replace").split("\0")
+    return " ".join(words)[:60]
+
+
+def watch(proc: subprocess.Popen[str], peaks: Peaks, stop: threading.Event) -> None:
+    while not stop.is_set() and proc.poll() is None:
+        peaks.sample(proc.pid)
+        time.sleep(SAMPLE_S)
+
+
+def docshelf() -> list[str]:
+    return [sys.executable, "-m", "docshelf.cli"]
+
+
+def bench_add(file: Path, home: Path, env: dict[str, str]) -> None:
+    peaks, stop = Peaks(), threading.Event()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [*docshelf(), "--json", "add", str(file)],
+        env={**env, "DOCSHELF_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=capped,
+    )
+    sampler = threading.Thread(target=watch, args=(proc, peaks, stop))
+    sampler.start()
+    out, err = proc.communicate()
+    stop.set()
+    sampler.join()
+    elapsed = time.perf_counter() - started
+    try:
+        result = json.loads(out)
+    except ValueError:
+        result = {"ok": False, "error": {"message": (err or out)[-300:]}}
+    print(f"add: {elapsed:.1f} s; {outcome_of_add(result)}")
+    print(f"add: {peaks.report(proc.pid)}")
+
+
+def outcome_of_add(envelope: dict[str, object]) -> str:
+    if not envelope.get("ok"):
+        return f"error: {envelope.get('error')}"
+    result = envelope["result"]
+    assert isinstance(result, dict)
+    failures = result.get("failures") or []
+    if failures:
+        return f"failed: {failures[0]['reason']}"
+    return f"counts {result['counts']}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
+    env = {**env, "DOCSHELF_HOME": str(home)}
+    made = subprocess.run(
+        [*docshelf(), "--json", "users", "create", "bench"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = json.loads(made.stdout)["result"]["token"]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [*docshelf(), "serve", "--port", str(port), "--workers", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=capped,
+    )
+    peaks, stop = Peaks(), threading.Event()
+    sampler = threading.Thread(target=watch, args=(proc, peaks, stop))
+    sampler.start()
+    health: list[float] = []
+    try:
+        wait_ready(base, proc)
+        idle = read_status(proc.pid).get("VmRSS", 0) / 1024
+        headers = {"Authorization": f"Bearer {token}"}
+        started = time.perf_counter()
+        with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
+            with file.open("rb") as fh:
+                reply = client.post("/v1/documents", files={"file": (file.name, fh)})
+            reply.raise_for_status()
+            doc_id = reply.json()["document_id"]
+            poller = threading.Thread(target=poll_health, args=(base, health, stop))
+            poller.start()
+            state = wait_done(client, doc_id, proc)
+            stop.set()
+            poller.join()
+        elapsed = time.perf_counter() - started
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(60)
+        sampler.join()
+    slowest = max(health) * 1000 if health else float("nan")
+    print(f"serve: idle RSS {idle:.0f} MB; upload to {state} in {elapsed:.1f} s")
+    print(f"serve: {peaks.report(proc.pid)}")
+    print(f"serve: /healthz polled {len(health)} times during ingest, slowest {slowest:.0f} ms")
+
+
+def wait_ready(base: str, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("serve did not start")
+        time.sleep(0.2)
+
+
+def wait_done(client: httpx.Client, doc_id: str, proc: subprocess.Popen[str]) -> str:
+    """Follow the document's stage events (SSE, as the web page does) to the end."""
+    last: dict[str, object] = {}
+    with client.stream("GET", f"/v1/documents/{doc_id}/events", timeout=None) as events:
+        for line in events.iter_lines():
+            if line.startswith("data:"):
+                last = json.loads(line[5:])
+            if last.get("stage") in ("complete", "failed") or proc.poll() is not None:
+                break
+    stage = str(last.get("stage", "server exited"))
+    return stage + (f" ({last.get('message')})" if stage == "failed" else "")
+
+
+def poll_health(base: str, times: list[float], stop: threading.Event) -> None:
+    with httpx.Client(base_url=base, timeout=60) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            with contextlib.suppress(httpx.HTTPError):
+                client.get("/healthz")
+            times.append(time.perf_counter() - started)
+            stop.wait(0.1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=float, default=25.0, help="file size in MB (10^6 bytes)")
+    ap.add_argument("--embedder", default="none", choices=("none", "local"))
+    ap.add_argument("--only", choices=("add", "serve"))
+    ap.add_argument("--cap-mb", type=int, default=LIMITS["cap_mb"], help="per-process cap")
+    args = ap.parse_args()
+    LIMITS["cap_mb"] = args.cap_mb
+    env = {
+        **os.environ,
+        "DOCSHELF_EMBEDDER": args.embedder,
+        "DOCSHELF_ENRICH": "off",
+        "HF_HUB_OFFLINE": "1",
+    }
+    with tempfile.TemporaryDirectory(prefix="docshelf-hostile-") as tmp:
+        file = Path(tmp) / "one-line.md"
+        one_line_markdown(file, int(args.mb * 1e6))
+        print(f"file: {file.stat().st_size / 1e6:.1f} MB on one line; embedder {args.embedder}")
+        if args.only in (None, "add"):
+            bench_add(file, Path(tmp) / "home-add", env)
+        if args.only in (None, "serve"):
+            bench_serve(file, Path(tmp) / "home-serve", env)
+
+
+if __name__ == "__main__":
+    main()
