@@ -1165,10 +1165,50 @@ def retry(
 
 
 @app.command()
+def migrate(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Bring the store's schema up to date, then exit (what a deployment runs first).
+
+    Every process does this when it opens the store, one at a time; running it
+    alone first keeps the API and workers from waiting on each other. Loads no model.
+    """
+    run = _Run(ctx, "migrate", json_out)
+
+    def produce() -> Outcome:
+        from docshelf.config import Settings
+        from docshelf.store import open_store
+
+        store = open_store(Settings.from_env(run.state.home).database_url)
+        try:
+            result = {"database": store.url, "schema_version": store.schema_version()}
+        finally:
+            store.close()
+        return Outcome(result, [Action(run.cmd("status"), "See what the library holds")])
+
+    run.finish(
+        produce,
+        lambda o: console.print(
+            f"{o.result['database']} is at schema version {o.result['schema_version']}."
+        ),
+    )
+
+
+@app.command()
 def worker(
     ctx: typer.Context,
     count: Annotated[int, typer.Option("--count", "-c", help="Worker threads.", min=1)] = 1,
     lease: Annotated[float, typer.Option(help="Job lease in seconds.", min=1)] = 30.0,
+    probe_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Serve /metrics and /healthz (live while every worker shows a sign of "
+            "life within two leases) on this port.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
+    probe_host: Annotated[
+        str, typer.Option(help="Interface for --probe-port (0.0.0.0 in a container).")
+    ] = "127.0.0.1",
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
     import signal
@@ -1193,6 +1233,14 @@ def worker(
     err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop")
     for t in threads:
         t.start()
+    probe = None
+    if probe_port is not None:
+        from docshelf.worker_probe import WorkerProbe
+
+        probe = WorkerProbe(
+            workers, threads, host=probe_host, port=probe_port, stale_after=2 * lease
+        )
+        err_console.print(f"metrics and health on http://{probe_host}:{probe.port}/")
     try:
         while not stop.wait(0.5):
             pass
@@ -1200,6 +1248,8 @@ def worker(
         stop.set()
     for t in threads:
         t.join()
+    if probe is not None:
+        probe.close()
     shelf.close()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +34,32 @@ SEARCH_LATENCY = Histogram(
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000),
 )
 QUEUE_DEPTH = Gauge("ingest_queue_depth", "Jobs waiting or running", ["status"])
+STAGE_OLDEST = Gauge(
+    "ingest_stage_oldest_seconds",
+    "Age of the longest-unchanged queued or running job in each stage (s)",
+    ["stage"],
+)
+EMBEDDING_COVERAGE = Gauge(
+    "embedding_coverage_ratio", "Share of snippets that have a vector (1 when there are none)"
+)
+UPLOAD_LATENCY = Histogram(
+    "upload_latency_ms",
+    "Time to answer POST /v1/documents (ms)",
+    ["outcome"],
+    buckets=(5, 10, 25, 50, 100, 200, 400, 800, 1600, 5000),
+)
+RETRIEVAL_CACHE = Counter(
+    "retrieval_cache_lookups", "Searches looked up in the retrieval cache", ["outcome"]
+)
+WORKERS = Gauge("ingest_workers", "Ingest workers in this process, by state", ["state"])
+LEASE_RENEWALS = Counter(
+    "ingest_lease_renewals", "Job lease renewals by workers, by outcome", ["outcome"]
+)
+WORKER_HEARTBEAT = Gauge(
+    "ingest_worker_heartbeat_timestamp_seconds",
+    "When each ingest worker of this process last showed it is alive (Unix time)",
+    ["worker"],
+)
 
 
 class Metrics:
@@ -61,6 +87,60 @@ class Metrics:
     def queue(self, counts: dict[str, int]) -> None:
         for status in ("queued", "running", "failed"):
             QUEUE_DEPTH.labels(status=status).set(counts.get(status, 0))
+
+    def library(
+        self, oldest: dict[str, float], coverage: float, stages: Iterable[str], now: float
+    ) -> None:
+        """What the store says at scrape time: how long each stage's oldest unfinished
+        job has waited (0 for a stage with none) and the embedding coverage."""
+        for stage in stages:
+            STAGE_OLDEST.labels(stage=stage).set(
+                max(0.0, now - oldest[stage]) if stage in oldest else 0
+            )
+        EMBEDDING_COVERAGE.set(coverage)
+
+    def uploaded(self, outcome: str, ms: float) -> None:
+        UPLOAD_LATENCY.labels(outcome=outcome).observe(ms)
+
+
+class WorkerGauges:
+    """One worker's share of the pool metrics: busy or idle while it runs, its
+    heartbeat (each turn of its loop and each lease renewal), its renewals."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._running = False
+        self._busy = False
+
+    def started(self) -> None:
+        self._running, self._busy = True, False
+        WORKERS.labels(state="idle").inc()
+        self.beat()
+
+    def stopped(self) -> None:
+        if self._running:
+            WORKERS.labels(state=self._state()).dec()
+            WORKER_HEARTBEAT.remove(self.name)
+        self._running = self._busy = False
+
+    def beat(self) -> None:
+        if self._running:
+            WORKER_HEARTBEAT.labels(worker=self.name).set(time.time())
+
+    def busy(self, busy: bool) -> None:
+        if self._running and busy != self._busy:
+            WORKERS.labels(state=self._state()).dec()
+            self._busy = busy
+            WORKERS.labels(state=self._state()).inc()
+        self._busy = busy
+
+    def renewed(self, ok: bool) -> None:
+        LEASE_RENEWALS.labels(outcome="renewed" if ok else "lost").inc()
+        if ok:
+            self.beat()
+
+    def _state(self) -> str:
+        return "busy" if self._busy else "idle"
 
 
 class RateLimiter:

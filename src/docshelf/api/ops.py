@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from docshelf.api.deps import ShelfDep
+from docshelf.model import Stage
 from docshelf.worker import WorkerPool
 
 router = APIRouter()
@@ -39,4 +42,8 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 def metrics(shelf: ShelfDep) -> Response:
     shelf.metrics.queue(shelf.store.job_counts())
+    stats = shelf.store.stats()
+    coverage = stats.snippets_with_vectors / stats.snippets if stats.snippets else 1.0
+    unfinished = [s.value for s in Stage if not s.terminal]
+    shelf.metrics.library(shelf.store.oldest_unfinished_jobs(), coverage, unfinished, time.time())
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
