@@ -342,3 +342,40 @@ def test_a_real_prometheus_scrapes_serve_and_evaluates_every_query(
         proc.terminate()
         proc.wait(20)
         log.close()
+
+
+# -- docker compose runs the pack ------------------------------------------------------------
+def test_the_compose_file_runs_prometheus_and_grafana_with_the_pack() -> None:
+    deploy = ROOT / "deploy"
+    services = yaml.safe_load((deploy / "docker-compose.yml").read_text())["services"]
+    assert {"api", "worker", "prometheus", "grafana"} <= set(services)
+    mounted = {
+        target: deploy / source
+        for name in ("prometheus", "grafana")
+        for source, target, *_ in (v.split(":") for v in services[name]["volumes"])
+        if source.startswith("./")
+    }
+    missing_files = [str(p) for p in mounted.values() if not p.exists()]
+    assert not missing_files, missing_files
+    assert mounted["/etc/prometheus/prometheus.yml"] == PACK / "prometheus.yml"
+    assert mounted["/etc/prometheus/alerts.yml"] == ALERTS  # prometheus.yml names it beside it
+    assert mounted["/var/lib/grafana/dashboards/ingest-dashboard.json"] == DASHBOARD
+    provisioning = yaml.safe_load(
+        (PACK / "grafana" / "provisioning" / "dashboards" / "docshelf.yml").read_text()
+    )
+    assert provisioning["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards"
+    datasource = yaml.safe_load(
+        (PACK / "grafana" / "provisioning" / "datasources" / "prometheus.yml").read_text()
+    )["datasources"][0]
+    assert datasource["type"] == "prometheus" and datasource["url"] == "http://prometheus:9090"
+    # Prometheus scrapes the ports the API and the workers listen on
+    config = yaml.safe_load((PACK / "prometheus.yml").read_text())
+    assert config["rule_files"] == ["alerts.yml"]
+    ports = {
+        job["job_name"]: (job["dns_sd_configs"][0]["names"], job["dns_sd_configs"][0]["port"])
+        for job in config["scrape_configs"]
+    }
+    api, worker = services["api"]["command"], services["worker"]["command"]
+    assert ports["docshelf-api"] == (["api"], int(api[api.index("--port") + 1]))
+    assert ports["docshelf-worker"] == (["worker"], int(worker[worker.index("--probe-port") + 1]))
+    assert "9108/healthz" in " ".join(services["worker"]["healthcheck"]["test"])
