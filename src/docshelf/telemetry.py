@@ -2,7 +2,10 @@
 
 Metric names follow SPEC §7. The OpenTelemetry API is a no-op until an SDK is
 configured: ``configure_tracing()`` installs one with an OTLP exporter only
-when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (exporter off by default).
+when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (exporter off by default). LLM calls
+are generation spans with OpenTelemetry's GenAI attributes and docshelf's
+correlation fields (``llm_call``, ``generation_attributes``), which Langfuse's
+OTLP endpoint reads as generations.
 """
 
 from __future__ import annotations
@@ -10,8 +13,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -160,6 +166,71 @@ class RateLimiter:
             self._next = max(now, self._next) + self.interval
         if delay > 0:
             time.sleep(delay)
+
+
+# -- LLM calls as GenAI generation spans ------------------------------------------------------
+@dataclass(frozen=True)
+class LLMCall:
+    """What an LLM call is for: the correlation fields on its span."""
+
+    component: str  # answer | enrich | rerank
+    action: str  # ask | ask.stream | enrich | judge
+    run_id: str  # one per higher-level operation: the calls of one answer share it
+    attributes: dict[str, str] = field(default_factory=dict)  # e.g. the document id
+
+
+_LLM_CALL: ContextVar[LLMCall | None] = ContextVar("docshelf_llm_call", default=None)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+@contextmanager
+def llm_call(
+    component: str, action: str, *, run_id: str | None = None, **attributes: str
+) -> Iterator[LLMCall]:
+    """Every LLM call made inside the block carries these correlation fields (a new run
+    id unless given: pass one to tie several blocks to one operation)."""
+    call = LLMCall(component, action, run_id or new_run_id(), attributes)
+    previous = _LLM_CALL.get()
+    _LLM_CALL.set(call)
+    try:
+        yield call
+    finally:
+        # set, not reset: a streamed answer's generator may be resumed (and closed) in
+        # another context than the one it entered the block in
+        _LLM_CALL.set(previous)
+
+
+def generation_attributes(
+    system: str, model: str, *, max_tokens: object = None, temperature: object = None
+) -> dict[str, str | int | float]:
+    """A generation span's attributes: OpenTelemetry's GenAI conventions (``gen_ai.*``),
+    what Langfuse reads (``langfuse.*``), and the correlation fields — component,
+    action, run id (from :func:`llm_call`), a fresh event id, the environment."""
+    environment = os.environ.get("DOCSHELF_ENVIRONMENT", "").strip() or "default"
+    call = _LLM_CALL.get() or LLMCall("unknown", "unknown", uuid.uuid4().hex)
+    attributes: dict[str, str | int | float] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": system,
+        "gen_ai.provider.name": system,  # the name newer conventions give gen_ai.system
+        "gen_ai.request.model": model,
+        "langfuse.observation.type": "generation",
+        "langfuse.environment": environment,
+        "deployment.environment": environment,
+        "docshelf.component": call.component,
+        "docshelf.action": call.action,
+        "docshelf.run_id": call.run_id,
+        "docshelf.event_id": uuid.uuid4().hex,
+    }
+    for key, value in call.attributes.items():
+        attributes[f"docshelf.{key}"] = value
+    if isinstance(max_tokens, int):
+        attributes["gen_ai.request.max_tokens"] = max_tokens
+    if isinstance(temperature, int | float):
+        attributes["gen_ai.request.temperature"] = float(temperature)
+    return attributes
 
 
 _tracer: Any = None
