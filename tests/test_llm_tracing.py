@@ -54,7 +54,7 @@ def generations(exporter: InMemorySpanExporter) -> list[dict[str, object]]:
     spans: Sequence[ReadableSpan] = exporter.get_finished_spans()
     found: list[dict[str, object]] = []
     for span in (s for s in spans if s.name.startswith("llm.")):
-        attributes = dict(span.attributes or {})
+        attributes: dict[str, object] = dict(span.attributes or {})
         failed = span.status.status_code is StatusCode.ERROR
         assert (REQUEST if failed else REQUIRED) <= set(attributes), REQUIRED - set(attributes)
         found.append(attributes)
