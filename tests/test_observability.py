@@ -246,10 +246,14 @@ def served(isolated_home: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
         log.close()
 
 
+@pytest.fixture
+def prometheus() -> str:
+    return require_program("prometheus", INSTALL)
+
+
 def test_a_real_prometheus_scrapes_serve_and_evaluates_every_query(
-    served: tuple[str, str], tmp_path: Path
+    prometheus: str, served: tuple[str, str], tmp_path: Path
 ) -> None:
-    prometheus = require_program("prometheus", INSTALL)
     url, token = served
     auth = {"Authorization": f"Bearer {token}"}
     # something for the metrics to count: an upload taken through the pipeline, searches

@@ -1201,7 +1201,7 @@ def worker(
         int | None,
         typer.Option(
             help="Serve /metrics and /healthz (live while every worker shows a sign of "
-            "life within two leases) on this port.",
+            "life within 5 minutes, or two leases if longer) on this port.",
             min=0,
             max=65535,
         ),
@@ -1238,7 +1238,7 @@ def worker(
         from docshelf.worker_probe import WorkerProbe
 
         probe = WorkerProbe(
-            workers, threads, host=probe_host, port=probe_port, stale_after=2 * lease
+            workers, threads, host=probe_host, port=probe_port, stale_after=max(300, 2 * lease)
         )
         err_console.print(f"metrics and health on http://{probe_host}:{probe.port}/")
     try:

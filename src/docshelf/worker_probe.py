@@ -3,8 +3,11 @@
 
 ``/healthz`` answers 200 while every worker thread is alive and has shown a sign of
 life (a turn of its loop, or a lease renewal during a long job) within
-``stale_after`` seconds; 503 with the reason otherwise. It never touches the store:
-a store outage makes workers wait, not die, and restarting them would not help.
+``stale_after`` seconds; 503 with the reason otherwise. ``docshelf worker`` gives it
+5 minutes (or two leases, if longer): between turns of its loop a worker may also
+enrich a document, whose LLM calls (with their timeouts and retries) take minutes
+at worst. It never touches the store: a store outage makes workers wait, not die,
+and restarting them would not help.
 """
 
 from __future__ import annotations
