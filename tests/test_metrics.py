@@ -4,6 +4,10 @@ unfinished job per stage and embedding coverage; and the worker process's probe.
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -209,3 +213,36 @@ def test_a_worker_silent_too_long_is_not_live(shelf: Shelf) -> None:
     [problem] = problems([worker], [alive], stale_after=60)
     assert worker.name in problem and "no sign of life for 120s" in problem
     alive.join()
+
+
+def test_docshelf_worker_serves_its_probe(isolated_home: Path, tmp_path: Path) -> None:
+    """The command a container runs: ``docshelf worker --probe-port`` (a real process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    docshelf = Path(sys.executable).parent / "docshelf"
+    env = {**os.environ, "DOCSHELF_EMBEDDER": "none"}
+    with (tmp_path / "worker.log").open("w") as log:
+        proc = subprocess.Popen(
+            [str(docshelf), "worker", "--count", "2", "--probe-port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                    break
+                except httpx.HTTPError:
+                    assert proc.poll() is None, (tmp_path / "worker.log").read_text()
+                    assert time.monotonic() < deadline, "the probe did not answer"
+                    time.sleep(0.1)
+            assert (health.status_code, health.json()) == (200, {"status": "ok"})
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+            assert 'ingest_workers{state="idle"} 2.0' in metrics
+            assert metrics.count("ingest_worker_heartbeat_timestamp_seconds{") == 2
+        finally:
+            proc.terminate()
+            proc.wait(30)
