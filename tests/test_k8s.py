@@ -155,6 +155,17 @@ def test_probes_and_commands_are_real(overlay: list[dict[str, Any]]) -> None:
         assert {a for a in args[2:] if a.startswith("--")} <= options, owner
 
 
+def test_pods_run_as_the_image_user(overlay: list[dict[str, Any]]) -> None:
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+    found = re.search(r"useradd [^\n]*--uid (\d+)", dockerfile)
+    assert found, "the Dockerfile's user has no fixed uid"
+    uid = int(found.group(1))
+    for doc in overlay:
+        if doc["kind"] in ("Deployment", "Job"):
+            security = doc["spec"]["template"]["spec"]["securityContext"]
+            assert security == {"runAsNonRoot": True, "runAsUser": uid, "fsGroup": uid}
+
+
 def test_every_container_has_resources(overlay: list[dict[str, Any]]) -> None:
     for owner, container in containers(overlay):
         resources = container["resources"]
