@@ -246,3 +246,21 @@ def test_docshelf_worker_serves_its_probe(isolated_home: Path, tmp_path: Path) -
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+def test_docshelf_worker_names_a_probe_port_it_cannot_have(isolated_home: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        docshelf = Path(sys.executable).parent / "docshelf"
+        run = subprocess.run(
+            [str(docshelf), "worker", "--probe-port", str(port)],
+            env={**os.environ, "DOCSHELF_EMBEDDER": "none"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 1
+    assert f"Cannot serve the probe on 127.0.0.1:{port}" in run.stderr
+    assert "Traceback" not in run.stderr

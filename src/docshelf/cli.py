@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -26,7 +26,11 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    import threading
+
     from docshelf.shelf import Progress, Shelf
+    from docshelf.worker import Worker
+    from docshelf.worker_probe import WorkerProbe
 
 app = typer.Typer(
     name="docshelf",
@@ -1230,17 +1234,13 @@ def worker(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
     threads = [threading.Thread(target=w.run, args=(stop,), name=w.name) for w in workers]
+    probe = _worker_probe(workers, threads, probe_host, probe_port, max(300, 2 * lease))
+    if probe is False:
+        shelf.close()
+        raise typer.Exit(1)
     err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop")
     for t in threads:
         t.start()
-    probe = None
-    if probe_port is not None:
-        from docshelf.worker_probe import WorkerProbe
-
-        probe = WorkerProbe(
-            workers, threads, host=probe_host, port=probe_port, stale_after=max(300, 2 * lease)
-        )
-        err_console.print(f"metrics and health on http://{probe_host}:{probe.port}/")
     try:
         while not stop.wait(0.5):
             pass
@@ -1248,9 +1248,31 @@ def worker(
         stop.set()
     for t in threads:
         t.join()
-    if probe is not None:
+    if probe:
         probe.close()
     shelf.close()
+
+
+def _worker_probe(
+    workers: list[Worker],
+    threads: list[threading.Thread],
+    host: str,
+    port: int | None,
+    stale: float,
+) -> WorkerProbe | Literal[False] | None:
+    """``docshelf worker``'s /metrics and /healthz when asked for; False when the port
+    cannot be had (the error is printed)."""
+    if port is None:
+        return None
+    from docshelf.worker_probe import WorkerProbe
+
+    try:
+        probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale)
+    except OSError as exc:
+        err_console.print(Text(f"Cannot serve the probe on {host}:{port}: {exc}", style="red"))
+        return False
+    err_console.print(f"metrics and health on http://{host}:{probe.port}/")
+    return probe
 
 
 @app.command()
