@@ -181,3 +181,28 @@ def test_the_correlation_block_restores_what_was_there() -> None:
         inner_after = telemetry.generation_attributes("openai", "m")
     assert inner_after["docshelf.run_id"] == outer.run_id
     assert telemetry.generation_attributes("openai", "m")["docshelf.component"] == "unknown"
+
+
+def test_an_answer_streamed_over_the_api_keeps_its_correlation(
+    library: Shelf, exporter: InMemorySpanExporter
+) -> None:
+    """The SSE response runs the answer's generator step by step in a thread pool,
+    each step in a copy of the request's context: the fields must survive that."""
+    from fastapi.testclient import TestClient
+
+    from docshelf.api import create_app
+
+    headers = {"Authorization": f"Bearer {library.local_admin_token()}"}
+    body = {"question": "what does a follower do without a heartbeat?"}
+    script = Script(("stream", ["A follower becomes ", "a candidate [1]."]))
+    with TestClient(create_app(library)) as client, fake_llm_server(script) as url:
+        library.llm = OpenAILLM(url, "fake-model", backoff=0.01)
+        reply = client.post(
+            "/v1/ask", json=body, headers={**headers, "Accept": "text/event-stream"}
+        )
+        assert reply.status_code == 200 and "a candidate [1]." in reply.text
+        assert client.post("/v1/ask", json=body, headers=headers).status_code == 200  # unstreamed
+    streamed, unstreamed = generations(exporter)
+    assert (streamed["docshelf.component"], streamed["docshelf.action"]) == ("answer", "ask.stream")
+    assert (unstreamed["docshelf.component"], unstreamed["docshelf.action"]) == ("answer", "ask")
+    assert streamed["gen_ai.usage.output_tokens"] == 2

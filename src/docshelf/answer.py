@@ -258,16 +258,14 @@ def ask_stream(
         kept: list[str] = []
         dropped = 0
         try:
-            with telemetry.llm_call("answer", "ask.stream"):
-                pieces = llm.stream(_prompt(question, sources, False))
-                for sentence in sentences_as_they_come(pieces):
-                    if set(cited_numbers(sentence)) <= valid:
-                        kept.append(sentence)
-                        yield AnswerPiece(
-                            "text", text=sentence if len(kept) == 1 else " " + sentence
-                        )
-                    else:
-                        dropped += 1
+            pieces = llm.stream(_prompt(question, sources, False))
+            traced = telemetry.llm_stream("answer", "ask.stream", pieces)
+            for sentence in sentences_as_they_come(traced):
+                if set(cited_numbers(sentence)) <= valid:
+                    kept.append(sentence)
+                    yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
+                else:
+                    dropped += 1
         except Unavailable as exc:
             if kept:
                 notice = f"The LLM stopped mid-answer ({exc.message}); the answer may be incomplete"

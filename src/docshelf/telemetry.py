@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -180,6 +180,7 @@ class LLMCall:
 
 
 _LLM_CALL: ContextVar[LLMCall | None] = ContextVar("docshelf_llm_call", default=None)
+T = TypeVar("T")
 
 
 def new_run_id() -> str:
@@ -191,16 +192,29 @@ def llm_call(
     component: str, action: str, *, run_id: str | None = None, **attributes: str
 ) -> Iterator[LLMCall]:
     """Every LLM call made inside the block carries these correlation fields (a new run
-    id unless given: pass one to tie several blocks to one operation)."""
+    id unless given: pass one to tie several blocks to one operation). Never yield
+    inside the block (a generator may be resumed in another context): wrap a stream
+    in :func:`llm_stream` instead."""
     call = LLMCall(component, action, run_id or new_run_id(), attributes)
-    previous = _LLM_CALL.get()
-    _LLM_CALL.set(call)
+    token = _LLM_CALL.set(call)
     try:
         yield call
     finally:
-        # set, not reset: a streamed answer's generator may be resumed (and closed) in
-        # another context than the one it entered the block in
-        _LLM_CALL.set(previous)
+        _LLM_CALL.reset(token)
+
+
+def llm_stream(component: str, action: str, pieces: Iterator[T]) -> Iterator[T]:
+    """``pieces`` (an LLM's stream, not started yet), each step of it inside one
+    :func:`llm_call` block — so the call's span, opened at the first step, carries
+    the correlation fields, and no block spans a ``yield``."""
+    run_id = new_run_id()
+    while True:
+        with llm_call(component, action, run_id=run_id):
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return
+        yield piece
 
 
 def generation_attributes(
