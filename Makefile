@@ -24,12 +24,19 @@ $(STAMP): pyproject.toml
 
 # The web page's browser tests drive Debian's chromium (never a downloaded browser):
 # installed when missing and we are root (as on CI); otherwise those tests say why they skip.
+# Likewise Debian's prometheus (prometheus and promtool) for tests/test_observability.py.
 install: $(STAMP)
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq >/dev/null && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing (apt-get install chromium); the browser tests will skip"; fi; }
+	@command -v promtool >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      prometheus >/dev/null; \
+	  else echo "prometheus is missing (apt-get install prometheus); its tests will skip"; fi; }
 
 # Index the project's own docs as a sample library, search it, then serve it.
 run: install

@@ -638,6 +638,26 @@ def test_jobs_claim_lease_and_renew(store: Store) -> None:
     assert store.job_counts() == {"running": 1, "queued": 1, "complete": 1}
 
 
+def test_oldest_unfinished_job_per_stage(store: Store) -> None:
+    for n in (1, 2, 3, 4):
+        put(store, n, "x", status="queued")
+        store.put_job(make_job(n))
+    ids = [make_doc(n, "")[0].id for n in (1, 2, 3, 4)]
+    assert set(store.oldest_unfinished_jobs()) == {"queued"}
+    store.update_job(ids[0], stage="embedding", status="running")
+    store.update_job(ids[1], stage="embedding", status="queued")  # waiting for a retry
+    store.update_job(ids[2], stage="complete", status="complete")
+    store.update_job(ids[3], stage="parsing", status="failed")  # dead-lettered: not waiting
+    first = store.get_job(ids[0])
+    assert first is not None
+    oldest = store.oldest_unfinished_jobs()
+    assert oldest == {"embedding": pytest.approx(first.updated_at)}
+    store.update_job(ids[0], stage="indexing")
+    second = store.get_job(ids[1])
+    assert second is not None
+    assert store.oldest_unfinished_jobs()["embedding"] == pytest.approx(second.updated_at)
+
+
 def test_payloads(store: Store) -> None:
     put(store, 1, "x", status="queued")
     job = make_job(1)

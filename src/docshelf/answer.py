@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from docshelf import telemetry
 from docshelf.errors import Unavailable
 from docshelf.llm import LLM, Message
 from docshelf.model import Hit
@@ -124,10 +125,11 @@ def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None
     """The model's answer with every citation valid, or None if it cannot be had."""
     valid = {s.n for s in sources}
     text = ""
-    for strict in (False, True):
-        text = llm.complete(_prompt(question, sources, strict)).text.strip()
-        if set(cited_numbers(text)) <= valid:
-            return text
+    with telemetry.llm_call("answer", "ask"):
+        for strict in (False, True):
+            text = llm.complete(_prompt(question, sources, strict)).text.strip()
+            if set(cited_numbers(text)) <= valid:
+                return text
     repaired = strip_broken(text, valid)
     return repaired if repaired and cited_numbers(repaired) else None
 
@@ -256,7 +258,9 @@ def ask_stream(
         kept: list[str] = []
         dropped = 0
         try:
-            for sentence in sentences_as_they_come(llm.stream(_prompt(question, sources, False))):
+            pieces = llm.stream(_prompt(question, sources, False))
+            traced = telemetry.llm_stream("answer", "ask.stream", pieces)
+            for sentence in sentences_as_they_come(traced):
                 if set(cited_numbers(sentence)) <= valid:
                     kept.append(sentence)
                     yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)

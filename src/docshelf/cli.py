@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -30,7 +30,11 @@ from rich.text import Text
 from docshelf.terminal import printable, printable_tree
 
 if TYPE_CHECKING:
+    import threading
+
     from docshelf.shelf import Progress, Shelf
+    from docshelf.worker import Worker
+    from docshelf.worker_probe import WorkerProbe
 
 app = typer.Typer(
     name="docshelf",
@@ -1182,10 +1186,50 @@ def retry(
 
 
 @app.command()
+def migrate(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Bring the store's schema up to date, then exit (what a deployment runs first).
+
+    Every process does this when it opens the store, one at a time; running it
+    alone first keeps the API and workers from waiting on each other. Loads no model.
+    """
+    run = _Run(ctx, "migrate", json_out)
+
+    def produce() -> Outcome:
+        from docshelf.config import Settings
+        from docshelf.store import open_store
+
+        store = open_store(Settings.from_env(run.state.home).database_url)
+        try:
+            result = {"database": store.url, "schema_version": store.schema_version()}
+        finally:
+            store.close()
+        return Outcome(result, [Action(run.cmd("status"), "See what the library holds")])
+
+    run.finish(
+        produce,
+        lambda o: console.print(
+            f"{o.result['database']} is at schema version {o.result['schema_version']}."
+        ),
+    )
+
+
+@app.command()
 def worker(
     ctx: typer.Context,
     count: Annotated[int, typer.Option("--count", "-c", help="Worker threads.", min=1)] = 1,
     lease: Annotated[float, typer.Option(help="Job lease in seconds.", min=1)] = 30.0,
+    probe_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Serve /metrics and /healthz (live while every worker shows a sign of "
+            "life within 5 minutes, or two leases if longer) on this port.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
+    probe_host: Annotated[
+        str, typer.Option(help="Interface for --probe-port (0.0.0.0 in a container).")
+    ] = "127.0.0.1",
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
     from docshelf.errors import DocshelfError
@@ -1202,14 +1246,50 @@ def worker(
         raise typer.Exit(1) from None
     configure_tracing()
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
-    code = run_workers(  # SIGTERM drains (shutdown.py)
-        workers,
-        shelf.settings.drain_seconds,
-        lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
-    )
-    shelf.close()
+    probes: list[WorkerProbe] = []
+
+    def open_probe(threads: Sequence[threading.Thread]) -> None:
+        probe = _worker_probe(workers, threads, probe_host, probe_port, max(300, 2 * lease))
+        if probe is False:
+            raise typer.Exit(1)
+        if probe:
+            probes.append(probe)
+
+    try:
+        code = run_workers(  # SIGTERM drains (shutdown.py)
+            workers,
+            shelf.settings.drain_seconds,
+            lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
+            prepare=open_probe,
+        )
+    finally:
+        for probe in probes:
+            probe.close()
+        shelf.close()
     if code:
         raise typer.Exit(code)
+
+
+def _worker_probe(
+    workers: list[Worker],
+    threads: Sequence[threading.Thread],
+    host: str,
+    port: int | None,
+    stale: float,
+) -> WorkerProbe | Literal[False] | None:
+    """``docshelf worker``'s /metrics and /healthz when asked for; False when the port
+    cannot be had (the error is printed)."""
+    if port is None:
+        return None
+    from docshelf.worker_probe import WorkerProbe
+
+    try:
+        probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale)
+    except OSError as exc:
+        err_console.print(Text(f"Cannot serve the probe on {host}:{port}: {exc}", style="red"))
+        return False
+    err_console.print(f"metrics and health on http://{host}:{probe.port}/")
+    return probe
 
 
 @app.command()

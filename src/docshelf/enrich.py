@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from docshelf import telemetry
 from docshelf.access import described
 from docshelf.answer import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.llm import LLM, Message
@@ -418,10 +419,12 @@ def llm_enrichment(
     when the server cannot answer (the caller falls back to the offline form)."""
     problem: str | None = None
     prompt_tokens = completion_tokens = calls = 0
+    run_id = telemetry.new_run_id()  # the retry is part of the same enrichment
     for _ in range(2):
-        completion = llm.complete(
-            _prompt(doc, excerpts, taxonomy, settings, problem), max_tokens=900
-        )
+        with telemetry.llm_call("enrich", "enrich", run_id=run_id, document_id=doc.id):
+            completion = llm.complete(
+                _prompt(doc, excerpts, taxonomy, settings, problem), max_tokens=900
+            )
         calls += 1
         prompt_tokens += completion.prompt_tokens
         completion_tokens += completion.completion_tokens

@@ -63,14 +63,21 @@ def drain(threads: Sequence[threading.Thread], seconds: float) -> bool:
 
 
 def run_workers(
-    workers: Sequence[Worker], drain_seconds: float, started: Callable[[], None] | None = None
+    workers: Sequence[Worker],
+    drain_seconds: float,
+    started: Callable[[], None] | None = None,
+    prepare: Callable[[Sequence[threading.Thread]], None] | None = None,
 ) -> int:
     """Run ``workers`` in threads until SIGTERM or SIGINT, then drain them: the exit status.
-    ``started`` is called once the signals are ours (a "ready" message)."""
+    ``prepare`` sees the threads before they start (a health probe watches them; it may
+    raise to stop before any work); ``started`` is called once the signals are ours (a
+    "ready" message)."""
     stop = threading.Event()
     threads = [
         threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True) for w in workers
     ]
+    if prepare is not None:
+        prepare(threads)
     with signals_set(stop):
         for t in threads:
             t.start()

@@ -2,7 +2,10 @@
 
 Metric names follow SPEC §7. The OpenTelemetry API is a no-op until an SDK is
 configured: ``configure_tracing()`` installs one with an OTLP exporter only
-when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (exporter off by default).
+when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (exporter off by default). LLM calls
+are generation spans with OpenTelemetry's GenAI attributes and docshelf's
+correlation fields (``llm_call``, ``generation_attributes``), which Langfuse's
+OTLP endpoint reads as generations.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -34,6 +40,32 @@ SEARCH_LATENCY = Histogram(
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000),
 )
 QUEUE_DEPTH = Gauge("ingest_queue_depth", "Jobs waiting or running", ["status"])
+STAGE_OLDEST = Gauge(
+    "ingest_stage_oldest_seconds",
+    "Age of the longest-unchanged queued or running job in each stage (s)",
+    ["stage"],
+)
+EMBEDDING_COVERAGE = Gauge(
+    "embedding_coverage_ratio", "Share of snippets that have a vector (1 when there are none)"
+)
+UPLOAD_LATENCY = Histogram(
+    "upload_latency_ms",
+    "Time to answer POST /v1/documents (ms)",
+    ["outcome"],
+    buckets=(5, 10, 25, 50, 100, 200, 400, 800, 1600, 5000),
+)
+RETRIEVAL_CACHE = Counter(
+    "retrieval_cache_lookups", "Searches looked up in the retrieval cache", ["outcome"]
+)
+WORKERS = Gauge("ingest_workers", "Ingest workers in this process, by state", ["state"])
+LEASE_RENEWALS = Counter(
+    "ingest_lease_renewals", "Job lease renewals by workers, by outcome", ["outcome"]
+)
+WORKER_HEARTBEAT = Gauge(
+    "ingest_worker_heartbeat_timestamp_seconds",
+    "When each ingest worker of this process last showed it is alive (Unix time)",
+    ["worker"],
+)
 
 
 class Metrics:
@@ -62,6 +94,60 @@ class Metrics:
         for status in ("queued", "running", "failed"):
             QUEUE_DEPTH.labels(status=status).set(counts.get(status, 0))
 
+    def library(
+        self, oldest: dict[str, float], coverage: float, stages: Iterable[str], now: float
+    ) -> None:
+        """What the store says at scrape time: how long each stage's oldest unfinished
+        job has waited (0 for a stage with none) and the embedding coverage."""
+        for stage in stages:
+            STAGE_OLDEST.labels(stage=stage).set(
+                max(0.0, now - oldest[stage]) if stage in oldest else 0
+            )
+        EMBEDDING_COVERAGE.set(coverage)
+
+    def uploaded(self, outcome: str, ms: float) -> None:
+        UPLOAD_LATENCY.labels(outcome=outcome).observe(ms)
+
+
+class WorkerGauges:
+    """One worker's share of the pool metrics: busy or idle while it runs, its
+    heartbeat (each turn of its loop and each lease renewal), its renewals."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._running = False
+        self._busy = False
+
+    def started(self) -> None:
+        self._running, self._busy = True, False
+        WORKERS.labels(state="idle").inc()
+        self.beat()
+
+    def stopped(self) -> None:
+        if self._running:
+            WORKERS.labels(state=self._state()).dec()
+            WORKER_HEARTBEAT.remove(self.name)
+        self._running = self._busy = False
+
+    def beat(self) -> None:
+        if self._running:
+            WORKER_HEARTBEAT.labels(worker=self.name).set(time.time())
+
+    def busy(self, busy: bool) -> None:
+        if self._running and busy != self._busy:
+            WORKERS.labels(state=self._state()).dec()
+            self._busy = busy
+            WORKERS.labels(state=self._state()).inc()
+        self._busy = busy
+
+    def renewed(self, ok: bool) -> None:
+        LEASE_RENEWALS.labels(outcome="renewed" if ok else "lost").inc()
+        if ok:
+            self.beat()
+
+    def _state(self) -> str:
+        return "busy" if self._busy else "idle"
+
 
 class RateLimiter:
     """At most ``rate`` calls per second (a token bucket of one); ``None`` = unbounded."""
@@ -80,6 +166,85 @@ class RateLimiter:
             self._next = max(now, self._next) + self.interval
         if delay > 0:
             time.sleep(delay)
+
+
+# -- LLM calls as GenAI generation spans ------------------------------------------------------
+@dataclass(frozen=True)
+class LLMCall:
+    """What an LLM call is for: the correlation fields on its span."""
+
+    component: str  # answer | enrich | rerank
+    action: str  # ask | ask.stream | enrich | judge
+    run_id: str  # one per higher-level operation: the calls of one answer share it
+    attributes: dict[str, str] = field(default_factory=dict)  # e.g. the document id
+
+
+_LLM_CALL: ContextVar[LLMCall | None] = ContextVar("docshelf_llm_call", default=None)
+T = TypeVar("T")
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+@contextmanager
+def llm_call(
+    component: str, action: str, *, run_id: str | None = None, **attributes: str
+) -> Iterator[LLMCall]:
+    """Every LLM call made inside the block carries these correlation fields (a new run
+    id unless given: pass one to tie several blocks to one operation). Never yield
+    inside the block (a generator may be resumed in another context): wrap a stream
+    in :func:`llm_stream` instead."""
+    call = LLMCall(component, action, run_id or new_run_id(), attributes)
+    token = _LLM_CALL.set(call)
+    try:
+        yield call
+    finally:
+        _LLM_CALL.reset(token)
+
+
+def llm_stream(component: str, action: str, pieces: Iterator[T]) -> Iterator[T]:
+    """``pieces`` (an LLM's stream, not started yet), each step of it inside one
+    :func:`llm_call` block — so the call's span, opened at the first step, carries
+    the correlation fields, and no block spans a ``yield``."""
+    run_id = new_run_id()
+    while True:
+        with llm_call(component, action, run_id=run_id):
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return
+        yield piece
+
+
+def generation_attributes(
+    system: str, model: str, *, max_tokens: object = None, temperature: object = None
+) -> dict[str, str | int | float]:
+    """A generation span's attributes: OpenTelemetry's GenAI conventions (``gen_ai.*``),
+    what Langfuse reads (``langfuse.*``), and the correlation fields — component,
+    action, run id (from :func:`llm_call`), a fresh event id, the environment."""
+    environment = os.environ.get("DOCSHELF_ENVIRONMENT", "").strip() or "default"
+    call = _LLM_CALL.get() or LLMCall("unknown", "unknown", uuid.uuid4().hex)
+    attributes: dict[str, str | int | float] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": system,
+        "gen_ai.provider.name": system,  # the name newer conventions give gen_ai.system
+        "gen_ai.request.model": model,
+        "langfuse.observation.type": "generation",
+        "langfuse.environment": environment,
+        "deployment.environment": environment,
+        "docshelf.component": call.component,
+        "docshelf.action": call.action,
+        "docshelf.run_id": call.run_id,
+        "docshelf.event_id": uuid.uuid4().hex,
+    }
+    for key, value in call.attributes.items():
+        attributes[f"docshelf.{key}"] = value
+    if isinstance(max_tokens, int):
+        attributes["gen_ai.request.max_tokens"] = max_tokens
+    if isinstance(temperature, int | float):
+        attributes["gen_ai.request.temperature"] = float(temperature)
+    return attributes
 
 
 _tracer: Any = None

@@ -95,6 +95,7 @@ class Worker:
             what=f"worker {self.name}",
         )
         self.stopping = threading.Event()  # ``run``'s stop: set, the job in flight is released
+        self.gauges = telemetry.WorkerGauges(self.name)
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -103,9 +104,11 @@ class Worker:
         for the poll interval, which catches retries and expired leases."""
         self.stopping = stop
         consumer = self.shelf.transport.consumer()
+        self.gauges.started()
         try:
             while not stop.is_set():
                 self.alive_at = time.time()
+                self.gauges.beat()
                 try:
                     worked = self.run_once() or self.enrich_one()
                 except Exception as exc:  # never let one bad job kill the worker: back off
@@ -119,6 +122,7 @@ class Worker:
                     consumer.ack()
                     consumer.wait(self.settings.poll_seconds)
         finally:
+            self.gauges.stopped()
             consumer.close()
 
     def run_once(self) -> bool:
@@ -129,11 +133,13 @@ class Worker:
         stop_renewing = threading.Event()
         renewer = threading.Thread(target=self._renew, args=(job, stop_renewing), daemon=True)
         renewer.start()
+        self.gauges.busy(True)
         try:
             self._advance(job)
         except LeaseLost:
             log.warning("worker %s lost the lease on %s", self.name, job.document_id)
         finally:
+            self.gauges.busy(False)
             stop_renewing.set()
             renewer.join()
         return True
@@ -148,8 +154,11 @@ class Worker:
     def _renew(self, job: Job, stop: threading.Event) -> None:
         while not stop.wait(self.settings.lease_seconds / 3):
             until = time.time() + self.settings.lease_seconds
-            if not self.store.renew_lease(job.document_id, self.name, until):
+            renewed = self.store.renew_lease(job.document_id, self.name, until)
+            self.gauges.renewed(renewed)
+            if not renewed:
                 return
+            self.alive_at = time.time()
 
     def _advance(self, job: Job) -> None:
         stage = job.stage

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from fastapi import APIRouter, Request
@@ -13,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from docshelf.api.deps import ShelfDep
 from docshelf.errors import from_os_error
+from docshelf.model import Stage
 from docshelf.shelf import Shelf
 from docshelf.worker import WorkerPool
 
@@ -84,4 +86,8 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
 )
 def metrics(shelf: ShelfDep) -> Response:
     shelf.metrics.queue(shelf.store.job_counts())
+    stats = shelf.store.stats()
+    coverage = stats.snippets_with_vectors / stats.snippets if stats.snippets else 1.0
+    unfinished = [s.value for s in Stage if not s.terminal]
+    shelf.metrics.library(shelf.store.oldest_unfinished_jobs(), coverage, unfinished, time.time())
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

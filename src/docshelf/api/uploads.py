@@ -10,6 +10,7 @@ to bytes already there); parsing and embedding happen in a worker.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
@@ -25,6 +26,7 @@ from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.blobs import BlobStore, BlobWriter
 from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
+from docshelf.model import User
 from docshelf.parse import file_type_for
 from docshelf.shelf import Shelf, UploadResult, sanitize_filename, unsupported_type_message
 
@@ -147,6 +149,17 @@ def _boundary(request: Request) -> bytes:
     openapi_extra=_UPLOAD_BODY,
 )
 async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONResponse:
+    started = time.perf_counter()
+    outcome = "refused"
+    try:
+        response = await _upload(request, shelf, user)
+        outcome = "created" if response.status_code == 202 else "existing"
+        return response
+    finally:
+        shelf.metrics.uploaded(outcome, (time.perf_counter() - started) * 1000)
+
+
+async def _upload(request: Request, shelf: Shelf, user: User) -> JSONResponse:
     limit = shelf.settings.max_upload_bytes
     too_large = f"file is over the {limit / 2**20:g} MB upload limit"
     length = request.headers.get("content-length")

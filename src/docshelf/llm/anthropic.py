@@ -25,7 +25,9 @@ class AnthropicLLM:
     ) -> None:
         self.model = model
         headers = {"x-api-key": api_key, "anthropic-version": API_VERSION}
-        self._http = JsonClient(url, headers, timeout=timeout, attempts=attempts, backoff=backoff)
+        self._http = JsonClient(
+            url, headers, timeout=timeout, attempts=attempts, backoff=backoff, system="anthropic"
+        )
 
     def complete(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0

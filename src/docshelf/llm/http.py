@@ -39,7 +39,7 @@ class Usage:
     """Token counts reported by the server, recorded on the call's span."""
 
     def __init__(self, current_span: Any, model: str) -> None:
-        self._span = current_span
+        self.span = current_span
         self.model = model
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -47,9 +47,9 @@ class Usage:
     def record(self, prompt: int, completion: int, model: str | None = None) -> None:
         self.prompt_tokens, self.completion_tokens = prompt, completion
         self.model = model or self.model
-        self._span.set_attribute("gen_ai.response.model", self.model)
-        self._span.set_attribute("gen_ai.usage.input_tokens", prompt)
-        self._span.set_attribute("gen_ai.usage.output_tokens", completion)
+        self.span.set_attribute("gen_ai.response.model", self.model)
+        self.span.set_attribute("gen_ai.usage.input_tokens", prompt)
+        self.span.set_attribute("gen_ai.usage.output_tokens", completion)
 
 
 class JsonClient:
@@ -63,8 +63,10 @@ class JsonClient:
         backoff: float = 0.5,
         concurrency: int | None = None,
         rate: float | None = None,
+        system: str = "openai",
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.system = system  # gen_ai.system on the spans: "openai" (the protocol) or "anthropic"
         self.attempts = attempts
         self.backoff = backoff
         slots = concurrency or int(_env_number("DOCSHELF_LLM_CONCURRENCY", 4)) or 4
@@ -73,8 +75,14 @@ class JsonClient:
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     @contextmanager
-    def _call(self, span: str, model: str) -> Iterator[Usage]:
-        with self._slots, telemetry.span(span, **{"gen_ai.request.model": model}) as current:
+    def _call(self, span: str, model: str, body: dict[str, Any]) -> Iterator[Usage]:
+        attributes = telemetry.generation_attributes(
+            self.system,
+            model,
+            max_tokens=body.get("max_tokens"),
+            temperature=body.get("temperature"),
+        )
+        with self._slots, telemetry.span(span, **attributes) as current:
             yield Usage(current, model)
 
     def _retrying(self, attempt_once: Callable[[], Any]) -> Any:
@@ -125,9 +133,11 @@ class JsonClient:
                 return _Retry("the reply was not JSON")
             return data if isinstance(data, dict) else _Retry("the reply was not a JSON object")
 
-        with self._call(span, model) as counted:
+        with self._call(span, model, body) as counted:
             data: dict[str, Any] = self._retrying(once)
             counted.record(*usage(data), model=str(data.get("model") or model))
+            if isinstance(data.get("id"), str):
+                counted.span.set_attribute("gen_ai.response.id", data["id"])
             return data
 
     def stream(
@@ -138,7 +148,7 @@ class JsonClient:
         from httpx_sse import SSEError, connect_sse
 
         url = f"{self.base_url}{path}"
-        with self._call(span, model) as counted:
+        with self._call(span, model, body) as counted:
             started = False
             cm: Any = None
 

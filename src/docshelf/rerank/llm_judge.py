@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from docshelf import telemetry
 from docshelf.errors import Unavailable
 from docshelf.llm import LLM, Message
 
@@ -55,12 +56,13 @@ class LLMJudge:
             Message("system", PROMPT),
             Message("user", f"Query: {query}\n\nPassages:\n\n{listing}"),
         ]
-        for _ in range(2):
-            try:
-                reply = self.llm.complete(messages, max_tokens=16 + 6 * len(passages))
-            except Unavailable:
-                return None
-            scores = parse_scores(reply.text, len(passages))
-            if scores is not None:
-                return scores
+        with telemetry.llm_call("rerank", "judge"):
+            for _ in range(2):
+                try:
+                    reply = self.llm.complete(messages, max_tokens=16 + 6 * len(passages))
+                except Unavailable:
+                    return None
+                scores = parse_scores(reply.text, len(passages))
+                if scores is not None:
+                    return scores
         return None

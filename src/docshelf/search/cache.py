@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from docshelf.telemetry import RETRIEVAL_CACHE
+
 T = TypeVar("T")
 
 
@@ -44,10 +46,12 @@ class RetrievalCache(Generic[T]):
             if entry is not None and entry[1] == generation and now - entry[0] < self.ttl:
                 self._entries.move_to_end(key)
                 self.hits += 1
+                RETRIEVAL_CACHE.labels(outcome="hit").inc()
                 return entry[2]
         value = compute()
         with self._lock:
             self.misses += 1
+            RETRIEVAL_CACHE.labels(outcome="miss").inc()
             self._entries[key] = (now, generation, value)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:

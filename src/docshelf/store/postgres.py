@@ -1064,6 +1064,13 @@ class PostgresStore:
         rows = self._q("SELECT status, count(*) FROM jobs GROUP BY status")
         return {str(r[0]): int(r[1]) for r in rows}
 
+    def oldest_unfinished_jobs(self) -> dict[str, float]:
+        rows = self._q(
+            "SELECT stage, MIN(updated_at) FROM jobs WHERE status IN ('queued', 'running') "
+            "GROUP BY stage"
+        )
+        return {str(r[0]): float(r[1]) for r in rows}
+
     def put_payload(self, document_id: str, stage: str, payload: bytes) -> None:
         with self.transaction():
             self._x(
