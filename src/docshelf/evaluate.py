@@ -16,7 +16,7 @@ import math
 import random
 import statistics
 import time
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -199,10 +199,18 @@ def compare(a: Measured, b: Measured) -> dict[str, Any]:
         "b": b.as_json(),
         "difference": {},
     }
+    out["difference"] = differences(a, b)
+    return out
+
+
+def differences(a: Measured, b: Measured) -> dict[str, dict[str, Any]]:
+    """Per metric of ``a``: the mean difference ``b - a``, the paired test's p-value and
+    how many queries ``b`` does better and worse on (both runs over the same queries)."""
+    out: dict[str, dict[str, Any]] = {}
     for name, attr in a.metrics():
         xs = [float(getattr(q, attr)) for q in a.per_query]
         ys = [float(getattr(q, attr)) for q in b.per_query]
-        out["difference"][name] = {
+        out[name] = {
             "delta": round(statistics.fmean(ys) - statistics.fmean(xs), 4) if xs else 0.0,
             "p_value": round(paired_randomization_test(xs, ys), 4),
             "better": sum(y > x for x, y in zip(xs, ys, strict=True)),
@@ -324,15 +332,25 @@ def run_queries(
     """Every query of ``ds`` searched with configuration ``mode`` (a search mode, with
     fusion settings if any): (query id, text, result, ms). The shelf's own fusion
     settings are restored afterwards."""
-    search_mode, fusion = parse_config(mode)
+    for (qid, text), result, ms in search_each(shelf, ds.queries.items(), mode, k):
+        yield qid, text, result, ms
+
+
+def search_each(
+    shelf: Shelf, queries: Iterable[tuple[T, str]], config: str, k: int
+) -> Iterator[tuple[tuple[T, str], SearchResult, float]]:
+    """Each ``(key, text)`` searched with ``config`` (a search mode, with fusion settings
+    if any), ``5 k`` hits deep: (the pair, result, ms). The shelf's own fusion settings
+    are restored afterwards."""
+    search_mode, fusion = parse_config(config)
     saved = shelf.fusion
     if fusion is not None:
         shelf.fusion = fusion
     try:
-        for qid, text in ds.queries.items():
+        for item in queries:
             t = time.perf_counter()
-            result = shelf.search(text, limit=min(200, max(k * 5, 10)), mode=search_mode)
-            yield qid, text, result, (time.perf_counter() - t) * 1000
+            result = shelf.search(item[1], limit=min(200, max(k * 5, 10)), mode=search_mode)
+            yield item, result, (time.perf_counter() - t) * 1000
     finally:
         shelf.fusion = saved
 
