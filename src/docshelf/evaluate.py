@@ -332,15 +332,16 @@ def run_queries(
     """Every query of ``ds`` searched with configuration ``mode`` (a search mode, with
     fusion settings if any): (query id, text, result, ms). The shelf's own fusion
     settings are restored afterwards."""
-    for (qid, text), result, ms in search_each(shelf, ds.queries.items(), mode, k):
+    limit = min(200, max(k * 5, 10))
+    for (qid, text), result, ms in search_each(shelf, ds.queries.items(), mode, limit):
         yield qid, text, result, ms
 
 
 def search_each(
-    shelf: Shelf, queries: Iterable[tuple[T, str]], config: str, k: int
+    shelf: Shelf, queries: Iterable[tuple[T, str]], config: str, limit: int
 ) -> Iterator[tuple[tuple[T, str], SearchResult, float]]:
     """Each ``(key, text)`` searched with ``config`` (a search mode, with fusion settings
-    if any), ``5 k`` hits deep: (the pair, result, ms). The shelf's own fusion settings
+    if any) for ``limit`` hits: (the pair, result, ms). The shelf's own fusion settings
     are restored afterwards."""
     search_mode, fusion = parse_config(config)
     saved = shelf.fusion
@@ -349,7 +350,7 @@ def search_each(
     try:
         for item in queries:
             t = time.perf_counter()
-            result = shelf.search(item[1], limit=min(200, max(k * 5, 10)), mode=search_mode)
+            result = shelf.search(item[1], limit=limit, mode=search_mode)
             yield item, result, (time.perf_counter() - t) * 1000
     finally:
         shelf.fusion = saved

@@ -162,6 +162,7 @@ def run_docqa(
             }
             asked = [(q, q.question) for q in ds.questions if q.collection == collection]
             for config in configs:
+                # the first k hits, as `docshelf search --limit k` shows them
                 for (q, _), result, ms in search_each(shelf, asked, config, k):
                     modes[config], notices[config] = result.mode, result.notice
                     results = tuple(as_result(cited(h), q) for h in result.hits)
