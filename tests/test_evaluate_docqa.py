@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 from typer.testing import CliRunner
 
+from docshelf import cli
 from docshelf.cli import app
 from docshelf.config import Settings
 from docshelf.docqa_set import (
@@ -348,8 +350,19 @@ def test_cli_docqa_json_and_run_files(tmp_path: Path) -> None:
     top = rows[2]["results"][0]
     assert (top["path"], top["page"], rows[2]["rank"]) == ("csp/dining.pdf", 2, 1)
 
-    human = runner.invoke(app, ["eval", str(root)], env=env)
-    assert human.exit_code == 0
+
+def test_the_human_form_is_a_table_per_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root = _write_set(tmp_path / "set")
+    report = run_docqa(Settings.from_env(tmp_path / "home"), root, embedder=HashEmbedder())
+    screen = Console(record=True, width=200)
+    monkeypatch.setattr(cli, "console", screen)
+    cli._render_docqa(report.as_json())
+    text = screen.export_text()
+    for title in ("set: lexical (lexical)", "set: vector (vector)", "set: hybrid (hybrid)"):
+        assert title in text
+    assert "collection=papers" in text and "kind=known-item" not in text
+    assert "kind=paraphrase" in text and "hybrid vs lexical" in text
+    assert "notes: 2 documents" in text
 
 
 @pytest.mark.parametrize(
