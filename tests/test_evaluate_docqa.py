@@ -280,7 +280,9 @@ def test_a_good_set_loads_with_the_collections_it_uses(tmp_path: Path) -> None:
 def test_every_mode_is_run_and_scored_on_its_own_collection(tmp_path: Path) -> None:
     root = _write_set(tmp_path / "set")
     settings = Settings.from_env(tmp_path / "home")
-    report = run_docqa(settings, root, embedder=HashEmbedder(), against="hybrid:convex:0.8:0", k=10)
+    report = run_docqa(
+        settings, root, embedder=HashEmbedder(), against=["hybrid:convex:0.8:0"], k=10
+    )
     assert list(report.runs) == ["lexical", "vector", "hybrid", "hybrid:convex:0.8:0"]
     lexical = {q.query_id: q for q in report.runs["lexical"].per_query}
     assert lexical["q1"].rank == 1 and lexical["q2"].rank == 1
@@ -320,7 +322,7 @@ def test_a_run_needs_a_hybrid_configuration(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="--mode names the hybrid configuration"):
         run_docqa(settings, root, embedder=None, mode="lexical")
     with pytest.raises(InvalidInput):
-        run_docqa(settings, root, embedder=None, against="hybrid:magic")
+        run_docqa(settings, root, embedder=None, against=["hybrid:magic"])
 
 
 # -- the CLI ----------------------------------------------------------------------------

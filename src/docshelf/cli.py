@@ -1061,7 +1061,7 @@ def _eval_docqa(
             dataset,
             embedder=make_embedder(main.settings.embedder),
             mode=mode,
-            against=against,
+            against=[against] if against else [],
             k=k,
             progress=progress,
         )

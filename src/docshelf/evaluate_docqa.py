@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,17 +67,17 @@ class DocqaRun:
         return out
 
 
-def docqa_configs(mode: str, against: str | None) -> tuple[str, list[str]]:
+def docqa_configs(mode: str, against: Sequence[str] = ()) -> tuple[str, list[str]]:
     """The hybrid configuration under test and every configuration of the run: lexical,
-    vector, that hybrid, and ``against`` (a previous default, say) when given."""
+    vector, that hybrid, and those ``against`` it (a previous default, say)."""
     if parse_config(mode)[0] != "hybrid":
         raise InvalidInput(
             f"--mode {mode!r}: a docqa run always covers lexical, vector and hybrid; "
             "--mode names the hybrid configuration (hybrid, hybrid:rrf, hybrid:convex:0.8:0, …)"
         )
-    if against is not None:
-        parse_config(against)
-    return mode, list(dict.fromkeys(["lexical", "vector", mode, *([against] if against else [])]))
+    for other in against:
+        parse_config(other)
+    return mode, list(dict.fromkeys(["lexical", "vector", mode, *against]))
 
 
 def collection_home(home: Path, ds: DocqaSet, collection: str, model: str) -> Path:
@@ -135,7 +136,7 @@ def run_docqa(
     *,
     embedder: Embedder | None,
     mode: str = "hybrid",
-    against: str | None = None,
+    against: Sequence[str] = (),
     k: int = 10,
     progress: Progress | None = None,
 ) -> DocqaReport:
