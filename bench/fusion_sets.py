@@ -19,13 +19,16 @@ each configuration it prints:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 from pathlib import Path
 from typing import Any
 
 from docshelf.config import Settings
-from docshelf.embed import make_embedder
+from docshelf.docqa_set import load_docqa
+from docshelf.embed import Embedder, make_embedder
 from docshelf.evaluate import (
+    EvalResult,
     build_index,
     eval_home,
     eval_settings,
@@ -34,7 +37,7 @@ from docshelf.evaluate import (
     paired_randomization_test,
 )
 from docshelf.evaluate_docqa import DocqaReport, DocqaRun, run_docqa
-from docshelf.evaluate_long import build_long_index, evaluate_long, long_corpus
+from docshelf.evaluate_long import LongEvalResult, build_long_index, evaluate_long, long_corpus
 from docshelf.shelf import Shelf
 
 GROUPS = ("kind", "collection")
@@ -75,15 +78,32 @@ def main() -> None:
     ap.add_argument("configs", nargs="+")
     ap.add_argument("--docqa", type=Path, default=root.parent / "shared/data/docqa-dev")
     ap.add_argument("--beir", type=Path, default=root.parent / "shared/data/dbpedia-5k")
+    ap.add_argument("--collections", nargs="+", help="only these docqa collections")
+    ap.add_argument("--docqa-only", action="store_true", help="skip the BEIR sets")
     args = ap.parse_args()
     settings = Settings.from_env()
     embedder = make_embedder(settings.embedder)
-    model = embedder.model_id if embedder else "none"
     configs: list[str] = args.configs
-    report = run_docqa(
-        settings, args.docqa, embedder=embedder, mode=configs[0], against=configs[1:]
-    )
-    ds = load_beir(args.beir)
+    docqa = load_docqa(args.docqa)
+    if args.collections:
+        docqa = dataclasses.replace(
+            docqa,
+            questions=tuple(q for q in docqa.questions if q.collection in args.collections),
+            collections={c: p for c, p in docqa.collections.items() if c in args.collections},
+        )
+    report = run_docqa(settings, docqa, embedder=embedder, mode=configs[0], against=configs[1:])
+    passages: dict[str, EvalResult] = {}
+    longs: dict[str, LongEvalResult] = {}
+    if not args.docqa_only:
+        passages, longs = beir_runs(settings, args.beir, embedder, configs)
+    show(report, passages, longs, configs)
+
+
+def beir_runs(
+    settings: Settings, path: Path, embedder: Embedder | None, configs: list[str]
+) -> tuple[dict[str, EvalResult], dict[str, LongEvalResult]]:
+    model = embedder.model_id if embedder else "none"
+    ds = load_beir(path)
     with Shelf(
         settings=eval_settings(eval_home(settings.home, ds, model), model), embedder=embedder
     ) as shelf:
@@ -94,27 +114,38 @@ def main() -> None:
         corpus = long_corpus(ds)
         files = build_long_index(shelf, corpus)
         longs = {c: evaluate_long(shelf, ds, corpus, files, mode=c) for c in configs}
+    return passages, longs
 
+
+def show(
+    report: DocqaReport,
+    passages: dict[str, EvalResult],
+    longs: dict[str, LongEvalResult],
+    configs: list[str],
+) -> None:
+    """One line per configuration (lexical and vector first, for reference)."""
     ref = configs[0]
     print(
-        f"{'config':<34} {'hit@1':>6} {'hit@5':>6} {'MRR':>6}  {'worst hit@1 (q)':<26}"
-        f" {'worst MRR (q)':<26} {'nDCG':>6}  {'long h@1':>8} {'MRR':>6} {'nDCG':>6}"
-        f"  {'p docqa':>7} {'p nDCG':>7} {'p long':>7}"
+        f"{'config':<40} {'hit@1':>6} {'hit@5':>6} {'MRR':>6}  {'worst hit@1 (questions)':<30}"
+        f" {'worst MRR (questions)':<30} {'p MRR':>6} | {'nDCG':>6} {'p':>6}"
+        f" | {'long h@1':>8} {'MRR':>6} {'nDCG':>6} {'p MRR':>6}"
     )
     for c in ["lexical", "vector", *configs]:
         run = report.runs[c]
-        line = f"{c:<34} {mean(run, 'hit1'):6.3f} {mean(run, 'hit5'):6.3f} {mean(run, 'mrr'):6.3f}"
-        if c in passages:
+        line = f"{c:<40} {mean(run, 'hit1'):6.3f} {mean(run, 'hit5'):6.3f} {mean(run, 'mrr'):6.3f}"
+        if c in configs:
             h1, h1g = worst_group(report, c, "hit1")
             mr, mrg = worst_group(report, c, "mrr")
-            line += f"  {h1:+5.1f} {h1g:<20} {mr:+5.2f} {mrg:<20}"
-            line += f" {passages[c].ndcg:6.3f}"
+            p = f"{p_value(report.runs[ref], run, 'mrr'):6.3f}" if c != ref else ""
+            line += f"  {h1:+5.1f} {h1g:<24} {mr:+5.2f} {mrg:<24} {p:>6}"
+        if c in passages:
+            p = f"{p_value(passages[ref], passages[c], 'ndcg'):6.3f}" if c != ref else ""
+            line += f" | {passages[c].ndcg:6.3f} {p:>6}"
             lr = longs[c]
-            line += f"  {mean(lr, 'hit1'):8.3f} {mean(lr, 'mrr'):6.3f} {mean(lr, 'ndcg'):6.3f}"
-            if c != ref:
-                line += f"  {p_value(report.runs[ref], run, 'mrr'):7.3f}"
-                line += f" {p_value(passages[ref], passages[c], 'ndcg'):7.3f}"
-                line += f" {p_value(longs[ref], lr, 'mrr'):7.3f}"
+            p = f"{p_value(longs[ref], lr, 'mrr'):6.3f}" if c != ref else ""
+            line += (
+                f" | {mean(lr, 'hit1'):8.3f} {mean(lr, 'mrr'):6.3f} {mean(lr, 'ndcg'):6.3f} {p:>6}"
+            )
         print(line, flush=True)
 
 

@@ -122,10 +122,36 @@ class EvalResult:
         return out
 
 
+OPTIONS = {"strong": "strong_lead", "adapt": "adaptive_lead", "short": "short_terms"}
+
+
 def parse_config(config: str) -> tuple[str, FusionSettings | None]:
     """``hybrid``, ``lexical``, ``vector``, ``hybrid:rrf`` or ``hybrid:convex:0.7`` (the
     number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
-    from the top M snippets with weight B (``:0`` turns feedback off)."""
+    from the top M snippets with weight B (``:0`` turns feedback off) — and by options
+    of the fusion study: ``+strong:T`` (a list's first leading by T of its range goes
+    first), ``+adapt:T`` (lexical weight toward 0.5 as its lead grows to T), ``+short:N``
+    (an even split for queries of at most N terms or with a phrase)."""
+    config, *options = config.split("+")
+    fusion_options: dict[str, Any] = {}
+    for option in options:
+        name, _, value = option.partition(":")
+        if name not in OPTIONS or not config.startswith("hybrid"):
+            raise InvalidInput(f"Unknown option {option!r}; use +strong:T, +adapt:T or +short:N")
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidInput(f"Bad number in {option!r}") from None
+        if number < 0:
+            raise InvalidInput(f"{option!r} cannot be negative")
+        fusion_options[OPTIONS[name]] = int(number) if name == "short" else number
+    mode, fusion = _parse_base(config)
+    if fusion_options:
+        fusion = dataclasses.replace(fusion or FusionSettings(), **fusion_options)
+    return mode, fusion
+
+
+def _parse_base(config: str) -> tuple[str, FusionSettings | None]:
     parts = config.split(":")
     mode = parts[0]
     if mode not in SEARCH_MODES or (len(parts) > 1 and mode != "hybrid") or len(parts) > 5:

@@ -132,7 +132,7 @@ class DocqaReport:
 
 def run_docqa(
     settings: Settings,
-    dataset: str | Path,
+    dataset: str | Path | DocqaSet,
     *,
     embedder: Embedder | None,
     mode: str = "hybrid",
@@ -144,7 +144,7 @@ def run_docqa(
     cached library, each question searched in its own collection with every
     configuration, the cited places scored."""
     mode, configs = docqa_configs(mode, against)
-    ds = load_docqa(dataset)
+    ds = dataset if isinstance(dataset, DocqaSet) else load_docqa(dataset)
     model = embedder.model_id if embedder else "none"
     order = {q.id: n for n, q in enumerate(ds.questions)}
     rows: dict[str, list[DocqaQueryResult]] = {c: [] for c in configs}

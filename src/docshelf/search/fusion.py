@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,14 @@ class FusionSettings:
     # (0 turns it off).
     feedback_docs: int = 5
     feedback_weight: float = 1.0
+    # Strong matches (issue 15's study; 0 = off). A list's first whose lead over its
+    # second is at least `strong_lead` of that list's score range is put first.
+    strong_lead: float = 0.0
+    # Per-query lexical weight (0 = off): raised toward an even split as the lexical
+    # list's lead grows to `adaptive_lead`, and for queries of at most `short_terms`
+    # terms or with a quoted phrase.
+    adaptive_lead: float = 0.0
+    short_terms: int = 0
 
     @classmethod
     def from_env(cls) -> FusionSettings:
@@ -60,6 +68,13 @@ class FusionSettings:
         if not 0 <= value <= 10:
             raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} must be between 0 and 10")
         return cls(concept_boost=value)
+
+    def for_query(self, terms: int, phrases: bool) -> FusionSettings:
+        """The settings for one query: a short query (a few search-box words) or one
+        with a quoted phrase is a lexical question, so it gets an even split."""
+        if self.short_terms and (phrases or terms <= self.short_terms):
+            return replace(self, vector_weight=0.5, lexical_weight=0.5)
+        return self
 
 
 @dataclass(frozen=True)
@@ -80,8 +95,42 @@ def _min_max(ranking: Ranking) -> dict[str, float]:
     return {i: (s - lo) / (hi - lo) for i, s in ranking}
 
 
+def lead(ranking: Ranking) -> float:
+    """How far a list's first stands above its second, as a share of the list's score
+    range (first minus last); 0 for fewer than three candidates or no spread."""
+    if len(ranking) < 3:
+        return 0.0
+    first, second, last = ranking[0][1], ranking[1][1], ranking[-1][1]
+    return (first - second) / (first - last) if first > last else 0.0
+
+
+def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float) -> list[Fused]:
+    """``fused`` with the first of each ranking that leads by at least ``min_lead`` moved
+    to the front (several such, in their fused order), its score raised just above the
+    top so the order holds when re-sorted; the rest keep their order and scores."""
+    strong = {r[0][0] for r in rankings if r and lead(r) >= min_lead}
+    if not strong or not fused:
+        return fused
+    top = fused[0].score
+    first = [f for f in fused if f.id in strong]
+    raised = [
+        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n))) for n, f in enumerate(first)
+    ]
+    return raised + [f for f in fused if f.id not in strong]
+
+
+def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
+    """The lexical weight raised toward 0.5 in proportion to the lexical lead."""
+    if not settings.adaptive_lead or settings.lexical_weight >= 0.5:
+        return settings
+    share = min(1.0, lead(lexical) / settings.adaptive_lead)
+    weight = settings.lexical_weight + (0.5 - settings.lexical_weight) * share
+    return replace(settings, lexical_weight=weight, vector_weight=1.0 - weight)
+
+
 def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fused]:
     """One ranking from two; ties are broken by id so the order is deterministic."""
+    settings = _adapted(lexical, settings)
     lex = dict(lexical)
     vec = dict(vector)
     ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
@@ -111,6 +160,8 @@ def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fu
         raise ValueError(f"unknown fusion method {settings.method!r}")
     fused = [Fused(i, score(i), lex.get(i), vec.get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
+    if settings.strong_lead > 0:
+        return keep_strong(fused, (lexical, vector), settings.strong_lead)
     return fused
 
 

@@ -1,0 +1,79 @@
+"""The fusion study's options (issue 15): strong matches kept first, a per-query lexical
+weight. All off by default."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docshelf.errors import InvalidInput
+from docshelf.evaluate import parse_config
+from docshelf.search.fusion import FusionSettings, fuse, lead
+
+rankings = st.lists(
+    st.tuples(st.sampled_from([f"c{i}" for i in range(30)]), st.floats(0, 50)),
+    max_size=20,
+    unique_by=lambda t: t[0],
+).map(lambda r: sorted(r, key=lambda t: -t[1]))
+
+
+def test_lead_is_the_first_ones_share_of_the_range() -> None:
+    assert lead([("a", 16.2), ("b", 9.7), ("c", 3.2)]) == pytest.approx(0.5)
+    assert lead([("a", 1.0), ("b", 1.0), ("c", 0.0)]) == 0.0
+    assert lead([("a", 5.0), ("b", 1.0)]) == 0.0  # too few to tell
+    assert lead([("a", 2.0), ("b", 2.0), ("c", 2.0)]) == 0.0
+
+
+@given(lex=rankings, vec=rankings, min_lead=st.floats(0.05, 1.0))
+def test_a_first_place_by_a_wide_margin_stays_on_top(
+    lex: list[tuple[str, float]], vec: list[tuple[str, float]], min_lead: float
+) -> None:
+    s = FusionSettings(strong_lead=min_lead, feedback_docs=0)
+    fused = fuse(lex, vec, s)
+    strong = [r[0][0] for r in (lex, vec) if r and lead(r) >= min_lead]
+    assert {f.id for f in fused[: len(set(strong))]} == set(strong)
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    # a later re-sort by score (as the concept boost does) keeps them there
+    assert sorted(fused, key=lambda f: (-f.score, f.id)) == fused
+    assert {f.id for f in fused} == {i for i, _ in lex} | {i for i, _ in vec}
+
+
+def test_without_the_option_a_strong_lexical_first_can_be_buried() -> None:
+    lex = [("pep20", 16.2), ("x", 9.7)] + [(f"l{i}", 3.0) for i in range(5)]
+    vec = [(f"v{i}", 0.6 - i * 0.01) for i in range(10)] + [("x", 0.2)]
+    plain = [f.id for f in fuse(lex, vec, FusionSettings())]
+    assert plain.index("pep20") >= 5
+    kept = [f.id for f in fuse(lex, vec, FusionSettings(strong_lead=0.3))]
+    assert kept[0] == "pep20"
+
+
+@given(lex=rankings, vec=rankings, top=st.floats(0.05, 1.0))
+def test_the_adaptive_weight_moves_toward_an_even_split_only(
+    lex: list[tuple[str, float]], vec: list[tuple[str, float]], top: float
+) -> None:
+    base = FusionSettings(method="convex")
+    adapted = fuse(lex, vec, FusionSettings(method="convex", adaptive_lead=top))
+    even = fuse(lex, vec, FusionSettings(method="convex", vector_weight=0.5, lexical_weight=0.5))
+    if lead(lex) == 0:
+        assert adapted == fuse(lex, vec, base)
+    if lead(lex) >= top:
+        assert [f.id for f in adapted] == [f.id for f in even]
+
+
+def test_short_queries_and_phrases_get_an_even_split() -> None:
+    s = FusionSettings(short_terms=3)
+    assert s.for_query(3, False).lexical_weight == 0.5
+    assert s.for_query(2, True).vector_weight == 0.5
+    assert s.for_query(4, False) is s
+    assert FusionSettings().for_query(1, True) == FusionSettings()
+
+
+def test_study_options_in_configurations() -> None:
+    mode, fusion = parse_config("hybrid:convex:0.85:5:1.0+strong:0.4+short:3")
+    assert mode == "hybrid" and fusion is not None
+    assert (fusion.strong_lead, fusion.short_terms, fusion.feedback_docs) == (0.4, 3, 5)
+    assert parse_config("hybrid+adapt:0.5")[1] == FusionSettings(adaptive_lead=0.5)
+    for bad in ("hybrid+magic:1", "lexical+strong:0.3", "hybrid+strong:x", "hybrid+short:-1"):
+        with pytest.raises(InvalidInput):
+            parse_config(bad)
