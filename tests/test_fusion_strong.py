@@ -39,13 +39,15 @@ def test_a_first_place_by_a_wide_margin_stays_on_top(
     assert {f.id for f in fused} == {i for i, _ in lex} | {i for i, _ in vec}
 
 
-def test_without_the_option_a_strong_lexical_first_can_be_buried() -> None:
+def test_by_default_a_strong_lexical_first_is_not_buried() -> None:
     lex = [("pep20", 16.2), ("x", 9.7)] + [(f"l{i}", 3.0) for i in range(5)]
     vec = [(f"v{i}", 0.6 - i * 0.01) for i in range(10)] + [("x", 0.2)]
-    plain = [f.id for f in fuse(lex, vec, FusionSettings())]
-    assert plain.index("pep20") >= 5
-    kept = [f.id for f in fuse(lex, vec, FusionSettings(strong_lead=0.3))]
-    assert kept[0] == "pep20"
+    plain = [f.id for f in fuse(lex, vec, FusionSettings(strong_lead=0))]
+    assert plain.index("pep20") >= 5  # what the convex fusion alone does
+    assert fuse(lex, vec, FusionSettings())[0].id == "pep20"
+    # a first place without a wide lead is left where the fusion puts it
+    close = [("a", 10.0), ("b", 9.5)] + [(f"l{i}", 3.0) for i in range(5)]
+    assert fuse(close, vec, FusionSettings())[0].id == "v0"
 
 
 @given(lex=rankings, vec=rankings, top=st.floats(0.05, 1.0))
@@ -74,6 +76,7 @@ def test_study_options_in_configurations() -> None:
     assert mode == "hybrid" and fusion is not None
     assert (fusion.strong_lead, fusion.short_terms, fusion.feedback_docs) == (0.4, 3, 5)
     assert parse_config("hybrid+adapt:0.5")[1] == FusionSettings(adaptive_lead=0.5)
+    assert parse_config("hybrid+strong:0")[1] == FusionSettings(strong_lead=0)  # as before
     for bad in ("hybrid+magic:1", "lexical+strong:0.3", "hybrid+strong:x", "hybrid+short:-1"):
         with pytest.raises(InvalidInput):
             parse_config(bad)

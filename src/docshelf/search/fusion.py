@@ -8,6 +8,9 @@ Two methods:
             normalised over each list's candidates; a candidate missing from a
             list gets 0 for that part.
 
+A strong match is kept first (``keep_strong``): when one list's first leads its second
+by at least ``strong_lead`` of that list's score range, it tops the fused list too.
+
 Then, in hybrid search, pseudo-relevance feedback (``feedback_query``): the query
 vector moved toward the mean of the fused top snippets, the vector side searched
 again and the two lists fused again.
@@ -46,12 +49,14 @@ class FusionSettings:
     # (0 turns it off).
     feedback_docs: int = 5
     feedback_weight: float = 1.0
-    # Strong matches (issue 15's study; 0 = off). A list's first whose lead over its
-    # second is at least `strong_lead` of that list's score range is put first.
-    strong_lead: float = 0.0
-    # Per-query lexical weight (0 = off): raised toward an even split as the lexical
-    # list's lead grows to `adaptive_lead`, and for queries of at most `short_terms`
-    # terms or with a quoted phrase.
+    # Strong matches (0 = off): a list's first whose lead over its second is at least
+    # `strong_lead` of that list's score range is put first, so fusion never buries a
+    # match one retriever ranks far above the rest. 0.3 was chosen on docqa-dev,
+    # dbpedia-5k and its long files together, by the worst case (BENCHMARKS.md).
+    strong_lead: float = 0.3
+    # Per-query lexical weight (tried in the same study, off): raised toward an even
+    # split as the lexical list's lead grows to `adaptive_lead`, and for queries of at
+    # most `short_terms` terms or with a quoted phrase.
     adaptive_lead: float = 0.0
     short_terms: int = 0
 
