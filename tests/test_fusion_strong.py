@@ -63,20 +63,12 @@ def test_the_adaptive_weight_moves_toward_an_even_split_only(
         assert [f.id for f in adapted] == [f.id for f in even]
 
 
-def test_short_queries_and_phrases_get_an_even_split() -> None:
-    s = FusionSettings(short_terms=3)
-    assert s.for_query(3, False).lexical_weight == 0.5
-    assert s.for_query(2, True).vector_weight == 0.5
-    assert s.for_query(4, False) is s
-    assert FusionSettings().for_query(1, True) == FusionSettings()
-
-
 def test_study_options_in_configurations() -> None:
-    mode, fusion = parse_config("hybrid:convex:0.85:5:1.0+strong:0.4+short:3")
+    mode, fusion = parse_config("hybrid:convex:0.8:5:1.0+strong:0.4+adapt:0.5")
     assert mode == "hybrid" and fusion is not None
-    assert (fusion.strong_lead, fusion.short_terms, fusion.feedback_docs) == (0.4, 3, 5)
+    assert (fusion.strong_lead, fusion.adaptive_lead, fusion.vector_weight) == (0.4, 0.5, 0.8)
     assert parse_config("hybrid+adapt:0.5")[1] == FusionSettings(adaptive_lead=0.5)
     assert parse_config("hybrid+strong:0")[1] == FusionSettings(strong_lead=0)  # as before
-    for bad in ("hybrid+magic:1", "lexical+strong:0.3", "hybrid+strong:x", "hybrid+short:-1"):
+    for bad in ("hybrid+magic:1", "lexical+strong:0.3", "hybrid+strong:x", "hybrid+adapt:-1"):
         with pytest.raises(InvalidInput):
             parse_config(bad)

@@ -122,7 +122,7 @@ class EvalResult:
         return out
 
 
-OPTIONS = {"strong": "strong_lead", "adapt": "adaptive_lead", "short": "short_terms"}
+OPTIONS = {"strong": "strong_lead", "adapt": "adaptive_lead"}
 
 
 def parse_config(config: str) -> tuple[str, FusionSettings | None]:
@@ -130,21 +130,21 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
     number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
     from the top M snippets with weight B (``:0`` turns feedback off) — and by options
     of the fusion study: ``+strong:T`` (a list's first leading by T of its range goes
-    first), ``+adapt:T`` (lexical weight toward 0.5 as its lead grows to T), ``+short:N``
-    (an even split for queries of at most N terms or with a phrase)."""
+    first; ``+strong:0`` turns it off), ``+adapt:T`` (lexical weight toward 0.5 as its
+    lead grows to T)."""
     config, *options = config.split("+")
     fusion_options: dict[str, Any] = {}
     for option in options:
         name, _, value = option.partition(":")
         if name not in OPTIONS or not config.startswith("hybrid"):
-            raise InvalidInput(f"Unknown option {option!r}; use +strong:T, +adapt:T or +short:N")
+            raise InvalidInput(f"Unknown option {option!r}; use +strong:T or +adapt:T")
         try:
             number = float(value)
         except ValueError:
             raise InvalidInput(f"Bad number in {option!r}") from None
         if number < 0:
             raise InvalidInput(f"{option!r} cannot be negative")
-        fusion_options[OPTIONS[name]] = int(number) if name == "short" else number
+        fusion_options[OPTIONS[name]] = number
     mode, fusion = _parse_base(config)
     if fusion_options:
         fusion = dataclasses.replace(fusion or FusionSettings(), **fusion_options)
@@ -223,9 +223,8 @@ def compare(a: Measured, b: Measured) -> dict[str, Any]:
         "queries": a.queries,
         "a": a.as_json(),
         "b": b.as_json(),
-        "difference": {},
+        "difference": differences(a, b),
     }
-    out["difference"] = differences(a, b)
     return out
 
 

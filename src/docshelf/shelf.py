@@ -997,13 +997,14 @@ class Shelf:
             vector = self._vector_search(qvec, size, filters)
             timings["vector"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        fusion = self.fusion.for_query(len(lexical_terms(parsed.text)), bool(parsed.phrases))
-        fused = fuse(lexical, vector, fusion) if mode == "hybrid" else as_fused(lexical, vector)
+        fused = (
+            fuse(lexical, vector, self.fusion) if mode == "hybrid" else as_fused(lexical, vector)
+        )
         timings["fusion"] = (time.perf_counter() - t) * 1000
         if mode == "hybrid" and self.fusion.feedback_docs > 0 and vector:
             t = time.perf_counter()
             vector = self._feedback(qvec, fused, size, filters)
-            fused = fuse(lexical, vector, fusion)
+            fused = fuse(lexical, vector, self.fusion)
             timings["feedback"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         wanted = max(limit, self.settings.rerank_top_k) if self.reranker else limit

@@ -55,10 +55,8 @@ class FusionSettings:
     # dbpedia-5k and its long files together, by the worst case (BENCHMARKS.md).
     strong_lead: float = 0.3
     # Per-query lexical weight (tried in the same study, off): raised toward an even
-    # split as the lexical list's lead grows to `adaptive_lead`, and for queries of at
-    # most `short_terms` terms or with a quoted phrase.
+    # split as the lexical list's lead grows to `adaptive_lead`.
     adaptive_lead: float = 0.0
-    short_terms: int = 0
 
     @classmethod
     def from_env(cls) -> FusionSettings:
@@ -73,13 +71,6 @@ class FusionSettings:
         if not 0 <= value <= 10:
             raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} must be between 0 and 10")
         return cls(concept_boost=value)
-
-    def for_query(self, terms: int, phrases: bool) -> FusionSettings:
-        """The settings for one query: a short query (a few search-box words) or one
-        with a quoted phrase is a lexical question, so it gets an even split."""
-        if self.short_terms and (phrases or terms <= self.short_terms):
-            return replace(self, vector_weight=0.5, lexical_weight=0.5)
-        return self
 
 
 @dataclass(frozen=True)
