@@ -927,7 +927,12 @@ def import_(
 @app.command("eval")
 def eval_(
     ctx: typer.Context,
-    dataset: Annotated[Path, typer.Argument(help="A BEIR-format dataset folder.")],
+    dataset: Annotated[
+        Path,
+        typer.Argument(
+            help="A BEIR-format dataset folder, or a docqa set (qa.jsonl beside corpora/)."
+        ),
+    ],
     mode: Annotated[
         str,
         typer.Option(
@@ -958,12 +963,27 @@ def eval_(
             "both, reporting the difference query by query (compare).",
         ),
     ] = "on",
+    data_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="beir, docqa (questions over document collections, scored on the cited "
+            "file and heading or page; lexical, vector and the --mode hybrid in one run) "
+            "or auto (docqa when the folder holds qa.jsonl and corpora/).",
+        ),
+    ] = "auto",
     json_out: JsonOpt = False,
 ) -> None:
-    """Measure retrieval quality (nDCG, recall, MRR) and latency on BEIR data."""
+    """Measure retrieval quality and latency on BEIR data or a docqa set."""
     run = _Run(ctx, "eval", json_out)
 
     def produce() -> Outcome:
+        if _eval_format(dataset, data_format) == "docqa":
+            if long_doc or header != "on":
+                from docshelf.errors import InvalidInput
+
+                raise InvalidInput("--long-doc and --header apply to BEIR data, not docqa")
+            return _eval_docqa(run, dataset, mode, against, k, per_query)
         if long_doc or header != "on":
             return _eval_variants(run, dataset, mode, against, k, per_query, long_doc, header)
         from docshelf.embed import make_embedder
@@ -1011,6 +1031,9 @@ def eval_(
 
     def render(o: Outcome) -> None:
         r = o.result
+        if r.get("format") == "docqa":
+            _render_docqa(r)
+            return
         if "difference" in r:
             table = Table(
                 "metric", r["a"]["config"], r["b"]["config"], "delta", "p", title=r["dataset"]
@@ -1032,6 +1055,83 @@ def eval_(
         console.print(table)
 
     run.finish(produce, render)
+
+
+def _eval_format(dataset: Path, data_format: str) -> str:
+    from docshelf.docqa_set import is_docqa
+    from docshelf.errors import InvalidInput
+
+    if data_format not in ("auto", "beir", "docqa"):
+        raise InvalidInput(f"Unknown --format {data_format!r}; use auto, beir or docqa")
+    if data_format == "auto":
+        return "docqa" if is_docqa(dataset) else "beir"
+    return data_format
+
+
+def _eval_docqa(
+    run: _Run, dataset: Path, mode: str, against: str | None, k: int, per_query: Path | None
+) -> Outcome:
+    """``eval`` on a docqa set: one cached library per collection, every mode in one run."""
+    from docshelf.embed import make_embedder
+    from docshelf.evaluate_docqa import run_docqa, write_runs
+
+    main = run.store_shelf()
+    with run.progress("Indexing collections") as progress:
+        report = run_docqa(
+            main.settings,
+            dataset,
+            embedder=make_embedder(main.settings.embedder),
+            mode=mode,
+            against=[against] if against else [],
+            k=k,
+            progress=progress,
+        )
+    result = report.as_json()
+    if per_query is not None:
+        result["run_files"] = [str(p) for p in write_runs(per_query, report)]
+    return Outcome(
+        result,
+        [
+            Action(
+                run.cmd(f"eval {_q(str(dataset))} --against hybrid:convex:0.8:0"),
+                "Test the hybrid against another fusion, question by question",
+            ),
+            Action(
+                run.cmd(f"eval {_q(str(dataset))} --per-query runs.jsonl"),
+                "Keep each question's cited places, one run file per mode",
+            ),
+        ],
+    )
+
+
+def _render_docqa(r: dict[str, Any]) -> None:
+    k = r["k"]
+    wanted = ("hit@1", "hit@3", "hit@5", f"hit@{k}", f"mrr@{k}", "hit@1-file", "hit@5-file")
+    metrics = list(dict.fromkeys(wanted))
+    for name, m in r["runs"].items():
+        title = f"{r['dataset']}: {name} ({m['mode']})"
+        table = Table("group", "n", *metrics, "none", title=title)
+        groups = [("all", m["all"])]
+        for by in ("collection", "kind"):
+            groups += [(f"{by}={g}", v) for g, v in m[by].items()]
+        for label, g in groups:
+            cells = [f"{g[x]:.3f}" if x in g else "" for x in metrics]
+            table.add_row(label, str(g["n"]), *cells, str(g["no_results"]))
+        console.print(table)
+        if m.get("notice"):
+            console.print(m["notice"], style="yellow")
+    if r["comparisons"]:
+        title = "delta (p, paired randomisation test)"
+        table = Table("comparison", *r["comparisons"][0]["difference"], title=title)
+        for c in r["comparisons"]:
+            cells = [f"{d['delta']:+.3f} ({d['p_value']:.2f})" for d in c["difference"].values()]
+            table.add_row(f"{c['b']} vs {c['a']}", *cells)
+        console.print(table)
+    for name, lib in r["collections"].items():
+        console.print(
+            f"{name}: {lib['documents']} documents, {lib['snippets']} snippets, "
+            f"{lib['failed']} failed"
+        )
 
 
 def _eval_variants(

@@ -16,7 +16,7 @@ import math
 import random
 import statistics
 import time
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -122,10 +122,36 @@ class EvalResult:
         return out
 
 
+OPTIONS = {"strong": "strong_lead", "adapt": "adaptive_lead"}
+
+
 def parse_config(config: str) -> tuple[str, FusionSettings | None]:
     """``hybrid``, ``lexical``, ``vector``, ``hybrid:rrf`` or ``hybrid:convex:0.7`` (the
     number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
-    from the top M snippets with weight B (``:0`` turns feedback off)."""
+    from the top M snippets with weight B (``:0`` turns feedback off) — and by options
+    of the fusion study: ``+strong:T`` (a list's first leading by T of its range goes
+    first; ``+strong:0`` turns it off), ``+adapt:T`` (lexical weight toward 0.5 as its
+    lead grows to T)."""
+    config, *options = config.split("+")
+    fusion_options: dict[str, Any] = {}
+    for option in options:
+        name, _, value = option.partition(":")
+        if name not in OPTIONS or not config.startswith("hybrid"):
+            raise InvalidInput(f"Unknown option {option!r}; use +strong:T or +adapt:T")
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidInput(f"Bad number in {option!r}") from None
+        if number < 0:
+            raise InvalidInput(f"{option!r} cannot be negative")
+        fusion_options[OPTIONS[name]] = number
+    mode, fusion = _parse_base(config)
+    if fusion_options:
+        fusion = dataclasses.replace(fusion or FusionSettings(), **fusion_options)
+    return mode, fusion
+
+
+def _parse_base(config: str) -> tuple[str, FusionSettings | None]:
     parts = config.split(":")
     mode = parts[0]
     if mode not in SEARCH_MODES or (len(parts) > 1 and mode != "hybrid") or len(parts) > 5:
@@ -197,12 +223,19 @@ def compare(a: Measured, b: Measured) -> dict[str, Any]:
         "queries": a.queries,
         "a": a.as_json(),
         "b": b.as_json(),
-        "difference": {},
+        "difference": differences(a, b),
     }
+    return out
+
+
+def differences(a: Measured, b: Measured) -> dict[str, dict[str, Any]]:
+    """Per metric of ``a``: the mean difference ``b - a``, the paired test's p-value and
+    how many queries ``b`` does better and worse on (both runs over the same queries)."""
+    out: dict[str, dict[str, Any]] = {}
     for name, attr in a.metrics():
         xs = [float(getattr(q, attr)) for q in a.per_query]
         ys = [float(getattr(q, attr)) for q in b.per_query]
-        out["difference"][name] = {
+        out[name] = {
             "delta": round(statistics.fmean(ys) - statistics.fmean(xs), 4) if xs else 0.0,
             "p_value": round(paired_randomization_test(xs, ys), 4),
             "better": sum(y > x for x, y in zip(xs, ys, strict=True)),
@@ -324,15 +357,26 @@ def run_queries(
     """Every query of ``ds`` searched with configuration ``mode`` (a search mode, with
     fusion settings if any): (query id, text, result, ms). The shelf's own fusion
     settings are restored afterwards."""
-    search_mode, fusion = parse_config(mode)
+    limit = min(200, max(k * 5, 10))
+    for (qid, text), result, ms in search_each(shelf, ds.queries.items(), mode, limit):
+        yield qid, text, result, ms
+
+
+def search_each(
+    shelf: Shelf, queries: Iterable[tuple[T, str]], config: str, limit: int
+) -> Iterator[tuple[tuple[T, str], SearchResult, float]]:
+    """Each ``(key, text)`` searched with ``config`` (a search mode, with fusion settings
+    if any) for ``limit`` hits: (the pair, result, ms). The shelf's own fusion settings
+    are restored afterwards."""
+    search_mode, fusion = parse_config(config)
     saved = shelf.fusion
     if fusion is not None:
         shelf.fusion = fusion
     try:
-        for qid, text in ds.queries.items():
+        for item in queries:
             t = time.perf_counter()
-            result = shelf.search(text, limit=min(200, max(k * 5, 10)), mode=search_mode)
-            yield qid, text, result, (time.perf_counter() - t) * 1000
+            result = shelf.search(item[1], limit=limit, mode=search_mode)
+            yield item, result, (time.perf_counter() - t) * 1000
     finally:
         shelf.fusion = saved
 

@@ -8,6 +8,9 @@ Two methods:
             normalised over each list's candidates; a candidate missing from a
             list gets 0 for that part.
 
+A strong match is kept first (``keep_strong``): when one list's first leads its second
+by at least ``strong_lead`` of that list's score range, it tops the fused list too.
+
 Then, in hybrid search, pseudo-relevance feedback (``feedback_query``): the query
 vector moved toward the mean of the fused top snippets, the vector side searched
 again and the two lists fused again.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +49,14 @@ class FusionSettings:
     # (0 turns it off).
     feedback_docs: int = 5
     feedback_weight: float = 1.0
+    # Strong matches (0 = off): a list's first whose lead over its second is at least
+    # `strong_lead` of that list's score range is put first, so fusion never buries a
+    # match one retriever ranks far above the rest. 0.3 was chosen on docqa-dev,
+    # dbpedia-5k and its long files together, by the worst case (BENCHMARKS.md).
+    strong_lead: float = 0.3
+    # Per-query lexical weight (tried in the same study, off): raised toward an even
+    # split as the lexical list's lead grows to `adaptive_lead`.
+    adaptive_lead: float = 0.0
 
     @classmethod
     def from_env(cls) -> FusionSettings:
@@ -80,8 +91,42 @@ def _min_max(ranking: Ranking) -> dict[str, float]:
     return {i: (s - lo) / (hi - lo) for i, s in ranking}
 
 
+def lead(ranking: Ranking) -> float:
+    """How far a list's first stands above its second, as a share of the list's score
+    range (first minus last); 0 for fewer than three candidates or no spread."""
+    if len(ranking) < 3:
+        return 0.0
+    first, second, last = ranking[0][1], ranking[1][1], ranking[-1][1]
+    return (first - second) / (first - last) if first > last else 0.0
+
+
+def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float) -> list[Fused]:
+    """``fused`` with the first of each ranking that leads by at least ``min_lead`` moved
+    to the front (several such, in their fused order), its score raised just above the
+    top so the order holds when re-sorted; the rest keep their order and scores."""
+    strong = {r[0][0] for r in rankings if r and lead(r) >= min_lead}
+    if not strong or not fused:
+        return fused
+    top = fused[0].score
+    first = [f for f in fused if f.id in strong]
+    raised = [
+        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n))) for n, f in enumerate(first)
+    ]
+    return raised + [f for f in fused if f.id not in strong]
+
+
+def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
+    """The lexical weight raised toward 0.5 in proportion to the lexical lead."""
+    if not settings.adaptive_lead or settings.lexical_weight >= 0.5:
+        return settings
+    share = min(1.0, lead(lexical) / settings.adaptive_lead)
+    weight = settings.lexical_weight + (0.5 - settings.lexical_weight) * share
+    return replace(settings, lexical_weight=weight, vector_weight=1.0 - weight)
+
+
 def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fused]:
     """One ranking from two; ties are broken by id so the order is deterministic."""
+    settings = _adapted(lexical, settings)
     lex = dict(lexical)
     vec = dict(vector)
     ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
@@ -111,6 +156,8 @@ def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fu
         raise ValueError(f"unknown fusion method {settings.method!r}")
     fused = [Fused(i, score(i), lex.get(i), vec.get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
+    if settings.strong_lead > 0:
+        return keep_strong(fused, (lexical, vector), settings.strong_lead)
     return fused
 
 

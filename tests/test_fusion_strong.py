@@ -1,0 +1,74 @@
+"""The fusion study's options (issue 15): strong matches kept first, a per-query lexical
+weight. All off by default."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docshelf.errors import InvalidInput
+from docshelf.evaluate import parse_config
+from docshelf.search.fusion import FusionSettings, fuse, lead
+
+rankings = st.lists(
+    st.tuples(st.sampled_from([f"c{i}" for i in range(30)]), st.floats(0, 50)),
+    max_size=20,
+    unique_by=lambda t: t[0],
+).map(lambda r: sorted(r, key=lambda t: -t[1]))
+
+
+def test_lead_is_the_first_ones_share_of_the_range() -> None:
+    assert lead([("a", 16.2), ("b", 9.7), ("c", 3.2)]) == pytest.approx(0.5)
+    assert lead([("a", 1.0), ("b", 1.0), ("c", 0.0)]) == 0.0
+    assert lead([("a", 5.0), ("b", 1.0)]) == 0.0  # too few to tell
+    assert lead([("a", 2.0), ("b", 2.0), ("c", 2.0)]) == 0.0
+
+
+@given(lex=rankings, vec=rankings, min_lead=st.floats(0.05, 1.0))
+def test_a_first_place_by_a_wide_margin_stays_on_top(
+    lex: list[tuple[str, float]], vec: list[tuple[str, float]], min_lead: float
+) -> None:
+    s = FusionSettings(strong_lead=min_lead, feedback_docs=0)
+    fused = fuse(lex, vec, s)
+    strong = [r[0][0] for r in (lex, vec) if r and lead(r) >= min_lead]
+    assert {f.id for f in fused[: len(set(strong))]} == set(strong)
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    # a later re-sort by score (as the concept boost does) keeps them there
+    assert sorted(fused, key=lambda f: (-f.score, f.id)) == fused
+    assert {f.id for f in fused} == {i for i, _ in lex} | {i for i, _ in vec}
+
+
+def test_by_default_a_strong_lexical_first_is_not_buried() -> None:
+    lex = [("pep20", 16.2), ("x", 9.7)] + [(f"l{i}", 3.0) for i in range(5)]
+    vec = [(f"v{i}", 0.6 - i * 0.01) for i in range(10)] + [("x", 0.2)]
+    plain = [f.id for f in fuse(lex, vec, FusionSettings(strong_lead=0))]
+    assert plain.index("pep20") >= 5  # what the convex fusion alone does
+    assert fuse(lex, vec, FusionSettings())[0].id == "pep20"
+    # a first place without a wide lead is left where the fusion puts it
+    close = [("a", 10.0), ("b", 9.5)] + [(f"l{i}", 3.0) for i in range(5)]
+    assert fuse(close, vec, FusionSettings())[0].id == "v0"
+
+
+@given(lex=rankings, vec=rankings, top=st.floats(0.05, 1.0))
+def test_the_adaptive_weight_moves_toward_an_even_split_only(
+    lex: list[tuple[str, float]], vec: list[tuple[str, float]], top: float
+) -> None:
+    base = FusionSettings(method="convex")
+    adapted = fuse(lex, vec, FusionSettings(method="convex", adaptive_lead=top))
+    even = fuse(lex, vec, FusionSettings(method="convex", vector_weight=0.5, lexical_weight=0.5))
+    if lead(lex) == 0:
+        assert adapted == fuse(lex, vec, base)
+    if lead(lex) >= top:
+        assert [f.id for f in adapted] == [f.id for f in even]
+
+
+def test_study_options_in_configurations() -> None:
+    mode, fusion = parse_config("hybrid:convex:0.8:5:1.0+strong:0.4+adapt:0.5")
+    assert mode == "hybrid" and fusion is not None
+    assert (fusion.strong_lead, fusion.adaptive_lead, fusion.vector_weight) == (0.4, 0.5, 0.8)
+    assert parse_config("hybrid+adapt:0.5")[1] == FusionSettings(adaptive_lead=0.5)
+    assert parse_config("hybrid+strong:0")[1] == FusionSettings(strong_lead=0)  # as before
+    for bad in ("hybrid+magic:1", "lexical+strong:0.3", "hybrid+strong:x", "hybrid+adapt:-1"):
+        with pytest.raises(InvalidInput):
+            parse_config(bad)
