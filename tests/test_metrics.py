@@ -129,7 +129,7 @@ def test_metrics_endpoint_reports_uploads_stuck_jobs_and_coverage(shelf: Shelf) 
         )
         assert (
             client.post("/v1/documents", content=body, headers={**auth, **headers}).status_code
-            == 200
+            == 202  # known bytes answer as new ones; the metric still tells them apart
         )
         body, headers = multipart(b"a.exe", b"MZ")
         assert (
@@ -213,6 +213,19 @@ def test_a_worker_silent_too_long_is_not_live(shelf: Shelf) -> None:
     [problem] = problems([worker], [alive], stale_after=60)
     assert worker.name in problem and "no sign of life for 120s" in problem
     alive.join()
+
+
+def test_a_worker_thread_not_started_yet_is_not_dead(shelf: Shelf) -> None:
+    """The probe listens before the worker threads start: a not-yet-started thread is
+    live; one that ran and ended is not."""
+    worker = Worker(shelf)
+    thread = threading.Thread(target=lambda: None)
+    assert problems([worker], [thread], stale_after=60) == []
+    thread.start()
+    thread.join()
+    assert problems([worker], [thread], stale_after=60) == [
+        f"{thread.name}: the thread has stopped"
+    ]
 
 
 def test_docshelf_worker_serves_its_probe(isolated_home: Path, tmp_path: Path) -> None:

@@ -29,7 +29,12 @@ def problems(
 ) -> list[str]:
     """Why this worker process is not live (empty when it is)."""
     now = time.time()
-    found = [f"{t.name}: the thread has stopped" for t in threads if not t.is_alive()]
+    # a thread not started yet (the probe listens before the workers start) is not dead
+    found = [
+        f"{t.name}: the thread has stopped"
+        for t in threads
+        if t.ident is not None and not t.is_alive()
+    ]
     found += [
         f"{w.name}: no sign of life for {now - w.alive_at:.0f}s"
         for w in workers

@@ -152,14 +152,15 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
     started = time.perf_counter()
     outcome = "refused"
     try:
-        response = await _upload(request, shelf, user)
-        outcome = "created" if response.status_code == 202 else "existing"
-        return response
+        result = await _upload(request, shelf, user)
+        outcome = "created" if result.created else "existing"  # for operators, not callers
+        # 202 whether or not the bytes were known: the answer must not tell who holds what
+        return JSONResponse(views.upload(result), status_code=202)
     finally:
         shelf.metrics.uploaded(outcome, (time.perf_counter() - started) * 1000)
 
 
-async def _upload(request: Request, shelf: Shelf, user: User) -> JSONResponse:
+async def _upload(request: Request, shelf: Shelf, user: User) -> UploadResult:
     limit = shelf.settings.max_upload_bytes
     too_large = f"file is over the {limit / 2**20:g} MB upload limit"
     length = request.headers.get("content-length")
@@ -193,8 +194,7 @@ async def _upload(request: Request, shelf: Shelf, user: User) -> JSONResponse:
     finally:
         if receiver.writer is not None and not recorded:
             receiver.writer.abort()  # no temp file is left behind
-    # 202 whether or not the bytes were known: the answer must not tell who holds what
-    return JSONResponse(views.upload(result), status_code=202)
+    return result
 
 
 def _record(shelf: Shelf, writer: BlobWriter, user_id: str, name: str) -> UploadResult:
