@@ -123,10 +123,11 @@ class SidecarVectorIndex:
                 candidates = self._candidates(q, fetch)
                 visible = self._store.visible_snippets([s for s, _ in candidates], filters)
                 hits = [(visible[s], score) for s, score in candidates if s in visible]
-                exhausted = len(candidates) < fetch
-                if len(hits) >= limit or exhausted:
+                if len(hits) >= limit:
                     return hits[:limit]
-                if fetch >= MAX_FETCH:
+                # Asked for the whole graph (or the most we fetch) and still short: a
+                # graph search need not reach every node, so never trust it for the rest.
+                if len(candidates) < fetch or fetch >= MAX_FETCH:
                     break
                 fetch = min(MAX_FETCH, fetch * 8)
         # A very selective filter: few vectors match, so scan exactly those.
