@@ -61,8 +61,8 @@ def main() -> None:
 
     from docshelf.embed import make_embedder
     from docshelf.embed.local import _model_dir
-    from docshelf.evaluate import load_beir
-    from docshelf.evaluate_long import long_corpus
+    from docshelf.evaluate.beir import load_beir
+    from docshelf.evaluate.long import long_corpus
     from docshelf.shelf import Shelf
 
     ds = load_beir(args.data)

@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from docshelf.config import Settings
 from docshelf.embed import make_embedder
-from docshelf.evaluate import (
+from docshelf.evaluate.beir import (
     Dataset,
     build_index,
     eval_home,
@@ -55,7 +55,7 @@ from docshelf.evaluate import (
     paired_randomization_test,
     recall_at_k,
 )
-from docshelf.evaluate_long import build_long_index, hit_sections, long_corpus
+from docshelf.evaluate.long import build_long_index, hit_sections, long_corpus
 from docshelf.search.fusion import Fused, FusionSettings, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query
 from docshelf.shelf import CANDIDATE_POOL, Shelf

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from docshelf.embed import make_embedder
-from docshelf.evaluate import (
+from docshelf.evaluate.beir import (
     Dataset,
     build_index,
     eval_home,

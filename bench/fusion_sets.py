@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.config import Settings
-from docshelf.docqa_set import load_docqa
 from docshelf.embed import Embedder, make_embedder
-from docshelf.evaluate import (
+from docshelf.evaluate.beir import (
     EvalResult,
     build_index,
     eval_home,
@@ -36,8 +35,9 @@ from docshelf.evaluate import (
     load_beir,
     paired_randomization_test,
 )
-from docshelf.evaluate_docqa import DocqaReport, DocqaRun, run_docqa
-from docshelf.evaluate_long import LongEvalResult, build_long_index, evaluate_long, long_corpus
+from docshelf.evaluate.docqa import DocqaReport, DocqaRun, run_docqa
+from docshelf.evaluate.docqa_set import load_docqa
+from docshelf.evaluate.long import LongEvalResult, build_long_index, evaluate_long, long_corpus
 from docshelf.shelf import Shelf
 
 GROUPS = ("kind", "collection")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from docshelf.cli import app
 from docshelf.errors import InvalidInput
-from docshelf.evaluate import (
+from docshelf.evaluate.beir import (
     mrr_at_k,
     ndcg_at_k,
     paired_randomization_test,

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from docshelf import cli
 from docshelf.cli import app
+from docshelf.cli import eval as eval_cli
 from docshelf.config import Settings
-from docshelf.docqa_set import (
+from docshelf.errors import InvalidInput
+from docshelf.evaluate.docqa import collection_home, run_docqa
+from docshelf.evaluate.docqa_set import (
     Cited,
     Gold,
     Question,
@@ -26,8 +28,6 @@ from docshelf.docqa_set import (
     norm_heading,
     ranks,
 )
-from docshelf.errors import InvalidInput
-from docshelf.evaluate_docqa import collection_home, run_docqa
 from tests.fakes import HashEmbedder
 from tests.fixtures_formats import paged_pdf
 
@@ -357,8 +357,8 @@ def test_the_human_form_is_a_table_per_run(monkeypatch: pytest.MonkeyPatch, tmp_
     root = _write_set(tmp_path / "set")
     report = run_docqa(Settings.from_env(tmp_path / "home"), root, embedder=HashEmbedder())
     screen = Console(record=True, width=200)
-    monkeypatch.setattr(cli, "console", screen)
-    cli._render_docqa(report.as_json())
+    monkeypatch.setattr(eval_cli, "console", screen)
+    eval_cli._render_docqa(report.as_json())
     text = screen.export_text()
     for title in ("set: lexical (lexical)", "set: vector (vector)", "set: hybrid (hybrid)"):
         assert title in text

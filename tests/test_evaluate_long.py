@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from docshelf.chunk import ChunkSettings
 from docshelf.cli import app
-from docshelf.evaluate import Dataset, load_beir
-from docshelf.evaluate_long import (
+from docshelf.evaluate.beir import Dataset, load_beir
+from docshelf.evaluate.long import (
     MAX_PER_FILE,
     MIN_PER_FILE,
     build_long_index,

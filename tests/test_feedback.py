@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from docshelf.errors import InvalidInput
-from docshelf.evaluate import parse_config
+from docshelf.evaluate.beir import parse_config
 from docshelf.search.fusion import FusionSettings, feedback_query
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder

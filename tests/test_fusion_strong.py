@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docshelf.errors import InvalidInput
-from docshelf.evaluate import parse_config
+from docshelf.evaluate.beir import parse_config
 from docshelf.search.fusion import FusionSettings, fuse, lead
 
 rankings = st.lists(

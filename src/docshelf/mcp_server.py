@@ -24,12 +24,13 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from docshelf import __version__, views
 from docshelf.errors import DocshelfError, NotFound
+from docshelf.search.filters import Filters, SearchFilters, SearchMode
 from docshelf.shelf import MAX_LIMIT, Shelf
-from docshelf.store import SearchFilters
+from docshelf.taxonomy import Taxonomy
 
 __all__ = ["Identity", "SearchFiltersArg", "build_server", "run_stdio"]
 
@@ -46,29 +47,19 @@ INSTRUCTIONS = (
 SAMPLE_DOCUMENTS = 50  # list_sources shows this many documents
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
 
-SearchMode = Literal["hybrid", "lexical", "vector"]
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
 
 
-class SearchFiltersArg(BaseModel):
-    """Metadata filters for ``search_documents``; all given ones must match."""
+class SearchFiltersArg(Filters):
+    """Metadata filters for ``search_documents`` (the vocabulary of
+    ``docshelf.search.filters``); all given ones must match."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The tool's first name for ``tag``, still accepted from agents that learnt it.
+    tags: list[str] = Field(default_factory=list, description="Same as tag")
 
-    source: str | None = Field(default=None, description="A source id (see list_sources)")
-    path: str | None = Field(default=None, description="A path prefix, e.g. 'projects/'")
-    type: str | None = Field(
-        default=None, description="A file type: markdown, text, pdf, html, docx, rst"
-    )
-    tags: list[str] = Field(default_factory=list, description="Tags the document must all have")
-
-    def to_search_filters(self) -> SearchFilters:
-        return SearchFilters(
-            source_id=self.source,
-            path_prefix=self.path,
-            file_type=self.type,
-            tags=tuple(t.lstrip("#") for t in self.tags),
-        )
+    def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
+        merged = Filters(**{**self.model_dump(exclude={"tags"}), "tag": [*self.tag, *self.tags]})
+        return merged.to_search_filters(taxonomy)
 
 
 def _action(tool: str, description: str, **arguments: Any) -> JSON:
@@ -100,7 +91,7 @@ class _Tools:
             query,
             limit=limit,
             mode=mode,
-            filters=(filters or SearchFiltersArg()).to_search_filters(),
+            filters=(filters or SearchFiltersArg()).to_search_filters(self.shelf.taxonomy),
             user_id=user_id,
         )
         out = views.search(result)

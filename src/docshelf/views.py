@@ -21,6 +21,9 @@ from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status, Up
 
 if TYPE_CHECKING:
     from docshelf.enricher import EnrichResult
+    from docshelf.filing import FilingReport
+    from docshelf.model import User
+    from docshelf.portable import ExportReport, ImportReport
 
 JSON = dict[str, Any]
 
@@ -251,3 +254,46 @@ def answer(a: Answer) -> JSON:
 
 def answer_citation(c: AnswerCitation) -> JSON:
     return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label}
+
+
+def user(u: User) -> JSON:
+    return {
+        "user_id": u.id,
+        "name": u.name,
+        "admin": u.is_admin,
+        "revoked": u.revoked_at is not None,
+    }
+
+
+def retried(j: Job) -> JSON:
+    """A job queued again (``retry``): where it resumes."""
+    return {"document_id": j.document_id, "stage": j.stage.value, "status": j.status}
+
+
+def filing(r: FilingReport) -> JSON:
+    return {
+        "filed": [{"from": a, "to": b} for a, b in r.filed],
+        "failures": [{"path": f.path, "reason": f.reason} for f in r.failures],
+        "repaired": r.repaired,
+    }
+
+
+def export_report(r: ExportReport) -> JSON:
+    return {
+        "path": str(r.path),
+        "size_bytes": r.size_bytes,
+        "embedding_model": r.embedding_model,
+        "embedding_dim": r.embedding_dim,
+        "counts": r.counts,
+    }
+
+
+def import_report(r: ImportReport) -> JSON:
+    return {
+        "path": str(r.path),
+        "embedding_model": r.embedding_model,
+        "counts": r.counts,
+        "added": dict(r.added),
+        "skipped": dict(r.skipped),
+        "requeued": len(r.requeued),
+    }

@@ -23,9 +23,8 @@ from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.errors import Conflict, DocshelfError, Forbidden, NotFound
 from docshelf.model import User
-from docshelf.shelf import MAX_LIMIT, ContextMode, SearchMode, Shelf, concept_group
-from docshelf.store import SearchFilters
-from docshelf.taxonomy import Taxonomy
+from docshelf.search.filters import Filters, SearchMode
+from docshelf.shelf import MAX_LIMIT, ContextMode, Shelf
 
 router = APIRouter()
 
@@ -221,27 +220,6 @@ def reindex_state(request: Request, user: UserDep) -> JSON:
     _admin(user)
     state: JSON = request.app.state.reindex.state
     return state
-
-
-class Filters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    source: str | None = Field(default=None, description="A source id")
-    path: str | None = Field(default=None, description="A path prefix")
-    type: str | None = Field(default=None, description="A file type: markdown, text")
-    tag: list[str] = Field(default_factory=list, description="Tags the document must all have")
-    concept: list[str] = Field(
-        default_factory=list, description="Concepts (ids or labels; narrower ones included)"
-    )
-
-    def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
-        return SearchFilters(
-            source_id=self.source,
-            path_prefix=self.path,
-            file_type=self.type,
-            tags=tuple(t.lstrip("#") for t in self.tag),
-            concept_groups=tuple(concept_group(taxonomy, c) for c in self.concept),
-        )
 
 
 class SearchRequest(BaseModel):

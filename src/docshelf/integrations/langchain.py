@@ -13,7 +13,8 @@ Each hit becomes a ``Document`` whose ``page_content`` is the snippet and whose
 ``heading_path``, ``chunk_index``, ``page_start``/``page_end`` — with ``chunk_id``,
 ``document_id``, ``score`` and ``scores`` (``lexical``, ``vector``, ``fused``).
 ``k``, ``mode`` and ``filters`` can also be given per call (``invoke(q, k=2)``).
-Filters use the HTTP API's keys: ``source``, ``path``, ``type``, ``tag`` (a list).
+Filters use the keys of every face (``docshelf.search.filters``): ``source``, ``path``,
+``type``, ``tag`` and ``concept`` (each a string or a list).
 
 In process, searches run as the local admin unless ``user_id`` is set; over HTTP,
 as the token's user. docshelf's errors are raised as they are (over HTTP, the
@@ -22,7 +23,7 @@ error body's code picks the class).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -39,13 +40,11 @@ from docshelf.errors import (
     Unauthorized,
     Unavailable,
 )
+from docshelf.search.filters import Filters, SearchMode
 from docshelf.shelf import MAX_LIMIT, Shelf
-from docshelf.store import SearchFilters
 
 __all__ = ["DocshelfRetriever", "hit_document"]
 
-SearchMode = Literal["hybrid", "lexical", "vector"]
-FILTER_KEYS = ("source", "path", "type", "tag")
 _ERRORS: dict[int, type[DocshelfError]] = {
     400: InvalidInput,
     401: Unauthorized,
@@ -73,7 +72,8 @@ class DocshelfRetriever(BaseRetriever):
     """Number of documents to return."""
     mode: SearchMode = "hybrid"
     filters: dict[str, Any] = Field(default_factory=dict)
-    """``source``, ``path``, ``type``, ``tag`` (list of tags the document must all have)."""
+    """``source``, ``path``, ``type``, ``tag`` and ``concept`` (tags and concepts the document
+    must all have: a string or a list)."""
     timeout: float = 30.0
     """Seconds to wait for a server."""
 
@@ -83,7 +83,7 @@ class DocshelfRetriever(BaseRetriever):
             raise ValueError("Give either `shelf` (in process) or `base_url` (a server)")
         if self.base_url is not None and not self.token:
             raise ValueError("A server needs a `token`; `docshelf users create NAME` makes one")
-        _check_filters(self.filters)
+        Filters.from_mapping(self.filters)
         return self
 
     def _get_relevant_documents(
@@ -97,18 +97,18 @@ class DocshelfRetriever(BaseRetriever):
     ) -> list[Document]:
         limit = self.k if k is None else k
         mode = mode or self.mode
-        filters = self.filters if filters is None else _check_filters(filters)
+        given = Filters.from_mapping(self.filters if filters is None else filters)
         if self.shelf is not None:
             result = self.shelf.search(
                 query,
                 limit=limit,
                 mode=mode,
-                filters=_search_filters(filters),
+                filters=given.to_search_filters(self.shelf.taxonomy),
                 user_id=self.user_id,
             )
             hits = views.search(result)["hits"]
         else:
-            hits = self._search_server(query, limit, mode, filters)
+            hits = self._search_server(query, limit, mode, given.as_json())
         return [hit_document(hit) for hit in hits]
 
     def _search_server(
@@ -155,21 +155,4 @@ def hit_document(hit: dict[str, Any]) -> Document:
             "score": hit["score"],
             "scores": dict(hit["scores"]),
         },
-    )
-
-
-def _check_filters(filters: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(filters) - set(FILTER_KEYS))
-    if unknown:
-        raise ValueError(f"Unknown filter {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}")
-    return filters
-
-
-def _search_filters(filters: dict[str, Any]) -> SearchFilters:
-    tags = filters.get("tag") or ()
-    return SearchFilters(
-        source_id=filters.get("source"),
-        path_prefix=filters.get("path"),
-        file_type=filters.get("type"),
-        tags=tuple(t.lstrip("#") for t in ([tags] if isinstance(tags, str) else tags)),
     )

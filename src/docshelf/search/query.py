@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from docshelf.search.filters import query_field
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Very common English words: dropped from the lexical query when other words
 # remain, since matching them costs time and adds almost nothing to BM25.
@@ -68,17 +70,10 @@ def lexical_terms(query: str) -> list[str]:
 # -- query syntax ----------------------------------------------------------------------
 # "a phrase"   must appear as written (case and spacing aside)
 # -word        must not appear; -"a phrase" likewise
-# tag:x path:notes/ type:pdf source:src_… concept:x   filters, AND-ed with the others
+# tag:x path:notes/ type:pdf source:src_… concept:x   filters (search/filters.py), AND-ed
 # Anything else is free text. Unbalanced quotes are plain characters: every
 # string is a valid query.
 
-FIELDS = {
-    "tag": "tags",
-    "path": "path_prefix",
-    "type": "file_type",
-    "source": "source_id",
-    "concept": "concepts",
-}
 _TOKEN = re.compile(r'(-?)"([^"]+)"|(\S+)')
 
 
@@ -112,8 +107,9 @@ def parse_query(query: str) -> ParsedQuery:
                 words.append(phrase)
             continue
         key, sep, value = bare.partition(":")
-        if sep and key.lower() in FIELDS and value:
-            fields.append((FIELDS[key.lower()], value.lstrip("#") if key == "tag" else value))
+        field = query_field(key, value) if sep else None
+        if field is not None:
+            fields.append(field)
         elif bare.startswith("-") and len(bare) > 1 and _WORD.search(bare[1:]):
             excluded.append(bare[1:])
         else:

@@ -28,7 +28,7 @@ from typing import Any
 from docshelf.chunk import ChunkSettings
 from docshelf.config import Settings
 from docshelf.embed import make_embedder
-from docshelf.evaluate import (
+from docshelf.evaluate.beir import (
     INDEX_VERSION,
     Dataset,
     EvalResult,

@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.config import Settings
-from docshelf.docqa_set import (
+from docshelf.embed import Embedder
+from docshelf.errors import InvalidInput
+from docshelf.evaluate.beir import (
+    INDEX_VERSION,
+    _percentile,
+    differences,
+    eval_settings,
+    parse_config,
+    search_each,
+)
+from docshelf.evaluate.docqa_set import (
     Cited,
     DocqaQueryResult,
     DocqaSet,
@@ -24,16 +34,6 @@ from docshelf.docqa_set import (
     load_docqa,
     metric_names,
     ranks,
-)
-from docshelf.embed import Embedder
-from docshelf.errors import InvalidInput
-from docshelf.evaluate import (
-    INDEX_VERSION,
-    _percentile,
-    differences,
-    eval_settings,
-    parse_config,
-    search_each,
 )
 from docshelf.model import Hit
 from docshelf.shelf import Progress, Shelf

@@ -8,7 +8,7 @@ Layout (``docshelf eval DIR`` recognises it by ``qa.jsonl`` beside ``corpora/``)
     DIR/corpora/<collection>/    the files, indexed where they live
 
 This module reads and checks the set and scores cited places the way the set's
-reference scorer (``score.py``) does; ``evaluate_docqa`` indexes and runs it.
+reference scorer (``score.py``) does; ``evaluate.docqa`` indexes and runs it.
 
 - A hit's **path** is its document's path relative to the collection folder.
 - Its **heading** is the last element of its heading path; headings are compared

@@ -1,0 +1,264 @@
+"""The library's commands: add, sync, watch, list, show, status, remove."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from docshelf.cli.command import (
+    Action,
+    Outcome,
+    Run,
+    command,
+    console,
+    emit,
+    envelope,
+    err_console,
+    report_render,
+)
+from docshelf.terminal import printable_tree
+
+
+@command(render=report_render("Indexed"))
+def add(
+    run: Run,
+    path: Annotated[str, typer.Argument(help="A file or folder to index where it lives.")],
+    follow_symlinks: Annotated[
+        bool | None,
+        typer.Option(
+            "--follow-symlinks/--no-follow-symlinks",
+            help="Follow symlinks that lead outside the folder (remembered on the source; "
+            "not followed by default).",
+            show_default=False,
+        ),
+    ] = None,
+) -> Outcome:
+    """Register a file or folder and index it (Markdown and text)."""
+    from docshelf import views
+
+    with run.progress("Indexing") as progress:
+        report = run.shelf().add(path, progress=progress, follow_symlinks=follow_symlinks)
+    return Outcome(
+        views.report(report),
+        [
+            Action(run.cmd('search "your question"'), "Search what was indexed"),
+            Action(run.cmd("status"), "See counts, failures and embedding coverage"),
+        ],
+    )
+
+
+@command(render=report_render("Synced"))
+def sync(
+    run: Run,
+    source: Annotated[
+        str | None,
+        typer.Argument(help="A source id; all sources when omitted.", show_default=False),
+    ] = None,
+) -> Outcome:
+    """Re-read registered sources: pick up new, changed, moved and deleted files."""
+    from docshelf import views
+
+    with run.progress("Syncing") as progress:
+        report = run.shelf().sync(source, progress=progress)
+    return Outcome(views.report(report), [Action(run.cmd("status"), "See the library's state")])
+
+
+@command()
+def watch(run: Run) -> Outcome:
+    """Follow the registered sources live: sync now, then on every change (Ctrl-C stops)."""
+    from docshelf import views
+    from docshelf.watch import watch as follow
+
+    render = report_render("Synced")
+
+    def show(report: Any) -> None:
+        result = views.report(report)
+        if run.as_json:  # one envelope per sync while watching
+            emit(envelope("watch", result, []))
+        elif any(result["counts"][k] for k in result["counts"] if k != "unchanged"):
+            render(Outcome(printable_tree(result)))
+
+    shelf = run.shelf()
+    if not run.as_json:
+        err_console.print(f"Watching {len(shelf.sources())} source(s); Ctrl-C to stop")
+    with suppress(KeyboardInterrupt):
+        follow(shelf, show)
+    return Outcome({"stopped": True}, [Action(run.cmd("status"), "See the library's state")])
+
+
+def _render_list(o: Outcome) -> None:
+    sources = Table("source", "path", "kind", title="Sources")
+    for s in o.result["sources"]:
+        sources.add_row(s["id"], s["path"], s["kind"])
+    console.print(sources)
+    docs = Table("document", "title", "path", "type", "snippets", "status", title="Documents")
+    docs.columns[2].overflow = "fold"
+    for d in o.result["documents"]:
+        docs.add_row(
+            d["id"],
+            d["title"],
+            d["path"],
+            d["document_type"] or "",
+            str(d["chunk_counts"].get("snippet", 0)),
+            d["status"],
+        )
+    console.print(docs)
+
+
+@command("list", render=_render_list)
+def list_(
+    run: Run,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Only documents of this source id.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many documents.", min=1)] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many documents.", min=0)] = 0,
+) -> Outcome:
+    """List sources and documents."""
+    from docshelf import views
+
+    shelf = run.shelf()
+    docs = shelf.documents(source_id=source, limit=limit, offset=offset)
+    actions = [Action(run.cmd(f"show {d.id}"), f"Show {d.title}") for d in docs[:1]]
+    if not docs:
+        actions.append(Action(run.cmd("add PATH"), "Index a file or folder"))
+    return Outcome(
+        {
+            "sources": [views.source(s) for s in shelf.sources()],
+            "documents": [views.document(d) for d in docs],
+        },
+        actions,
+    )
+
+
+_SHOWN = (
+    "id",
+    "title",
+    "path",
+    "file_type",
+    "size_bytes",
+    "status",
+    "tags",
+    "document_type",
+    "category",
+    "concept_ids",
+    "enrichment_mode",
+    "chunk_counts",
+    "embedding_model",
+    "sha256",
+)
+
+
+def _render_show(o: Outcome) -> None:
+    r = o.result
+    table = Table(show_header=False, box=None)
+    for key in _SHOWN:
+        table.add_row(Text(key, style="bold"), Text(str(r[key])))
+    if r["summary"]:
+        table.add_row(Text("summary", style="bold"), Text(r["summary"]))
+    if r["page_count"]:
+        pages = f"{r['page_count']}"
+        if r["pages_without_text"]:
+            pages += f" ({r['pages_without_text']} pages without text)"
+        table.add_row(Text("pages", style="bold"), Text(pages))
+    console.print(table)
+    for s in r["sections"]:
+        console.print(Text(f"  {s['chunk_id']}  {' > '.join(s['heading_path']) or '(top)'}"))
+    if r["distillates"]:
+        console.print(Text("Key claims:", style="bold"))
+        for x in r["distillates"]:
+            console.print(Text(f"  • {x['text']}  [{', '.join(x['chunk_ids'])}]"))
+    if r["links"]:
+        console.print(Text("Links:", style="bold"))
+        for link in r["links"]:
+            where = ", ".join(link["document_ids"]) or "(no such note)"
+            console.print(Text(f"  [[{link['target']}]] -> {where}"))
+    if r["backlinks"]:
+        console.print(Text("Backlinks:", style="bold"))
+        for b in r["backlinks"]:
+            console.print(Text(f"  {b['document_id']}  {b['title']}"))
+
+
+@command(render=_render_show)
+def show(
+    run: Run,
+    document_id: Annotated[str, typer.Argument(help="A document id (see `list`).")],
+) -> Outcome:
+    """Show a document's record, its files and its sections."""
+    from docshelf import views
+
+    view = run.shelf().document(document_id)
+    actions = [
+        Action(run.cmd(f"context {s.id} --mode parent-section"), "Read the first section")
+        for s in view.sections[:1]
+    ]
+    return Outcome(views.document_view(view), actions)
+
+
+def _render_status(o: Outcome) -> None:
+    r = o.result
+    console.print(Text(f"Library at {r['home']}", style="bold"))
+    console.print(
+        f"{r['documents']} documents from {r['sources']} sources; "
+        f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
+    )
+    console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
+    vi = r["vector_index"]
+    if vi.get("path") == "ann":
+        console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
+    elif vi.get("needs_build"):
+        console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
+    li = r.get("lexical_index") or {}
+    if li.get("path") == "tantivy":
+        console.print(f"Lexical search: tantivy index ({li['indexed']} snippets)")
+    elif li.get("recorded") == "tantivy":
+        console.print("Lexical search: FTS5 until the tantivy index catches up")
+    if r["enrichment"]:
+        parts = ", ".join(f"{n} {k}" for k, n in sorted(r["enrichment"].items()))
+        console.print(f"Enrichment: {parts}")
+    if r["pages_without_text"]:
+        console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
+    if r["unmapped_tags"]:
+        tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
+        console.print(f"Tags not in the taxonomy: {tags}")
+    console.print(f"Failures: {r['failed']}")
+    for f in r["failures"]:
+        console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+    if "problems" in r:
+        console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
+        for p in r["problems"]:
+            console.print(Text(f"  ✗ {p}", style="red"))
+
+
+@command(render=_render_status)
+def status(
+    run: Run,
+    check: Annotated[bool, typer.Option("--check", help="Also run an integrity check.")] = False,
+) -> Outcome:
+    """Counts, failures, embedding coverage (and with --check, integrity)."""
+    from docshelf import views
+
+    shelf = run.store_shelf()
+    st = shelf.status()
+    actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
+    if st.enrichment.get("pending"):
+        actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
+    if st.documents == 0:
+        actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
+    return Outcome(views.status(st, shelf.check() if check else None), actions)
+
+
+@command(render=report_render("Removed"))
+def remove(
+    run: Run,
+    source: Annotated[str, typer.Argument(help="A source id or the path it was added with.")],
+) -> Outcome:
+    """Unregister a source; its documents leave the index (the files stay untouched)."""
+    from docshelf import views
+
+    report = run.store_shelf().remove(source)
+    return Outcome(views.report(report), [Action(run.cmd("list"), "See what remains")])

@@ -1,0 +1,158 @@
+"""The long-running commands: worker, serve, mcp. They print no envelope: they run until
+stopped and say so on stderr (stdout is the MCP protocol's)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+from rich.text import Text
+
+from docshelf.cli.command import err_console, open_shelf_or_exit, plain_command, state
+
+if TYPE_CHECKING:
+    import threading
+
+    from docshelf.worker import Worker
+    from docshelf.worker_probe import WorkerProbe
+
+
+@plain_command()
+def worker(
+    ctx: typer.Context,
+    count: Annotated[int, typer.Option("--count", "-c", help="Worker threads.", min=1)] = 1,
+    lease: Annotated[float, typer.Option(help="Job lease in seconds.", min=1)] = 30.0,
+    probe_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Serve /metrics and /healthz (live while every worker shows a sign of "
+            "life within 5 minutes, or two leases if longer) on this port.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
+    probe_host: Annotated[
+        str, typer.Option(help="Interface for --probe-port (0.0.0.0 in a container).")
+    ] = "127.0.0.1",
+) -> None:
+    """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
+    from docshelf.shutdown import run_workers
+    from docshelf.telemetry import configure_tracing
+    from docshelf.worker import Worker, WorkerSettings
+
+    shelf = open_shelf_or_exit(state(ctx))
+    configure_tracing()
+    workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
+    probes: list[WorkerProbe] = []
+
+    def open_probe(threads: Sequence[threading.Thread]) -> None:
+        probe = _worker_probe(workers, threads, probe_host, probe_port, max(300, 2 * lease))
+        if probe is False:
+            raise typer.Exit(1)
+        if probe:
+            probes.append(probe)
+
+    try:
+        code = run_workers(  # the one worker pool: threads, signals, drain (shutdown.py)
+            workers,
+            shelf.settings.drain_seconds,
+            lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
+            prepare=open_probe,
+        )
+    finally:
+        for probe in probes:
+            probe.close()
+        shelf.close()
+    if code:
+        raise typer.Exit(code)
+
+
+def _worker_probe(
+    workers: list[Worker],
+    threads: Sequence[threading.Thread],
+    host: str,
+    port: int | None,
+    stale: float,
+) -> WorkerProbe | Literal[False] | None:
+    """``docshelf worker``'s /metrics and /healthz when asked for; False when the port
+    cannot be had (the error is printed)."""
+    if port is None:
+        return None
+    from docshelf.worker_probe import WorkerProbe
+
+    try:
+        probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale)
+    except OSError as exc:
+        err_console.print(Text(f"Cannot serve the probe on {host}:{port}: {exc}", style="red"))
+        return False
+    err_console.print(f"metrics and health on http://{host}:{probe.port}/")
+    return probe
+
+
+def _missing_extra(what: str, extra: str, exc: ImportError) -> typer.Exit:
+    err_console.print(
+        Text(f"{what} needs the `{extra}` extra: pip install 'docshelf[{extra}]' ({exc})")
+    )
+    return typer.Exit(1)
+
+
+@plain_command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8750,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="In-process ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
+    ] = None,
+    watch_sources: Annotated[
+        bool, typer.Option("--watch", help="Also follow the registered sources live.")
+    ] = False,
+) -> None:
+    """Serve the HTTP API (and the web page) with background ingest workers."""
+    from docshelf.telemetry import configure_tracing
+
+    try:
+        import uvicorn  # noqa: F401  (the server extra)
+
+        from docshelf.api import create_app
+        from docshelf.shutdown import serve as serve_until_stopped
+    except ImportError as exc:
+        raise _missing_extra("The server", "server", exc) from None
+    shelf = open_shelf_or_exit(state(ctx))
+    configure_tracing()
+    token = shelf.local_admin_token()
+    if token:
+        err_console.print(Text("Admin token for this library (shown once, keep it):", style="bold"))
+        err_console.print(Text(token, style="bold green"))
+    n = shelf.settings.workers if workers is None else workers
+    if watch_sources:
+        from docshelf.watch import watch_in_background
+
+        watch_in_background(shelf, lambda report: None)
+    err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
+    drain = shelf.settings.drain_seconds
+    code = serve_until_stopped(create_app(shelf, workers=n), host, port, drain)  # shutdown.py
+    shelf.close()
+    if code:
+        raise typer.Exit(code)
+
+
+@plain_command()
+def mcp(ctx: typer.Context) -> None:
+    """Serve the library to AI agents over MCP on stdin/stdout.
+
+    Tools: search_documents, get_context, list_sources, get_document. Acts as the
+    local admin, like the other commands; `serve` also offers MCP over HTTP at /mcp,
+    scoped to each token's user. Messages go to stderr: stdout carries the protocol.
+    """
+    try:
+        from docshelf.mcp_server import run_stdio
+    except ImportError as exc:
+        raise _missing_extra("The MCP server", "mcp", exc) from None
+    shelf = open_shelf_or_exit(state(ctx))
+    try:
+        run_stdio(shelf)
+    finally:
+        shelf.close()

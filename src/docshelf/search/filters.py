@@ -1,0 +1,167 @@
+"""The one filter vocabulary every face speaks (SPEC §4).
+
+A search may be narrowed by metadata. The names below are what people and
+programs write: ``tag:x`` in a query, ``--filter tag=x`` on the command line,
+``{"tag": ["x"]}`` in the HTTP API, the MCP tool and the LangChain retriever.
+This module says once what each name means and turns what a face received
+into the store's :class:`~docshelf.store.SearchFilters`, so no face can fall
+behind the others (MCP and LangChain once lacked the concept filter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from docshelf.errors import InvalidInput
+from docshelf.store.base import SearchFilters
+from docshelf.taxonomy import Taxonomy
+
+__all__ = [
+    "FILTER_KEYS",
+    "SEARCH_MODES",
+    "VOCABULARY",
+    "FilterName",
+    "Filters",
+    "SearchFilters",
+    "SearchMode",
+    "concept_group",
+    "query_field",
+    "with_query_fields",
+]
+
+SearchMode = Literal["hybrid", "lexical", "vector"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+
+
+@dataclass(frozen=True)
+class FilterName:
+    """One filter: its public name, the field it fills, whether values add up."""
+
+    key: str  # what faces write: tag, path, …
+    field: str  # the ParsedQuery field (a SearchFilters attribute, or "concepts")
+    repeatable: bool  # repeatable values must all match; a single one replaces
+    meaning: str
+
+
+VOCABULARY: tuple[FilterName, ...] = (
+    FilterName("source", "source_id", False, "A source id"),
+    FilterName("path", "path_prefix", False, "A path prefix"),
+    FilterName("type", "file_type", False, "A file type: markdown, text, pdf, html, docx, rst"),
+    FilterName("tag", "tags", True, "Tags the document must all have"),
+    FilterName("concept", "concepts", True, "Concepts (ids or labels; narrower ones included)"),
+)
+FILTER_KEYS: tuple[str, ...] = tuple(f.key for f in VOCABULARY)
+_BY_KEY = {f.key: f for f in VOCABULARY}
+
+
+def _meaning(key: str) -> str:
+    return _BY_KEY[key].meaning
+
+
+def query_field(key: str, value: str) -> tuple[str, str] | None:
+    """``tag:x`` in a query as a ``(field, value)`` pair, or None when ``key`` names no
+    filter (then the token is plain text). Keys are matched in any case; the ``#`` of a
+    tag written ``tag:#x`` is dropped."""
+    found = _BY_KEY.get(key.lower())
+    if found is None or not value:
+        return None
+    return found.field, value.lstrip("#") if key == "tag" else value
+
+
+class Filters(BaseModel):
+    """Filters by their public names, as a face receives them (the HTTP request's
+    ``filters`` object, the MCP tool's argument, the CLI's ``--filter`` options)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = Field(default=None, description=_meaning("source"))
+    path: str | None = Field(default=None, description=_meaning("path"))
+    type: str | None = Field(default=None, description=_meaning("type"))
+    tag: list[str] = Field(default_factory=list, description=_meaning("tag"))
+    concept: list[str] = Field(default_factory=list, description=_meaning("concept"))
+
+    @classmethod
+    def parse(cls, items: Iterable[str]) -> Filters:
+        """``KEY=VALUE`` strings (the CLI's ``--filter``); a repeated tag or concept adds
+        up, a repeated single-valued key replaces."""
+        values: dict[str, Any] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            found = _BY_KEY.get(key)
+            if not sep or found is None or not value:
+                raise InvalidInput(
+                    f"Bad filter {item!r}; use KEY=VALUE with KEY one of {', '.join(FILTER_KEYS)}"
+                )
+            if found.repeatable:
+                values[key] = [*values.get(key, []), value]
+            else:
+                values[key] = value
+        return cls.model_validate(values)
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any]) -> Filters:
+        """A plain mapping (the LangChain retriever's ``filters``): a tag or concept may be
+        one string or a list. Raises ValueError naming an unknown key."""
+        unknown = sorted(set(given) - set(FILTER_KEYS))
+        if unknown:
+            raise ValueError(f"Unknown filter {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}")
+        values = {
+            key: [value] if _BY_KEY[key].repeatable and isinstance(value, str) else value
+            for key, value in given.items()
+            if value is not None
+        }
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(f"Bad filters {dict(given)!r}: {exc}") from None
+
+    def as_json(self) -> dict[str, Any]:
+        """The filters given, in the HTTP API's shape (defaults left out)."""
+        return self.model_dump(exclude_defaults=True)
+
+    def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
+        """The store's form: tags without ``#``, each concept as the group of concept ids
+        it matches in ``taxonomy``."""
+        return SearchFilters(
+            source_id=self.source,
+            path_prefix=self.path,
+            file_type=self.type,
+            tags=tuple(t.lstrip("#") for t in self.tag),
+            concept_groups=tuple(concept_group(taxonomy, c) for c in self.concept),
+        )
+
+
+def concept_group(taxonomy: Taxonomy, name: str) -> tuple[str, ...]:
+    """The concept ids a filter on ``name`` (an id or a label) matches; an unknown name
+    matches nothing."""
+    concept = taxonomy.resolve(name)
+    return tuple(sorted(taxonomy.narrower_or_same(concept))) if concept else (name,)
+
+
+def with_query_fields(
+    filters: SearchFilters,
+    fields: Iterable[tuple[str, str]],
+    user_id: str | None,
+    taxonomy: Taxonomy,
+) -> SearchFilters:
+    """Filters from the query string (``tag:x`` …, see :func:`query_field`) and the
+    caller, on top of ``filters``; a field in the query replaces the same single-valued
+    filter, tags and concepts add up (a concept includes its narrower concepts)."""
+    pairs = list(fields)
+    given = dict(pairs)
+    tags = (*filters.tags, *(value for name, value in pairs if name == "tags"))
+    concepts = [value for name, value in pairs if name == "concepts"]
+    groups = (*filters.concept_groups, *(concept_group(taxonomy, c) for c in concepts))
+    return SearchFilters(
+        user_id=user_id if user_id is not None else filters.user_id,
+        source_id=given.get("source_id", filters.source_id),
+        path_prefix=given.get("path_prefix", filters.path_prefix),
+        file_type=given.get("file_type", filters.file_type),
+        tags=tags,
+        document_ids=filters.document_ids,
+        concept_groups=groups,
+    )
