@@ -113,3 +113,42 @@ def test_server_errors_become_docshelf_errors(shelf: Shelf, notes: Path) -> None
         DocshelfRetriever(base_url="http://127.0.0.1:9")
     with pytest.raises(Unavailable, match="Cannot reach"):
         DocshelfRetriever(base_url="http://127.0.0.1:9", token="t", timeout=2).invoke(QUERY)
+
+
+PAXOS = "---\ntags: [consensus]\n---\n# Paxos\n\nAcceptors promise ballots.\n"
+WORDS = "acceptors ballots flour"
+
+
+def _labels(retriever: DocshelfRetriever, **filters: Any) -> list[str]:
+    return sorted(d.metadata["label"] for d in retriever.invoke(WORDS, filters=filters))
+
+
+def _filters_of_every_face(retriever: DocshelfRetriever) -> None:
+    assert len(_labels(retriever)) == 3
+    # a broader concept includes its narrower ones; a label works like an id
+    assert _labels(retriever, concept="computing") == ["Paxos (paxos.md#0)"]
+    assert _labels(retriever, concept=["Food"]) == ["Bread (cooking.md#0)"]
+    assert _labels(retriever, concept="no-such-thing") == []
+    assert _labels(retriever, type="text") == ["todo (todo.txt#0)"]
+    assert _labels(retriever, type="markdown", concept="food") == ["Bread (cooking.md#0)"]
+    assert _labels(retriever, tag="baking", type="markdown") == ["Bread (cooking.md#0)"]
+
+
+def test_concept_and_type_filters_in_process(shelf: Shelf, notes: Path) -> None:
+    (notes / "paxos.md").write_text(PAXOS)  # its tag maps to distributed-systems
+    shelf.add(notes)
+    retriever = DocshelfRetriever(shelf=shelf, mode="lexical", k=10)
+    _filters_of_every_face(retriever)
+    only_food = DocshelfRetriever(shelf=shelf, mode="lexical", k=10, filters={"concept": "food"})
+    assert [d.metadata["label"] for d in only_food.invoke(WORDS)] == ["Bread (cooking.md#0)"]
+    with pytest.raises(ValueError, match="Bad filters"):
+        DocshelfRetriever(shelf=shelf, filters={"concept": 3})
+
+
+def test_concept_and_type_filters_over_http(shelf: Shelf, notes: Path) -> None:
+    (notes / "paxos.md").write_text(PAXOS)
+    user, token = shelf.create_user("alice")
+    shelf.add(notes, user_id=user.id)
+    with serve(create_app(shelf)) as url:
+        retriever = DocshelfRetriever(base_url=url, token=token, mode="lexical", k=10)
+        _filters_of_every_face(retriever)

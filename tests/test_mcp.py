@@ -136,6 +136,54 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
     run(body, lambda: stdio_client(params))
 
 
+PAXOS = "---\ntags: [consensus]\n---\n# Paxos\n\nAcceptors promise ballots.\n"
+
+
+def test_stdio_search_takes_every_filter_of_the_vocabulary(
+    isolated_home: Path, notes: Path
+) -> None:
+    """The concept and the type filter (search/filters.py), as the CLI and HTTP have them."""
+    (notes / "paxos.md").write_text(PAXOS)  # its tag maps to distributed-systems
+    with Shelf(isolated_home, embedder=None) as shelf:
+        shelf.add(notes)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "docshelf.cli", "mcp"],
+        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
+    )
+
+    async def labels(session: ClientSession, query: str, **filters: Any) -> list[str]:
+        found = await call(session, "search_documents", query=query, filters=filters)
+        return sorted(h["citation"]["label"] for h in found["hits"])
+
+    async def body(session: ClientSession) -> None:
+        search = next(t for t in (await session.list_tools()).tools if t.name == "search_documents")
+        schema = json.dumps(search.input_schema)
+        assert all(f'"{key}"' in schema for key in ("source", "path", "type", "tag", "concept"))
+
+        words = "acceptors ballots flour"
+        assert len(await labels(session, words)) == 3
+        # a broader concept includes its narrower ones; a label works like an id
+        assert await labels(session, words, concept=["computing"]) == ["Paxos (paxos.md#0)"]
+        assert await labels(session, words, concept=["Food"]) == ["Bread (cooking.md#0)"]
+        assert await labels(session, words, concept=["no-such-thing"]) == []
+        assert await labels(session, words, type="text") == ["todo (todo.txt#0)"]
+        assert await labels(session, words, type="markdown") == [
+            "Bread (cooking.md#0)",
+            "Paxos (paxos.md#0)",
+        ]
+        assert await labels(session, words, tag=["#baking"]) == ["Bread (cooking.md#0)"]
+        assert await labels(session, words, type="markdown", concept=["food"]) == [
+            "Bread (cooking.md#0)"
+        ]
+        bad = await session.call_tool(
+            "search_documents", {"query": "flour", "filters": {"colour": "red"}}
+        )
+        assert "colour" in error_text(bad)
+
+    run(body, lambda: stdio_client(params))
+
+
 # -- streamable HTTP: /mcp in the API --------------------------------------------------------
 
 

@@ -1,0 +1,88 @@
+"""The one filter vocabulary (search/filters.py) and the faces that speak it."""
+
+from __future__ import annotations
+
+import pytest
+
+from docshelf.errors import InvalidInput
+from docshelf.search.filters import (
+    FILTER_KEYS,
+    SEARCH_MODES,
+    Filters,
+    SearchFilters,
+    concept_group,
+    with_query_fields,
+)
+from docshelf.search.query import parse_query
+from docshelf.taxonomy import configured_taxonomy
+
+
+def test_the_vocabulary_and_the_modes() -> None:
+    assert FILTER_KEYS == ("source", "path", "type", "tag", "concept")
+    assert SEARCH_MODES == ("hybrid", "lexical", "vector")
+    assert tuple(Filters.model_fields) == FILTER_KEYS
+
+
+def test_key_value_strings_parse_and_repeat() -> None:
+    given = Filters.parse(["tag=a", "tag=#b", "type=pdf", "type=text", "concept=Food"])
+    assert given == Filters(tag=["a", "#b"], type="text", concept=["Food"])
+    store = given.to_search_filters(configured_taxonomy())
+    assert store.tags == ("a", "b") and store.file_type == "text"
+    assert store.concept_groups == (concept_group(configured_taxonomy(), "Food"),)
+    assert "food" in store.concept_groups[0]
+    for bad in ("tag", "tag=", "colour=red", "Tag=x"):
+        with pytest.raises(InvalidInput, match="KEY one of source, path, type, tag, concept"):
+            Filters.parse([bad])
+
+
+def test_a_mapping_takes_strings_or_lists_and_names_unknown_keys() -> None:
+    assert Filters.from_mapping({"tag": "x", "concept": ["a", "b"], "path": None}) == Filters(
+        tag=["x"], concept=["a", "b"]
+    )
+    assert Filters.from_mapping({"tag": "x", "type": "pdf"}).as_json() == {
+        "type": "pdf",
+        "tag": ["x"],
+    }
+    with pytest.raises(ValueError, match="Unknown filter colour, size"):
+        Filters.from_mapping({"size": 1, "colour": "red"})
+    with pytest.raises(ValueError, match="Bad filters"):
+        Filters.from_mapping({"source": ["a", "b"]})
+
+
+def test_an_unknown_concept_matches_nothing_rather_than_everything() -> None:
+    assert concept_group(configured_taxonomy(), "no-such-thing") == ("no-such-thing",)
+
+
+def test_query_syntax_reads_the_same_names() -> None:
+    parsed = parse_query(
+        "flour TAG:x tag:#y Type:pdf concept:Food path:notes/ source:s1 colour:red"
+    )
+    assert parsed.text == "flour colour:red"
+    assert parsed.fields == (
+        ("tags", "x"),
+        ("tags", "y"),
+        ("file_type", "pdf"),
+        ("concepts", "Food"),
+        ("path_prefix", "notes/"),
+        ("source_id", "s1"),
+    )
+    merged = with_query_fields(
+        SearchFilters(tags=("a",), file_type="text", source_id="s0"),
+        parsed.fields,
+        "usr_1",
+        configured_taxonomy(),
+    )
+    assert merged.tags == ("a", "x", "y") and merged.file_type == "pdf"
+    assert merged.source_id == "s1" and merged.path_prefix == "notes/"
+    assert merged.user_id == "usr_1" and len(merged.concept_groups) == 1
+
+
+def test_every_face_offers_every_filter() -> None:
+    pytest.importorskip("fastapi")
+    from docshelf.api import routes
+
+    assert routes.SearchRequest.model_fields["filters"].annotation is Filters
+    mcp_server = pytest.importorskip("docshelf.mcp_server")
+    assert set(FILTER_KEYS) <= set(mcp_server.SearchFiltersArg.model_fields)
+    old_name = mcp_server.SearchFiltersArg(tags=["a"], tag=["b"])
+    assert old_name.to_search_filters(configured_taxonomy()).tags == ("b", "a")
