@@ -117,7 +117,7 @@ bench-fanout: install
 
 # Regenerate docs/cli.md from the commands' --help (a test checks it is current).
 docs-cli: install
-	$(BIN)/python -m docshelf.clidoc > docs/cli.md
+	$(BIN)/python -m docshelf.cli.reference > docs/cli.md
 
 clean:
 	rm -rf $(VENV) $(SAMPLE) .pytest_cache .mypy_cache .ruff_cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import docshelf
-from docshelf.clidoc import render
+from docshelf.cli.reference import render
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -165,17 +165,7 @@ class _Tools:
             views.source(s) for s in self.shelf.sources() if user_id is None or s.user_id == user_id
         ]
         docs = self.shelf.documents(user_id=user_id, limit=SAMPLE_DOCUMENTS + 1)
-        documents = [
-            {
-                "document_id": d.id,
-                "title": d.title,
-                "path": d.path,
-                "file_type": d.file_type,
-                "status": d.status,
-                "tags": list(d.tags),
-            }
-            for d in docs[:SAMPLE_DOCUMENTS]
-        ]
+        documents = [views.document_brief(d) for d in docs[:SAMPLE_DOCUMENTS]]
         actions = [
             _action(
                 "search_documents",

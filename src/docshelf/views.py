@@ -256,6 +256,27 @@ def answer_citation(c: AnswerCitation) -> JSON:
     return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label}
 
 
+def created_user(u: User, token: str) -> JSON:
+    """A new user and their bearer token (shown this once)."""
+    return {"user_id": u.id, "token": token}
+
+
+def schema(database: str, version: int) -> JSON:
+    return {"database": database, "schema_version": version}
+
+
+def document_brief(d: Document) -> JSON:
+    """A document in a listing of many (MCP ``list_sources``)."""
+    return {
+        "document_id": d.id,
+        "title": d.title,
+        "path": d.path,
+        "file_type": d.file_type,
+        "status": d.status,
+        "tags": list(d.tags),
+    }
+
+
 def user(u: User) -> JSON:
     return {
         "user_id": u.id,

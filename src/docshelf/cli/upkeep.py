@@ -225,12 +225,13 @@ def migrate(run: Run) -> Outcome:
     Every process does this when it opens the store, one at a time; running it
     alone first keeps the API and workers from waiting on each other. Loads no model.
     """
+    from docshelf import views
     from docshelf.config import Settings
     from docshelf.store import open_store
 
     store = open_store(Settings.from_env(run.state.home).database_url)
     try:
-        result = {"database": store.url, "schema_version": store.schema_version()}
+        result = views.schema(store.url, store.schema_version())
     finally:
         store.close()
     return Outcome(result, [Action(run.cmd("status"), "See what the library holds")])

@@ -21,6 +21,8 @@ def create(
     admin: Annotated[bool, typer.Option("--admin", help="Make the user an administrator.")] = False,
 ) -> Outcome:
     """Create a user and print their bearer token (shown once; only its hash is kept)."""
+    from docshelf import views
+
     user, token = run.store_shelf().create_user(name, admin=admin)
     shown = printable(name)
 
@@ -29,7 +31,7 @@ def create(
         console.print(Text(o.result["token"], style="bold"))
 
     return Outcome(
-        {"user_id": user.id, "token": token},
+        views.created_user(user, token),
         [Action(run.cmd("users list"), "See all users")],
         render,
     )

@@ -23,8 +23,9 @@ from typing import Any, Protocol, TypeVar
 
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
+from docshelf.search.filters import SEARCH_MODES
 from docshelf.search.fusion import FusionSettings
-from docshelf.shelf import SEARCH_MODES, Progress, SearchResult, Shelf
+from docshelf.shelf import Progress, SearchResult, Shelf
 
 # Bump when chunking or indexing changes in a way that invalidates cached eval indexes.
 INDEX_VERSION = "3"
