@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from docshelf.answer import cited_numbers, strip_broken
+from docshelf.knowledge.answer import cited_numbers, strip_broken
 from docshelf.cli import app
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.llm import Message
