@@ -1,7 +1,7 @@
 """Pseudo-relevance feedback variants for hybrid search, scored on passages and long files.
 
 Each variant replays hybrid search through the shelf's own steps (its lexical and
-vector search, ``fuse``, and ``_hits`` for deduplication and citations), so the
+vector recall, ``fuse``, and ``Retriever.hits`` for deduplication and citations), so the
 ``default`` row equals ``docshelf eval`` exactly, on the same cached indexes
 (``$DOCSHELF_HOME/eval``; build them once with ``docshelf eval DATASET`` and
 ``docshelf eval DATASET --long-doc``). Used for the issue-6 study in BENCHMARKS.md.
@@ -58,7 +58,8 @@ from docshelf.evaluate.beir import (
 from docshelf.evaluate.long import build_long_index, hit_sections, long_corpus
 from docshelf.search.fusion import Fused, FusionSettings, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query
-from docshelf.shelf import CANDIDATE_POOL, Shelf
+from docshelf.search.results import CANDIDATE_POOL
+from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -134,10 +135,10 @@ def first_stage(
     if qid not in ix.cache:
         parsed = parse_query(ix.queries[qid])
         terms = lexical_terms(parsed.text)
-        lex = ix.shelf._lexical_search(terms, CANDIDATE_POOL, SearchFilters())
+        lex = ix.shelf.retriever.lexical_recall(terms, CANDIDATE_POOL, SearchFilters())
         assert ix.shelf.embedder is not None
         qvec = np.asarray(ix.shelf.embedder.embed([parsed.text])[0], dtype=np.float32)
-        vec = ix.shelf._vector_search(qvec, CANDIDATE_POOL, SearchFilters())
+        vec = ix.shelf.retriever.vector_recall(qvec, CANDIDATE_POOL, SearchFilters())
         ix.cache[qid] = (parsed, terms, lex, qvec, vec)
     return ix.cache[qid]
 
@@ -209,7 +210,7 @@ def search(ix: Index, qid: str, v: Variant) -> list[Any]:
             mean = np.sum([vv * np.float32(p / total) for vv, p in pairs], axis=0)
             moved = qvec + np.float32(v.weight) * mean.astype(np.float32)
             moved = (moved / np.linalg.norm(moved)).astype(np.float32)
-            vec = ix.shelf._vector_search(moved, CANDIDATE_POOL, SearchFilters())
+            vec = ix.shelf.retriever.vector_recall(moved, CANDIDATE_POOL, SearchFilters())
         fused = fuse(lex, vec, fs)
     lf = v.lexical
     if lf is not None:
@@ -217,15 +218,17 @@ def search(ix: Index, qid: str, v: Variant) -> list[Any]:
         extra = expansion(ix, [(i, 1.0 / len(ids)) for i in ids], terms, lf)
         if extra:
             if lf.mode == "sum":
-                second = ix.shelf._lexical_search(extra, CANDIDATE_POOL, SearchFilters())
+                second = ix.shelf.retriever.lexical_recall(extra, CANDIDATE_POOL, SearchFilters())
                 a, b = _minmax(lex), _minmax(second)
                 mixed = {i: (1 - lf.lam) * a.get(i, 0.0) + lf.lam * b.get(i, 0.0) for i in a | b}
                 new = sorted(mixed.items(), key=lambda kv: (-kv[1], kv[0]))[:CANDIDATE_POOL]
             else:
-                new = ix.shelf._lexical_search(terms + extra, CANDIDATE_POOL, SearchFilters())
+                new = ix.shelf.retriever.lexical_recall(
+                    terms + extra, CANDIDATE_POOL, SearchFilters()
+                )
             fused = fuse(new, vec, fs)
-    concepts = ix.shelf._named_concepts(parsed)
-    hits, _ = ix.shelf._hits(fused, 50, parsed, "snippet", None, concepts)
+    concepts = ix.shelf.retriever.named_concepts(parsed)
+    hits, _ = ix.shelf.retriever.hits(fused, 50, parsed, "snippet", None, concepts)
     return hits
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from docshelf.answer import cited_numbers, strip_broken
 from docshelf.cli import app
 from docshelf.errors import InvalidInput, Unavailable
+from docshelf.knowledge.answer import cited_numbers, strip_broken
 from docshelf.llm import Message
 from docshelf.llm.openai import OpenAILLM
 from docshelf.shelf import Shelf

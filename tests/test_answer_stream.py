@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docshelf.answer import AnswerPiece, cited_numbers, sentences_as_they_come
 from docshelf.api import create_app
 from docshelf.errors import Unavailable
+from docshelf.knowledge.answer import AnswerPiece, cited_numbers, sentences_as_they_come
 from docshelf.llm import Message
 from docshelf.llm.anthropic import AnthropicLLM
 from docshelf.llm.openai import OpenAILLM

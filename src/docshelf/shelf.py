@@ -39,14 +39,11 @@ from docshelf.links import WikiLink, names_for
 from docshelf.llm import LLM, make_llm
 from docshelf.model import (
     Chunk,
-    Citation,
     Distillate,
     Document,
     Event,
     Failure,
-    Hit,
     Job,
-    Scores,
     Source,
     Stage,
     SyncReport,
@@ -59,44 +56,37 @@ from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.rerank import Reranker, make_reranker
 from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import RetrievalCache
-from docshelf.search.fusion import (
-    Fused,
-    FusionSettings,
-    as_fused,
-    boost,
-    feedback_query,
-    fuse,
-)
+from docshelf.search.engines import engines_for
+from docshelf.search.fusion import FusionSettings
 from docshelf.search.lexical import SidecarLexicalIndex
-from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
-from docshelf.search.vector import ExactVectorIndex
+
+# search's bounds and results, importable from here as before they moved to search/
+from docshelf.search.results import CACHED_LIMIT as CACHED_LIMIT
+from docshelf.search.results import CANDIDATE_POOL as CANDIDATE_POOL
+from docshelf.search.results import CONTEXT_MODES as CONTEXT_MODES
+from docshelf.search.results import GROUPS as GROUPS
+from docshelf.search.results import MAX_LIMIT as MAX_LIMIT
+from docshelf.search.results import SEARCH_MODES as SEARCH_MODES
+from docshelf.search.results import ContextResult as ContextResult
+from docshelf.search.results import SearchResult as SearchResult
+from docshelf.search.results import concept_group as concept_group
+from docshelf.search.retriever import Retriever
 from docshelf.shared import open_shared
 from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
 from docshelf.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
 from docshelf.store import FileRecord, SearchFilters, Store, open_store
-from docshelf.store.base import NativeVectorSearch
-from docshelf.store.sqlite import SQLiteStore
 from docshelf.taxonomy import Taxonomy, configured_taxonomy
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport, open_transport
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    from docshelf.answer import Answer, AnswerPiece
     from docshelf.enricher import Enricher, EnrichResult
+    from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.portable import ExportReport, ImportReport
 
 SearchMode = Literal["hybrid", "lexical", "vector"]
-SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
-CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
-MAX_LIMIT = 200
 MAX_NAME_CHARS = 200  # an upload's name, cut to this (sanitize_filename)
-CACHED_LIMIT = 50  # searches asking for more hits (or expanded sections) are not cached
-CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion
-GROUPS: tuple[str, ...] = ("snippet", "section", "document")
 
 # Progress callback: (files done, files to do, what is happening now).
 Progress = Callable[[int, int, str], None]
@@ -121,34 +111,6 @@ class UploadResult:
     fingerprint: str
     created: bool  # a new document and job
     linked: bool  # the caller got access by this upload
-
-
-def _with_fields(
-    filters: SearchFilters, parsed: ParsedQuery, user_id: str | None, taxonomy: Taxonomy
-) -> SearchFilters:
-    """Filters from the query string (``tag:x`` …) and the caller, on top of ``filters``;
-    a field in the query replaces the same single-valued filter, tags and concepts add up
-    (a concept includes its narrower concepts)."""
-    given = dict(parsed.fields)
-    tags = (*filters.tags, *(value for name, value in parsed.fields if name == "tags"))
-    concepts = [value for name, value in parsed.fields if name == "concepts"]
-    groups = (*filters.concept_groups, *(concept_group(taxonomy, c) for c in concepts))
-    return SearchFilters(
-        user_id=user_id if user_id is not None else filters.user_id,
-        source_id=given.get("source_id", filters.source_id),
-        path_prefix=given.get("path_prefix", filters.path_prefix),
-        file_type=given.get("file_type", filters.file_type),
-        tags=tags,
-        document_ids=filters.document_ids,
-        concept_groups=groups,
-    )
-
-
-def concept_group(taxonomy: Taxonomy, name: str) -> tuple[str, ...]:
-    """The concept ids a filter on ``name`` (an id or a label) matches; an unknown name
-    matches nothing."""
-    concept = taxonomy.resolve(name)
-    return tuple(sorted(taxonomy.narrower_or_same(concept))) if concept else (name,)
 
 
 def sanitize_filename(name: str) -> str:
@@ -176,29 +138,6 @@ def _cut_name(name: str, limit: int = MAX_NAME_CHARS) -> str:
 
 def unsupported_type_message(name: str) -> str:
     return f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
-
-
-@dataclass
-class SearchResult:
-    query: str
-    mode: str
-    hits: list[Hit]
-    notice: str | None = None
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    candidates: list[str] = field(default_factory=list)  # document ids of the fused pool
-    facets: dict[str, dict[str, int]] = field(default_factory=dict)
-
-
-@dataclass
-class ContextResult:
-    chunk_id: str
-    mode: str
-    chunks: list[Chunk]
-    citation: Citation
-
-    @property
-    def text(self) -> str:
-        return "\n\n".join(c.text for c in self.chunks)
 
 
 @dataclass
@@ -261,7 +200,7 @@ class Shelf:
         self.store.notices.listener = self.broadcast.publish
         self.summaries = SummaryCache(self.store, shared_cache)
         self.host = socket.gethostname()
-        self.fusion = fusion or FusionSettings.from_env()
+        fusion = fusion or FusionSettings.from_env()
         self.batch_snippets = batch_snippets
         try:
             self.embedder = self._bind_embedder(embedder, check_model)
@@ -271,26 +210,17 @@ class Shelf:
         window = self.embedder.window if self.embedder else DEFAULT_WINDOW
         self.chunk_settings = ChunkSettings.for_window(window)
         self.count_tokens = self.embedder.count_tokens if self.embedder else approx_tokens
-        self._vectors = ExactVectorIndex(self.store)
-        # SQLite: an ANN index in files beside the database once the library is large
-        self.vector_index: SidecarVectorIndex | None = (
-            SidecarVectorIndex(self.store, self.settings.ann_threshold)
-            if isinstance(self.store, SQLiteStore)
-            else None
-        )
-        # ... and a tantivy index beside it for lexical search, larger still
-        self.lexical_index: SidecarLexicalIndex | None = (
-            SidecarLexicalIndex(self.store, self.settings.lexical_threshold)
-            if isinstance(self.store, SQLiteStore)
-            else None
-        )
+        # which engines answer recall; on SQLite, the sidecar indexes beside the database
+        engines = engines_for(self.store, self.settings)
+        self.vector_index: SidecarVectorIndex | None = engines.vector_sidecar
+        self.lexical_index: SidecarLexicalIndex | None = engines.lexical_sidecar
         self.embed_counts = EmbedCounts()
         self.blobs: BlobStore = open_blob_store(self.settings.blob_url, self.settings.home)
         self.metrics = Metrics()
         self.rate_limit = RateLimiter(self.settings.embed_rate)
         self.transport: Transport = open_transport(self.settings.queue_url)
         self.llm: LLM | None = make_llm()
-        self.reranker: Reranker | None = make_reranker(self.settings.reranker, self.llm)
+        reranker: Reranker | None = make_reranker(self.settings.reranker, self.llm)
         self.taxonomy: Taxonomy = configured_taxonomy()
         self._enricher: Enricher | None = None
         self._cache: RetrievalCache[SearchResult] | SharedRetrievalCache[SearchResult] = (
@@ -303,6 +233,19 @@ class Shelf:
                 else 0.0,
                 SearchResult,
             )
+        )
+        self.retriever = Retriever(
+            self.store,
+            lexical=engines.lexical,
+            vector=engines.vector,
+            embedder=lambda: self.embedder,
+            fusion=fusion,
+            reranker=reranker,
+            rerank_top_k=self.settings.rerank_top_k,
+            taxonomy=self.taxonomy,
+            cache=self._cache,
+            metrics=self.metrics,
+            seen_by=self._seen_by,
         )
 
     # -- lifecycle --------------------------------------------------------------
@@ -745,19 +688,6 @@ class Shelf:
         names = self.store.access_titles(user_id, [d.id for d in docs])
         return [as_named(d, names.get(d.id)) for d in docs]
 
-    def _hits_seen_by(self, hits: list[Hit], user_id: str | None) -> list[Hit]:
-        if user_id is None:
-            return hits
-        docs = list({h.document.id: h.document for h in hits}.values())
-        seen = {d.id: d for d in self._seen_by(docs, user_id)}
-        out = []
-        for h in hits:
-            doc = seen[h.document.id]
-            if doc is not h.document:
-                h = dataclasses.replace(h, document=doc, citation=Citation.for_chunk(h.chunk, doc))
-            out.append(h)
-        return out
-
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
         doc = self._visible(document_id, user_id)
         files = [r.path for r in self.store.files_of_document(document_id)]
@@ -945,23 +875,28 @@ class Shelf:
         user_id: str | None = None,
     ) -> list[tuple[Distillate, Document]]:
         """Key claims: a document's (``document_id``), or those matching ``query``."""
-        if document_id is not None:
-            doc = self._visible(document_id, user_id)
-            return [(d, doc) for d in self.store.distillates_of(doc.id)[:limit]]
-        if not query or not query.strip():
-            raise InvalidInput("Give a query or a document id to list distillates")
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
-        parsed = parse_query(query)
-        filters = _with_fields(SearchFilters(), parsed, user_id, self.taxonomy)
-        found = self.store.search_distillates(lexical_terms(parsed.text), limit, filters)
-        listed = self.store.list_documents(
-            document_ids=tuple(dict.fromkeys(x.document_id for x, _ in found))
+        return self.retriever.distillates(
+            query, document_id=document_id, limit=limit, user_id=user_id
         )
-        docs = {d.id: d for d in self._seen_by(listed, user_id)}
-        return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
 
-    # -- search -------------------------------------------------------------------------
+    # -- search (search/retriever.py) ---------------------------------------------------------
+    @property
+    def fusion(self) -> FusionSettings:
+        """How lexical and vector recall are fused (evaluation swaps it on one Shelf)."""
+        return self.retriever.fusion
+
+    @fusion.setter
+    def fusion(self, value: FusionSettings) -> None:
+        self.retriever.fusion = value
+
+    @property
+    def reranker(self) -> Reranker | None:
+        return self.retriever.reranker
+
+    @reranker.setter
+    def reranker(self, value: Reranker | None) -> None:
+        self.retriever.reranker = value
+
     def search(
         self,
         query: str,
@@ -985,272 +920,18 @@ class Shelf:
 
         An identical search within ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered
         from memory, unless the library changed since (``search/cache.py``)."""
-
-        def run() -> SearchResult:
-            return self._search(
-                query,
-                limit=limit,
-                mode=mode,
-                filters=filters,
-                candidates=candidates,
-                user_id=user_id,
-                group=group,
-                expand=expand,
-                facets=facets,
-            )
-
-        if expand is not None or limit > CACHED_LIMIT:
-            return run()  # large results are not kept: the cache stays a few MB at most
-        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker
-        # (the object itself, not its id(): a freed reranker's id is reused by the next).
-        args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
-        args += (facets, self.fusion, self.reranker, self.settings.rerank_top_k)
-        return self._cache.get_or_compute(args, self.store.generation(), run, user_id=user_id)
-
-    def _search(
-        self,
-        query: str,
-        *,
-        limit: int,
-        mode: str,
-        filters: SearchFilters | None,
-        candidates: int | None,
-        user_id: str | None,
-        group: str,
-        expand: str | None,
-        facets: bool,
-    ) -> SearchResult:
-        if not query or not query.strip():
-            raise InvalidInput("The query is empty; give some words to search for")
-        if mode not in SEARCH_MODES:
-            raise InvalidInput(
-                f"Unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}"
-            )
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
-        if group not in GROUPS:
-            raise InvalidInput(f"Unknown grouping {group!r}; use one of {', '.join(GROUPS)}")
-        if expand not in (None, "parent-section"):
-            raise InvalidInput(f"Unknown expansion {expand!r}; use parent-section")
-        parsed = parse_query(query)
-        if not parsed.text:  # any string is a valid query; this one asks for nothing
-            empty = "The query has only filters or exclusions; add words to search for"
-            return SearchResult(query=query, mode=mode, hits=[], notice=empty)
-        filters = _with_fields(filters or SearchFilters(), parsed, user_id, self.taxonomy)
-        started = time.perf_counter()
-        notice: str | None = None
-        if mode != "lexical" and not self._can_embed_queries():
-            notice = (
-                "No embedding model for this library: results are lexical only "
-                "(install `docshelf[local]` and run `docshelf reindex` for hybrid search)"
-            )
-            mode = "lexical"
-        # A fixed pool: min-max fusion normalises over the candidates, so the
-        # pool must not move with `limit` (bench/fusion.py measured 100 best).
-        size = max(candidates or CANDIDATE_POOL, limit)
-        if parsed.constrained or group != "snippet":
-            size *= 3  # phrases, exclusions and grouping discard candidates
-        timings: dict[str, float] = {}
-        lexical: list[tuple[str, float]] = []
-        vector: list[tuple[str, float]] = []
-        if mode in ("hybrid", "lexical"):
-            t = time.perf_counter()
-            lexical = self._lexical_search(lexical_terms(parsed.text), size, filters)
-            timings["lexical"] = (time.perf_counter() - t) * 1000
-        if mode in ("hybrid", "vector"):
-            assert self.embedder is not None
-            t = time.perf_counter()
-            qvec = self.embedder.embed([parsed.text])[0]
-            timings["embed"] = (time.perf_counter() - t) * 1000
-            t = time.perf_counter()
-            vector = self._vector_search(qvec, size, filters)
-            timings["vector"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        fused = (
-            fuse(lexical, vector, self.fusion) if mode == "hybrid" else as_fused(lexical, vector)
+        return self.retriever.search(
+            query,
+            limit=limit,
+            mode=mode,
+            filters=filters,
+            candidates=candidates,
+            user_id=user_id,
+            group=group,
+            expand=expand,
+            facets=facets,
         )
-        timings["fusion"] = (time.perf_counter() - t) * 1000
-        if mode == "hybrid" and self.fusion.feedback_docs > 0 and vector:
-            t = time.perf_counter()
-            vector = self._feedback(qvec, fused, size, filters)
-            fused = fuse(lexical, vector, self.fusion)
-            timings["feedback"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        wanted = max(limit, self.settings.rerank_top_k) if self.reranker else limit
-        hits, pool = self._hits(fused, wanted, parsed, group, expand, self._named_concepts(parsed))
-        timings["fetch"] = (time.perf_counter() - t) * 1000
-        if self.reranker is not None and len(hits) > 1:
-            t = time.perf_counter()
-            hits = self._rerank(parsed.text, hits)
-            timings["rerank"] = (time.perf_counter() - t) * 1000
-        hits = self._hits_seen_by(hits[:limit], filters.user_id)
-        self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
-        counts: dict[str, dict[str, int]] = {}
-        if facets:
-            t = time.perf_counter()
-            counts = self._facets(pool)
-            timings["facets"] = (time.perf_counter() - t) * 1000
-        return SearchResult(query, mode, hits, notice, timings, pool, counts)
 
-    def _facets(self, document_ids: list[str]) -> dict[str, dict[str, int]]:
-        """Counts per tag, concept and file type over the documents of the candidates."""
-        unique = tuple(dict.fromkeys(document_ids))
-        docs = self.store.list_documents(document_ids=unique) if unique else []
-        facets: dict[str, dict[str, int]] = {"tag": {}, "concept": {}, "type": {}}
-        for doc in docs:
-            for key, values in (
-                ("tag", doc.tags),
-                ("concept", doc.concept_ids),
-                ("type", (doc.file_type,)),
-            ):
-                for value in values:
-                    facets[key][value] = facets[key].get(value, 0) + 1
-        return {
-            k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in facets.items()
-        }
-
-    def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
-        """The top-K hits in the reranker's order; if it declines, the fused order stands."""
-        assert self.reranker is not None
-        top = hits[: self.settings.rerank_top_k]
-        scores = self.reranker.scores(query, [h.chunk.retrieval_text for h in top])
-        if scores is None or len(scores) != len(top):
-            return hits
-        ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
-        reranked = [
-            dataclasses.replace(top[i], scores=dataclasses.replace(top[i].scores, rerank=scores[i]))
-            for i in ranked
-        ]
-        return reranked + hits[len(top) :]
-
-    def _lexical_search(
-        self, terms: list[str], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        """SQLite: the tantivy index beside the store when the library is large and the
-        index has caught up with the store, else FTS5; PostgreSQL: its full-text search."""
-        if self.lexical_index is not None:
-            return self.lexical_index.search(terms, limit, filters)
-        return self.store.lexical_search(terms, limit, filters)
-
-    def _vector_search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        """The store's own ANN index when it has one (PostgreSQL: pgvector HNSW, filters in
-        SQL); else an exact scan of the in-memory matrix, masked by the filters."""
-        if isinstance(self.store, NativeVectorSearch):
-            return self.store.vector_search(query, limit, filters)
-        if self.vector_index is not None:
-            return self.vector_index.search(query, limit, filters)
-        allowed = None if filters.empty else self.store.documents_matching(filters)
-        return self._vectors.search(query, limit, allowed)
-
-    def _feedback(
-        self,
-        query: npt.NDArray[np.float32],
-        fused: Sequence[Fused],
-        limit: int,
-        filters: SearchFilters,
-    ) -> list[tuple[str, float]]:
-        """Vector recall again, for the query moved toward the first fusion's top snippets
-        (pseudo-relevance feedback: no model call, one more vector search)."""
-        top = [f.id for f in fused[: self.fusion.feedback_docs]]
-        found = self.store.get_vectors(top)
-        moved = feedback_query(
-            query, [found[i] for i in top if i in found], self.fusion.feedback_weight
-        )
-        return self._vector_search(moved, limit, filters)
-
-    def _can_embed_queries(self) -> bool:
-        return self.embedder is not None and self._model_conflict(self.embedder) is None
-
-    def _hits(
-        self,
-        fused: Sequence[Fused],
-        limit: int,
-        parsed: ParsedQuery,
-        group: str,
-        expand: str | None,
-        concepts: tuple[str, ...] = (),
-    ) -> tuple[list[Hit], list[str]]:
-        """Fused candidates to cited hits, in order: the concept boost, phrase/exclusion
-        checks, near-identical snippets dropped, one hit per group, optionally with the
-        parent section. Also the document ids of all the candidates, in fused order (what
-        evaluation measures)."""
-        chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
-        if concepts:
-            fused = self._boost_concepts(fused, chunks, concepts)
-        pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
-        docs: dict[str, Document] = {}
-        groups: set[str] = set()
-        texts: set[str] = set()
-        hits: list[Hit] = []
-        for f in fused:
-            chunk = chunks.get(f.id)
-            if chunk is None:
-                continue  # deleted between recall and fetch
-            if parsed.constrained and not satisfies(chunk.text, parsed):
-                continue
-            same_text = " ".join(chunk.text.casefold().split())[:400]
-            key = {"document": chunk.document_id, "section": chunk.parent_id or chunk.id}.get(
-                group, chunk.id
-            )
-            if same_text in texts or key in groups:
-                continue
-            doc = docs.get(chunk.document_id) or self.store.get_document(chunk.document_id)
-            if doc is None:
-                continue
-            docs[doc.id] = doc
-            texts.add(same_text)
-            groups.add(key)
-            hits.append(
-                Hit(
-                    chunk=chunk,
-                    document=doc,
-                    score=f.score,
-                    scores=Scores(lexical=f.lexical, vector=f.vector, fused=f.score),
-                    citation=Citation.for_chunk(chunk, doc),
-                )
-            )
-            if len(hits) == limit:
-                break
-        if expand == "parent-section":
-            parents = {
-                c.id: c for c in self.store.get_chunks([h.chunk.parent_id or "" for h in hits])
-            }
-            hits = [
-                dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
-            ]
-        return hits, pool
-
-    def _named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
-        """The concepts the query names — in its words (a label or alternative label of the
-        taxonomy) or a ``concept:`` field — with their narrower ones; () when the boost is
-        off."""
-        if self.fusion.concept_boost <= 0:
-            return ()
-        named = self.taxonomy.mentioned(parsed.text, STOPWORDS)
-        for name, value in parsed.fields:
-            concept = self.taxonomy.resolve(value) if name == "concepts" else None
-            if concept is not None:
-                named.append(concept)
-        return tuple(sorted({c for n in named for c in self.taxonomy.narrower_or_same(n)}))
-
-    def _boost_concepts(
-        self, fused: Sequence[Fused], chunks: dict[str, Chunk], concepts: tuple[str, ...]
-    ) -> list[Fused]:
-        """Raise the candidates whose document carries one of ``concepts`` (SPEC §4)."""
-        docs = list(dict.fromkeys(c.document_id for c in chunks.values()))
-        marked: set[str] = set()
-        for start in range(0, len(docs), 400):
-            marked |= self.store.documents_matching(
-                SearchFilters(
-                    document_ids=tuple(docs[start : start + 400]), concept_groups=(concepts,)
-                )
-            )
-        ids = {f.id for f in fused if f.id in chunks and chunks[f.id].document_id in marked}
-        return boost(fused, ids, self.fusion.concept_boost)
-
-    # -- context ---------------------------------------------------------------------------
     def context(
         self,
         chunk_id: str,
@@ -1259,50 +940,22 @@ class Shelf:
         user_id: str | None = None,
     ) -> ContextResult:
         """Widen a hit: its neighbours, its section, or its section's neighbours."""
-        if mode not in CONTEXT_MODES:
-            raise InvalidInput(
-                f"Unknown context mode {mode!r}; use one of {', '.join(CONTEXT_MODES)}"
-            )
-        if not 0 <= window <= 20:
-            raise InvalidInput(f"window must be between 0 and 20, not {window}")
-        found = self.store.get_chunks([chunk_id])
-        if not found:
-            raise NotFound(f"No chunk {chunk_id!r}")
-        chunk = found[0]
-        try:
-            doc = self._visible(chunk.document_id, user_id)
-        except NotFound:
-            raise NotFound(f"No chunk {chunk_id!r}") from None
-        if mode == "snippet-window":
-            chunks = self._neighbours(chunk, window)
-        else:
-            section = chunk
-            if chunk.tier is Tier.SNIPPET and chunk.parent_id:
-                section = self.store.get_chunks([chunk.parent_id])[0]
-            chunks = [section] if mode == "parent-section" else self._neighbours(section, 1)
-        return ContextResult(chunk_id, mode, chunks, Citation.for_chunk(chunk, doc))
+        return self.retriever.context(chunk_id, mode, window, user_id)
 
-    def _neighbours(self, chunk: Chunk, window: int) -> list[Chunk]:
-        tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)
-        lo, hi = max(0, chunk.index - window), chunk.index + window + 1
-        return tier[lo:hi]
-
-    # -- answers ---------------------------------------------------------------------------
+    # -- answers (knowledge/answer.py) -------------------------------------------------------
     def ask(self, question: str, *, limit: int = 5, user_id: str | None = None) -> Answer:
         """A grounded answer: with the configured LLM, else extractive; every [n] verified."""
-        from docshelf.answer import ask
+        from docshelf.knowledge.answer import ask
 
-        return ask(self, question, limit=limit, user_id=user_id, llm=self.llm)
+        return ask(self.retriever, question, limit=limit, user_id=user_id, llm=self.llm)
 
     def ask_stream(
         self, question: str, *, limit: int = 5, user_id: str | None = None
     ) -> Iterator[AnswerPiece]:
         """``ask`` as it is written: the sources, verified sentences, then the answer."""
-        from docshelf.answer import ask_stream
+        from docshelf.knowledge.answer import ask_stream
 
-        if not question or not question.strip():
-            raise InvalidInput("The question is empty")
-        return ask_stream(self, question, limit=limit, user_id=user_id, llm=self.llm)
+        return ask_stream(self.retriever, question, limit=limit, user_id=user_id, llm=self.llm)
 
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from docshelf.answer import Answer, AnswerCitation
+from docshelf.knowledge.answer import Answer, AnswerCitation
 from docshelf.model import (
     Chunk,
     Citation,

@@ -26,23 +26,27 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from docshelf.durable import folder_lock, fsync, publish_pointer, read_pointer
+from docshelf.durable import fsync
+from docshelf.search.sidecar import (
+    Progress,
+    SidecarIndex,
+    SidecarStore,
+    read_record,
+    remove_index_files,
+    sidecar_dir,
+    write_record,
+)
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.store.base import SearchFilters
-
-if TYPE_CHECKING:
-    from docshelf.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +58,6 @@ EF_GROWS_FROM = 250_000  # beyond this many vectors ef grows with the graph: 1,0
 MAX_EXPANSION_SEARCH = 4096
 DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.py)
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
-Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -73,23 +76,27 @@ class Checkpoint:
     created_at: float
 
 
-def index_dir(store: SQLiteStore) -> Path:
+def index_dir(store: SidecarStore) -> Path:
     """Beside the database: ``docshelf.db`` → ``docshelf.ann/``."""
-    return store.path.with_name(store.path.stem + ".ann")
+    return sidecar_dir(store, SidecarVectorIndex.SUFFIX)
 
 
-class SidecarVectorIndex:
+class SidecarVectorIndex(SidecarIndex):
     """Vector search for the SQLite store: exact below ``threshold`` vectors, the
     checkpointed graph plus the exact delta above it."""
 
-    def __init__(self, store: SQLiteStore, threshold: int = DEFAULT_THRESHOLD) -> None:
-        self._store = store
-        self.threshold = threshold
-        self.directory = index_dir(store)
+    META_KEY = "vector_index"
+    ON = "ann"
+    OFF = "exact"
+    SUFFIX = ".ann"
+    LOG = "vector_log"
+
+    def __init__(self, store: SidecarStore, threshold: int = DEFAULT_THRESHOLD) -> None:
+        super().__init__(store, threshold)
         self._exact = ExactVectorIndex(store)
-        self._lock = threading.RLock()
         self._generation: object = None  # _version() when last synced
         self._maintained: object = None  # _version() maintain() last looked at
+        self._looking: object = None  # _version() the running maintain() looks at
         self._checkpoint: Checkpoint | None = None
         self._graph: Any = None  # usearch.index.Index (a read-only view)
         self._position = 0
@@ -166,8 +173,8 @@ class SidecarVectorIndex:
         generation = self._version()
         if generation == self._generation:
             return
-        mode = self._store.get_meta("vector_index") or "exact"
-        checkpoint = self._usable_checkpoint(mode)
+        epoch = self.epoch_of(self.mode())
+        checkpoint = self._usable_checkpoint(epoch)
         if checkpoint is None:
             self._close_graph()
             self._generation = generation
@@ -177,7 +184,7 @@ class SidecarVectorIndex:
         try:
             position, changed = self._store.vector_changes(self._position)
         except LookupError:  # pruned past us: a newer checkpoint was published
-            checkpoint = self._usable_checkpoint(mode)
+            checkpoint = self._usable_checkpoint(epoch)
             try:
                 if checkpoint is None:
                     raise LookupError("no checkpoint")
@@ -216,11 +223,11 @@ class SidecarVectorIndex:
             meta("embedding_dim"),
         )
 
-    def _usable_checkpoint(self, mode: str) -> Checkpoint | None:
-        if self.threshold <= 0 or not mode.startswith("ann:"):
+    def _usable_checkpoint(self, epoch: str | None) -> Checkpoint | None:
+        if self.threshold <= 0 or epoch is None:
             return None
         checkpoint = read_checkpoint(self.directory)
-        if checkpoint is None or checkpoint.epoch != mode[4:]:
+        if checkpoint is None or checkpoint.epoch != epoch:
             return None
         if checkpoint.model != (self._store.get_meta("embedding_model") or ""):
             return None
@@ -255,88 +262,74 @@ class SidecarVectorIndex:
     def state(self) -> dict[str, object]:
         """For ``status``: which path answers, and how far the index is behind (read
         from the files and the log; the graph itself is not opened)."""
-        mode = self._store.get_meta("vector_index") or "exact"
-        c = self._usable_checkpoint(mode)
+        mode = self.mode()
+        c = self._usable_checkpoint(self.epoch_of(mode))
         delta = 0
         if c is not None:
             try:
-                delta = len(self._store.vector_changes(c.position)[1])
+                delta = len(self._changes(c.position)[1])
             except LookupError:
                 c = None
-        return {
-            "path": "ann" if c is not None else "exact",
-            "recorded": mode.split(":")[0],  # the switch as the store records it
-            "threshold": self.threshold,
-            "indexed": c.count if c else 0,
-            "delta": delta,
-            "checkpoint_position": c.position if c else None,
-            "file_bytes": (self.directory / c.file).stat().st_size if c else 0,
-            "needs_build": mode.startswith("ann:") and c is None,
-        }
+        return self._status(
+            mode,
+            "ann" if c is not None else "exact",
+            c.count if c else 0,
+            self.epoch_of(mode) is not None and c is None,
+            delta=delta,
+            checkpoint_position=c.position if c else None,
+            file_bytes=(self.directory / c.file).stat().st_size if c else 0,
+        )
 
-    # -- writing (one process at a time, under the lock file) ---------------------------------
-    def maintain(
-        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
-    ) -> str:
-        """Bring the files in line with the store: switch on or off at the threshold,
-        build, or fold the delta into a new checkpoint when it has grown (``force``:
-        whenever there is any; ``rebuild``: a new graph from the store, for repair).
-        Returns what it did; ``busy`` when another process holds the lock (it is
-        doing the same work)."""
-        generation = self._version()
-        if generation == self._maintained and not (force or rebuild):
-            return "current"
-        # Not under self._lock: searches in this process go on (from the previous
-        # checkpoint) while a build or fold runs; the file lock keeps writers apart.
-        with folder_lock(self.directory) as held:
-            if not held:
-                return "busy"
-            self._maintained = generation
-            store = self._store
-            mode = store.get_meta("vector_index") or "exact"
-            count = store.vector_count()
-            if self.threshold <= 0 or (
-                mode.startswith("ann:") and count < self.threshold // 2 and not force
-            ):
-                return self._switch_off() if mode.startswith("ann:") else "exact"
-            if not mode.startswith("ann:"):
-                if count < self.threshold and not force:
-                    return "exact"
-                epoch = uuid.uuid4().hex[:12]
-                with store.transaction():
-                    store.set_meta("vector_index", f"ann:{epoch}")
-                self._build(epoch, progress)
-                return "built"
-            epoch = mode[4:]
-            current = read_checkpoint(self.directory)
-            usable = self._usable_checkpoint(mode)
-            if usable is None or rebuild:
-                self._build(epoch, progress)
-                return "rebuilt"
-            try:
-                position, changed = store.vector_changes(usable.position)
-            except LookupError:
-                self._build(epoch, progress)
-                return "rebuilt"
-            if not changed:
-                if current and store.get_meta("vector_log_pruned") != str(current.position):
-                    store.prune_vector_log(current.position)
-                return "current"
-            if not force and len(changed) < max(1_000, usable.count // 100):
-                return "deferred"
-            if usable.replaced + len(changed) > usable.built_count // 2:
-                self._build(epoch, progress)
-                return "rebuilt"
-            self._fold(usable, position, changed)
-            return "checkpointed"
+    # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
+    def _log_position(self) -> int:
+        return self._store.vector_log_position()
 
-    def _switch_off(self) -> str:
-        with self._store.transaction():
-            self._store.set_meta("vector_index", "exact")
-        self._store.prune_vector_log(self._store.vector_log_position())
-        _remove_files(self.directory, keep=None)
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        return self._store.vector_changes(after)
+
+    def _prune_log(self, through: int) -> None:
+        self._store.prune_vector_log(through)
+
+    def _size(self) -> int:
+        return self._store.vector_count()
+
+    def _forget(self) -> None:
         self._generation = None
-        return "switched to exact"
+
+    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
+        self._looking = self._version()
+        return self._looking == self._maintained and not (force or rebuild)
+
+    def _locked(self) -> None:
+        self._maintained = self._looking
+
+    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        """Fold the delta into a new checkpoint when it has grown (any, when ``force``),
+        rebuild when the graph holds too many replaced vectors, switch off below half
+        the threshold."""
+        if not force and self._size() < self.threshold // 2:
+            return self._switch_off()
+        current = read_checkpoint(self.directory)
+        usable = self._usable_checkpoint(epoch)
+        if usable is None or rebuild:
+            self._build(epoch, progress)
+            return "rebuilt"
+        try:
+            position, changed = self._changes(usable.position)
+        except LookupError:
+            self._build(epoch, progress)
+            return "rebuilt"
+        if not changed:
+            if current:
+                self._prune_once(current.position)
+            return "current"
+        if not force and len(changed) < max(1_000, usable.count // 100):
+            return "deferred"
+        if usable.replaced + len(changed) > usable.built_count // 2:
+            self._build(epoch, progress)
+            return "rebuilt"
+        self._fold(usable, position, changed)
+        return "checkpointed"
 
     def _build(self, epoch: str, progress: Progress | None) -> None:
         """A new graph from every vector in the store. The log position is read first:
@@ -424,8 +417,8 @@ class SidecarVectorIndex:
             created_at=time.time(),
         )
         write_checkpoint(self.directory, checkpoint)
-        self._store.prune_vector_log(position)
-        _remove_files(self.directory, keep=name)
+        self._prune_log(position)
+        remove_index_files(self.directory, keep=name)
         self._generation = None  # reopen on the next search
 
 
@@ -441,27 +434,11 @@ def expansion_search(count: int) -> int:
 
 
 def read_checkpoint(directory: Path) -> Checkpoint | None:
-    data = read_pointer(directory)
-    try:
-        return Checkpoint(**data) if data is not None else None
-    except TypeError:
-        return None
+    return read_record(directory, Checkpoint)
 
 
 def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
-    publish_pointer(directory, asdict(checkpoint))
-
-
-def _remove_files(directory: Path, keep: str | None) -> None:
-    """Old index files and leftovers of interrupted writes (a reader that still maps an
-    old file keeps its pages until it lets go)."""
-    if not directory.exists():
-        return
-    for path in directory.iterdir():
-        if path.name.startswith("index-") and path.name != keep:
-            path.unlink(missing_ok=True)
-    if keep is None:
-        (directory / "current.json").unlink(missing_ok=True)
+    write_record(directory, checkpoint)
 
 
 def usearch_index() -> Any:

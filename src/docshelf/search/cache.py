@@ -14,11 +14,27 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from docshelf.telemetry import RETRIEVAL_CACHE
 
 T = TypeVar("T")
+
+
+class ResultCache(Protocol[T]):
+    """What the retriever asks of a cache: this process's ``RetrievalCache`` or the
+    shared one in Redis (``shared/caches.py``)."""
+
+    def get_or_compute(
+        self,
+        key: Hashable,
+        generation: int,
+        compute: Callable[[], T],
+        *,
+        user_id: str | None = None,
+    ) -> T: ...
+
+    def clear(self) -> None: ...
 
 
 class RetrievalCache(Generic[T]):

@@ -33,21 +33,24 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from docshelf import durable
-from docshelf.durable import folder_lock, fsync
+from docshelf.durable import fsync
+from docshelf.search.sidecar import (
+    Progress,
+    SidecarIndex,
+    SidecarStore,
+    read_record,
+    remove_index_files,
+    sidecar_dir,
+    write_record,
+)
 from docshelf.store.base import SearchFilters
-
-if TYPE_CHECKING:
-    from docshelf.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,6 @@ MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered b
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
 ANALYZER = "docshelf"
 LAYOUT = 1  # the schema and analyzer below; an index of another layout is rebuilt
-Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,9 @@ class Pointer:
     layout: int = 0
 
 
-def index_dir(store: SQLiteStore) -> Path:
+def index_dir(store: SidecarStore) -> Path:
     """Beside the database: ``docshelf.db`` → ``docshelf.lex/``."""
-    return store.path.with_name(store.path.stem + ".lex")
+    return sidecar_dir(store, SidecarLexicalIndex.SUFFIX)
 
 
 def _analyzer() -> Any:
@@ -99,15 +101,18 @@ def _schema() -> Any:
     return builder.build()
 
 
-class SidecarLexicalIndex:
+class SidecarLexicalIndex(SidecarIndex):
     """Lexical search for the SQLite store: FTS5 below ``threshold`` snippets (or while
     the index is behind the store), the tantivy index above it."""
 
-    def __init__(self, store: SQLiteStore, threshold: int = DEFAULT_THRESHOLD) -> None:
-        self._store = store
-        self.threshold = threshold
-        self.directory = index_dir(store)
-        self._lock = threading.RLock()
+    META_KEY = "lexical_index"
+    ON = "tantivy"
+    OFF = "fts5"
+    SUFFIX = ".lex"
+    LOG = "lexical_log"
+
+    def __init__(self, store: SidecarStore, threshold: int = DEFAULT_THRESHOLD) -> None:
+        super().__init__(store, threshold)
         self._synced: tuple[str, int, int] | None = None  # (mode, position, pointer stamp)
         self._ready = False
         self._index: Any = None  # tantivy.Index
@@ -170,18 +175,19 @@ class SidecarLexicalIndex:
     def _sync(self) -> bool:
         """Whether the index may answer: on, opened, and its watermark at the store's log
         position (an index behind the store is never used)."""
-        mode = self._store.get_meta("lexical_index") or "fts5"
-        position = self._store.lexical_log_position()
+        mode = self.mode()
+        position = self._log_position()
         key = (mode, position, _stamp(self.directory / "current.json"))  # a rebuild moves it
         if key == self._synced:
             return self._ready
         self._ready = False
         self._synced = key
-        if self.threshold <= 0 or not mode.startswith("tantivy:"):
+        epoch = self.epoch_of(mode)
+        if self.threshold <= 0 or epoch is None:
             self._close()
             return False
         pointer = read_pointer(self.directory)
-        if pointer is None or pointer.epoch != mode.split(":", 1)[1] or pointer.layout != LAYOUT:
+        if pointer is None or pointer.epoch != epoch or pointer.layout != LAYOUT:
             self._close()
             return False
         try:
@@ -222,68 +228,62 @@ class SidecarLexicalIndex:
 
     def state(self) -> dict[str, object]:
         """For ``status``: which engine answers and how far the index is behind."""
-        mode = self._store.get_meta("lexical_index") or "fts5"
+        mode = self.mode()
         with self._lock:
             ready = self._sync()
             indexed = self._index.searcher().num_docs - 1 if self._index is not None else 0
             watermark = self._watermark() if self._index is not None else None
-        position = self._store.lexical_log_position()
-        return {
-            "path": "tantivy" if ready else "fts5",
-            "recorded": mode.split(":")[0],
-            "threshold": self.threshold,
-            "indexed": max(indexed, 0),
-            "behind": position - watermark if watermark is not None else 0,
-            "needs_build": mode.startswith("tantivy:") and watermark is None,
-        }
+        position = self._log_position()
+        return self._status(
+            mode,
+            "tantivy" if ready else "fts5",
+            max(indexed, 0),
+            self.epoch_of(mode) is not None and watermark is None,
+            behind=position - watermark if watermark is not None else 0,
+        )
 
-    # -- writing (one process at a time, under the lock file) -----------------------------
-    def maintain(
-        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
-    ) -> str:
-        """Bring the index in line with the store: switch on or off at the threshold,
-        build, or apply the log (``force``: build below the threshold; ``rebuild``: a new
-        index from the store, for repair). Returns what it did; ``busy`` when another
-        process holds the lock."""
-        store = self._store
-        mode = store.get_meta("lexical_index") or "fts5"
-        if (
-            mode.startswith("tantivy:")
+    # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
+    def _log_position(self) -> int:
+        return self._store.lexical_log_position()
+
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        return self._store.lexical_changes(after)
+
+    def _prune_log(self, through: int) -> None:
+        self._store.prune_lexical_log(through)
+
+    def _size(self) -> int:
+        return self._store.snippet_count()
+
+    def _forget(self) -> None:
+        self._synced = None
+
+    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
+        mode = self.mode()
+        return (
+            self.epoch_of(mode) is not None
             and not (force or rebuild)
             and self._synced is not None
-            and self._synced[:2] == (mode, store.lexical_log_position())
+            and self._synced[:2] == (mode, self._log_position())
             and self._ready
-        ):
-            return "current"
-        with folder_lock(self.directory) as held:
-            if not held:
-                return "busy"
-            mode = store.get_meta("lexical_index") or "fts5"
-            on = mode.startswith("tantivy:")
-            if self.threshold <= 0:
-                return self._switch_off() if on else "fts5"
-            if not on:
-                if not force and store.snippet_count() < self.threshold:
-                    return "fts5"
-                epoch = uuid.uuid4().hex[:12]
-                with store.transaction():
-                    store.set_meta("lexical_index", f"tantivy:{epoch}")
-                self._build(epoch, progress)
-                return "built"
-            epoch = mode.split(":", 1)[1]
-            pointer = read_pointer(self.directory)
-            if rebuild or pointer is None or pointer.epoch != epoch or pointer.layout != LAYOUT:
-                self._build(epoch, progress)
-                return "rebuilt"
-            try:
-                return self._apply(pointer, switch_off=not force)
-            except LookupError:  # the log was pruned past this index: start again
-                self._build(epoch, progress)
-                return "rebuilt"
-            except (OSError, ValueError, RuntimeError) as exc:  # torn or removed folder
-                log.warning("rebuilding the lexical index: %s", exc)
-                self._build(epoch, progress)
-                return "rebuilt"
+        )
+
+    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        """Apply the log, or rebuild (asked to, or the folder is of another epoch or
+        layout, torn, or behind a pruned log)."""
+        pointer = read_pointer(self.directory)
+        if rebuild or pointer is None or pointer.epoch != epoch or pointer.layout != LAYOUT:
+            self._build(epoch, progress)
+            return "rebuilt"
+        try:
+            return self._apply(pointer, switch_off=not force)
+        except LookupError:  # the log was pruned past this index: start again
+            self._build(epoch, progress)
+            return "rebuilt"
+        except (OSError, ValueError, RuntimeError) as exc:  # torn or removed folder
+            log.warning("rebuilding the lexical index: %s", exc)
+            self._build(epoch, progress)
+            return "rebuilt"
 
     def _apply(self, pointer: Pointer, *, switch_off: bool = True) -> str:
         """Fold the log entries after the index's watermark into it, in one commit
@@ -291,15 +291,14 @@ class SidecarLexicalIndex:
         import tantivy
 
         store = self._store
-        _remove(self.directory, keep=pointer.folder)  # leftovers of an interrupted build
+        remove_index_files(self.directory, keep=pointer.folder)  # leftovers of an interrupted build
         index = tantivy.Index.open(str(self.directory / pointer.folder))
         index.register_tokenizer(ANALYZER, _analyzer())
         index.reload()
         watermark = _read_watermark(index)
-        position, changed = store.lexical_changes(watermark)
+        position, changed = self._changes(watermark)
         if not changed:
-            if store.get_meta("lexical_log_pruned") != str(watermark):
-                store.prune_lexical_log(watermark)
+            self._prune_once(watermark)
             return "current"
         writer = index.writer(heap_size=50_000_000, num_threads=1)
         for seq in changed:
@@ -309,21 +308,12 @@ class SidecarLexicalIndex:
         _set_watermark(writer, position)
         writer.commit()
         writer.wait_merging_threads()
-        store.prune_lexical_log(position)
+        self._prune_log(position)
         self._synced = None
         index.reload()
         if switch_off and index.searcher().num_docs - 1 < self.threshold // 2:
             return self._switch_off()
         return "updated"
-
-    def _switch_off(self) -> str:
-        store = self._store
-        with store.transaction():
-            store.set_meta("lexical_index", "fts5")
-        store.prune_lexical_log(store.lexical_log_position())
-        _remove(self.directory, keep=None)
-        self._synced = None
-        return "switched to fts5"
 
     def _build(self, epoch: str, progress: Progress | None) -> None:
         """A new index from every snippet in the store, in a new folder. The log position
@@ -332,8 +322,8 @@ class SidecarLexicalIndex:
         import tantivy
 
         store = self._store
-        position = store.lexical_log_position()
-        total = store.snippet_count()
+        position = self._log_position()
+        total = self._size()
         folder = f"index-{position}-{uuid.uuid4().hex[:8]}"
         path = self.directory / folder
         path.mkdir(parents=True)
@@ -355,7 +345,7 @@ class SidecarLexicalIndex:
                 fsync(entry)
         fsync(path)
         write_pointer(self.directory, Pointer(epoch, folder, time.time(), LAYOUT))
-        _remove(self.directory, keep=folder)
+        remove_index_files(self.directory, keep=folder)
         self._synced = None
         pointer = read_pointer(self.directory)
         if pointer is not None:
@@ -401,23 +391,8 @@ def _stamp(path: Path) -> int:
 
 
 def read_pointer(directory: Path) -> Pointer | None:
-    data = durable.read_pointer(directory)
-    try:
-        return Pointer(**data) if data is not None else None
-    except TypeError:
-        return None
+    return read_record(directory, Pointer)
 
 
 def write_pointer(directory: Path, pointer: Pointer) -> None:
-    durable.publish_pointer(directory, asdict(pointer))
-
-
-def _remove(directory: Path, keep: str | None) -> None:
-    """Old index folders and leftovers of interrupted builds."""
-    if not directory.exists():
-        return
-    for path in directory.iterdir():
-        if path.name.startswith("index-") and path.name != keep:
-            shutil.rmtree(path, ignore_errors=True)
-    if keep is None:
-        (directory / "current.json").unlink(missing_ok=True)
+    write_record(directory, pointer)

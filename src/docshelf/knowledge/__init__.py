@@ -1,0 +1,1 @@
+"""What docshelf knows beyond the text: grounded answers (``answer``)."""

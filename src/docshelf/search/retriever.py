@@ -1,0 +1,456 @@
+"""``Retriever``: one query from words to cited hits, in one place.
+
+recall (lexical and vector, by the engines ``engines_for`` chose) → fuse → feedback
+(vector recall again, for the query moved toward the first fusion's top) → hits (the
+concept boost, phrase and exclusion checks, near-duplicates and groups dropped,
+citations) → rerank → the caller's view of each document → facets. Identical
+searches are answered from the retrieval cache while the library has not changed.
+
+Its parts are handed to it (the store, the engines, the embedder, fusion settings,
+reranker, taxonomy, cache, metrics and the per-user view of documents): it knows
+nothing of how they were wired.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from docshelf.errors import InvalidInput, NotFound
+from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
+from docshelf.search.cache import ResultCache
+from docshelf.search.engines import LexicalEngine, VectorEngine
+from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, feedback_query, fuse
+from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
+from docshelf.search.results import (
+    CACHED_LIMIT,
+    CANDIDATE_POOL,
+    CONTEXT_MODES,
+    GROUPS,
+    MAX_LIMIT,
+    SEARCH_MODES,
+    ContextResult,
+    SearchResult,
+    with_query_fields,
+)
+from docshelf.store.base import SearchFilters, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from docshelf.embed import Embedder
+    from docshelf.rerank import Reranker
+    from docshelf.taxonomy import Taxonomy
+    from docshelf.telemetry import Metrics
+
+# The caller's view of shared documents: each with their own name for it (access.as_named).
+SeenBy = Callable[[Sequence[Document], str | None], list[Document]]
+NO_EMBEDDER = (
+    "No embedding model for this library: results are lexical only "
+    "(install `docshelf[local]` and run `docshelf reindex` for hybrid search)"
+)
+
+
+class Retriever:
+    """Search, context and distillates over one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        lexical: LexicalEngine,
+        vector: VectorEngine,
+        embedder: Callable[[], Embedder | None],
+        fusion: FusionSettings,
+        reranker: Reranker | None,
+        rerank_top_k: int,
+        taxonomy: Taxonomy,
+        cache: ResultCache[SearchResult],
+        metrics: Metrics,
+        seen_by: SeenBy,
+    ) -> None:
+        self.store = store
+        self.lexical = lexical
+        self.vector = vector
+        self._embedder = embedder  # read at each query: the caller may swap its embedder
+        self.fusion = fusion
+        self.reranker = reranker
+        self.rerank_top_k = rerank_top_k
+        self.taxonomy = taxonomy
+        self.cache = cache
+        self.metrics = metrics
+        self.seen_by = seen_by
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._embedder()
+
+    # -- search ---------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        mode: str = "hybrid",
+        filters: SearchFilters | None = None,
+        candidates: int | None = None,
+        user_id: str | None = None,
+        group: str = "snippet",
+        expand: str | None = None,
+        facets: bool = False,
+    ) -> SearchResult:
+        """Snippet-first hybrid search: lexical and vector recall, fused, then cited
+        (``Shelf.search`` tells the query syntax and options). An identical search
+        within the cache's TTL is answered from it, unless the library changed since."""
+
+        def run() -> SearchResult:
+            return self._search(
+                query,
+                limit=limit,
+                mode=mode,
+                filters=filters,
+                candidates=candidates,
+                user_id=user_id,
+                group=group,
+                expand=expand,
+                facets=facets,
+            )
+
+        if expand is not None or limit > CACHED_LIMIT:
+            return run()  # large results are not kept: the cache stays a few MB at most
+        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker
+        # (the object itself, not its id(): a freed reranker's id is reused by the next).
+        args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
+        args += (facets, self.fusion, self.reranker, self.rerank_top_k)
+        return self.cache.get_or_compute(args, self.store.generation(), run, user_id=user_id)
+
+    def _search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        mode: str,
+        filters: SearchFilters | None,
+        candidates: int | None,
+        user_id: str | None,
+        group: str,
+        expand: str | None,
+        facets: bool,
+    ) -> SearchResult:
+        _check_search(query, limit, mode, group, expand)
+        parsed = parse_query(query)
+        if not parsed.text:  # any string is a valid query; this one asks for nothing
+            empty = "The query has only filters or exclusions; add words to search for"
+            return SearchResult(query=query, mode=mode, hits=[], notice=empty)
+        filters = with_query_fields(filters or SearchFilters(), parsed, user_id, self.taxonomy)
+        started = time.perf_counter()
+        notice: str | None = None
+        embedder = self.embedder
+        if mode != "lexical" and not self.can_embed_queries():
+            notice = NO_EMBEDDER
+            mode = "lexical"
+        # A fixed pool: min-max fusion normalises over the candidates, so the
+        # pool must not move with `limit` (bench/fusion.py measured 100 best).
+        size = max(candidates or CANDIDATE_POOL, limit)
+        if parsed.constrained or group != "snippet":
+            size *= 3  # phrases, exclusions and grouping discard candidates
+        timings: dict[str, float] = {}
+        lexical: list[tuple[str, float]] = []
+        vector: list[tuple[str, float]] = []
+        if mode in ("hybrid", "lexical"):
+            with _timed(timings, "lexical"):
+                lexical = self.lexical_recall(lexical_terms(parsed.text), size, filters)
+        if mode in ("hybrid", "vector"):
+            assert embedder is not None
+            with _timed(timings, "embed"):
+                qvec = embedder.embed([parsed.text])[0]
+            with _timed(timings, "vector"):
+                vector = self.vector_recall(qvec, size, filters)
+        with _timed(timings, "fusion"):
+            fused = (
+                fuse(lexical, vector, self.fusion)
+                if mode == "hybrid"
+                else as_fused(lexical, vector)
+            )
+        if mode == "hybrid" and self.fusion.feedback_docs > 0 and vector:
+            with _timed(timings, "feedback"):
+                vector = self.feedback_recall(qvec, fused, size, filters)
+                fused = fuse(lexical, vector, self.fusion)
+        with _timed(timings, "fetch"):
+            wanted = max(limit, self.rerank_top_k) if self.reranker else limit
+            concepts = self.named_concepts(parsed)
+            hits, pool = self.hits(fused, wanted, parsed, group, expand, concepts)
+        if self.reranker is not None and len(hits) > 1:
+            with _timed(timings, "rerank"):
+                hits = self.rerank(parsed.text, hits)
+        hits = self.hits_seen_by(hits[:limit], filters.user_id)
+        self.metrics.searched(mode, (time.perf_counter() - started) * 1000)
+        counts: dict[str, dict[str, int]] = {}
+        if facets:
+            with _timed(timings, "facets"):
+                counts = self.facets(pool)
+        return SearchResult(query, mode, hits, notice, timings, pool, counts)
+
+    def can_embed_queries(self) -> bool:
+        """An embedder, of the model the library's vectors were made with (or the library
+        has none yet): a query vector from another model would not be comparable."""
+        embedder = self.embedder
+        if embedder is None:
+            return False
+        return self.store.get_meta("embedding_model") in (None, embedder.model_id)
+
+    # -- the stages, public for evaluation and benchmarks (bench/feedback.py) ---------------
+    def lexical_recall(
+        self, terms: list[str], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, score) from the lexical engine, best first."""
+        return self.lexical.search(terms, limit, filters)
+
+    def vector_recall(
+        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, cosine similarity) from the vector engine, best first."""
+        return self.vector.search(query, limit, filters)
+
+    def feedback_recall(
+        self,
+        query: npt.NDArray[np.float32],
+        fused: Sequence[Fused],
+        limit: int,
+        filters: SearchFilters,
+    ) -> list[tuple[str, float]]:
+        """Vector recall again, for the query moved toward the first fusion's top snippets
+        (pseudo-relevance feedback: no model call, one more vector search)."""
+        top = [f.id for f in fused[: self.fusion.feedback_docs]]
+        found = self.store.get_vectors(top)
+        moved = feedback_query(
+            query, [found[i] for i in top if i in found], self.fusion.feedback_weight
+        )
+        return self.vector_recall(moved, limit, filters)
+
+    def hits(
+        self,
+        fused: Sequence[Fused],
+        limit: int,
+        parsed: ParsedQuery,
+        group: str,
+        expand: str | None,
+        concepts: tuple[str, ...] = (),
+    ) -> tuple[list[Hit], list[str]]:
+        """Fused candidates to cited hits, in order: the concept boost, phrase/exclusion
+        checks, near-identical snippets dropped, one hit per group, optionally with the
+        parent section. Also the document ids of all the candidates, in fused order (what
+        evaluation measures)."""
+        chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
+        if concepts:
+            fused = self.boost_concepts(fused, chunks, concepts)
+        pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
+        docs: dict[str, Document] = {}
+        groups: set[str] = set()
+        texts: set[str] = set()
+        hits: list[Hit] = []
+        for f in fused:
+            chunk = chunks.get(f.id)
+            if chunk is None:
+                continue  # deleted between recall and fetch
+            if parsed.constrained and not satisfies(chunk.text, parsed):
+                continue
+            same_text = " ".join(chunk.text.casefold().split())[:400]
+            key = {"document": chunk.document_id, "section": chunk.parent_id or chunk.id}.get(
+                group, chunk.id
+            )
+            if same_text in texts or key in groups:
+                continue
+            doc = docs.get(chunk.document_id) or self.store.get_document(chunk.document_id)
+            if doc is None:
+                continue
+            docs[doc.id] = doc
+            texts.add(same_text)
+            groups.add(key)
+            hits.append(
+                Hit(
+                    chunk=chunk,
+                    document=doc,
+                    score=f.score,
+                    scores=Scores(lexical=f.lexical, vector=f.vector, fused=f.score),
+                    citation=Citation.for_chunk(chunk, doc),
+                )
+            )
+            if len(hits) == limit:
+                break
+        if expand == "parent-section":
+            parents = {
+                c.id: c for c in self.store.get_chunks([h.chunk.parent_id or "" for h in hits])
+            }
+            hits = [
+                dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
+            ]
+        return hits, pool
+
+    def named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
+        """The concepts the query names — in its words (a label or alternative label of the
+        taxonomy) or a ``concept:`` field — with their narrower ones; () when the boost is
+        off."""
+        if self.fusion.concept_boost <= 0:
+            return ()
+        named = self.taxonomy.mentioned(parsed.text, STOPWORDS)
+        for name, value in parsed.fields:
+            concept = self.taxonomy.resolve(value) if name == "concepts" else None
+            if concept is not None:
+                named.append(concept)
+        return tuple(sorted({c for n in named for c in self.taxonomy.narrower_or_same(n)}))
+
+    def boost_concepts(
+        self, fused: Sequence[Fused], chunks: dict[str, Chunk], concepts: tuple[str, ...]
+    ) -> list[Fused]:
+        """Raise the candidates whose document carries one of ``concepts`` (SPEC §4)."""
+        docs = list(dict.fromkeys(c.document_id for c in chunks.values()))
+        marked: set[str] = set()
+        for start in range(0, len(docs), 400):
+            marked |= self.store.documents_matching(
+                SearchFilters(
+                    document_ids=tuple(docs[start : start + 400]), concept_groups=(concepts,)
+                )
+            )
+        ids = {f.id for f in fused if f.id in chunks and chunks[f.id].document_id in marked}
+        return boost(fused, ids, self.fusion.concept_boost)
+
+    def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        """The top-K hits in the reranker's order; if it declines, the fused order stands."""
+        assert self.reranker is not None
+        top = hits[: self.rerank_top_k]
+        scores = self.reranker.scores(query, [h.chunk.retrieval_text for h in top])
+        if scores is None or len(scores) != len(top):
+            return hits
+        ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
+        reranked = [
+            dataclasses.replace(top[i], scores=dataclasses.replace(top[i].scores, rerank=scores[i]))
+            for i in ranked
+        ]
+        return reranked + hits[len(top) :]
+
+    def hits_seen_by(self, hits: list[Hit], user_id: str | None) -> list[Hit]:
+        """The hits as ``user_id`` sees them: each document under their own name for it."""
+        if user_id is None:
+            return hits
+        docs = list({h.document.id: h.document for h in hits}.values())
+        seen = {d.id: d for d in self.seen_by(docs, user_id)}
+        out = []
+        for h in hits:
+            doc = seen[h.document.id]
+            if doc is not h.document:
+                h = dataclasses.replace(h, document=doc, citation=Citation.for_chunk(h.chunk, doc))
+            out.append(h)
+        return out
+
+    def facets(self, document_ids: list[str]) -> dict[str, dict[str, int]]:
+        """Counts per tag, concept and file type over the documents of the candidates."""
+        unique = tuple(dict.fromkeys(document_ids))
+        docs = self.store.list_documents(document_ids=unique) if unique else []
+        facets: dict[str, dict[str, int]] = {"tag": {}, "concept": {}, "type": {}}
+        for doc in docs:
+            for key, values in (
+                ("tag", doc.tags),
+                ("concept", doc.concept_ids),
+                ("type", (doc.file_type,)),
+            ):
+                for value in values:
+                    facets[key][value] = facets[key].get(value, 0) + 1
+        return {
+            k: dict(sorted(v.items(), key=lambda kv: (-kv[1], kv[0]))) for k, v in facets.items()
+        }
+
+    # -- around a hit ------------------------------------------------------------------------
+    def visible(self, document_id: str, user_id: str | None) -> Document:
+        """The document as the caller sees it, if they may see it; another user's is
+        answered as unknown."""
+        doc = self.store.get_document(document_id)
+        if doc is None or (user_id is not None and not self.store.has_access(user_id, doc.id)):
+            raise NotFound(f"No document {document_id!r}")
+        return self.seen_by([doc], user_id)[0]
+
+    def context(
+        self,
+        chunk_id: str,
+        mode: str = "snippet-window",
+        window: int = 1,
+        user_id: str | None = None,
+    ) -> ContextResult:
+        """Widen a hit: its neighbours, its section, or its section's neighbours."""
+        if mode not in CONTEXT_MODES:
+            raise InvalidInput(
+                f"Unknown context mode {mode!r}; use one of {', '.join(CONTEXT_MODES)}"
+            )
+        if not 0 <= window <= 20:
+            raise InvalidInput(f"window must be between 0 and 20, not {window}")
+        found = self.store.get_chunks([chunk_id])
+        if not found:
+            raise NotFound(f"No chunk {chunk_id!r}")
+        chunk = found[0]
+        try:
+            doc = self.visible(chunk.document_id, user_id)
+        except NotFound:
+            raise NotFound(f"No chunk {chunk_id!r}") from None
+        if mode == "snippet-window":
+            chunks = self._neighbours(chunk, window)
+        else:
+            section = chunk
+            if chunk.tier is Tier.SNIPPET and chunk.parent_id:
+                section = self.store.get_chunks([chunk.parent_id])[0]
+            chunks = [section] if mode == "parent-section" else self._neighbours(section, 1)
+        return ContextResult(chunk_id, mode, chunks, Citation.for_chunk(chunk, doc))
+
+    def _neighbours(self, chunk: Chunk, window: int) -> list[Chunk]:
+        tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)
+        lo, hi = max(0, chunk.index - window), chunk.index + window + 1
+        return tier[lo:hi]
+
+    def distillates(
+        self,
+        query: str | None = None,
+        *,
+        document_id: str | None = None,
+        limit: int = 20,
+        user_id: str | None = None,
+    ) -> list[tuple[Distillate, Document]]:
+        """Key claims: a document's (``document_id``), or those matching ``query``."""
+        if document_id is not None:
+            doc = self.visible(document_id, user_id)
+            return [(d, doc) for d in self.store.distillates_of(doc.id)[:limit]]
+        if not query or not query.strip():
+            raise InvalidInput("Give a query or a document id to list distillates")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+        parsed = parse_query(query)
+        filters = with_query_fields(SearchFilters(), parsed, user_id, self.taxonomy)
+        found = self.store.search_distillates(lexical_terms(parsed.text), limit, filters)
+        listed = self.store.list_documents(
+            document_ids=tuple(dict.fromkeys(x.document_id for x, _ in found))
+        )
+        docs = {d.id: d for d in self.seen_by(listed, user_id)}
+        return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
+
+
+def _check_search(query: str, limit: int, mode: str, group: str, expand: str | None) -> None:
+    if not query or not query.strip():
+        raise InvalidInput("The query is empty; give some words to search for")
+    if mode not in SEARCH_MODES:
+        raise InvalidInput(f"Unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+    if group not in GROUPS:
+        raise InvalidInput(f"Unknown grouping {group!r}; use one of {', '.join(GROUPS)}")
+    if expand not in (None, "parent-section"):
+        raise InvalidInput(f"Unknown expansion {expand!r}; use parent-section")
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Record how long the block took, in ms, as ``timings[stage]``."""
+    started = time.perf_counter()
+    yield
+    timings[stage] = (time.perf_counter() - started) * 1000

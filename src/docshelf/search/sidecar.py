@@ -1,0 +1,228 @@
+"""What the two sidecar indexes of the SQLite store share (``ann.py``: a usearch graph,
+``lexical.py``: a tantivy index): a folder beside the database, an on/off switch with an
+epoch recorded in the store's meta, a size threshold, one writer at a time under a
+folder lock, a change log in the store folded into the index and then pruned, and the
+status they report.
+
+Each index is derived from the store and never trusted over it; how each one stays
+consistent is told in its own module. Here is only the life cycle they have in common:
+
+- off (meta ``<key>`` unset or ``<off>``): the store answers, no log is kept;
+- at ``threshold`` (or when forced) ``maintain()`` switches on: meta ``<on>:<epoch>``,
+  triggers in the store start logging changes, and a full build is published;
+- while on, ``maintain()`` folds the log into the index (or rebuilds it);
+- with ``threshold <= 0``, or when the library shrinks, it switches off again: meta
+  back to ``<off>``, the log pruned, the files removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf import durable
+from docshelf.durable import folder_lock
+from docshelf.store.base import SearchFilters, Store
+
+Progress = Callable[[int, int, str], None]
+R = TypeVar("R")
+
+
+@runtime_checkable
+class SidecarStore(Store, Protocol):
+    """A store that feeds sidecar indexes (SQLite): a file path to put them beside, and
+    the change logs its triggers keep while an index is on. (The store's side of this
+    port is declared in ``store/base.py``; the method names are the store's.)"""
+
+    path: Path
+
+    # vectors (ann.py)
+    def vector_count(self) -> int: ...
+    def vector_log_position(self) -> int: ...
+    def vector_changes(self, after: int) -> tuple[int, list[int]]: ...
+    def prune_vector_log(self, through: int) -> None: ...
+    def vectors_by_seq(
+        self, seqs: Sequence[int]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
+    def iter_vectors(
+        self, batch: int = 20_000
+    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]: ...
+    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]: ...
+    def vectors_matching(
+        self, filters: SearchFilters
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
+
+    # snippets (lexical.py)
+    def snippet_count(self) -> int: ...
+    def lexical_log_position(self) -> int: ...
+    def lexical_changes(self, after: int) -> tuple[int, list[int]]: ...
+    def prune_lexical_log(self, through: int) -> None: ...
+    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]: ...
+    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]: ...
+    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]: ...
+
+
+class SidecarIndex:
+    """The shared life cycle of a sidecar index; a subclass names its meta key, its on
+    and off modes, its folder and its log, and does the building and folding."""
+
+    META_KEY: ClassVar[str]  # the store meta recording the switch: "vector_index"
+    ON: ClassVar[str]  # mode prefix while on ("ann"): meta "ann:<epoch>"
+    OFF: ClassVar[str]  # mode while off ("exact"): what answers instead
+    SUFFIX: ClassVar[str]  # the folder beside the database: docshelf.db -> docshelf<SUFFIX>
+    LOG: ClassVar[str]  # the store's change log ("vector_log")
+
+    def __init__(self, store: SidecarStore, threshold: int) -> None:
+        self._store = store
+        self.threshold = threshold
+        self.directory = sidecar_dir(store, self.SUFFIX)
+        self._lock = threading.RLock()
+
+    # -- the switch ------------------------------------------------------------------------
+    def mode(self) -> str:
+        """The switch as the store records it: ``<ON>:<epoch>`` or ``<OFF>``."""
+        return self._store.get_meta(self.META_KEY) or self.OFF
+
+    def epoch_of(self, mode: str) -> str | None:
+        """The epoch of an ``<ON>:<epoch>`` mode; None while off."""
+        prefix = f"{self.ON}:"
+        return mode[len(prefix) :] if mode.startswith(prefix) else None
+
+    def _switch_on(self) -> str:
+        """A new epoch recorded in the store: from this commit on, its triggers log."""
+        epoch = uuid.uuid4().hex[:12]
+        with self._store.transaction():
+            self._store.set_meta(self.META_KEY, f"{self.ON}:{epoch}")
+        return epoch
+
+    def _switch_off(self) -> str:
+        """Back to what answers without the index: the log dropped, the files removed."""
+        with self._store.transaction():
+            self._store.set_meta(self.META_KEY, self.OFF)
+        self._prune_log(self._log_position())
+        remove_index_files(self.directory, keep=None)
+        self._forget()
+        return f"switched to {self.OFF}"
+
+    # -- the store's change log (each index names its own store methods) ------------------
+    def _log_position(self) -> int:
+        raise NotImplementedError
+
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        """The log position now and the seqs changed after ``after`` (LookupError: the
+        log was pruned past ``after``)."""
+        raise NotImplementedError
+
+    def _prune_log(self, through: int) -> None:
+        raise NotImplementedError
+
+    def _prune_once(self, through: int) -> None:
+        """Prune the log up to what the index holds, unless that was done already."""
+        if self._store.get_meta(f"{self.LOG}_pruned") != str(through):
+            self._prune_log(through)
+
+    # -- upkeep (one process at a time, under the lock file) ---------------------------------
+    def maintain(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        """Bring the index in line with the store: switch on or off at the threshold,
+        build, or fold the log in (``force``: build below the threshold, fold any change;
+        ``rebuild``: a new index from the store, for repair). Returns what it did;
+        ``busy`` when another process holds the lock (it is doing the same work)."""
+        if self._up_to_date(force=force, rebuild=rebuild):
+            return "current"
+        # Not under self._lock: searches in this process go on (from what is published)
+        # while a build or fold runs; the file lock keeps writers apart.
+        with folder_lock(self.directory) as held:
+            if not held:
+                return "busy"
+            self._locked()
+            epoch = self.epoch_of(self.mode())
+            if self.threshold <= 0:
+                return self._switch_off() if epoch is not None else self.OFF
+            if epoch is None:
+                if not force and self._size() < self.threshold:
+                    return self.OFF
+                epoch = self._switch_on()
+                self._build(epoch, progress)
+                return "built"
+            return self._update(epoch, force=force, rebuild=rebuild, progress=progress)
+
+    def _status(
+        self, mode: str, path: str, indexed: int, needs_build: bool, **extra: object
+    ) -> dict[str, object]:
+        """For ``status``: which path answers, the switch, and the index's own figures."""
+        return {
+            "path": path,
+            "recorded": mode.split(":")[0],  # the switch as the store records it
+            "threshold": self.threshold,
+            "indexed": indexed,
+            **extra,
+            "needs_build": needs_build,
+        }
+
+    # -- what each index does its own way ---------------------------------------------------
+    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
+        """Whether ``maintain`` can answer ``current`` without taking the lock."""
+        raise NotImplementedError
+
+    def _locked(self) -> None:
+        """Called once the lock is held, before anything is looked at."""
+
+    def _size(self) -> int:
+        """What the threshold counts (vectors, snippets)."""
+        raise NotImplementedError
+
+    def _build(self, epoch: str, progress: Progress | None) -> None:
+        raise NotImplementedError
+
+    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        """While on: fold the log in, rebuild, or switch off when the library shrank."""
+        raise NotImplementedError
+
+    def _forget(self) -> None:
+        """Drop what this process remembers of the index (reopen on the next search)."""
+        raise NotImplementedError
+
+
+def sidecar_dir(store: SidecarStore, suffix: str) -> Path:
+    """Beside the database: ``docshelf.db`` → ``docshelf<suffix>/``."""
+    return store.path.with_name(store.path.stem + suffix)
+
+
+def read_record(directory: Path, kind: type[R]) -> R | None:
+    """The dataclass ``current.json`` holds, or None (missing, torn or of another shape)."""
+    data = durable.read_pointer(directory)
+    try:
+        return kind(**data) if data is not None else None
+    except TypeError:
+        return None
+
+
+def write_record(directory: Path, record: Any) -> None:
+    """Point ``current.json`` at a new record, atomically."""
+    durable.publish_pointer(directory, dataclasses.asdict(record))
+
+
+def remove_index_files(directory: Path, keep: str | None) -> None:
+    """Old index files or folders (``index-*``) and leftovers of interrupted writes; with
+    ``keep`` None, the pointer too. (A reader that still maps an old file keeps its pages
+    until it lets go.)"""
+    if not directory.exists():
+        return
+    for path in directory.iterdir():
+        if path.name.startswith("index-") and path.name != keep:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+    if keep is None:
+        (directory / "current.json").unlink(missing_ok=True)
