@@ -19,6 +19,7 @@ from docshelf.embed import local_available, make_embedder
 from docshelf.embed.lean import KEY_FILE, LeanEmbedder
 from docshelf.embed.local import LocalEmbedder
 from docshelf.embed.onnx import OnnxEmbedder
+from docshelf.errors import Unavailable
 
 pytestmark = [
     pytest.mark.model,
@@ -43,10 +44,10 @@ TEXTS = [
     "[DOC: Raft]\n[PATH: Leader election]\n\nA follower without a heartbeat becomes a candidate.",
     "Ünïcödé — 東京 ✓",
     "Über die Brücke gehen zwölf Männer.",
-    "Το γρήγορο καφέ αλεπού πηδάει",
+    "Το γρήγορο καφέ αλεπού πηδάει",  # noqa: RUF001
     "Быстрая коричневая лиса прыгает через ленивую собаку.",
     "مرحبا بالعالم، هذا اختبار",
-    "日本語の文章を検索できますか？東京都庁は新宿にあります。",
+    "日本語の文章を検索できますか？東京都庁は新宿にあります。",  # noqa: RUF001
     "안녕하세요 세계",
     "emoji 🚀🔥 and a flag 🇫🇷",
     "def f(x: int) -> int:\n    return x ** 2  # squares",
@@ -59,7 +60,7 @@ TEXTS = [
     " ".join(f"word{i}" for i in range(300)),
     "The quick brown fox. " * 60,  # just past the window
     "- item one\n- item two\n  - nested item\n\n| a | b |\n|---|---|\n| 1 | 2 |",
-    "Ω≈ç√∫˜µ≤≥÷ ¡™£¢∞§¶•ªº",
+    "Ω≈ç√∫˜µ≤≥÷ ¡™£¢∞§¶•ªº",  # noqa: RUF001
     "\u200b\u200bzero width\u200b spaces and\u00a0nbsp",
 ]
 
@@ -90,7 +91,7 @@ def test_the_ingest_models_vectors_one_query_at_a_time(
     assert one_by_one.dtype == np.float32
     assert np.allclose(np.linalg.norm(one_by_one, axis=1), 1.0, atol=1e-5)
     cosines = (one_by_one * reference).sum(axis=1)
-    assert float(cosines.min()) >= 0.9999, dict(zip(TEXTS, cosines.round(6).tolist()))
+    assert float(cosines.min()) >= 0.9999, dict(zip(TEXTS, cosines.round(6).tolist(), strict=True))
 
 
 def test_the_ingest_models_vectors_in_batches(lean: LeanEmbedder, reference: np.ndarray) -> None:
@@ -128,6 +129,9 @@ def test_the_export_is_found_without_hashing_the_weights(
     expected = lean.model_path()
     key = json.loads((cache / KEY_FILE).read_text())
     assert key["file"] == expected.name and key["size"] > 10_000_000
+    # The query model is the export's graph, its weights in a file of their own.
+    assert expected.stat().st_size < 1_000_000
+    assert expected.with_name(f"{expected.name}.data").stat().st_size > 80_000_000
 
     def no_hash(*args: object, **kwargs: object) -> None:
         raise AssertionError("hashed the weights")
@@ -151,21 +155,46 @@ def test_a_stale_key_is_not_trusted(lean: LeanEmbedder, cache: Path) -> None:
     assert json.loads(key_file.read_text()) == key
 
 
+def test_a_lost_weights_file_is_made_again(lean: LeanEmbedder, tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    export = lean.model_path().with_name(lean.model_path().name.replace("-lean", ""))
+    (models / export.name).symlink_to(export)  # the hashed export, as onnx.py left it
+    first = LeanEmbedder(models).model_path()
+    data = first.with_name(f"{first.name}.data")
+    data.unlink()
+    assert LeanEmbedder(models).model_path() == first and data.exists()
+    again = LeanEmbedder(models).embed(["hello"])
+    assert float((again * lean.embed(["hello"])).sum()) > 0.9999
+
+
+def test_a_failed_split_says_why(
+    lean: LeanEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    export = lean.model_path().with_name(lean.model_path().name.replace("-lean", ""))
+    (models / export.name).symlink_to(export)
+    monkeypatch.setattr(sys, "executable", sys.executable + "-missing")
+    with pytest.raises((Unavailable, OSError)):
+        LeanEmbedder(models).embed(["hello"])
+    assert not (models / KEY_FILE).exists()
+
+
 def test_a_query_process_never_imports_torch_or_transformers(
     lean: LeanEmbedder, cache: Path, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
-    for f in cache.iterdir():  # the cached export and its key, as in a data dir
-        if f.suffix in (".onnx", ".json"):
-            (home / "models" / f.name).symlink_to(f)
+    for f in cache.iterdir():  # the cached models and the key, as in a data dir
+        (home / "models" / f.name).symlink_to(f)
     code = (
         "import sys; from pathlib import Path; from docshelf.embed import make_embedder; "
         f"e = make_embedder('local', purpose='query', home=Path({str(home)!r})); "
         "assert type(e).__name__ == 'LeanEmbedder', type(e); "
         "v = e.embed(['hello world']); assert v.shape == (1, 384); "
-        "heavy = {'torch', 'transformers', 'sentence_transformers'} & set(sys.modules); "
-        "assert not heavy, heavy"
+        "heavy = {'torch', 'transformers', 'sentence_transformers', 'onnx'}; "
+        "assert not heavy & set(sys.modules), heavy & set(sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if k != "DOCSHELF_EMBED_BACKEND"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
