@@ -59,12 +59,12 @@ def build(home: Path, snippets: int) -> None:
     t = time.perf_counter()
     with Shelf(home, embedder=FixedQueries({})) as shelf:
         synthetic_library(shelf, snippets, np.random.default_rng(3), spread=1.0)
+        with shelf.store.transaction():  # before the sidecars: they record the model
+            shelf.store.set_meta("embedding_model", MODEL_ID)
         if shelf.vector_index is not None:
             shelf.maintain_vector_index(force=True)
         if shelf.lexical_index is not None:
             shelf.lexical_index.maintain(force=True)
-        with shelf.store.transaction():
-            shelf.store.set_meta("embedding_model", MODEL_ID)
     print(f"built {snippets:,} snippets in {time.perf_counter() - t:.0f} s", file=sys.stderr)
 
 
