@@ -223,3 +223,40 @@ def test_query_purpose_picks_lean_only_when_no_runtime_is_configured(
     assert isinstance(make_embedder("local", home=tmp_path), LeanEmbedder)
     with pytest.raises(ValueError):
         make_embedder("local", purpose="ingest")
+
+
+def test_a_cli_search_on_the_lean_runtime(
+    lean: LeanEmbedder, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library indexed by the PyTorch runtime, searched by `docshelf search` as a new
+    process on the lean one: no reindex asked for, the same hits, and no torch,
+    transformers or onnx imported on the way."""
+    from docshelf.shelf import Shelf
+
+    golden = Path(__file__).parent / "golden" / "library"
+    home = tmp_path / "home"
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "local")
+    monkeypatch.setenv("DOCSHELF_EMBED_BACKEND", "torch")
+    monkeypatch.setenv("DOCSHELF_HOME", str(home))
+    query = "how does a follower become a candidate"
+    with Shelf(home) as shelf:
+        shelf.add(golden)
+        expected = [h.chunk.id for h in shelf.search(query, limit=5).hits]
+    assert expected
+    (home / "models").mkdir()
+    for f in cache.iterdir():  # the module's export, as a data dir that made it would have
+        (home / "models" / f.name).symlink_to(f)
+    env = {**os.environ, "DOCSHELF_EMBED_BACKEND": "lean"}
+    code = "import sys; from docshelf.cli import main; sys.argv[0] = 'docshelf'; main()"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, "search", query, "-n", "5", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    hits = json.loads(done.stdout)["result"]["hits"]
+    assert [h["chunk_id"] for h in hits] == expected
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "onnxruntime" in imported and "tokenizers" in imported
+    assert not {"torch", "transformers", "sentence_transformers", "onnx"} & imported
