@@ -1,7 +1,8 @@
 """The ``Embedder`` port and the factory that picks one from configuration.
 
 ``local``  the packaged all-MiniLM-L6-v2 (extra ``local``), run by ONNX Runtime or
-           PyTorch (``DOCSHELF_EMBED_BACKEND``: ``onnx``, ``onnx-int8``, ``torch``)
+           PyTorch (``DOCSHELF_EMBED_BACKEND``: ``onnx``, ``onnx-int8``, ``torch``,
+           ``lean``: ONNX Runtime without torch or transformers, for query vectors)
 ``none``   no vectors: search is lexical and says so
 ``auto``   ``local`` when its extra is installed, else ``none``
 """
@@ -46,7 +47,8 @@ def local_available() -> bool:
     )
 
 
-BACKENDS = ("onnx", "onnx-int8", "torch")
+BACKENDS = ("onnx", "onnx-int8", "torch", "lean")
+PURPOSES = ("index", "query")
 # PyTorch: ONNX fp32 gives the same vectors in 60% of the memory but ingested 27% slower
 # here, and int8 lost 0.02 nDCG@10 in hybrid search (BENCHMARKS.md, "The model path").
 DEFAULT_BACKEND = "torch"
@@ -72,10 +74,17 @@ def make_embedder(
     backend: str | None = None,
     home: Path | None = None,
     library_model: str | None = None,
+    purpose: str = "index",
 ) -> Embedder | None:
     """The embedder named by ``DOCSHELF_EMBEDDER`` (``None`` means lexical only). The local
     model runs on ``backend`` (else ``DOCSHELF_EMBED_BACKEND``, else the default for a
-    library of ``library_model``); an ONNX export is cached under ``home`` (the data dir)."""
+    library of ``library_model``); an ONNX export is cached under ``home`` (the data dir).
+
+    ``purpose="query"`` is for a process that only embeds queries (a CLI search): with no
+    runtime configured it gets the lean one, which starts in a fraction of the time and
+    gives the same vectors under the same model id; a configured runtime is honoured."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
     if name == "none":
         return None
     if name == "auto":
@@ -94,11 +103,18 @@ def make_embedder(
             raise InvalidInput(
                 f"DOCSHELF_EMBED_BACKEND={backend!r} is not known; use one of: {known}"
             )
-        if backend.startswith("onnx") and importlib.util.find_spec("onnxruntime") is not None:
+        if purpose == "query" and not configured and backend != "onnx-int8":
+            backend = "lean"  # the fp32 vectors, whichever runtime made the library's
+        if backend in ("onnx", "onnx-int8", "lean") and importlib.util.find_spec("onnxruntime"):
             from docshelf.config import default_home
-            from docshelf.embed.onnx import OnnxEmbedder
 
             cache = (home or default_home()) / "models"
+            if backend == "lean":
+                from docshelf.embed.lean import LeanEmbedder
+
+                return LeanEmbedder(cache, batch_size=batch_size)
+            from docshelf.embed.onnx import OnnxEmbedder
+
             return OnnxEmbedder(cache, batch_size=batch_size, int8=backend == "onnx-int8")
         from docshelf.embed.local import LocalEmbedder
 
@@ -110,6 +126,7 @@ __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
     "DEFAULT_WINDOW",
+    "PURPOSES",
     "Embedder",
     "default_backend",
     "local_available",
