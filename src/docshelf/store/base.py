@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from docshelf.links import WikiLink
 from docshelf.model import (
@@ -336,6 +336,7 @@ class NativeVectorSearch(Protocol):
         ...
 
 
+@runtime_checkable
 class SidecarFeed(Store, Protocol):
     """What the sidecar indexes (search/ann.py: the ANN graph; search/lexical.py: the
     lexical index) read from a store that keeps them beside itself (SQLite). Rows are
@@ -401,11 +402,3 @@ class SidecarFeed(Store, Protocol):
     def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for the seqs lexical search may show under ``filters``."""
         ...
-
-
-T = TypeVar("T")
-
-
-def iter_batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

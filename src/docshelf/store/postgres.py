@@ -17,6 +17,11 @@ between. It also makes event ``seq`` order commit order, so an SSE client that
 resumes after a seq never skips a late commit, and the generation counter
 moves in commit order. Row locks still matter where other programs touch the
 tables: ``claim_job`` skips rows locked by anyone (``FOR UPDATE SKIP LOCKED``).
+
+The SQL both stores share is in store/sql/, in SQLite's spelling (``?`` marks),
+which ``_q``/``_x``/``_xm``/``_xr`` turn into psycopg's. Here: the pool and the
+pinned connection, the writer lock, migrations, tsvector ranking, pgvector and
+the claims of leased work.
 """
 
 from __future__ import annotations
