@@ -74,11 +74,34 @@ def document_from_row(
     r: Sequence[Any], counts: dict[str, int], decode_list: Decode = from_json_list
 ) -> Document:
     """A document from the values of ``DOCUMENT_FIELDS`` and its chunk counts by tier."""
-    values: dict[str, Any] = {
-        name: tuple(decode_list(v)) if name in DOCUMENT_LISTS else v
-        for name, v in zip(DOCUMENT_FIELDS, r[: len(DOCUMENT_FIELDS)], strict=True)
-    }
-    return Document(**values, chunk_counts=counts)
+    return Document(
+        id=r[0],
+        sha256=r[1],
+        title=r[2],
+        path=r[3],
+        rel_path=r[4],
+        source_id=r[5],
+        source_host=r[6],
+        file_type=r[7],
+        size_bytes=r[8],
+        added_at=r[9],
+        updated_at=r[10],
+        status=r[11],
+        tags=tuple(decode_list(r[12])),
+        concept_ids=tuple(decode_list(r[13])),
+        primary_concept_id=r[14],
+        concept_source=r[15],
+        taxonomy_version=r[16],
+        document_type=r[17],
+        category=r[18],
+        summary=r[19],
+        page_count=r[20],
+        pages_without_text=r[21],
+        embedding_model=r[22],
+        enriched_at=r[23],
+        enrichment_mode=r[24],
+        chunk_counts=counts,
+    )
 
 
 def distillate_from_row(r: Sequence[Any], decode_list: Decode = from_json_list) -> Distillate:
