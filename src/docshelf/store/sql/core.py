@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -19,7 +20,7 @@ Rows = list[Any]
 Query = Callable[[str, Sequence[Any]], Rows]
 
 
-class SQLBase:
+class SQLBase(ABC):
     """The port between the shared SQL and one engine. Every statement given here is
     in the shared spelling (see ``dialect``); the engine translates it, and its
     driver's errors, on the way through."""
@@ -28,30 +29,37 @@ class SQLBase:
     url: str
     notices: CommitNotices  # who to tell, after each commit, which documents got events
 
+    @abstractmethod
     def transaction(self) -> AbstractContextManager[None]:
         """Group writes atomically; nests (inner blocks become savepoints)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _q(self, query: str, params: Sequence[Any] = ()) -> Rows:
         """Run one read (inside a transaction: on its connection)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _x(self, query: str, params: Sequence[Any] = ()) -> int:
         """Run one write inside ``transaction()``; the number of rows it changed."""
         raise NotImplementedError
 
+    @abstractmethod
     def _xm(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run one write for each of ``rows`` inside ``transaction()``."""
         raise NotImplementedError
 
+    @abstractmethod
     def _xr(self, query: str, params: Sequence[Any] = ()) -> Rows:
         """Run one write inside ``transaction()`` and return its rows (``RETURNING``)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _reads(self) -> AbstractContextManager[Query]:
         """A query function whose statements all see one state of the store."""
         raise NotImplementedError
 
+    @abstractmethod
     def _insert_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         """Store (or replace) the vectors of these snippets, inside ``transaction()``."""
         raise NotImplementedError
