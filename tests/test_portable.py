@@ -502,7 +502,7 @@ def test_export_and_import_commands(notes: Path, tmp_path: Path) -> None:
 
 def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
     """A column added to the schema must be exported (or deliberately left out here)."""
-    from docshelf import _portable_snapshot as snap
+    from docshelf.store import rows
 
     db = shelf.store._db  # type: ignore[attr-defined]
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -523,10 +523,10 @@ def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
         return {c.strip() for c in cols.split(",")}
 
     # A lease is the exporting library's business, not the document's.
-    assert columns("documents") - {"enrich_lease_until"} == listed(snap._DOC_COLS)
+    assert columns("documents") - {"enrich_lease_until"} == listed(rows.DOCUMENT_COLUMNS)
     assert columns("distillates") == {"seq", "document_id", "ord", "text", "chunk_ids", "mode"}
-    assert columns("chunks") - {"seq"} == listed(snap._CHUNK_COLS)
-    assert columns("jobs") == listed(snap._JOB_COLS)
+    assert columns("chunks") - {"seq"} == listed(rows.CHUNK_COLUMNS)
+    assert columns("jobs") == listed(rows.JOB_COLUMNS)
     assert columns("users") == {"id", "name", "token_hash", "is_admin", "created_at", "revoked_at"}
     assert columns("access") == {"user_id", "document_id", "title", "tags", "added_at"}
     assert columns("sources") == {

@@ -786,6 +786,26 @@ def _pg_rows(url: str, query: str) -> list[tuple[Any, ...]]:
 # -- SQLite only ---------------------------------------------------------------------------
 
 
+def test_the_sqlite_store_feeds_the_sidecar_indexes(tmp_path: Path) -> None:
+    """search/ann.py and search/lexical.py read a store through ``SidecarFeed``."""
+    from docshelf.store.base import SidecarFeed
+    from docshelf.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "docshelf.db")
+    try:
+        feed: SidecarFeed = store  # mypy checks every signature
+        assert isinstance(feed, SidecarFeed) and not isinstance(object(), SidecarFeed)
+        put(store, 1, "raft consensus")
+        assert feed.snippet_count() == 2 and feed.vector_count() == 2
+        seqs = [seq for batch in feed.iter_snippets() for seq, _, _ in batch]
+        snippets = store.chunks_of_document(make_doc(1, "")[0].id, Tier.SNIPPET)
+        assert sorted(feed.lexical_visible(seqs, SearchFilters()).values()) == sorted(
+            c.id for c in snippets
+        )
+    finally:
+        store.close()
+
+
 def test_bad_database_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"this is not sqlite" * 100)

@@ -6,7 +6,14 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.store.base import FileRecord, SearchFilters, Store, StoreStats, VectorSnapshot
+from docshelf.store.base import (
+    FileRecord,
+    SearchFilters,
+    SidecarFeed,
+    Store,
+    StoreStats,
+    VectorSnapshot,
+)
 
 
 def open_store(url: str) -> Store:
@@ -35,4 +42,12 @@ def open_store(url: str) -> Store:
     raise InvalidInput(f"Unknown database URL {url!r}; expected sqlite:///… or postgresql://…")
 
 
-__all__ = ["FileRecord", "SearchFilters", "Store", "StoreStats", "VectorSnapshot", "open_store"]
+__all__ = [
+    "FileRecord",
+    "SearchFilters",
+    "SidecarFeed",
+    "Store",
+    "StoreStats",
+    "VectorSnapshot",
+    "open_store",
+]

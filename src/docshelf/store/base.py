@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from docshelf.links import WikiLink
 from docshelf.model import (
@@ -335,9 +336,69 @@ class NativeVectorSearch(Protocol):
         ...
 
 
-T = TypeVar("T")
+@runtime_checkable
+class SidecarFeed(Store, Protocol):
+    """What the sidecar indexes (search/ann.py: the ANN graph; search/lexical.py: the
+    lexical index) read from a store that keeps them beside itself (SQLite). Rows are
+    keyed by chunk seq; each feed's log says which seqs changed since a position, and
+    is pruned once every reader has a checkpoint past it."""
 
+    path: Path  # the database file; the sidecars live in folders beside it
 
-def iter_batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+    # -- the ANN index: snippet vectors -------------------------------------------------
+    def vector_count(self) -> int: ...
+    def vector_log_position(self) -> int:
+        """The last vector_log entry ever written (0 when none)."""
+        ...
+
+    def vector_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, chunk seqs whose vector changed after ``after``); raises
+        ``LookupError`` when entries after ``after`` were pruned."""
+        ...
+
+    def prune_vector_log(self, through: int) -> None: ...
+    def vectors_by_seq(
+        self, seqs: Sequence[int]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The vectors of those chunk seqs that still have one (in seq order)."""
+        ...
+
+    def iter_vectors(
+        self, batch: int = 20_000
+    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """Every vector, ``batch`` rows at a time in seq order."""
+        ...
+
+    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for the seqs vector search may show under ``filters``."""
+        ...
+
+    def vectors_matching(
+        self, filters: SearchFilters
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The vectors search may show under these filters (for very selective ones)."""
+        ...
+
+    # -- the lexical index: snippet text -------------------------------------------------
+    def snippet_count(self) -> int: ...
+    def lexical_log_position(self) -> int:
+        """The last lexical_log entry ever written (0 when none)."""
+        ...
+
+    def lexical_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, snippet seqs added or removed after ``after``); raises
+        ``LookupError`` when entries after ``after`` were pruned."""
+        ...
+
+    def prune_lexical_log(self, through: int) -> None: ...
+    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(seq, header, text) of those snippet seqs that still exist, in seq order."""
+        ...
+
+    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]:
+        """Every snippet's (seq, header, text), ``batch`` rows at a time in seq order."""
+        ...
+
+    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for the seqs lexical search may show under ``filters``."""
+        ...

@@ -1,6 +1,8 @@
-"""Rows to values and back, shared by the store adapters (their SQL differs, their
-columns do not). Only the heading path is stored differently: JSON text in
-SQLite, a text array in PostgreSQL — hence the encode/decode parameters."""
+"""The stores' column lists, and rows to values and back: the one place that knows
+them, for the SQL layer (store/sql/) and the export snapshot alike. Lists (tags,
+concepts, heading paths, a distillate's chunks) are stored differently — JSON
+text in SQLite, a text array in PostgreSQL — hence the encode/decode parameters
+(a ``Dialect``'s ``encode_list`` and ``decode_list``)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from docshelf.model import Chunk, Job, Source, Stage, Tier, User
+from docshelf.model import Chunk, Distillate, Document, Job, Source, Stage, Tier, User
 
+DOCUMENT_FIELDS = (
+    *("id", "sha256", "title", "path", "rel_path", "source_id", "source_host", "file_type"),
+    *("size_bytes", "added_at", "updated_at", "status", "tags", "concept_ids"),
+    *("primary_concept_id", "concept_source", "taxonomy_version", "document_type", "category"),
+    *("summary", "page_count", "pages_without_text", "embedding_model", "enriched_at"),
+    "enrichment_mode",
+)
+DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
+DOCUMENT_LISTS = frozenset({"tags", "concept_ids"})  # the list-valued document columns
 SOURCE_COLUMNS = "id, path, kind, host, added_at, user_id, follow_symlinks"
 USER_COLUMNS = "id, name, is_admin, created_at, revoked_at"
 JOB_COLUMNS = (
@@ -20,6 +31,14 @@ CHUNK_COLUMNS = (
     "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
     "page_end, char_start, char_end, token_count, header, text"
 )
+
+
+JOB_FIELDS = tuple(c.strip() for c in JOB_COLUMNS.split(","))
+FILE_COLUMNS = "path, source_id, document_id, size, mtime_ns"
+DISTILLATE_COLUMNS = "document_id, ord, text, chunk_ids, mode"
+
+Encode = Callable[[Sequence[str]], Any]
+Decode = Callable[[Any], Sequence[str]]
 
 
 def json_list(values: Sequence[str]) -> str:
@@ -43,7 +62,54 @@ def source_from_row(r: Sequence[Any]) -> Source:
     return Source(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]))
 
 
-def chunk_row(c: Chunk, encode_path: Callable[[Sequence[str]], Any] = json_list) -> tuple[Any, ...]:
+def document_row(d: Document, encode_list: Encode = json_list) -> tuple[Any, ...]:
+    """The values of ``DOCUMENT_FIELDS``, in that order."""
+    return tuple(
+        encode_list(getattr(d, name)) if name in DOCUMENT_LISTS else getattr(d, name)
+        for name in DOCUMENT_FIELDS
+    )
+
+
+def document_from_row(
+    r: Sequence[Any], counts: dict[str, int], decode_list: Decode = from_json_list
+) -> Document:
+    """A document from the values of ``DOCUMENT_FIELDS`` and its chunk counts by tier."""
+    return Document(
+        id=r[0],
+        sha256=r[1],
+        title=r[2],
+        path=r[3],
+        rel_path=r[4],
+        source_id=r[5],
+        source_host=r[6],
+        file_type=r[7],
+        size_bytes=r[8],
+        added_at=r[9],
+        updated_at=r[10],
+        status=r[11],
+        tags=tuple(decode_list(r[12])),
+        concept_ids=tuple(decode_list(r[13])),
+        primary_concept_id=r[14],
+        concept_source=r[15],
+        taxonomy_version=r[16],
+        document_type=r[17],
+        category=r[18],
+        summary=r[19],
+        page_count=r[20],
+        pages_without_text=r[21],
+        embedding_model=r[22],
+        enriched_at=r[23],
+        enrichment_mode=r[24],
+        chunk_counts=counts,
+    )
+
+
+def distillate_from_row(r: Sequence[Any], decode_list: Decode = from_json_list) -> Distillate:
+    """A distillate from the values of ``DISTILLATE_COLUMNS``."""
+    return Distillate(r[0], r[1], r[2], tuple(decode_list(r[3])), r[4])
+
+
+def chunk_row(c: Chunk, encode_path: Encode = json_list) -> tuple[Any, ...]:
     return (
         c.id,
         c.document_id,
@@ -63,9 +129,7 @@ def chunk_row(c: Chunk, encode_path: Callable[[Sequence[str]], Any] = json_list)
     )
 
 
-def chunk_from_row(
-    r: Sequence[Any], decode_path: Callable[[Any], Sequence[str]] = from_json_list
-) -> Chunk:
+def chunk_from_row(r: Sequence[Any], decode_path: Decode = from_json_list) -> Chunk:
     return Chunk(
         id=r[0],
         document_id=r[1],

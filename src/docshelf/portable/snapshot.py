@@ -4,16 +4,15 @@ documents at a time, each document as its archive line (see ``docshelf.portable`
 The export runs on a connection of its own — a deferred read transaction in
 SQLite (one WAL snapshot), a REPEATABLE READ READ ONLY transaction in
 PostgreSQL — so writers are never blocked and a library that changes during
-the export is dumped as it was when the export began. The SQL is written once
-with ``?`` marks and ``/*C*/`` where PostgreSQL must compare in byte order
-(``COLLATE "C"``, SQLite's own order); the adapters' private helpers are not
-used, so the stores stay closed to this module.
+the export is dumped as it was when the export began. The SQL is the store's
+shared spelling, and the columns the store's own (store/rows.py), spelled for
+each engine by its ``Dialect``; the adapters themselves are not used, so the
+stores stay closed to this module.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -21,48 +20,40 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from docshelf.errors import Unavailable
 from docshelf.model import Source, User
-from docshelf.store.rows import SOURCE_COLUMNS, source_from_row
+from docshelf.store.rows import (
+    CHUNK_COLUMNS,
+    DOCUMENT_COLUMNS,
+    DOCUMENT_FIELDS,
+    DOCUMENT_LISTS,
+    JOB_COLUMNS,
+    JOB_FIELDS,
+    SOURCE_COLUMNS,
+    USER_COLUMNS,
+    source_from_row,
+    user_from_row,
+)
+from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect
 
 PAGE = 200  # documents per page
 log = logging.getLogger("docshelf.portable")
 
-_DOC_COLS = (
-    "id, sha256, title, path, rel_path, source_id, source_host, file_type, size_bytes, "
-    "added_at, updated_at, status, tags, concept_ids, primary_concept_id, concept_source, "
-    "taxonomy_version, document_type, category, summary, page_count, pages_without_text, "
-    "embedding_model, enriched_at, enrichment_mode"
-)
-_CHUNK_COLS = (
-    "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
-    "page_end, char_start, char_end, token_count, header, text"
-)
-_JOB_COLS = (
-    "document_id, stage, status, attempts, next_attempt_at, lease_owner, lease_expires_at, "
-    "last_error, blob_sha256, file_type, name, created_at, updated_at"
-)
-_LIST_COLUMNS = {"tags", "concept_ids"}
-
 
 class Reader:
-    """Rows of a store, read through one read-only snapshot. The SQL is written once,
-    with ``?`` marks; ``postgres`` says how the two stores differ (lists are JSON text
-    in SQLite and ``text[]`` in PostgreSQL; vectors are float32 BLOBs or pgvector)."""
+    """Rows of a store, read through one read-only snapshot, in the shared SQL that
+    ``dialect`` spells for the engine (lists are JSON text in SQLite and ``text[]``
+    in PostgreSQL; vectors are float32 BLOBs or pgvector)."""
 
-    def __init__(self, execute: Callable[[str, Sequence[Any]], list[Any]], postgres: bool):
+    def __init__(self, execute: Callable[[str, Sequence[Any]], list[Any]], dialect: Dialect):
         self._execute = execute
-        self.postgres = postgres
+        self.dialect = dialect
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
-        if self.postgres:
-            query = query.replace("?", "%s").replace("/*C*/", 'COLLATE "C"')
-        return self._execute(query, params)
+        return self._execute(self.dialect.sql(query), params)
 
     def _list(self, value: Any) -> list[str]:
-        return list(value) if self.postgres else list(json.loads(value))
+        return list(self.dialect.decode_list(value))
 
     def meta(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")}
@@ -71,11 +62,8 @@ class Reader:
         return int(self._rows("SELECT count(*) FROM documents")[0][0])
 
     def users(self) -> list[tuple[User, str | None]]:
-        rows = self._rows(
-            "SELECT id, name, is_admin, created_at, revoked_at, token_hash FROM users "
-            "ORDER BY id /*C*/ "
-        )
-        return [(User(r[0], r[1], bool(r[2]), r[3], r[4]), r[5]) for r in rows]
+        rows = self._rows(f"SELECT {USER_COLUMNS}, token_hash FROM users ORDER BY id /*C*/ ")
+        return [(user_from_row(r), r[5]) for r in rows]
 
     def sources(self) -> list[tuple[Source, list[dict[str, Any]]]]:
         failures: dict[str, list[dict[str, Any]]] = {}
@@ -109,7 +97,8 @@ class Reader:
         after = ""
         while True:
             rows = self._rows(
-                f"SELECT {_DOC_COLS} FROM documents WHERE id /*C*/ > ? ORDER BY id /*C*/ LIMIT ?",
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE id /*C*/ > ? "
+                "ORDER BY id /*C*/ LIMIT ?",
                 (after, PAGE),
             )
             if not rows:
@@ -119,51 +108,49 @@ class Reader:
 
     def _page(self, rows: Sequence[Any]) -> Iterator[dict[str, Any]]:
         ids = [r[0] for r in rows]
-        names = [c.strip() for c in _DOC_COLS.split(",")]
         chunks = self._grouped(
-            f"SELECT document_id, {_CHUNK_COLS} FROM chunks WHERE document_id IN ({{}}) "
+            f"SELECT document_id, {CHUNK_COLUMNS} FROM chunks WHERE {{}} "
             "ORDER BY document_id, tier, ord",
             ids,
         )
         vectors = {
-            r[0]: bytes(r[1])
-            for r in self._rows(
-                f"SELECT c.id, {_vector_sql(self.postgres)} FROM vectors v "
-                f"JOIN chunks c ON c.seq = v.chunk_seq WHERE c.document_id IN ({_marks(ids)})",
+            r[0]: r[1]
+            for r in self._among(
+                "c.document_id",
+                f"SELECT c.id, {self.dialect.vector_bytes} FROM vectors v "
+                "JOIN chunks c ON c.seq = v.chunk_seq WHERE {}",
                 ids,
             )
         }
         files = self._grouped(
             "SELECT document_id, path, source_id, size, mtime_ns FROM files "
-            "WHERE document_id IN ({}) ORDER BY path /*C*/ ",
+            "WHERE {} ORDER BY path /*C*/ ",
             ids,
         )
         access = self._grouped(
             "SELECT document_id, user_id, title, tags, added_at FROM access "
-            "WHERE document_id IN ({}) ORDER BY user_id /*C*/ ",
+            "WHERE {} ORDER BY user_id /*C*/ ",
             ids,
         )
         links = self._grouped(
-            "SELECT document_id, target, heading, alias, embed FROM links "
-            "WHERE document_id IN ({}) ORDER BY ord",
+            "SELECT document_id, target, heading, alias, embed FROM links WHERE {} ORDER BY ord",
             ids,
         )
         note_names = self._grouped(
-            "SELECT document_id, name, kind FROM note_names WHERE document_id IN ({}) "
-            "ORDER BY kind, name /*C*/ ",
+            "SELECT document_id, name, kind FROM note_names WHERE {} ORDER BY kind, name /*C*/ ",
             ids,
         )
         distillates = self._grouped(
             "SELECT document_id, text, chunk_ids, mode FROM distillates "
-            "WHERE document_id IN ({}) ORDER BY document_id, ord",
+            "WHERE {} ORDER BY document_id, ord",
             ids,
         )
-        jobs = self._grouped(f"SELECT {_JOB_COLS} FROM jobs WHERE document_id IN ({{}})", ids)
+        jobs = self._grouped(f"SELECT {JOB_COLUMNS} FROM jobs WHERE {{}}", ids)
         for row in rows:
             doc_id = row[0]
             record = {
-                n: (self._list(v) if n in _LIST_COLUMNS else v)
-                for n, v in zip(names, row, strict=True)
+                n: (self._list(v) if n in DOCUMENT_LISTS else v)
+                for n, v in zip(DOCUMENT_FIELDS, row, strict=True)
             }
             job = jobs.get(doc_id)
             yield {
@@ -186,18 +173,23 @@ class Reader:
                     {"text": x[1], "chunk_ids": self._list(x[2]), "mode": x[3]}
                     for x in distillates.get(doc_id, [])
                 ],
-                "job": _job_json(job[0]) if job else None,
+                "job": dict(zip(JOB_FIELDS, job[0], strict=True)) if job else None,
             }
+
+    def _among(self, column: str, query: str, ids: Sequence[str]) -> list[Any]:
+        """``query`` with ``{}`` where ``column`` is tested to be among ``ids`` (one page:
+        few enough for one statement)."""
+        condition, params = self.dialect.among(column, ids)
+        return self._rows(query.replace("{}", condition), params)
 
     def _grouped(self, query: str, ids: Sequence[str]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {}
-        for row in self._rows(query.format(_marks(ids)), ids):
+        for row in self._among("document_id", query, ids):
             out.setdefault(row[0], []).append(row)
         return out
 
-    def _chunk(self, r: Sequence[Any], vector: bytes | None) -> dict[str, Any]:
-        if vector is not None and self.postgres:  # pgvector's binary form: big-endian float4s
-            vector = np.frombuffer(vector, dtype=">f4").astype("<f4").tobytes()
+    def _chunk(self, r: Sequence[Any], vector: Any) -> dict[str, Any]:
+        raw = None if vector is None else self.dialect.decode_vector(vector).astype("<f4").tobytes()
         return {
             "id": r[0],
             "tier": r[2],
@@ -213,22 +205,8 @@ class Reader:
             "token_count": r[12],
             "header": r[13],
             "text": r[14],
-            "vector": base64.b64encode(vector).decode("ascii") if vector is not None else None,
+            "vector": base64.b64encode(raw).decode("ascii") if raw is not None else None,
         }
-
-
-def _marks(ids: Sequence[str]) -> str:
-    return ",".join("?" * len(ids))
-
-
-def _vector_sql(postgres: bool) -> str:
-    # vector_send: int16 dimension, int16 unused, then the float4s
-    return "substr(vector_send(v.embedding), 5)" if postgres else "v.embedding"
-
-
-def _job_json(r: Sequence[Any]) -> dict[str, Any]:
-    names = [c.strip() for c in _JOB_COLS.split(",")]
-    return dict(zip(names, r, strict=True))
 
 
 @contextmanager
@@ -241,7 +219,7 @@ def open_reader(database_url: str) -> Iterator[Reader]:
         db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         try:
             db.execute("BEGIN")  # a deferred read transaction: one WAL snapshot for the export
-            yield Reader(lambda q, p: db.execute(q, p).fetchall(), postgres=False)
+            yield Reader(lambda q, p: db.execute(q, p).fetchall(), SQLITE)
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise Unavailable(f"Reading {path} failed: {exc}") from exc
@@ -262,7 +240,7 @@ def open_reader(database_url: str) -> Iterator[Reader]:
             conn.isolation_level = IsolationLevel.REPEATABLE_READ
             conn.read_only = True
             with conn.transaction():
-                yield Reader(lambda q, p: conn.execute(q, p).fetchall(), postgres=True)
+                yield Reader(lambda q, p: conn.execute(q, p).fetchall(), POSTGRES)
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unavailable(f"Reading {redact(database_url)} failed: {first}") from exc

@@ -50,7 +50,11 @@ from typing import IO, Any
 import numpy as np
 
 from docshelf import __version__
-from docshelf._portable_lines import (
+from docshelf.blobs import BlobStore
+from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable
+from docshelf.ingest import text_hash
+from docshelf.model import Document, Enrichment, Failure, Job, Source, Tier, User
+from docshelf.portable.lines import (
     DOCUMENTS,
     Entry,
     entries,
@@ -58,11 +62,7 @@ from docshelf._portable_lines import (
     source_line,
     user_line,
 )
-from docshelf._portable_snapshot import open_reader, refresh_statistics
-from docshelf.blobs import BlobStore
-from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable
-from docshelf.ingest import text_hash
-from docshelf.model import Document, Enrichment, Failure, Job, Source, Tier, User
+from docshelf.portable.snapshot import open_reader, refresh_statistics
 from docshelf.store import Store
 
 FORMAT = "docshelf-export"

@@ -1,0 +1,30 @@
+"""The one SQL layer: the store's methods written once over a ``Dialect``.
+
+``SQLStore`` holds every method whose SQL both engines share; ``SQLiteStore`` and
+``PostgresStore`` (store/sqlite.py, store/postgres.py) add only what truly
+differs: connections, transactions and locking, migrations, full-text search
+(FTS5 or tsvector), vectors (BLOBs or pgvector) and the claims of leased work.
+"""
+
+from __future__ import annotations
+
+from docshelf.store.sql.catalogue import CatalogueSQL
+from docshelf.store.sql.core import Query, Rows, SQLBase
+from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect, PostgresDialect
+from docshelf.store.sql.records import RecordsSQL
+
+
+class SQLStore(CatalogueSQL, RecordsSQL):
+    """``Store`` over a dialect, less what each engine provides (see ``SQLBase``)."""
+
+
+__all__ = [
+    "POSTGRES",
+    "SQLITE",
+    "Dialect",
+    "PostgresDialect",
+    "Query",
+    "Rows",
+    "SQLBase",
+    "SQLStore",
+]

@@ -1,0 +1,119 @@
+"""What the shared SQL stands on: the few primitives each engine's store provides
+(statements, transactions, a consistent read) and the filters, written once."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.store.base import SearchFilters
+from docshelf.store.notices import CommitNotices
+from docshelf.store.rows import like_prefix
+from docshelf.store.sql.dialect import Dialect
+
+Rows = list[Any]
+Query = Callable[[str, Sequence[Any]], Rows]
+
+
+class SQLBase(ABC):
+    """The port between the shared SQL and one engine. Every statement given here is
+    in the shared spelling (see ``dialect``); the engine translates it, and its
+    driver's errors, on the way through."""
+
+    dialect: Dialect
+    url: str
+    notices: CommitNotices  # who to tell, after each commit, which documents got events
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group writes atomically; nests (inner blocks become savepoints)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _q(self, query: str, params: Sequence[Any] = ()) -> Rows:
+        """Run one read (inside a transaction: on its connection)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _x(self, query: str, params: Sequence[Any] = ()) -> int:
+        """Run one write inside ``transaction()``; the number of rows it changed."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _xm(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one write for each of ``rows`` inside ``transaction()``."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _xr(self, query: str, params: Sequence[Any] = ()) -> Rows:
+        """Run one write inside ``transaction()`` and return its rows (``RETURNING``)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _reads(self) -> AbstractContextManager[Query]:
+        """A query function whose statements all see one state of the store."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _insert_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        """Store (or replace) the vectors of these snippets, inside ``transaction()``."""
+        raise NotImplementedError
+
+    # -- helpers over the dialect ----------------------------------------------------
+    def _each_among(
+        self,
+        column: str,
+        values: Sequence[Any],
+        query: str,
+        before: Sequence[Any] = (),
+        after: Sequence[Any] = (),
+    ) -> Rows:
+        """``query``, with ``{}`` where the test that ``column`` is among ``values``
+        goes (its parameters between ``before`` and ``after``), run over ``values`` a
+        batch at a time (the dialect's): all the rows."""
+        rows: Rows = []
+        for batch in self.dialect.batches(values):
+            condition, params = self.dialect.among(column, batch)
+            rows += self._q(query.replace("{}", condition), [*before, *params, *after])
+        return rows
+
+    def _filters(self, f: SearchFilters) -> tuple[str, list[Any]]:
+        """SQL conditions on the ``documents d`` alias for the given filters (each
+        with a leading ``AND``), and their parameters."""
+        d = self.dialect
+        parts: list[str] = []
+        params: list[Any] = []
+        if f.user_id:
+            parts.append(
+                "EXISTS (SELECT 1 FROM access a WHERE a.document_id = d.id AND a.user_id = ?)"
+            )
+            params.append(f.user_id)
+        if f.source_id:
+            parts.append("d.source_id = ?")
+            params.append(f.source_id)
+        if f.path_prefix:
+            column = "d.path" if f.path_prefix.startswith("/") else "d.rel_path"
+            parts.append(d.like_prefix(column))
+            params.append(like_prefix(f.path_prefix))
+        if f.file_type:
+            parts.append("d.file_type = ?")
+            params.append(f.file_type)
+        for tag in f.tags:
+            parts.append(
+                f"EXISTS (SELECT 1 FROM {d.elements('d.tags')} WHERE lower(value) = lower(?))"
+            )
+            params.append(tag)
+        for group in f.concept_groups:
+            condition, values = d.overlaps("d.concept_ids", group)
+            parts.append(condition)
+            params.extend(values)
+        if f.document_ids:
+            condition, values = d.among("d.id", f.document_ids)
+            parts.append(condition)
+            params.extend(values)
+        return "".join(f" AND {p}" for p in parts), params

@@ -1,0 +1,163 @@
+"""The SQLite store's feed for its sidecar indexes (``SidecarFeed`` in store/base.py):
+the ANN graph (search/ann.py) and the lexical index (search/lexical.py) read
+vectors and snippets by chunk seq, and follow the ``vector_log`` and
+``lexical_log`` that the schema's triggers write in the same transaction as the
+change itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.store.base import SearchFilters
+from docshelf.store.sql.catalogue import CatalogueSQL
+from docshelf.store.sql.core import Rows
+
+SeqMatrix = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
+
+
+class SQLiteSidecarFeed(CatalogueSQL):
+    # -- the ANN index's feed; vectors are keyed by chunk seq --------------------------
+    def vector_count(self) -> int:
+        return int(self._q("SELECT COUNT(*) FROM vectors")[0][0])
+
+    def vector_log_position(self) -> int:
+        """The last vector_log entry ever written (0 when none)."""
+        return self._log_position("vector_log")
+
+    def vector_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, chunk seqs whose vector changed after ``after``). Raises
+        ``LookupError`` when entries after ``after`` were pruned (read a newer checkpoint)."""
+        return self._log_changes("vector_log", after)
+
+    def prune_vector_log(self, through: int) -> None:
+        self._prune_log("vector_log", through)
+
+    def vectors_by_seq(self, seqs: Sequence[int]) -> SeqMatrix:
+        """The vectors of those chunk seqs that still have one (in seq order)."""
+        rows = self._each_among(
+            "chunk_seq", list(seqs), "SELECT chunk_seq, embedding FROM vectors WHERE {}"
+        )
+        rows.sort(key=lambda r: int(r[0]))
+        return self._seq_matrix(rows)
+
+    def iter_vectors(self, batch: int = 20_000) -> Iterator[SeqMatrix]:
+        """Every vector, ``batch`` rows at a time in seq order (never all in memory)."""
+        last = -1
+        while True:
+            rows = self._q(
+                "SELECT chunk_seq, embedding FROM vectors WHERE chunk_seq > ? "
+                "ORDER BY chunk_seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield self._seq_matrix(rows)
+
+    def _seq_matrix(self, rows: Rows) -> SeqMatrix:
+        dim = int(self.get_meta("embedding_dim") or 0)
+        seqs = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
+        return seqs, self.dialect.vector_matrix([r[1] for r in rows], dim)
+
+    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for those seqs that search may show: a snippet with a
+        vector, of a complete document matching the filters."""
+        where, params = self._filters(filters)
+        rows = self._each_among(
+            "c.seq",
+            list(seqs),
+            "SELECT c.seq, c.id FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq "
+            "JOIN documents d ON d.id = c.document_id "
+            f"WHERE {{}} AND d.status = 'complete' {where}",
+            after=params,
+        )
+        return {int(r[0]): r[1] for r in rows}
+
+    def vectors_matching(self, filters: SearchFilters) -> SeqMatrix:
+        """The vectors search may show under these filters (for very selective ones)."""
+        where, params = self._filters(filters)
+        rows = self._q(
+            "SELECT v.chunk_seq, v.embedding FROM vectors v JOIN chunks c ON c.seq = v.chunk_seq "
+            f"JOIN documents d ON d.id = c.document_id WHERE d.status = 'complete' {where} "
+            "ORDER BY v.chunk_seq",
+            params,
+        )
+        return self._seq_matrix(rows)
+
+    # -- the lexical index's feed; snippets are keyed by chunk seq ---------------------------
+    def snippet_count(self) -> int:
+        return int(self._q("SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'")[0][0])
+
+    def lexical_log_position(self) -> int:
+        """The last lexical_log entry ever written (0 when none)."""
+        return self._log_position("lexical_log")
+
+    def lexical_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, snippet seqs added or removed after ``after``). Raises
+        ``LookupError`` when entries after ``after`` were pruned (rebuild instead)."""
+        return self._log_changes("lexical_log", after)
+
+    def prune_lexical_log(self, through: int) -> None:
+        self._prune_log("lexical_log", through)
+
+    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(seq, header, text) of those snippet seqs that still exist, in seq order."""
+        rows = self._each_among(
+            "seq",
+            list(seqs),
+            "SELECT seq, header, text FROM chunks WHERE {} AND tier = 'snippet'",
+        )
+        return sorted((int(r[0]), r[1], r[2]) for r in rows)
+
+    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]:
+        """Every snippet's (seq, header, text), ``batch`` rows at a time in seq order."""
+        last = -1
+        while True:
+            rows = self._q(
+                "SELECT seq, header, text FROM chunks WHERE seq > ? AND tier = 'snippet' "
+                "ORDER BY seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield [(int(r[0]), r[1], r[2]) for r in rows]
+
+    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for those seqs lexical search may show: a snippet of a
+        complete document matching the filters."""
+        where, params = self._filters(filters)
+        rows = self._each_among(
+            "c.seq",
+            list(seqs),
+            "SELECT c.seq, c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE {{}} AND c.tier = 'snippet' AND d.status = 'complete' {where}",
+            after=params,
+        )
+        return {int(r[0]): r[1] for r in rows}
+
+    # -- the two logs ---------------------------------------------------------------------
+    def _log_position(self, log: str) -> int:
+        rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = ?", (log,))
+        return int(rows[0][0]) if rows else 0
+
+    def _log_changes(self, log: str, after: int) -> tuple[int, list[int]]:
+        rows = self._q(f"SELECT seq, chunk_seq FROM {log} WHERE seq > ? ORDER BY seq", (after,))
+        # Read the prune mark after the rows: a prune that raced the read shows here.
+        if int(self.get_meta(f"{log}_pruned") or 0) > after:
+            raise LookupError(f"{log} was pruned past {after}")
+        position = int(rows[-1][0]) if rows else after
+        return position, list(dict.fromkeys(int(r[1]) for r in rows))
+
+    def _prune_log(self, log: str, through: int) -> None:
+        with self.transaction():
+            self._x(f"DELETE FROM {log} WHERE seq <= ?", (through,))
+            self._x(
+                f"INSERT INTO meta(key, value) VALUES ('{log}_pruned', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = "
+                "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                (str(through),),
+            )
