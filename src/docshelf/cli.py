@@ -32,9 +32,9 @@ from docshelf.terminal import printable, printable_tree
 if TYPE_CHECKING:
     import threading
 
+    from docshelf.ingest.worker import Worker
+    from docshelf.ingest.worker_probe import WorkerProbe
     from docshelf.shelf import Progress, Shelf
-    from docshelf.worker import Worker
-    from docshelf.worker_probe import WorkerProbe
 
 app = typer.Typer(
     name="docshelf",
@@ -262,7 +262,7 @@ def sync(
 def watch(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Follow the registered sources live: sync now, then on every change (Ctrl-C stops)."""
     from docshelf import views
-    from docshelf.watch import watch as follow
+    from docshelf.ingest.watch import watch as follow
 
     run = _Run(ctx, "watch", json_out)
     render = _report_render("Synced")
@@ -766,7 +766,7 @@ def inbox(
     json_out: JsonOpt = False,
 ) -> None:
     """File the inbox: index, classify and move each file into the library (opt-in)."""
-    from docshelf.filing import Filing, FilingReport, watch_inbox
+    from docshelf.ingest.filing import Filing, FilingReport, watch_inbox
 
     run = _Run(ctx, "inbox", json_out)
 
@@ -1333,10 +1333,10 @@ def worker(
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
     from docshelf.errors import DocshelfError
+    from docshelf.ingest.worker import Worker, WorkerSettings
     from docshelf.shelf import Shelf
     from docshelf.shutdown import run_workers
     from docshelf.telemetry import configure_tracing
-    from docshelf.worker import Worker, WorkerSettings
 
     state = _state(ctx)
     try:
@@ -1381,7 +1381,7 @@ def _worker_probe(
     cannot be had (the error is printed)."""
     if port is None:
         return None
-    from docshelf.worker_probe import WorkerProbe
+    from docshelf.ingest.worker_probe import WorkerProbe
 
     try:
         probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale)
@@ -1433,7 +1433,7 @@ def serve(
         err_console.print(Text(token, style="bold green"))
     n = shelf.settings.workers if workers is None else workers
     if watch_sources:
-        from docshelf.watch import watch_in_background
+        from docshelf.ingest.watch import watch_in_background
 
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")

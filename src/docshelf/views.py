@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from docshelf.answer import Answer, AnswerCitation
+from docshelf.ingest.uploads import UploadResult
 from docshelf.model import (
     Chunk,
     Citation,
@@ -17,10 +18,10 @@ from docshelf.model import (
     Source,
     SyncReport,
 )
-from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status, UploadResult
+from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status
 
 if TYPE_CHECKING:
-    from docshelf.enricher import EnrichResult
+    from docshelf.knowledge.enricher import EnrichResult
 
 JSON = dict[str, Any]
 

@@ -1,0 +1,2 @@
+"""Knowledge drawn from indexed documents: enrichment (summary, type, concepts,
+distillates), from the LLM when configured, else offline."""
