@@ -488,10 +488,11 @@ def _parse_filters(items: list[str]) -> Any:
         if key == "tag":
             values["tags"] = (*values["tags"], value.lstrip("#"))
         elif key == "concept":
+            from docshelf.config import taxonomy_path
             from docshelf.shelf import concept_group
             from docshelf.taxonomy import configured_taxonomy
 
-            group = concept_group(configured_taxonomy(), value)
+            group = concept_group(configured_taxonomy(taxonomy_path()), value)
             values["concept_groups"] = (*values.get("concept_groups", ()), group)
         else:
             values[known[key]] = value

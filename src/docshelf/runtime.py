@@ -76,7 +76,7 @@ class Runtime:
         self.store.notices.listener = self.broadcast.publish
         self.summaries = SummaryCache(self.store, self.shared_cache)
         self.host = socket.gethostname()
-        self.fusion = fusion or FusionSettings.from_env()
+        self.fusion = fusion or FusionSettings.configured(settings.concept_boost)
         try:
             self.embedder = self._bind_embedder(embedder, check_model)
         except BaseException:
@@ -105,9 +105,9 @@ class Runtime:
         self.metrics = Metrics()
         self.rate_limit = RateLimiter(settings.embed_rate)
         self.transport: Transport = open_transport(settings.queue_url)
-        self.llm: LLM | None = make_llm()
+        self.llm: LLM | None = make_llm(settings.llm)
         self.reranker: Reranker | None = make_reranker(settings.reranker, self.llm)
-        self.taxonomy: Taxonomy = configured_taxonomy()
+        self.taxonomy: Taxonomy = configured_taxonomy(settings.taxonomy)
         self.enricher_instance: Enricher | None = None
         self._on_change: list[Callable[[], None]] = []
         self.writer = DocumentWriter(self.store, self.changed)
@@ -158,6 +158,7 @@ class Runtime:
                     batch_size=self.settings.embed_batch_size,
                     home=self.settings.home,
                     library_model=bound,
+                    backend=self.settings.embed_backend,
                 )
         embedder: Embedder | None = given  # type: ignore[assignment]
         conflict = self.model_conflict(embedder)

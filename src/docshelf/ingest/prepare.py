@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
+from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
 from docshelf.links import WikiLink, wikilinks
 from docshelf.model import Chunk, Document, ParsedDocument, Tier, document_id, fingerprint
@@ -137,11 +138,12 @@ def prepare(
     title: str | None = None,
     embedding_model: str | None,
     fp: str | None = None,
+    limits: ParseLimits | None = None,
 ) -> Prepared:
-    """Parse, chunk and map concepts for one file's bytes (``fp``: their fingerprint,
-    when the caller has it already)."""
+    """Parse (under ``limits``), chunk and map concepts for one file's bytes (``fp``:
+    their fingerprint, when the caller has it already)."""
     fp = fp or fingerprint(data)
-    parsed = parse(data, file_type)
+    parsed = parse(data, file_type, limits)
     chunked = chunk_parsed(
         parsed,
         fp=fp,

@@ -104,6 +104,7 @@ def _stage(rt: Runtime, doc: Document, target: str, *, reread: bool = True) -> t
             title=doc.title,
             embedding_model=rt.model_id,
             fp=doc.sha256,
+            limits=rt.settings.parse,
         )
         new_doc = dataclasses.replace(
             prepared.document,

@@ -258,6 +258,7 @@ class Sync:
             title=title,
             embedding_model=rt.model_id,
             fp=fp,
+            limits=rt.settings.parse,
         )
 
     def _prepare_file(

@@ -228,7 +228,7 @@ class Worker:
     def _parse(self, job: Job) -> Stage:
         # No more copies of a large file alive at once than needed: the bytes go once
         # parsed, the parsed document once it is JSON.
-        parsed = parse(self.rt.blobs.read(job.blob_sha256), job.file_type)
+        parsed = parse(self.rt.blobs.read(job.blob_sha256), job.file_type, self.rt.settings.parse)
         characters = len(parsed.body)
         payload = json.dumps(asdict(parsed)).encode("utf-8")
         del parsed
