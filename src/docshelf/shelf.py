@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 
-from docshelf import access
+from docshelf import access, catalogue
 from docshelf import users as users_mod
 from docshelf.blobs import BlobStore
+from docshelf.catalogue import DocumentView, Status
 from docshelf.chunk import ChunkSettings
 from docshelf.config import Settings
 from docshelf.embed import Embedder
@@ -30,7 +31,6 @@ from docshelf.errors import InvalidInput, NotFound
 from docshelf.ingest.prepare import EmbedCounts
 from docshelf.ingest.sync import Sync
 from docshelf.ingest.uploads import UploadResult, Uploads
-from docshelf.links import WikiLink
 from docshelf.llm import LLM
 from docshelf.model import (
     Chunk,
@@ -38,7 +38,6 @@ from docshelf.model import (
     Distillate,
     Document,
     Event,
-    Failure,
     Hit,
     Job,
     Scores,
@@ -63,6 +62,7 @@ from docshelf.search.fusion import (
 from docshelf.search.lexical import SidecarLexicalIndex
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.vector import ExactVectorIndex
+from docshelf.shared import Broadcast
 from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
 from docshelf.store import SearchFilters, Store
 from docshelf.store.base import NativeVectorSearch
@@ -162,42 +162,6 @@ class ContextResult:
         return "\n\n".join(c.text for c in self.chunks)
 
 
-@dataclass
-class DocumentView:
-    document: Document
-    files: list[str]
-    sections: list[Chunk]
-    links: list[tuple[WikiLink, list[str]]] = field(default_factory=list)
-    backlinks: list[Document] = field(default_factory=list)
-    distillates: list[Distillate] = field(default_factory=list)
-
-
-@dataclass
-class Status:
-    home: str
-    database: str
-    embedding_model: str
-    documents: int
-    sources: int
-    sections: int
-    snippets: int
-    snippets_with_vectors: int
-    by_status: dict[str, int]
-    by_file_type: dict[str, int]
-    pages_without_text: int
-    unmapped_tags: dict[str, int]
-    failures: list[Failure]
-    failure_count: int
-    # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/ann.py)
-    vector_index: dict[str, object] = field(default_factory=dict)
-    lexical_index: dict[str, object] = field(default_factory=dict)
-    enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed
-
-    @property
-    def embedding_coverage(self) -> float:
-        return self.snippets_with_vectors / self.snippets if self.snippets else 1.0
-
-
 class Shelf:
     """A library of documents: sources in, cited hits out."""
 
@@ -206,11 +170,11 @@ class Shelf:
     embedder: _OnRuntime[Embedder | None] = _OnRuntime("embedder")
     fusion: _OnRuntime[FusionSettings] = _OnRuntime("fusion")
     chunk_settings: _OnRuntime[ChunkSettings] = _OnRuntime("chunk_settings")
-    count_tokens: _OnRuntime[Any] = _OnRuntime("count_tokens")
+    count_tokens: _OnRuntime[Callable[[str], int]] = _OnRuntime("count_tokens")
     batch_snippets: _OnRuntime[int] = _OnRuntime("batch_snippets")
     host: _OnRuntime[str] = _OnRuntime("host")
     summaries: _OnRuntime[SummaryCache] = _OnRuntime("summaries")
-    broadcast: _OnRuntime[Any] = _OnRuntime("broadcast")
+    broadcast: _OnRuntime[Broadcast] = _OnRuntime("broadcast")
     vector_index: _OnRuntime[SidecarVectorIndex | None] = _OnRuntime("vector_index")
     lexical_index: _OnRuntime[SidecarLexicalIndex | None] = _OnRuntime("lexical_index")
     _vectors: _OnRuntime[ExactVectorIndex] = _OnRuntime("vectors")
@@ -349,50 +313,11 @@ class Shelf:
         return out
 
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
-        doc = self._visible(document_id, user_id)
-        files = [r.path for r in self.store.files_of_document(document_id)]
-        links = [
-            (link, [d for d in targets if self._may_see(d, user_id)])
-            for link, targets in self.store.links_of(doc.id)
-        ]
-        backlinks = [
-            d
-            for d in map(self.store.get_document, self.store.backlinks(doc.id))
-            if d is not None and self._may_see(d.id, user_id)
-        ]
-        sections = self.store.chunks_of_document(document_id, Tier.SECTION)
-        distillates = self.store.distillates_of(doc.id)
-        return DocumentView(doc, files, sections, links, backlinks, distillates)
-
-    def _may_see(self, document_id: str, user_id: str | None) -> bool:
-        return user_id is None or self.store.has_access(user_id, document_id)
+        """One document as ``user_id`` sees it: its files, sections, links and claims."""
+        return catalogue.document_view(self.store, document_id, user_id)
 
     def status(self) -> Status:
-        s = self.store.stats()
-        return Status(
-            home=str(self.settings.home),
-            database=self.store.url,
-            embedding_model=self.store.get_meta("embedding_model")
-            or (self.embedder.model_id if self.embedder else "none"),
-            documents=s.documents,
-            sources=s.sources,
-            sections=s.sections,
-            snippets=s.snippets,
-            snippets_with_vectors=s.snippets_with_vectors,
-            by_status=s.by_status,
-            by_file_type=s.by_file_type,
-            pages_without_text=s.pages_without_text,
-            unmapped_tags={
-                tag: n
-                for tag, n in self.store.tag_counts().items()
-                if self.taxonomy.resolve(tag) is None
-            },
-            failures=self.store.list_failures(limit=20),
-            failure_count=self.store.count_failures(),
-            enrichment=s.by_enrichment,
-            vector_index=self.vector_index.state() if self.vector_index else {"path": "native"},
-            lexical_index=self.lexical_index.state() if self.lexical_index else {"path": "native"},
-        )
+        return catalogue.status(self.runtime)
 
     def check(self) -> list[str]:
         return self.store.check()

@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from docshelf.answer import Answer, AnswerCitation
+from docshelf.catalogue import DocumentView, Status
 from docshelf.ingest.uploads import UploadResult
 from docshelf.model import (
     Chunk,
@@ -18,7 +19,7 @@ from docshelf.model import (
     Source,
     SyncReport,
 )
-from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status
+from docshelf.shelf import ContextResult, SearchResult
 
 if TYPE_CHECKING:
     from docshelf.knowledge.enricher import EnrichResult

@@ -136,8 +136,10 @@ class Sync:
                 return
             yield from walk(root, follow_symlinks=source.follow_symlinks)
             return
+        file_type = file_type_for(root.name)
+        assert file_type is not None  # a file source is added only with a supported type
         try:
-            yield FoundFile(root, root.name, root.stat())
+            yield FoundFile(root, root.name, root.stat(), file_type)
         except OSError as exc:
             yield Failure(source.path, f"unreadable: {exc.strerror or exc}")
 
@@ -284,9 +286,7 @@ class Sync:
             if existing is not None:
                 self._link_existing(existing, record, found, previous, gone, report)
                 return None
-            file_type = file_type_for(found.path.name)
-            assert file_type is not None  # walk() only yields supported files
-            prepared = self.prepare(data, file_type, path, found.rel_path, source.id, fp=fp)
+            prepared = self.prepare(data, found.file_type, path, found.rel_path, source.id, fp=fp)
         except InvalidInput as exc:
             report.failures.append(Failure(path, exc.message))
             return None
