@@ -45,7 +45,7 @@ class DocumentWriter:
         """Write ``doc`` with its chunks (and their vectors): the old content leaves as
         the new arrives. With ``links``, its wikilinks and its path and title names are
         written too; with ``file``, the file that holds it (``point_file``)."""
-        self.store.put_document(doc, list(chunks), vectors)
+        self.store.put_document(doc, chunks, vectors)
         if links is not None:
             self.store.put_links(doc.id, links)
             self.store.put_names(doc.id, names_for(doc.rel_path, "", ()), "path")
