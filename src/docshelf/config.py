@@ -29,7 +29,7 @@ def default_home() -> Path:
 
 @dataclass(frozen=True)
 class LLMSettings:
-    """The LLM endpoint (``DOCSHELF_LLM_*``); an empty ``url`` means none (offline)."""
+    """The LLM endpoint (DOCSHELF_LLM_URL, _MODEL, _API_KEY); an empty ``url``: none."""
 
     url: str = ""
     model: str = ""
