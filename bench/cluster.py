@@ -56,8 +56,8 @@ from bench.ingest import make_folder
 from bench.search import FixedQueries, synthetic_library, unit
 from docshelf.config import Settings
 from docshelf.embed import make_embedder
+from docshelf.ingest.worker import Worker, WorkerPool, WorkerSettings
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker, WorkerPool, WorkerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 

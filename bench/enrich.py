@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.embed import Embedder
-    from docshelf.enricher import EnrichResult
+    from docshelf.knowledge.enricher import EnrichResult
 
 
 CONCEPTS_HEAD = "Concepts you may use (ids):\n"

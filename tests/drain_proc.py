@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from docshelf.ingest.worker import Worker, WorkerSettings
 from docshelf.shelf import Shelf
 from docshelf.shutdown import run_workers
-from docshelf.worker import Worker, WorkerSettings
 from tests.worker_proc import SlowEmbedder
 
 

@@ -13,9 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docshelf.api import create_app
+from docshelf.ingest.worker import Worker, WorkerSettings
 from docshelf.model import Tier, User
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker, WorkerSettings
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
 

@@ -15,16 +15,17 @@ from hypothesis import strategies as st
 
 from docshelf.access import as_named, described
 from docshelf.api import create_app
+from docshelf.ingest.uploads import sanitize_filename
 from docshelf.model import Document
 from docshelf.parse import file_type_for
-from docshelf.shelf import Shelf, sanitize_filename
+from docshelf.shelf import Shelf
 from tests.conftest import FILLER
 from tests.test_api import Api, drain, sse_events, sse_events_of
 
 # No heading: the title comes from the file name, which must not travel to other users.
 NOTE = ("plain words about raft consensus and leader election. " + FILLER + "\n\n").encode() * 3
 SECRET = "alice-secret-plan"
-MAX_NAME_CHARS = 200  # docshelf.shelf.MAX_NAME_CHARS, the documented bound
+MAX_NAME_CHARS = 200  # docshelf.ingest.uploads.MAX_NAME_CHARS, the documented bound
 
 
 @pytest.fixture

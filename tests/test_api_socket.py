@@ -15,8 +15,8 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.api import create_app
+from docshelf.ingest.worker import WorkerSettings
 from docshelf.shelf import Shelf
-from docshelf.worker import WorkerSettings
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
 from tests.live_server import serve

@@ -14,8 +14,8 @@ from docshelf.blobs import BlobStore, blob_key, open_blob_store
 from docshelf.blobs.local import LocalBlobStore
 from docshelf.blobs.s3 import S3BlobStore
 from docshelf.errors import InvalidInput, NotFound, TooLarge
+from docshelf.ingest.worker import Worker
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker
 
 
 def _free_port() -> int:

@@ -226,8 +226,8 @@ def test_users_and_retry_envelopes(isolated_home: Path) -> None:
     check_envelope(env, "users revoke")
     assert env["result"]["revoked"] is True
 
+    from docshelf.ingest.worker import Worker
     from docshelf.shelf import Shelf
-    from docshelf.worker import Worker
 
     with Shelf(isolated_home, embedder=None) as shelf:
         user = shelf.create_user("bob")[0].id

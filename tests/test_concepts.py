@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from docshelf.errors import InvalidInput
+from docshelf.ingest.worker import Worker
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from docshelf.taxonomy import DEFAULT, load_taxonomy
-from docshelf.worker import Worker
 
 
 def write(tmp_path: Path, concepts: list[dict[str, object]]) -> Path:

@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 
 from docshelf.api import create_app
 from docshelf.errors import StorageFull
+from docshelf.ingest.worker import Worker, WorkerSettings
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker, WorkerSettings
 from tests.fakes import HashEmbedder
 from tests.test_api import Api, multipart
 

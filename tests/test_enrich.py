@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docshelf.enrich import (
+from docshelf.errors import NotFound
+from docshelf.knowledge.enrich import (
     DOCUMENT_TYPES,
     GENERAL,
     EnrichSettings,
     guess_document_type,
     split_sentences,
 )
-from docshelf.enricher import Enricher
-from docshelf.errors import NotFound
+from docshelf.knowledge.enricher import Enricher
 from docshelf.llm.openai import OpenAILLM
 from docshelf.model import Chunk, Document, Tier
 from docshelf.shelf import Shelf
@@ -388,7 +388,7 @@ def test_a_failing_document_is_marked_not_retried_forever(
 
 # -- faces and the worker ----------------------------------------------------------------------
 def test_worker_enriches_uploads_when_idle(shelf: Shelf) -> None:
-    from docshelf.worker import Worker
+    from docshelf.ingest.worker import Worker
 
     user, _ = shelf.create_user("alice")
     up = shelf.upload(user.id, "db.md", DB_NOTE.encode())

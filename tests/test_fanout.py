@@ -14,8 +14,8 @@ import pytest
 
 from docshelf.api import create_app
 from docshelf.config import Settings
+from docshelf.ingest.worker import WorkerPool, WorkerSettings
 from docshelf.shelf import Shelf
-from docshelf.worker import WorkerPool, WorkerSettings
 from tests.fakes import HashEmbedder
 from tests.live_server import serve
 from tests.redis_service import fresh_prefix

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from docshelf.cli import app
 from docshelf.errors import InvalidInput
-from docshelf.filing import Filing, segment
+from docshelf.ingest.filing import Filing, segment
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
@@ -118,7 +118,7 @@ def test_folder_names_are_always_safe(value: str) -> None:
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from docshelf import filing
+    from docshelf.ingest import filing
     from docshelf.shelf import Shelf
 
     def die(*args, **kwargs):
@@ -186,7 +186,7 @@ def test_watch_mode_files_new_arrivals(shelf: Shelf, folders: tuple[Path, Path])
     import threading
     import time
 
-    from docshelf.filing import watch_inbox
+    from docshelf.ingest.filing import watch_inbox
 
     inbox, library = folders
     stop = threading.Event()

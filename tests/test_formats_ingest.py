@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from docshelf.ingest.worker import Worker
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker
 from tests.fixtures_formats import docx_bytes, encrypted_pdf, paged_pdf, png_bytes
 
 FILL = [f"Line {i} of ordinary prose that fills the page with plain words." for i in range(12)]

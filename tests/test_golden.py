@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import typer.testing
 
-from docshelf import shelf as shelf_module
+from docshelf import runtime as shelf_module
 from docshelf.cli import app
 from tests.fakes import HashEmbedder
 

@@ -26,7 +26,7 @@ from docshelf.chunk import ChunkSettings, chunk_document
 from docshelf.cli import app
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
-from docshelf.ingest import read_file
+from docshelf.ingest.prepare import read_file
 from docshelf.parse import parse
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters

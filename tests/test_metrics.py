@@ -19,12 +19,12 @@ from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
 from docshelf.api import create_app
+from docshelf.ingest.worker import LeaseLost, Worker, WorkerSettings
+from docshelf.ingest.worker_probe import WorkerProbe, problems
 from docshelf.model import Job, Stage
 from docshelf.search.cache import RetrievalCache
 from docshelf.shelf import Shelf
 from docshelf.telemetry import WorkerGauges
-from docshelf.worker import LeaseLost, Worker, WorkerSettings
-from docshelf.worker_probe import WorkerProbe, problems
 from tests.test_api import multipart
 
 

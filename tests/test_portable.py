@@ -18,10 +18,10 @@ from docshelf import portable
 from docshelf.cli import app
 from docshelf.config import Settings
 from docshelf.errors import Conflict, InvalidInput
+from docshelf.ingest.worker import Worker
 from docshelf.model import Stage, Tier
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
-from docshelf.worker import Worker
 from tests.fakes import HashEmbedder
 from tests.pg import fresh_schema
 

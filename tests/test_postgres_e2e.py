@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from docshelf.config import Settings
+from docshelf.ingest.worker import Worker
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
-from docshelf.worker import Worker
 from tests.fakes import HashEmbedder
 from tests.pg import fresh_schema
 

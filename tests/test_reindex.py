@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from docshelf.errors import Conflict, NotFound
+from docshelf.ingest.worker import Worker
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
 
@@ -105,7 +105,7 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, sys.argv[2])
-    from docshelf import reindex
+    from docshelf.ingest import reindex
     from docshelf.shelf import Shelf
     from tests.fakes import HashEmbedder
 

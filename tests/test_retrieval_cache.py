@@ -61,7 +61,7 @@ def test_enrichment_clears_the_cache(shelf: Shelf, notes: Path) -> None:
 def test_losing_access_is_seen_at_once(shelf: Shelf) -> None:
     alice, _ = shelf.create_user("alice")
     up = shelf.upload(alice.id, "raft.md", b"# Raft\n\nA leader election needs a quorum.\n")
-    from docshelf.worker import Worker
+    from docshelf.ingest.worker import Worker
 
     while Worker(shelf, name="w").run_once():
         pass

@@ -200,8 +200,8 @@ def test_hostile_files_are_reported_and_the_rest_indexed(
 def test_file_deleted_between_listing_and_reading(
     shelf: Shelf, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import docshelf.shelf as shelf_mod
-    from docshelf.ingest import read_file as real
+    import docshelf.ingest.sync as shelf_mod
+    from docshelf.ingest.prepare import read_file as real
 
     def vanishing(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
         if path.name == "todo.txt":

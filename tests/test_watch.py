@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from docshelf.ingest.watch import sources_touched, watch_in_background
 from docshelf.model import SyncReport
 from docshelf.shelf import Shelf
-from docshelf.watch import sources_touched, watch_in_background
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.api import create_app
+from docshelf.ingest.worker import WorkerSettings
 from docshelf.model import User
 from docshelf.shelf import Shelf
-from docshelf.worker import WorkerSettings
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
 from tests.fixtures_formats import paged_pdf

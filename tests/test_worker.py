@@ -15,9 +15,9 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.errors import Conflict, NotFound
+from docshelf.ingest.worker import LeaseLost, Worker, WorkerSettings
 from docshelf.model import Stage, Tier
 from docshelf.shelf import Shelf
-from docshelf.worker import LeaseLost, Worker, WorkerSettings
 from tests.fakes import HashEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from docshelf.ingest.worker import Worker, WorkerSettings
 from docshelf.shelf import Shelf
-from docshelf.worker import Worker, WorkerSettings
 from tests.fakes import HashEmbedder
 
 

@@ -13,13 +13,14 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from docshelf.errors import Conflict, DocshelfError, InvalidInput, NotFound, Unavailable
     from docshelf.model import Chunk, Citation, Document, Hit, Source, SyncReport
-    from docshelf.shelf import ContextResult, SearchResult, Shelf
+    from docshelf.search.results import ContextResult, SearchResult
+    from docshelf.shelf import Shelf
     from docshelf.store import SearchFilters
 
 _EXPORTS = {
     "Shelf": "docshelf.shelf",
-    "SearchResult": "docshelf.shelf",
-    "ContextResult": "docshelf.shelf",
+    "SearchResult": "docshelf.search.results",
+    "ContextResult": "docshelf.search.results",
     "SearchFilters": "docshelf.store",
     "Chunk": "docshelf.model",
     "Citation": "docshelf.model",

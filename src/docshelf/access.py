@@ -11,11 +11,17 @@ title of its own), their title is made from their name too.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
+from docshelf.errors import NotFound
 from docshelf.model import Document
 
-__all__ = ["as_named", "described", "title_from_name"]
+if TYPE_CHECKING:
+    from docshelf.store import Store
+
+__all__ = ["as_named", "described", "seen_by", "title_from_name", "visible"]
 
 
 def title_from_name(name: str) -> str:
@@ -41,3 +47,20 @@ def described(doc: Document) -> str:
     if doc.title == title_from_name(doc.rel_path):
         return f"an uploaded {doc.file_type} document"
     return f"{doc.title} ({doc.file_type})"
+
+
+def seen_by(store: Store, docs: Sequence[Document], user_id: str | None) -> list[Document]:
+    """Shared records with each one's per-user name (``as_named``)."""
+    if user_id is None or not docs:
+        return list(docs)
+    names = store.access_titles(user_id, [d.id for d in docs])
+    return [as_named(d, names.get(d.id)) for d in docs]
+
+
+def visible(store: Store, document_id: str, user_id: str | None) -> Document:
+    """The document as the caller sees it (their own name for it), if they may see it;
+    another user's is answered as unknown."""
+    doc = store.get_document(document_id)
+    if doc is None or (user_id is not None and not store.has_access(user_id, doc.id)):
+        raise NotFound(f"No document {document_id!r}")
+    return seen_by(store, [doc], user_id)[0]

@@ -1,9 +1,15 @@
-"""Settings from the environment (SPEC §9 "Configuration")."""
+"""Settings from the environment (SPEC §9 "Configuration"): the one module that reads it.
+
+``Settings.from_env`` reads everything a library needs when it opens. A few values
+are also read on their own where a module is used without a ``Settings`` (a
+parser, an LLM client, a trace span): the small readers below, each the one place
+its variable is read, whose value the module takes as an argument.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docshelf.errors import InvalidInput
@@ -19,6 +25,45 @@ def default_home() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("docshelf", appauthor=False))
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The LLM endpoint (DOCSHELF_LLM_URL, _MODEL, _API_KEY); an empty ``url``: none."""
+
+    url: str = ""
+    model: str = ""
+    api_key: str | None = None  # DOCSHELF_LLM_API_KEY; else the provider's own variable
+
+    @classmethod
+    def from_env(cls) -> LLMSettings:
+        return cls(
+            os.environ.get("DOCSHELF_LLM_URL", ""),
+            os.environ.get("DOCSHELF_LLM_MODEL", ""),
+            os.environ.get("DOCSHELF_LLM_API_KEY") or None,
+        )
+
+    def key_for(self, provider: str) -> str:
+        """The API key: DOCSHELF_LLM_API_KEY, else ANTHROPIC_API_KEY / OPENAI_API_KEY."""
+        variable = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
+        return self.api_key or os.environ.get(variable, "")
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """The parser process's limits (``parse/sandbox.py``) and the PDF password."""
+
+    timeout_s: float = 60.0  # DOCSHELF_PARSE_TIMEOUT_S: wall-clock seconds per file
+    memory_mb: int = 1024  # DOCSHELF_PARSE_MEMORY_MB: address space on top of start-up
+    pdf_password: str | None = None  # DOCSHELF_PDF_PASSWORD: tried on encrypted PDFs
+
+    @classmethod
+    def from_env(cls) -> ParseLimits:
+        return cls(
+            _positive("DOCSHELF_PARSE_TIMEOUT_S", cls.timeout_s),
+            int(_positive("DOCSHELF_PARSE_MEMORY_MB", cls.memory_mb)),
+            os.environ.get("DOCSHELF_PDF_PASSWORD") or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -55,6 +100,11 @@ class Settings:
     sse_poll_seconds: float = 0.2
     # SIGTERM: how long `serve` and `worker` wait for the job in flight (shutdown.py)
     drain_seconds: float = 20.0
+    embed_backend: str | None = None  # torch | onnx | onnx-int8; None: the library's default
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    taxonomy: str | None = None  # a SKOS-lite JSON file; None: the one that ships
+    concept_boost: float | None = None  # None: fusion's default
+    parse: ParseLimits = field(default_factory=ParseLimits)
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -84,7 +134,7 @@ class Settings:
             embed_rate=rate or None,
             queue_url=os.environ.get("DOCSHELF_QUEUE_URL", "local").strip() or "local",
             blob_url=os.environ.get("DOCSHELF_BLOB_URL") or None,
-            reranker=os.environ.get("DOCSHELF_RERANKER", "none").strip() or "none",
+            reranker=reranker().strip() or "none",
             rerank_top_k=max(1, int(_number("DOCSHELF_RERANK_TOP_K", cls.rerank_top_k))),
             enrich=enrich,
             locale=os.environ.get("DOCSHELF_LOCALE", "en").strip() or "en",
@@ -99,6 +149,11 @@ class Settings:
             ),
             sse_poll_seconds=_number("DOCSHELF_SSE_POLL_SECONDS", 5.0 if redis_url else 0.2) or 0.2,
             drain_seconds=_number("DOCSHELF_DRAIN_SECONDS", cls.drain_seconds),
+            embed_backend=embed_backend(),
+            llm=LLMSettings.from_env(),
+            taxonomy=taxonomy_path(),
+            concept_boost=concept_boost(),
+            parse=ParseLimits.from_env(),
         )
 
 
@@ -113,3 +168,72 @@ def _number(key: str, default: float) -> float:
     if value < 0:
         raise InvalidInput(f"{key}={raw!r} must not be negative")
     return value
+
+
+def _positive(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise InvalidInput(f"{name} must be a positive number, not {raw!r}")
+    return value
+
+
+# -- values read where they are used, each in one place ---------------------------------
+
+
+def embed_backend() -> str | None:
+    """``DOCSHELF_EMBED_BACKEND``: the local model's runtime (checked by ``make_embedder``)."""
+    return os.environ.get("DOCSHELF_EMBED_BACKEND") or None
+
+
+def concept_boost() -> float | None:
+    """``DOCSHELF_CONCEPT_BOOST`` (0 turns the boost off), None when unset."""
+    raw = os.environ.get("DOCSHELF_CONCEPT_BOOST", "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} is not a number") from None
+    if not 0 <= value <= 10:
+        raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} must be between 0 and 10")
+    return value
+
+
+def reranker() -> str:
+    """``DOCSHELF_RERANKER``: none | cross-encoder:/path | llm."""
+    return os.environ.get("DOCSHELF_RERANKER", "none")
+
+
+def taxonomy_path() -> str | None:
+    """``DOCSHELF_TAXONOMY``: a taxonomy file, None for the one that ships."""
+    return os.environ.get("DOCSHELF_TAXONOMY") or None
+
+
+def llm_limits() -> tuple[float, float]:
+    """(``DOCSHELF_LLM_CONCURRENCY``, ``DOCSHELF_LLM_RATE``): calls at once and per second
+    per process; an unreadable value keeps the default (4, unbounded)."""
+    return _lenient("DOCSHELF_LLM_CONCURRENCY", 4), _lenient("DOCSHELF_LLM_RATE", 0)
+
+
+def _lenient(key: str, default: float) -> float:
+    raw = os.environ.get(key, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def trace_environment() -> str:
+    """``DOCSHELF_ENVIRONMENT``: the environment named on LLM trace spans."""
+    return os.environ.get("DOCSHELF_ENVIRONMENT", "").strip() or "default"
+
+
+def otlp_endpoint() -> str | None:
+    """``OTEL_EXPORTER_OTLP_ENDPOINT``: where spans go (the exporter reads it too)."""
+    return os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None

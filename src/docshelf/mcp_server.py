@@ -29,7 +29,8 @@ from pydantic import Field
 from docshelf import __version__, views
 from docshelf.errors import DocshelfError, NotFound
 from docshelf.search.filters import Filters, SearchFilters, SearchMode
-from docshelf.shelf import MAX_LIMIT, Shelf
+from docshelf.search.results import MAX_LIMIT
+from docshelf.shelf import Shelf
 from docshelf.taxonomy import Taxonomy
 
 __all__ = ["Identity", "SearchFiltersArg", "build_server", "run_stdio"]

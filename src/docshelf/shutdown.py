@@ -25,7 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from docshelf.worker import Worker
+    from docshelf.ingest.worker import Worker
 
 log = logging.getLogger("docshelf")
 

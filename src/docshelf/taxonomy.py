@@ -14,7 +14,6 @@ concept ids drive filters. Unmapped tags are reported by ``status``.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -162,6 +161,7 @@ def _load_cached(path: str) -> Taxonomy:
     return load_taxonomy(path)
 
 
-def configured_taxonomy() -> Taxonomy:
-    """``DOCSHELF_TAXONOMY`` if set, else the default that ships with docshelf."""
-    return _load_cached(os.environ.get("DOCSHELF_TAXONOMY") or str(DEFAULT))
+def configured_taxonomy(path: str | None = None) -> Taxonomy:
+    """The taxonomy at ``path`` (``Settings.taxonomy``, DOCSHELF_TAXONOMY), else the
+    default that ships with docshelf."""
+    return _load_cached(path or str(DEFAULT))

@@ -10,7 +10,6 @@ OTLP endpoint reads as generations.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
+
+from docshelf.config import otlp_endpoint, trace_environment
 
 _STAGE_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
 
@@ -223,7 +224,7 @@ def generation_attributes(
     """A generation span's attributes: OpenTelemetry's GenAI conventions (``gen_ai.*``),
     what Langfuse reads (``langfuse.*``), and the correlation fields — component,
     action, run id (from :func:`llm_call`), a fresh event id, the environment."""
-    environment = os.environ.get("DOCSHELF_ENVIRONMENT", "").strip() or "default"
+    environment = trace_environment()
     call = _LLM_CALL.get() or LLMCall("unknown", "unknown", uuid.uuid4().hex)
     attributes: dict[str, str | int | float] = {
         "gen_ai.operation.name": "chat",
@@ -252,7 +253,7 @@ _tracer: Any = None
 
 def configure_tracing() -> None:
     """Export spans over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; else keep no-op."""
-    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+    if not otlp_endpoint():
         return
     from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

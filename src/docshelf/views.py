@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from docshelf.catalogue import DocumentView, Status
+from docshelf.ingest.uploads import UploadResult
 from docshelf.knowledge.answer import Answer, AnswerCitation
 from docshelf.model import (
     Chunk,
@@ -17,11 +19,11 @@ from docshelf.model import (
     Source,
     SyncReport,
 )
-from docshelf.shelf import ContextResult, DocumentView, SearchResult, Status, UploadResult
+from docshelf.search.results import ContextResult, SearchResult
 
 if TYPE_CHECKING:
-    from docshelf.enricher import EnrichResult
-    from docshelf.filing import FilingReport
+    from docshelf.ingest.filing import FilingReport
+    from docshelf.knowledge.enricher import EnrichResult
     from docshelf.model import User
     from docshelf.portable import ExportReport, ImportReport
 

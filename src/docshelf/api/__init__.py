@@ -25,11 +25,11 @@ from docshelf.api import docs_page, events, ops, pages, routes, schema, uploads
 from docshelf.api.deps import install_error_handlers, known_query
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
-from docshelf.api.routes import ReindexRunner
 from docshelf.api.schema import errors
 from docshelf.api.wakeups import Wakeups
+from docshelf.ingest.reindex import ReindexRunner
+from docshelf.ingest.worker import WorkerPool, WorkerSettings
 from docshelf.shelf import Shelf
-from docshelf.worker import WorkerPool, WorkerSettings
 
 __all__ = ["app_from_env", "create_app"]
 

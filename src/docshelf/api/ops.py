@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field
 
 from docshelf.api.deps import ShelfDep
 from docshelf.errors import from_os_error
+from docshelf.ingest.worker import WorkerPool
 from docshelf.model import Stage
 from docshelf.shelf import Shelf
-from docshelf.worker import WorkerPool
 
 router = APIRouter()
 

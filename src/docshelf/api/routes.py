@@ -8,7 +8,6 @@ caller's user id, so another user's ids are answered exactly like unknown ones.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
@@ -21,10 +20,11 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
-from docshelf.errors import Conflict, DocshelfError, Forbidden, NotFound
+from docshelf.errors import Conflict, Forbidden, NotFound
+from docshelf.ingest.reindex import ReindexRunner
 from docshelf.model import User
 from docshelf.search.filters import Filters, SearchMode
-from docshelf.shelf import MAX_LIMIT, ContextMode, Shelf
+from docshelf.search.results import MAX_LIMIT, ContextMode
 
 router = APIRouter()
 
@@ -158,34 +158,6 @@ class ReindexRequest(BaseModel):
     document_id: str | None = None
 
 
-class ReindexRunner:
-    """One library-wide reindex at a time, in a thread of this process, with its progress."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.state: JSON = {"state": "idle"}
-
-    def start(self, shelf: Shelf) -> bool:
-        with self._lock:
-            if self.state["state"] == "running":
-                return False
-            self.state = {"state": "running", "done": 0, "total": 0, "phase": "starting"}
-        threading.Thread(target=self._run, args=(shelf,), daemon=True).start()
-        return True
-
-    def _run(self, shelf: Shelf) -> None:
-        def progress(done: int, total: int, what: str) -> None:
-            self.state = {**self.state, "done": done, "total": total, "phase": what}
-
-        try:
-            result = shelf.reindex(progress=progress)
-        except Exception as exc:  # reported through GET /v1/reindex
-            message = exc.message if isinstance(exc, DocshelfError) else repr(exc)
-            self.state = {"state": "failed", "error": message}
-        else:
-            self.state = {"state": "done", "result": result}
-
-
 def _admin(user: User) -> None:
     if not user.is_admin:
         raise Forbidden("Reindexing is for admins (`docshelf users create NAME --admin`)")
@@ -206,7 +178,7 @@ def start_reindex(
     if body.document_id is not None:
         return JSONResponse(shelf.reindex(document_id=body.document_id))
     runner: ReindexRunner = request.app.state.reindex
-    if not runner.start(shelf):
+    if not runner.start(shelf.runtime):
         raise Conflict("A reindex is already running; GET /v1/reindex follows it")
     return JSONResponse(runner.state, status_code=202)
 

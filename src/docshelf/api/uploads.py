@@ -26,9 +26,11 @@ from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.blobs import BlobStore, BlobWriter
 from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
+from docshelf.ingest.sync import unsupported_type_message
+from docshelf.ingest.uploads import UploadResult, sanitize_filename
 from docshelf.model import User
 from docshelf.parse import file_type_for
-from docshelf.shelf import Shelf, UploadResult, sanitize_filename, unsupported_type_message
+from docshelf.shelf import Shelf
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks

@@ -71,7 +71,7 @@ def sync(
 def watch(run: Run) -> Outcome:
     """Follow the registered sources live: sync now, then on every change (Ctrl-C stops)."""
     from docshelf import views
-    from docshelf.watch import watch as follow
+    from docshelf.ingest.watch import watch as follow
 
     render = report_render("Synced")
 

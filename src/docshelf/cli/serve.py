@@ -14,8 +14,8 @@ from docshelf.cli.command import err_console, open_shelf_or_exit, plain_command,
 if TYPE_CHECKING:
     import threading
 
-    from docshelf.worker import Worker
-    from docshelf.worker_probe import WorkerProbe
+    from docshelf.ingest.worker import Worker
+    from docshelf.ingest.worker_probe import WorkerProbe
 
 
 @plain_command()
@@ -37,9 +37,9 @@ def worker(
     ] = "127.0.0.1",
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
+    from docshelf.ingest.worker import Worker, WorkerSettings
     from docshelf.shutdown import run_workers
     from docshelf.telemetry import configure_tracing
-    from docshelf.worker import Worker, WorkerSettings
 
     shelf = open_shelf_or_exit(state(ctx))
     configure_tracing()
@@ -79,7 +79,7 @@ def _worker_probe(
     cannot be had (the error is printed)."""
     if port is None:
         return None
-    from docshelf.worker_probe import WorkerProbe
+    from docshelf.ingest.worker_probe import WorkerProbe
 
     try:
         probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale)
@@ -128,7 +128,7 @@ def serve(
         err_console.print(Text(token, style="bold green"))
     n = shelf.settings.workers if workers is None else workers
     if watch_sources:
-        from docshelf.watch import watch_in_background
+        from docshelf.ingest.watch import watch_in_background
 
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")

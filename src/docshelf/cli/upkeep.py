@@ -109,7 +109,7 @@ def inbox(
 ) -> Outcome:
     """File the inbox: index, classify and move each file into the library (opt-in)."""
     from docshelf import views
-    from docshelf.filing import Filing, FilingReport, watch_inbox
+    from docshelf.ingest.filing import Filing, FilingReport, watch_inbox
 
     def each_run(r: dict[str, Any]) -> None:
         if run.as_json:  # one line per run while watching

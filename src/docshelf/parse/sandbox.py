@@ -11,7 +11,8 @@ timeout, a ``MemoryError``, a crash or any error the parser did not translate
 becomes :class:`~docshelf.errors.InvalidInput`, whose message is the file's
 failure reason.
 
-Limits come from the environment on every call:
+Limits are the caller's (``Settings.parse``), else read from the environment
+(``ParseLimits.from_env`` in config.py) on every call:
 
 - ``DOCSHELF_PARSE_TIMEOUT_S`` (default 60): wall-clock seconds per file;
 - ``DOCSHELF_PARSE_MEMORY_MB`` (default 1024): address space the parser may
@@ -29,13 +30,14 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Any, TypeVar
 
+from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
 from docshelf.model import ParsedDocument
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "limits", "run_limited"]
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "run_limited"]
 
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MEMORY_MB = 1024
+DEFAULT_TIMEOUT_S = ParseLimits.timeout_s
+DEFAULT_MEMORY_MB = ParseLimits.memory_mb
 
 # Imported once in the fork server, so each child starts with them loaded.
 _PRELOAD = [
@@ -48,26 +50,6 @@ _PRELOAD = [
 _PROCESS_NAME = "docshelf-parser"
 _Input = TypeVar("_Input", bytes, str)
 _context: ForkServerContext | SpawnContext | None = None
-
-
-def limits() -> tuple[float, int]:
-    """(timeout in seconds, memory in MB) from the environment, or the defaults."""
-    timeout = _env_number("DOCSHELF_PARSE_TIMEOUT_S", DEFAULT_TIMEOUT_S)
-    memory = _env_number("DOCSHELF_PARSE_MEMORY_MB", DEFAULT_MEMORY_MB)
-    return timeout, int(memory)
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise InvalidInput(f"{name} must be a positive number, not {raw!r}")
-    return value
 
 
 def run_limited(
@@ -86,9 +68,11 @@ def run_limited(
     """
     if getattr(func, "__module__", None) == "__main__":
         raise ValueError("run_limited() needs a function importable from a module, not __main__")
-    env_timeout, env_memory = limits()
-    timeout = env_timeout if timeout_s is None else timeout_s
-    memory = env_memory if memory_mb is None else memory_mb
+    if timeout_s is None or memory_mb is None:
+        configured = ParseLimits.from_env()
+        timeout_s = configured.timeout_s if timeout_s is None else timeout_s
+        memory_mb = configured.memory_mb if memory_mb is None else memory_mb
+    timeout, memory = timeout_s, memory_mb
     ctx = _get_context()
     receiver, sender = ctx.Pipe(duplex=False)
     process = ctx.Process(

@@ -52,7 +52,8 @@ import numpy as np
 from docshelf import __version__
 from docshelf.blobs import BlobStore
 from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable
-from docshelf.ingest import text_hash
+from docshelf.ingest.prepare import text_hash
+from docshelf.ingest.writer import DocumentWriter
 from docshelf.model import Document, Enrichment, Failure, Job, Source, Tier, User
 from docshelf.portable.lines import (
     DOCUMENTS,
@@ -510,7 +511,7 @@ def _write_batch(
             if store.get_document(doc.id) is not None:
                 report.skipped["documents"] += 1
                 continue
-            store.put_document(doc, entry.chunks, None)
+            DocumentWriter(store).put(doc, entry.chunks)
             ids = [c.id for c in entry.chunks if c.id in entry.vectors]
             if ids:
                 matrix = np.stack([entry.vectors[i] for i in ids])

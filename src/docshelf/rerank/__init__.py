@@ -11,7 +11,6 @@ returns ``None`` and the fused order stands — reranking can only help.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,8 +28,8 @@ class Reranker(Protocol):
         ...
 
 
-def make_reranker(spec: str | None = None, llm: LLM | None = None) -> Reranker | None:
-    spec = spec if spec is not None else os.environ.get("DOCSHELF_RERANKER", "none")
+def make_reranker(spec: str, llm: LLM | None = None) -> Reranker | None:
+    """The reranker ``spec`` (``Settings.reranker``) names, or None."""
     spec = spec.strip()
     if spec in ("", "none"):
         return None

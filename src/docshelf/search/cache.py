@@ -25,6 +25,9 @@ class ResultCache(Protocol[T]):
     """What the retriever asks of a cache: this process's ``RetrievalCache`` or the
     shared one in Redis (``shared/caches.py``)."""
 
+    hits: int
+    misses: int
+
     def get_or_compute(
         self,
         key: Hashable,

@@ -21,14 +21,11 @@ Which method and which weights are the defaults is decided by measurement
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-
-from docshelf.errors import InvalidInput
 
 Ranking = Sequence[tuple[str, float]]  # (id, score), best first
 
@@ -59,18 +56,9 @@ class FusionSettings:
     adaptive_lead: float = 0.0
 
     @classmethod
-    def from_env(cls) -> FusionSettings:
-        """The defaults, with ``DOCSHELF_CONCEPT_BOOST`` (0 turns the boost off)."""
-        raw = os.environ.get("DOCSHELF_CONCEPT_BOOST", "").strip()
-        if not raw:
-            return cls()
-        try:
-            value = float(raw)
-        except ValueError:
-            raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} is not a number") from None
-        if not 0 <= value <= 10:
-            raise InvalidInput(f"DOCSHELF_CONCEPT_BOOST={raw!r} must be between 0 and 10")
-        return cls(concept_boost=value)
+    def configured(cls, concept_boost: float | None) -> FusionSettings:
+        """The defaults, with ``Settings.concept_boost`` (DOCSHELF_CONCEPT_BOOST) if set."""
+        return cls() if concept_boost is None else cls(concept_boost=concept_boost)
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,14 @@
-"""What search answers with, its bounds, and the filters a query string adds."""
+"""What search answers with, and its bounds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from docshelf.model import Chunk, Citation, Hit
-from docshelf.search.query import ParsedQuery
-from docshelf.store.base import SearchFilters
-from docshelf.taxonomy import Taxonomy
 
-SEARCH_MODES: tuple[str, ...] = ("hybrid", "lexical", "vector")
-CONTEXT_MODES: tuple[str, ...] = ("snippet-window", "parent-section", "section-neighborhood")
+ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
+CONTEXT_MODES: tuple[str, ...] = get_args(ContextMode)
 GROUPS: tuple[str, ...] = ("snippet", "section", "document")
 MAX_LIMIT = 200
 CACHED_LIMIT = 50  # searches asking for more hits (or expanded sections) are not cached
@@ -38,31 +36,3 @@ class ContextResult:
     @property
     def text(self) -> str:
         return "\n\n".join(c.text for c in self.chunks)
-
-
-def with_query_fields(
-    filters: SearchFilters, parsed: ParsedQuery, user_id: str | None, taxonomy: Taxonomy
-) -> SearchFilters:
-    """Filters from the query string (``tag:x`` …) and the caller, on top of ``filters``;
-    a field in the query replaces the same single-valued filter, tags and concepts add up
-    (a concept includes its narrower concepts)."""
-    given = dict(parsed.fields)
-    tags = (*filters.tags, *(value for name, value in parsed.fields if name == "tags"))
-    concepts = [value for name, value in parsed.fields if name == "concepts"]
-    groups = (*filters.concept_groups, *(concept_group(taxonomy, c) for c in concepts))
-    return SearchFilters(
-        user_id=user_id if user_id is not None else filters.user_id,
-        source_id=given.get("source_id", filters.source_id),
-        path_prefix=given.get("path_prefix", filters.path_prefix),
-        file_type=given.get("file_type", filters.file_type),
-        tags=tags,
-        document_ids=filters.document_ids,
-        concept_groups=groups,
-    )
-
-
-def concept_group(taxonomy: Taxonomy, name: str) -> tuple[str, ...]:
-    """The concept ids a filter on ``name`` (an id or a label) matches; an unknown name
-    matches nothing."""
-    concept = taxonomy.resolve(name)
-    return tuple(sorted(taxonomy.narrower_or_same(concept))) if concept else (name,)

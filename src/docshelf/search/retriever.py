@@ -23,6 +23,7 @@ from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
 from docshelf.search.cache import ResultCache
 from docshelf.search.engines import LexicalEngine, VectorEngine
+from docshelf.search.filters import SEARCH_MODES, with_query_fields
 from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, feedback_query, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.results import (
@@ -31,10 +32,8 @@ from docshelf.search.results import (
     CONTEXT_MODES,
     GROUPS,
     MAX_LIMIT,
-    SEARCH_MODES,
     ContextResult,
     SearchResult,
-    with_query_fields,
 )
 from docshelf.store.base import SearchFilters, Store
 
@@ -146,7 +145,9 @@ class Retriever:
         if not parsed.text:  # any string is a valid query; this one asks for nothing
             empty = "The query has only filters or exclusions; add words to search for"
             return SearchResult(query=query, mode=mode, hits=[], notice=empty)
-        filters = with_query_fields(filters or SearchFilters(), parsed, user_id, self.taxonomy)
+        filters = with_query_fields(
+            filters or SearchFilters(), parsed.fields, user_id, self.taxonomy
+        )
         started = time.perf_counter()
         notice: str | None = None
         embedder = self.embedder
@@ -426,7 +427,7 @@ class Retriever:
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
         parsed = parse_query(query)
-        filters = with_query_fields(SearchFilters(), parsed, user_id, self.taxonomy)
+        filters = with_query_fields(SearchFilters(), parsed.fields, user_id, self.taxonomy)
         found = self.store.search_distillates(lexical_terms(parsed.text), limit, filters)
         listed = self.store.list_documents(
             document_ids=tuple(dict.fromkeys(x.document_id for x, _ in found))

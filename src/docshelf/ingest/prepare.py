@@ -2,8 +2,8 @@
 
 ``prepare`` does the pure part for one file (no store, no model);
 ``Embedding`` turns retrieval texts into vectors through the embedding cache;
-the caller (``Shelf``) batches files so the model sees many texts at once and
-writes each document in its own transaction.
+the caller (sync) batches files so the model sees many texts at once, and the
+writer (``ingest/writer.py``) writes each document in its own transaction.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
+from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
-from docshelf.links import WikiLink, names_for, wikilinks
-from docshelf.model import Chunk, Document, Tier, document_id, fingerprint
+from docshelf.links import WikiLink, wikilinks
+from docshelf.model import Chunk, Document, ParsedDocument, Tier, document_id, fingerprint
 from docshelf.parse import parse
 from docshelf.taxonomy import Taxonomy
 
@@ -64,6 +65,53 @@ def read_file(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
 
 
 @dataclass(frozen=True)
+class Chunking:
+    """What chunking needs from the library: its settings, token counter and taxonomy."""
+
+    settings: ChunkSettings
+    count_tokens: Callable[[str], int] = approx_tokens
+    taxonomy: Taxonomy | None = None
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """A parsed document in chunks, with the concepts its tags map to."""
+
+    parsed: ParsedDocument
+    title: str
+    chunks: list[Chunk]
+    concepts: Concepts
+
+    def fields(self) -> dict[str, Any]:
+        """The document record's fields that parsing and chunking decide."""
+        return {
+            "title": self.title,
+            "tags": self.parsed.tags,
+            **self.concepts.fields(),
+            "page_count": self.parsed.page_count,
+            "pages_without_text": self.parsed.pages_without_text,
+            "chunk_counts": {t.value: sum(c.tier is t for c in self.chunks) for t in Tier},
+        }
+
+    def links(self, file_type: str) -> list[WikiLink]:
+        return wikilinks(self.parsed) if file_type == "markdown" else []
+
+
+def chunk_parsed(parsed: ParsedDocument, *, fp: str, title: str, chunking: Chunking) -> Chunked:
+    """The chunk and concept stages: what ``prepare`` and the worker's chunking share."""
+    concepts = Concepts.of(parsed.tags, chunking.taxonomy)
+    chunks = chunk_document(
+        parsed,
+        fp=fp,
+        title=title,
+        settings=chunking.settings,
+        count_tokens=chunking.count_tokens,
+        concepts=concepts.labels,
+    )
+    return Chunked(parsed, title, chunks, concepts)
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A parsed and chunked file, ready to embed and write."""
 
@@ -72,10 +120,6 @@ class Prepared:
     warnings: tuple[str, ...]
     links: list[WikiLink] = field(default_factory=list)
     aliases: tuple[str, ...] = ()
-
-    def record_links(self, store: Store) -> None:
-        """Write the document's wikilinks and names (inside its write transaction)."""
-        record_links(store, self.document, self.links, self.aliases)
 
     @property
     def snippets(self) -> list[Chunk]:
@@ -90,29 +134,26 @@ def prepare(
     rel_path: str,
     source_id: str | None,
     host: str,
-    settings: ChunkSettings,
-    count_tokens: Callable[[str], int] = approx_tokens,
+    chunking: Chunking,
     title: str | None = None,
     embedding_model: str | None,
-    taxonomy: Taxonomy | None = None,
+    fp: str | None = None,
+    limits: ParseLimits | None = None,
 ) -> Prepared:
-    fp = fingerprint(data)
-    parsed = parse(data, file_type)
-    title = title or parsed.title or Path(rel_path).stem or rel_path
-    concepts = Concepts.of(parsed.tags, taxonomy)
-    chunks = chunk_document(
+    """Parse (under ``limits``), chunk and map concepts for one file's bytes (``fp``:
+    their fingerprint, when the caller has it already)."""
+    fp = fp or fingerprint(data)
+    parsed = parse(data, file_type, limits)
+    chunked = chunk_parsed(
         parsed,
         fp=fp,
-        title=title,
-        settings=settings,
-        count_tokens=count_tokens,
-        concepts=concepts.labels,
+        title=title or parsed.title or Path(rel_path).stem or rel_path,
+        chunking=chunking,
     )
     now = time.time()
     doc = Document(
         id=document_id(fp),
         sha256=fp,
-        title=title,
         path=path,
         rel_path=rel_path,
         source_id=source_id,
@@ -122,18 +163,10 @@ def prepare(
         added_at=now,
         updated_at=now,
         status="complete",
-        tags=parsed.tags,
-        **concepts.fields(),
-        page_count=parsed.page_count,
-        pages_without_text=parsed.pages_without_text,
         embedding_model=embedding_model,
-        chunk_counts={
-            "section": sum(c.tier is Tier.SECTION for c in chunks),
-            "snippet": sum(c.tier is Tier.SNIPPET for c in chunks),
-        },
+        **chunked.fields(),
     )
-    links = wikilinks(parsed) if file_type == "markdown" else []
-    return Prepared(doc, chunks, parsed.warnings, links, parsed.aliases)
+    return Prepared(doc, chunked.chunks, parsed.warnings, chunked.links(file_type), parsed.aliases)
 
 
 @dataclass(frozen=True)
@@ -159,14 +192,6 @@ class Concepts:
             "concept_source": "frontmatter" if self.ids else None,
             "taxonomy_version": self.version,
         }
-
-
-def record_links(
-    store: Store, doc: Document, links: Sequence[WikiLink], aliases: Sequence[str]
-) -> None:
-    store.put_links(doc.id, links)
-    store.put_names(doc.id, names_for(doc.rel_path, "", ()), "path")
-    store.put_names(doc.id, names_for("", doc.title, aliases), "title")
 
 
 def text_hash(text: str) -> str:

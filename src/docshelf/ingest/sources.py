@@ -28,6 +28,7 @@ class FoundFile:
     path: Path  # absolute, as reached from the source root (symlinks not resolved)
     rel_path: str  # relative to the source root, with forward slashes
     stat: os.stat_result
+    file_type: str  # what parses it (``parse.FILE_TYPES``), decided once, here
 
 
 def _load_ignore(root: Path) -> pathspec.GitIgnoreSpec | None:
@@ -111,7 +112,8 @@ class _Walker:
             return
         if self.ignore is not None and self.ignore.match_file(rel + ("/" if is_dir else "")):
             return
-        if not is_dir and file_type_for(entry.name) is None:
+        file_type = None if is_dir else file_type_for(entry.name)
+        if not is_dir and file_type is None:
             return
         if not is_utf8(entry.name):
             yield Failure(printable_path(path), BAD_NAME)
@@ -130,7 +132,8 @@ class _Walker:
         if not stat_mod.S_ISREG(stat.st_mode):  # a FIFO would block whoever opens it
             yield Failure(str(path), "not a regular file")
             return
-        yield FoundFile(path, rel, stat)
+        assert file_type is not None
+        yield FoundFile(path, rel, stat, file_type)
 
     def _inside(self, path: Path) -> bool:
         """Whether a symlink leads to a place inside the source (a dangling or looping

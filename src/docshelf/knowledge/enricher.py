@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.chunk import build_header
-from docshelf.enrich import (
+from docshelf.errors import DocshelfError, NotFound, Unavailable
+from docshelf.ingest.prepare import embed_texts
+from docshelf.knowledge.enrich import (
     EnrichSettings,
     concept_texts,
     from_json,
@@ -27,15 +29,13 @@ from docshelf.enrich import (
     offline_enrichment,
     to_json,
 )
-from docshelf.errors import DocshelfError, NotFound, Unavailable
-from docshelf.ingest import embed_texts
 from docshelf.model import Chunk, Document, Enrichment, Tier
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from docshelf.shelf import Shelf
+    from docshelf.runtime import Wired
 
 log = logging.getLogger("docshelf")
 
@@ -62,22 +62,23 @@ class EnrichResult:
 
 
 class Enricher:
-    def __init__(self, shelf: Shelf, settings: EnrichSettings | None = None) -> None:
-        self.shelf = shelf
-        self.store = shelf.store
-        self.settings = settings or EnrichSettings(locale=shelf.settings.locale)
+    def __init__(self, wired: Wired, settings: EnrichSettings | None = None) -> None:
+        """``wired``: the library's ``Runtime`` (or a ``Shelf``, which carries one)."""
+        self.rt = wired.runtime
+        self.store = self.rt.store
+        self.settings = settings or EnrichSettings(locale=self.rt.settings.locale)
         self._concepts: tuple[str, npt.NDArray[np.float32]] | None = None
 
     @property
     def use_llm(self) -> bool:
         # "off" only stops enrichment after indexing; an explicit run may use the LLM.
-        return self.shelf.llm is not None and self.shelf.settings.enrich != "offline"
+        return self.rt.llm is not None and self.rt.settings.enrich != "offline"
 
     def producer(self) -> str:
-        if self.use_llm and self.shelf.llm is not None:
-            return f"llm:{self.shelf.llm.model}:{self.shelf.taxonomy.version}"
-        model = self.shelf.embedder.model_id if self.shelf.embedder else "none"
-        return f"offline:{OFFLINE_VERSION}:{model}:{self.shelf.taxonomy.version}"
+        if self.use_llm and self.rt.llm is not None:
+            return f"llm:{self.rt.llm.model}:{self.rt.taxonomy.version}"
+        model = self.rt.embedder.model_id if self.rt.embedder else "none"
+        return f"offline:{OFFLINE_VERSION}:{model}:{self.rt.taxonomy.version}"
 
     # -- the queue ---------------------------------------------------------------------
     def run_pending(self, limit: int | None = None) -> list[EnrichResult]:
@@ -127,7 +128,7 @@ class Enricher:
             else:
                 result = self._compute(doc, [*sections, *snippets], snippets)
                 if result.notice is None:  # a fallback is not what this producer makes
-                    self.shelf.summaries.put(
+                    self.rt.summaries.put(
                         doc.sha256, self.settings.locale, producer, to_json(result.enrichment)
                     )
             reembedded = self._write(doc, sections, snippets, result.enrichment)
@@ -135,7 +136,7 @@ class Enricher:
         return dataclasses.replace(result, reembedded=reembedded, ms=ms)
 
     def _cached(self, doc: Document, producer: str, snippet_ids: set[str]) -> Enrichment | None:
-        raw = self.shelf.summaries.get(doc.sha256, self.settings.locale, producer)
+        raw = self.rt.summaries.get(doc.sha256, self.settings.locale, producer)
         e = from_json(raw) if raw is not None else None
         if e is None or any(i not in snippet_ids for _, ids in e.claims for i in ids):
             return None  # unreadable, or its citations point at chunks that are gone
@@ -149,19 +150,19 @@ class Enricher:
         return e
 
     def _snippet_vectors(self, snippets: list[Chunk]) -> npt.NDArray[np.float32] | None:
-        embedder = self.shelf.embedder
+        embedder = self.rt.embedder
         if embedder is None or not snippets:
             return None
         # The embedding cache holds every indexed snippet's vector: no model call here.
         return embed_texts(self.store, embedder, [c.retrieval_text for c in snippets])
 
     def _concept_vectors(self) -> npt.NDArray[np.float32] | None:
-        embedder = self.shelf.embedder
-        if embedder is None or not self.shelf.taxonomy.concepts:
+        embedder = self.rt.embedder
+        if embedder is None or not self.rt.taxonomy.concepts:
             return None
-        key = f"{embedder.model_id}:{self.shelf.taxonomy.version}"
+        key = f"{embedder.model_id}:{self.rt.taxonomy.version}"
         if self._concepts is None or self._concepts[0] != key:
-            _, texts = concept_texts(self.shelf.taxonomy)
+            _, texts = concept_texts(self.rt.taxonomy)
             self._concepts = (key, embed_texts(self.store, embedder, texts))
         return self._concepts[1]
 
@@ -170,7 +171,7 @@ class Enricher:
 
         vectors = self._snippet_vectors(snippets)
         notice = None
-        llm = self.shelf.llm
+        llm = self.rt.llm
         if self.use_llm and llm is not None and snippets:
             if vectors is not None:
                 centroid = vectors.mean(axis=0)
@@ -180,7 +181,7 @@ class Enricher:
             excerpts = llm_excerpts(snippets, ranked, self.settings.llm_excerpt_tokens)
             try:
                 outcome = llm_enrichment(
-                    llm, doc, excerpts, chunks, self.shelf.taxonomy, self.settings
+                    llm, doc, excerpts, chunks, self.rt.taxonomy, self.settings
                 )
             except Unavailable as exc:
                 notice = f"the LLM failed ({exc.message}); enriched offline"
@@ -196,7 +197,7 @@ class Enricher:
                         llm_calls=outcome.calls,
                     )
                 notice = f"the LLM's reply stayed invalid ({outcome.error}); enriched offline"
-        embedder = self.shelf.embedder
+        embedder = self.rt.embedder
         enrichment = offline_enrichment(
             doc,
             chunks,
@@ -204,7 +205,7 @@ class Enricher:
             embed=(lambda texts: embed_texts(self.store, embedder, texts))
             if embedder is not None
             else None,
-            taxonomy=self.shelf.taxonomy,
+            taxonomy=self.rt.taxonomy,
             concept_vectors=self._concept_vectors(),
             settings=self.settings,
         )
@@ -216,7 +217,7 @@ class Enricher:
         """Store the enrichment; when the header's concepts change, re-header the chunks
         and re-embed the snippets whose retrieval text changed — all in one transaction."""
         labels = (
-            self.shelf.taxonomy.labels(e.concept_ids) if e.concept_source in HEADER_SOURCES else []
+            self.rt.taxonomy.labels(e.concept_ids) if e.concept_source in HEADER_SOURCES else []
         )
         chunks = [*sections, *snippets]
         fresh = [
@@ -226,8 +227,8 @@ class Enricher:
                     doc.title,
                     c.heading_path,
                     labels,
-                    self.shelf.chunk_settings.header_max_tokens,
-                    self.shelf.count_tokens,
+                    self.rt.chunk_settings.header_max_tokens,
+                    self.rt.count_tokens,
                 ),
             )
             for c in chunks
@@ -242,7 +243,7 @@ class Enricher:
                 new_snippets = [c for c in fresh if c.tier is Tier.SNIPPET]
                 vectors = self._snippet_vectors(new_snippets)
                 reembedded = sum(1 for i in changed if chunks[i].tier is Tier.SNIPPET)
-                self.store.put_document(
+                self.rt.writer.put(
                     dataclasses.replace(doc, updated_at=now, enriched_at=None), fresh, vectors
                 )
             if not self.store.put_enrichment(doc.id, e, now):

@@ -14,10 +14,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from docshelf.errors import DocshelfError
 from docshelf.model import SyncReport
-from docshelf.shelf import Shelf
+
+if TYPE_CHECKING:
+    from docshelf.shelf import Shelf
 
 DEBOUNCE_MS = 800
 log = logging.getLogger("docshelf.watch")

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 from docshelf.durable import fsync
 from docshelf.errors import Conflict, InvalidInput
-from docshelf.links import names_for
 from docshelf.model import Document, Failure, Source, fingerprint
 from docshelf.store import FileRecord
 
@@ -180,16 +179,8 @@ class Filing:
         """The index follows the move: one transaction, nothing re-embedded."""
         st = dest.stat()
         rel = dest.relative_to(self.library).as_posix()
-        store = self.shelf.store
-        with store.transaction():
-            store.put_file(
-                FileRecord(str(dest), library.id, old.document_id, st.st_size, st.st_mtime_ns)
-            )
-            if library.user_id:
-                store.grant(library.user_id, old.document_id)
-            store.delete_file(old.path)
-            store.update_document_path(old.document_id, str(dest), rel)
-            store.put_names(old.document_id, names_for(rel, "", ()), "path")
+        record = FileRecord(str(dest), library.id, old.document_id, st.st_size, st.st_mtime_ns)
+        self.shelf.runtime.writer.relocate(record, rel, moved_from=[old.path])
 
 
 def watch_inbox(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from docshelf.access import visible
 from docshelf.errors import Conflict, DocshelfError, InvalidInput
-from docshelf.ingest import embed_texts, read_file, record_links
+from docshelf.ingest.prepare import embed_texts, prepare, read_file
 from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Failure, Tier, fingerprint
 from docshelf.store.rows import chunk_from_row, chunk_row
 
 if TYPE_CHECKING:
-    from docshelf.shelf import Progress, Shelf
+    from docshelf.runtime import Progress, Runtime
 
 FORMAT = "1"  # of the staged data
 
@@ -55,27 +57,27 @@ class ReindexReport:
         return out
 
 
-def target_of(shelf: Shelf) -> str:
+def target_of(rt: Runtime) -> str:
     """What a generation is made for: the embedding model and the chunking settings."""
-    model = shelf.embedder.model_id if shelf.embedder else "none"
-    chunking = json.dumps(dataclasses.asdict(shelf.chunk_settings), sort_keys=True)
+    model = rt.embedder.model_id if rt.embedder else "none"
+    chunking = json.dumps(dataclasses.asdict(rt.chunk_settings), sort_keys=True)
     digest = hashlib.sha256(f"{FORMAT}|{model}|{chunking}".encode()).hexdigest()[:16]
     return f"{model}:{digest}"
 
 
-def _bytes_of(shelf: Shelf, doc: Document) -> bytes | None:
+def _bytes_of(rt: Runtime, doc: Document) -> bytes | None:
     """The document's bytes, if a file or blob still holds exactly them."""
-    for record in shelf.store.files_of_document(doc.id):
+    for record in rt.store.files_of_document(doc.id):
         try:
-            data, _ = read_file(Path(record.path), shelf.settings.max_file_bytes)
+            data, _ = read_file(Path(record.path), rt.settings.max_file_bytes)
         except InvalidInput:
             continue
         if fingerprint(data) == doc.sha256:
             return data
-    job = shelf.store.get_job(doc.id)
+    job = rt.store.get_job(doc.id)
     if job is not None:
         try:
-            data = shelf.blobs.read(job.blob_sha256)
+            data = rt.blobs.read(job.blob_sha256)
         except DocshelfError:
             return None
         if fingerprint(data) == doc.sha256:
@@ -83,16 +85,26 @@ def _bytes_of(shelf: Shelf, doc: Document) -> bytes | None:
     return None
 
 
-def _stage(shelf: Shelf, doc: Document, target: str, *, reread: bool = True) -> tuple[bool, int]:
+def _stage(rt: Runtime, doc: Document, target: str, *, reread: bool = True) -> tuple[bool, int]:
     """Build and stage one document's next generation: (re-chunked?, snippets). Without
     ``reread`` (or when its bytes are gone) its stored chunks are re-embedded as they are."""
-    store = shelf.store
-    data = _bytes_of(shelf, doc) if reread else None
+    store = rt.store
+    data = _bytes_of(rt, doc) if reread else None
     links: list[WikiLink] = []
     aliases: tuple[str, ...] = ()
     if data is not None:
-        prepared = shelf._prepare(
-            data, doc.file_type, doc.path, doc.rel_path, doc.source_id, title=doc.title
+        prepared = prepare(
+            data,
+            file_type=doc.file_type,
+            path=doc.path,
+            rel_path=doc.rel_path,
+            source_id=doc.source_id,
+            host=rt.host,
+            chunking=rt.chunking(),
+            title=doc.title,
+            embedding_model=rt.model_id,
+            fp=doc.sha256,
+            limits=rt.settings.parse,
         )
         new_doc = dataclasses.replace(
             prepared.document,
@@ -108,12 +120,12 @@ def _stage(shelf: Shelf, doc: Document, target: str, *, reread: bool = True) -> 
             *store.chunks_of_document(doc.id, Tier.SECTION),
             *store.chunks_of_document(doc.id, Tier.SNIPPET),
         ]
-        model = shelf.embedder.model_id if shelf.embedder else None
+        model = rt.embedder.model_id if rt.embedder else None
         new_doc = dataclasses.replace(doc, embedding_model=model, updated_at=time.time())
     snippets = [c for c in chunks if c.tier is Tier.SNIPPET]
     vectors = None
-    if shelf.embedder is not None and snippets:
-        vectors = embed_texts(store, shelf.embedder, [c.retrieval_text for c in snippets])
+    if rt.embedder is not None and snippets:
+        vectors = embed_texts(store, rt.embedder, [c.retrieval_text for c in snippets])
     record = {
         "document": {k: v for k, v in dataclasses.asdict(new_doc).items() if k != "chunk_counts"},
         "chunks": [list(chunk_row(c)) for c in chunks],
@@ -145,12 +157,12 @@ def _unstage(raw: str, vectors: bytes | None, dim: int) -> tuple[Document, list[
 
 
 def reindex(
-    shelf: Shelf, *, document_id: str | None = None, progress: Progress | None = None
+    rt: Runtime, *, document_id: str | None = None, progress: Progress | None = None
 ) -> ReindexReport:
     started = time.perf_counter()
-    store = shelf.store
-    model = shelf.embedder.model_id if shelf.embedder else "none"
-    target = target_of(shelf)
+    store = rt.store
+    model = rt.embedder.model_id if rt.embedder else "none"
+    target = target_of(rt)
     report = ReindexReport(target=target, embedding_model=model)
     if document_id is not None:
         bound = store.get_meta("embedding_model")
@@ -159,7 +171,7 @@ def reindex(
                 f"The library's vectors are made with {bound}; one document cannot move to "
                 f"{model} alone. Run `docshelf reindex` for the whole library."
             )
-        docs = [shelf._visible(document_id, None)]
+        docs = [visible(store, document_id, None)]
     else:
         store.clear_reindex(keep_target=target)  # staged for another target: useless now
         docs = [d for d in store.list_documents() if d.status == "complete"]
@@ -171,27 +183,27 @@ def reindex(
             report.resumed += 1
             continue
         try:
-            rechunked, snippets = _stage(shelf, doc, target)
+            rechunked, snippets = _stage(rt, doc, target)
         except InvalidInput as exc:
             # Its bytes no longer parse (a parser changed): keep its chunks, but give them
             # vectors of the new model like every other document's.
             report.failures.append(Failure(doc.path, exc.message))
-            rechunked, snippets = _stage(shelf, doc, target, reread=False)
+            rechunked, snippets = _stage(rt, doc, target, reread=False)
         report.rechunked += rechunked
         report.reembedded += not rechunked
         report.snippets += snippets
-    _switch(shelf, target, [d.id for d in docs], report, progress)
-    report.vector_index = shelf.maintain_indexes(rebuild=True, progress=progress)
+    _switch(rt, target, [d.id for d in docs], report, progress)
+    report.vector_index = rt.maintain_indexes(rebuild=True, progress=progress)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _switch(
-    shelf: Shelf, target: str, ids: list[str], report: ReindexReport, progress: Progress | None
+    rt: Runtime, target: str, ids: list[str], report: ReindexReport, progress: Progress | None
 ) -> None:
     """One transaction: every staged document replaces its live self; the model is recorded."""
-    store = shelf.store
-    embedder = shelf.embedder
+    store = rt.store
+    embedder = rt.embedder
     dim = embedder.dim if embedder else 0
     with store.transaction():
         for n, doc_id in enumerate(ids):
@@ -201,10 +213,44 @@ def _switch(
             if staged is None or store.get_document(doc_id) is None:
                 continue  # deleted meanwhile, or never staged (it failed): left as it is
             doc, chunks, vectors, (links, aliases) = _unstage(*staged, dim)
-            store.put_document(doc, chunks, vectors)
-            if links is not None:
-                record_links(store, doc, [WikiLink(**k) for k in links], aliases)
+            rt.writer.put(
+                doc,
+                chunks,
+                vectors,
+                links=None if links is None else [WikiLink(**k) for k in links],
+                aliases=aliases,
+            )
             report.documents += 1
         store.set_meta("embedding_model", embedder.model_id if embedder else "none")
         if embedder is not None:
             store.set_meta("embedding_dim", str(embedder.dim))
+
+
+class ReindexRunner:
+    """One library-wide reindex at a time, in a thread of this process, with its progress
+    (``POST /v1/reindex`` starts it, ``GET`` follows it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.state: dict[str, Any] = {"state": "idle"}
+
+    def start(self, rt: Runtime) -> bool:
+        with self._lock:
+            if self.state["state"] == "running":
+                return False
+            self.state = {"state": "running", "done": 0, "total": 0, "phase": "starting"}
+        threading.Thread(target=self._run, args=(rt,), daemon=True).start()
+        return True
+
+    def _run(self, rt: Runtime) -> None:
+        def progress(done: int, total: int, what: str) -> None:
+            self.state = {**self.state, "done": done, "total": total, "phase": what}
+
+        try:
+            report = reindex(rt, progress=progress)
+            rt.changed()
+        except Exception as exc:  # reported through GET /v1/reindex
+            message = exc.message if isinstance(exc, DocshelfError) else repr(exc)
+            self.state = {"state": "failed", "error": message}
+        else:
+            self.state = {"state": "done", "result": report.as_json()}

@@ -21,7 +21,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from docshelf.worker import Worker
+from docshelf.ingest.worker import Worker
 
 
 def problems(

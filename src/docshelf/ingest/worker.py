@@ -17,6 +17,7 @@ for their vectors are never visible.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -31,15 +32,13 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.backoff import Backoff
-from docshelf.chunk import chunk_document
 from docshelf.errors import DocshelfError, InvalidInput
-from docshelf.ingest import Concepts, embed_texts, record_links
-from docshelf.links import wikilinks
+from docshelf.ingest.prepare import chunk_parsed, embed_texts
 from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
 
 if TYPE_CHECKING:
-    from docshelf.shelf import Shelf
+    from docshelf.runtime import Wired
 
 log = logging.getLogger("docshelf.worker")
 
@@ -75,14 +74,15 @@ class WorkerSettings:
 class Worker:
     def __init__(
         self,
-        shelf: Shelf,
+        wired: Wired,
         settings: WorkerSettings | None = None,
         *,
         name: str | None = None,
         on_stage: Callable[[Job, Stage], None] | None = None,
     ) -> None:
-        self.shelf = shelf
-        self.store = shelf.store
+        """``wired``: the library's ``Runtime`` (or a ``Shelf``, which carries one)."""
+        self.rt = wired.runtime
+        self.store = self.rt.store
         self.settings = settings or WorkerSettings()
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.on_stage = on_stage  # a hook for tests and metrics: called before each stage
@@ -103,7 +103,7 @@ class Worker:
         wake-ups received (their work is committed) and wait for the next one — or
         for the poll interval, which catches retries and expired leases."""
         self.stopping = stop
-        consumer = self.shelf.transport.consumer()
+        consumer = self.rt.transport.consumer()
         self.gauges.started()
         try:
             while not stop.is_set():
@@ -118,7 +118,7 @@ class Worker:
                     continue
                 self.trouble.succeeded()
                 if not worked:
-                    self.shelf.maintain_indexes()  # idle: checkpoint what ingest added
+                    self.rt.maintain_indexes()  # idle: checkpoint what ingest added
                     consumer.ack()
                     consumer.wait(self.settings.poll_seconds)
         finally:
@@ -147,9 +147,9 @@ class Worker:
     def enrich_one(self) -> bool:
         """With no job due, enrich one document whose enrichment is pending (it follows
         indexing; ingest always comes first). False when there was none."""
-        if self.shelf.settings.enrich == "off":
+        if self.rt.settings.enrich == "off":
             return False
-        return bool(self.shelf.enrich_pending(limit=1))
+        return bool(self.rt.enrich_pending(limit=1))
 
     def _renew(self, job: Job, stop: threading.Event) -> None:
         while not stop.wait(self.settings.lease_seconds / 3):
@@ -178,14 +178,14 @@ class Worker:
             except LeaseLost:
                 raise
             except InvalidInput as exc:  # the input is bad: retrying cannot help
-                self.shelf.metrics.failure(stage.value, exc.code)
+                self.rt.metrics.failure(stage.value, exc.code)
                 self._fail(job, stage, exc.message)
                 return
             except Exception as exc:
-                self.shelf.metrics.failure(stage.value, type(exc).__name__)
+                self.rt.metrics.failure(stage.value, type(exc).__name__)
                 self._retry_later(job, stage, f"{type(exc).__name__}: {exc}")
                 return
-            self.shelf.metrics.stage_done(stage.value, (time.perf_counter() - started) * 1000)
+            self.rt.metrics.stage_done(stage.value, (time.perf_counter() - started) * 1000)
 
     def _run_stage(self, job: Job, stage: Stage) -> Stage:
         if stage is Stage.PARSING:
@@ -228,7 +228,7 @@ class Worker:
     def _parse(self, job: Job) -> Stage:
         # No more copies of a large file alive at once than needed: the bytes go once
         # parsed, the parsed document once it is JSON.
-        parsed = parse(self.shelf.blobs.read(job.blob_sha256), job.file_type)
+        parsed = parse(self.rt.blobs.read(job.blob_sha256), job.file_type, self.rt.settings.parse)
         characters = len(parsed.body)
         payload = json.dumps(asdict(parsed)).encode("utf-8")
         del parsed
@@ -244,39 +244,24 @@ class Worker:
         parsed = _parsed_from_json(raw)
         del raw  # a large file's payload is not kept through chunking
         doc = self._document(job)
-        title = parsed.title or doc.title
-        concepts = Concepts.of(parsed.tags, self.shelf.taxonomy)
-        chunks = chunk_document(
-            parsed,
-            fp=doc.sha256,
-            title=title,
-            settings=self.shelf.chunk_settings,
-            count_tokens=self.shelf.count_tokens,
-            concepts=concepts.labels,
+        chunked = chunk_parsed(
+            parsed, fp=doc.sha256, title=parsed.title or doc.title, chunking=self.rt.chunking()
         )
-        counts = {t.value: sum(c.tier is t for c in chunks) for t in Tier}
-        updated = Document(
-            **{
-                **asdict(doc),
-                "title": title,
-                "tags": parsed.tags,
-                **concepts.fields(),
-                "status": Stage.CHUNKING.value,
-                "chunk_counts": counts,
-                "page_count": parsed.page_count,
-                "pages_without_text": parsed.pages_without_text,
-            }
-        )
+        counts = chunked.fields()["chunk_counts"]
+        updated = dataclasses.replace(doc, **chunked.fields(), status=Stage.CHUNKING.value)
         with self.store.transaction():
             self._owned(job)
-            self.store.put_document(updated, chunks, None)
-            links = wikilinks(parsed) if job.file_type == "markdown" else []
-            record_links(self.store, updated, links, parsed.aliases)
+            self.rt.writer.put(
+                updated,
+                chunked.chunks,
+                links=chunked.links(job.file_type),
+                aliases=parsed.aliases,
+            )
             self.store.delete_payload(job.document_id)
             return self._move(job, Stage.EMBEDDING, f"{counts['snippet']} snippets to embed")
 
     def _embed(self, job: Job) -> Stage:
-        embedder = self.shelf.embedder
+        embedder = self.rt.embedder
         # counted, not loaded: a huge file's snippets are read a batch at a time below
         total = self._document(job).chunk_counts.get(Tier.SNIPPET.value, 0)
         if embedder is not None:
@@ -288,14 +273,14 @@ class Worker:
                     break
                 if self.stopping.is_set():  # the batches committed so far stay done
                     return Stage.EMBEDDING
-                self.shelf.rate_limit.wait()
-                counts_before = (self.shelf.embed_counts.cached, self.shelf.embed_counts.computed)
+                self.rt.rate_limit.wait()
+                counts_before = (self.rt.embed_counts.cached, self.rt.embed_counts.computed)
                 vectors = embed_texts(
-                    self.store, embedder, [c.retrieval_text for c in todo], self.shelf.embed_counts
+                    self.store, embedder, [c.retrieval_text for c in todo], self.rt.embed_counts
                 )
-                self.shelf.metrics.embedded(
-                    cached=self.shelf.embed_counts.cached - counts_before[0],
-                    computed=self.shelf.embed_counts.computed - counts_before[1],
+                self.rt.metrics.embedded(
+                    cached=self.rt.embed_counts.cached - counts_before[0],
+                    computed=self.rt.embed_counts.computed - counts_before[1],
                 )
                 with self.store.transaction():
                     self._owned(job)
@@ -352,7 +337,7 @@ class Worker:
             )
             self.store.add_event(job.document_id, "document.failed", stage="failed", message=reason)
         try:
-            self.shelf.transport.dead_letter(job.document_id, reason)
+            self.rt.transport.dead_letter(job.document_id, reason)
         except DocshelfError as exc:  # the store already holds the dead-letter state
             log.warning("could not dead-letter %s on the broker: %s", job.document_id, exc)
 
@@ -369,7 +354,7 @@ class Worker:
                 lease_expires_at=None,
             )
         log.info("worker %s released %s at %s (shutting down)", self.name, job.document_id, stage)
-        self.shelf.wake_workers(job.document_id)
+        self.rt.wake_workers(job.document_id)
 
     def _retry_later(self, job: Job, stage: Stage, reason: str) -> None:
         current = self.store.get_job(job.document_id)
@@ -426,8 +411,8 @@ def _parsed_from_json(raw: bytes) -> ParsedDocument:
 class WorkerPool:
     """``n`` workers in threads of this process (what ``serve`` runs)."""
 
-    def __init__(self, shelf: Shelf, n: int, settings: WorkerSettings | None = None) -> None:
-        self.workers = [Worker(shelf, settings) for _ in range(n)]
+    def __init__(self, wired: Wired, n: int, settings: WorkerSettings | None = None) -> None:
+        self.workers = [Worker(wired, settings) for _ in range(n)]
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 

@@ -1,0 +1,101 @@
+"""The catalogue: what the library holds — one document with its files, sections,
+links and claims as a user sees it, and the library's status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from docshelf.access import visible
+from docshelf.links import WikiLink
+from docshelf.model import Chunk, Distillate, Document, Failure, Tier
+from docshelf.store import Store
+
+if TYPE_CHECKING:
+    from docshelf.runtime import Runtime
+
+
+@dataclass
+class DocumentView:
+    document: Document
+    files: list[str]
+    sections: list[Chunk]
+    links: list[tuple[WikiLink, list[str]]] = field(default_factory=list)
+    backlinks: list[Document] = field(default_factory=list)
+    distillates: list[Distillate] = field(default_factory=list)
+
+
+@dataclass
+class Status:
+    home: str
+    database: str
+    embedding_model: str
+    documents: int
+    sources: int
+    sections: int
+    snippets: int
+    snippets_with_vectors: int
+    by_status: dict[str, int]
+    by_file_type: dict[str, int]
+    pages_without_text: int
+    unmapped_tags: dict[str, int]
+    failures: list[Failure]
+    failure_count: int
+    # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/ann.py)
+    vector_index: dict[str, object] = field(default_factory=dict)
+    lexical_index: dict[str, object] = field(default_factory=dict)
+    enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed
+
+    @property
+    def embedding_coverage(self) -> float:
+        return self.snippets_with_vectors / self.snippets if self.snippets else 1.0
+
+
+def _may_see(store: Store, document_id: str, user_id: str | None) -> bool:
+    return user_id is None or store.has_access(user_id, document_id)
+
+
+def document_view(store: Store, document_id: str, user_id: str | None) -> DocumentView:
+    """The document as ``user_id`` sees it (their name for it; only the links and
+    backlinks to documents they may see)."""
+    doc = visible(store, document_id, user_id)
+    files = [r.path for r in store.files_of_document(document_id)]
+    links = [
+        (link, [d for d in targets if _may_see(store, d, user_id)])
+        for link, targets in store.links_of(doc.id)
+    ]
+    backlinks = [
+        d
+        for d in map(store.get_document, store.backlinks(doc.id))
+        if d is not None and _may_see(store, d.id, user_id)
+    ]
+    sections = store.chunks_of_document(document_id, Tier.SECTION)
+    distillates = store.distillates_of(doc.id)
+    return DocumentView(doc, files, sections, links, backlinks, distillates)
+
+
+def status(rt: Runtime) -> Status:
+    store = rt.store
+    s = store.stats()
+    return Status(
+        home=str(rt.settings.home),
+        database=store.url,
+        embedding_model=store.get_meta("embedding_model")
+        or (rt.embedder.model_id if rt.embedder else "none"),
+        documents=s.documents,
+        sources=s.sources,
+        sections=s.sections,
+        snippets=s.snippets,
+        snippets_with_vectors=s.snippets_with_vectors,
+        by_status=s.by_status,
+        by_file_type=s.by_file_type,
+        pages_without_text=s.pages_without_text,
+        unmapped_tags={
+            tag: n for tag, n in store.tag_counts().items() if rt.taxonomy.resolve(tag) is None
+        },
+        failures=store.list_failures(limit=20),
+        failure_count=store.count_failures(),
+        enrichment=s.by_enrichment,
+        vector_index=rt.vector_index.state() if rt.vector_index else {"path": "native"},
+        lexical_index=rt.lexical_index.state() if rt.lexical_index else {"path": "native"},
+    )

@@ -1,0 +1,361 @@
+"""Sync: registered sources (files and folders, indexed where they live) followed into
+the library — new, changed, moved and deleted files — and documents given as bytes.
+
+Each file is read, fingerprinted and checked once; files whose bytes the library
+already holds are re-pointed, not parsed again. Many documents' snippets are
+embedded per model call, and each document is written on its own
+(``DocumentWriter``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docshelf import users as users_mod
+from docshelf.errors import Conflict, InvalidInput, NotFound
+from docshelf.ingest.prepare import Prepared, embed_texts, prepare, read_file
+from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
+from docshelf.model import Document, Failure, Source, SyncReport, document_id, fingerprint
+from docshelf.parse import FILE_TYPES, file_type_for
+from docshelf.store import FileRecord
+
+if TYPE_CHECKING:
+    from docshelf.runtime import Progress, Runtime
+
+
+def unsupported_type_message(name: str) -> str:
+    return f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A prepared document waiting for its vectors, and the file it came from (if any)."""
+
+    prepared: Prepared
+    record: FileRecord | None
+    previous: FileRecord | None
+
+
+class Sync:
+    """Sources in: ``add``, ``sync``, ``remove``, ``add_documents`` (``Shelf``'s)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.store = runtime.store
+        self.writer = runtime.writer
+
+    # -- sources -----------------------------------------------------------------
+    def add(
+        self,
+        path: str | Path,
+        progress: Progress | None = None,
+        *,
+        user_id: str | None = None,
+        follow_symlinks: bool | None = None,
+    ) -> SyncReport:
+        target = Path(path).expanduser()
+        try:
+            target = target.resolve(strict=True)
+        except FileNotFoundError:
+            raise NotFound(f"No such file or folder: {printable_path(path)}") from None
+        except (OSError, RuntimeError) as exc:
+            raise InvalidInput(f"Cannot resolve {printable_path(path)}: {exc}") from None
+        if not is_utf8(str(target)):
+            raise InvalidInput(f"{printable_path(target)}: {BAD_NAME}")
+        if not target.is_dir() and file_type_for(target.name) is None:
+            raise InvalidInput(unsupported_type_message(target.name))
+        owner = user_id or users_mod.ensure_local_admin(self.store).id
+        source = self.store.find_source(str(target))
+        if source is not None and source.user_id not in (None, owner):
+            raise Conflict(f"{target} is already a source of another user")
+        if source and follow_symlinks is not None and follow_symlinks != source.follow_symlinks:
+            self.store.set_follow_symlinks(source.id, follow_symlinks)
+            source = dataclasses.replace(source, follow_symlinks=follow_symlinks)
+        if source is not None:
+            return self.sync_source(source, progress)
+        for other in self.store.list_sources():
+            other_path = Path(other.path)
+            if other.kind == "folder" and target.is_relative_to(other_path):
+                return self.sync_source(other, progress)
+            if target.is_dir() and other_path.is_relative_to(target):
+                raise Conflict(
+                    f"{other.path} is already a source inside {target}; remove it first "
+                    f"(`docshelf remove {other.id}`), then add the larger folder"
+                )
+        self.rt.check_writable()
+        source = Source(
+            id="src_" + hashlib.sha256(str(target).encode()).hexdigest()[:12],
+            path=str(target),
+            kind="folder" if target.is_dir() else "file",
+            host=self.rt.host,
+            added_at=time.time(),
+            user_id=owner,
+            follow_symlinks=bool(follow_symlinks),
+        )
+        self.store.add_source(source)
+        return self.sync_source(source, progress, checked=True)
+
+    def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
+        sources = [self.source(source_id)] if source_id else self.store.list_sources()
+        report = SyncReport(source_id=source_id)
+        for source in sources:
+            report.merge(self.sync_source(source, progress))
+        return report
+
+    def remove(self, target: str) -> SyncReport:
+        source = self.store.get_source(target) or self.store.find_source(
+            str(Path(target).expanduser().resolve())
+        )
+        if source is None:
+            raise NotFound(f"No source {target!r}; `docshelf list` shows the sources")
+        report = SyncReport(source_id=source.id)
+        with self.store.transaction():
+            for record in self.store.files_of_source(source.id).values():
+                report.removed += self.writer.drop_file(record)
+            self.store.delete_source(source.id)
+        self.rt.maintain_indexes()
+        return report
+
+    def source(self, source_id: str) -> Source:
+        source = self.store.get_source(source_id)
+        if source is None:
+            raise NotFound(f"No source {source_id!r}; `docshelf list` shows the sources")
+        return source
+
+    def _scan(self, source: Source) -> Iterator[FoundFile | Failure]:
+        root = Path(source.path)
+        if source.kind == "folder":
+            if not root.is_dir():
+                yield Failure(source.path, "source folder is missing or unreadable")
+                return
+            yield from walk(root, follow_symlinks=source.follow_symlinks)
+            return
+        file_type = file_type_for(root.name)
+        assert file_type is not None  # a file source is added only with a supported type
+        try:
+            yield FoundFile(root, root.name, root.stat(), file_type)
+        except OSError as exc:
+            yield Failure(source.path, f"unreadable: {exc.strerror or exc}")
+
+    def sync_source(
+        self, source: Source, progress: Progress | None, *, checked: bool = False
+    ) -> SyncReport:
+        """One source: stat-check its files, index what changed, forget what is gone
+        (``checked``: the caller has just checked the library is writable)."""
+        report = SyncReport(source_id=source.id)
+        known = self.store.files_of_source(source.id)
+        seen: set[str] = set()
+        todo: list[FoundFile] = []
+        source_missing = False
+        for found in self._scan(source):
+            if isinstance(found, Failure):
+                report.failures.append(found)
+                source_missing = source_missing or found.path == source.path
+                continue
+            key = str(found.path)
+            seen.add(key)
+            rec = known.get(key)
+            if rec and rec.size == found.stat.st_size and rec.mtime_ns == found.stat.st_mtime_ns:
+                report.unchanged += 1
+            else:
+                todo.append(found)
+        if todo and not checked:
+            self.rt.check_writable()
+        gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
+        self._ingest(source, todo, known, gone, report, progress)
+        with self.store.transaction():
+            for record in gone.values():
+                report.removed += self.writer.drop_file(record)
+            self.store.record_failures(source.id, report.failures)
+        self.rt.maintain_indexes()
+        self._enrich_after_ingest(report, progress)
+        return report
+
+    def _enrich_after_ingest(self, report: SyncReport, progress: Progress | None) -> None:
+        """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for what is pending."""
+        if self.rt.settings.enrich == "off" or not (report.added or report.updated):
+            return
+        if progress:
+            progress(0, report.added + report.updated, "enriching")
+        self.rt.enrich_pending()
+
+    # -- ingest --------------------------------------------------------------------
+    def _ingest(
+        self,
+        source: Source,
+        todo: list[FoundFile],
+        known: dict[str, FileRecord],
+        gone: dict[str, FileRecord],
+        report: SyncReport,
+        progress: Progress | None,
+    ) -> None:
+        def items() -> Iterator[_Pending | None]:
+            for n, found in enumerate(todo):
+                if progress:
+                    progress(n, len(todo), found.rel_path)
+                yield self._prepare_file(source, found, known, gone, report)
+
+        # Parsed here, between the model's batches: parsing ahead in a thread or in a
+        # process of its own was measured and gained nothing, as the model keeps both
+        # cores busy (BENCHMARKS.md, "Ingest").
+        self._write_batched(items(), report)
+        if progress and todo:
+            progress(len(todo), len(todo), "done")
+
+    def add_documents(
+        self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
+    ) -> SyncReport:
+        self.rt.check_writable()
+        report = SyncReport(source_id=None)
+        listed = list(items)
+
+        def pending() -> Iterator[_Pending | None]:
+            for n, (name, data, title) in enumerate(listed):
+                if progress:
+                    progress(n, len(listed), name)
+                file_type = file_type_for(name)
+                if file_type is None:
+                    report.failures.append(Failure(name, "unsupported file type"))
+                    continue
+                fp = fingerprint(data)
+                if self.store.get_document(document_id(fp)) is not None:
+                    report.unchanged += 1
+                    continue
+                try:
+                    prepared = self.prepare(data, file_type, name, name, None, title, fp)
+                    yield _Pending(prepared, None, None)
+                except InvalidInput as exc:
+                    report.failures.append(Failure(name, exc.message))
+
+        self._write_batched(pending(), report)
+        self._enrich_after_ingest(report, progress)
+        return report
+
+    def prepare(
+        self,
+        data: bytes,
+        file_type: str,
+        path: str,
+        rel_path: str,
+        source_id: str | None,
+        title: str | None = None,
+        fp: str | None = None,
+    ) -> Prepared:
+        """``ingest.prepare`` with this library's chunking, taxonomy and model."""
+        rt = self.rt
+        return prepare(
+            data,
+            file_type=file_type,
+            path=path,
+            rel_path=rel_path,
+            source_id=source_id,
+            host=rt.host,
+            chunking=rt.chunking(),
+            title=title,
+            embedding_model=rt.model_id,
+            fp=fp,
+            limits=rt.settings.parse,
+        )
+
+    def _prepare_file(
+        self,
+        source: Source,
+        found: FoundFile,
+        known: dict[str, FileRecord],
+        gone: dict[str, FileRecord],
+        report: SyncReport,
+    ) -> _Pending | None:
+        path = str(found.path)
+        try:
+            data, st = read_file(found.path, self.rt.settings.max_file_bytes)
+            fp = fingerprint(data)
+            doc_id = document_id(fp)
+            record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
+            previous = known.get(path)
+            if previous is not None and previous.document_id == doc_id:
+                self.store.put_file(record)  # touched, same bytes: remember the new stat
+                report.unchanged += 1
+                return None
+            existing = self.store.get_document(doc_id)
+            if existing is not None:
+                self._link_existing(existing, record, found, previous, gone, report)
+                return None
+            prepared = self.prepare(data, found.file_type, path, found.rel_path, source.id, fp=fp)
+        except InvalidInput as exc:
+            report.failures.append(Failure(path, exc.message))
+            return None
+        return _Pending(prepared, record, previous)
+
+    def _link_existing(
+        self,
+        existing: Document,
+        record: FileRecord,
+        found: FoundFile,
+        previous: FileRecord | None,
+        gone: dict[str, FileRecord],
+        report: SyncReport,
+    ) -> None:
+        """Bytes we already have under another path: a move, or a copy. Nothing is re-parsed."""
+        moved_from = [p for p, r in gone.items() if r.document_id == existing.id]
+        self.writer.relocate(
+            record,
+            found.rel_path,
+            previous=previous,
+            moved_from=moved_from,
+            repoint=bool(moved_from) or not Path(existing.path).exists(),
+        )
+        for p in moved_from:
+            del gone[p]
+        if moved_from:
+            report.moved += 1
+        else:
+            report.unchanged += 1
+
+    def _write_batched(self, items: Iterable[_Pending | None], report: SyncReport) -> None:
+        """Embed many documents' snippets per model call; write each document on its own."""
+        batch: list[_Pending] = []
+        pending = 0
+        for item in items:
+            if item is not None:
+                batch.append(item)
+                pending += len(item.prepared.snippets)
+            if pending >= self.rt.batch_snippets:
+                self._write_batch(batch, report)
+                batch, pending = [], 0
+        self._write_batch(batch, report)
+
+    def _write_batch(self, batch: list[_Pending], report: SyncReport) -> None:
+        if not batch:
+            return
+        embedder = self.rt.embedder
+        vectors = None
+        if embedder is not None:
+            texts = [c.retrieval_text for item in batch for c in item.prepared.snippets]
+            vectors = embed_texts(self.store, embedder, texts, self.rt.embed_counts)
+        offset = 0
+        for item in batch:
+            n = len(item.prepared.snippets)
+            doc_vectors = vectors[offset : offset + n] if vectors is not None else None
+            offset += n
+            prepared = item.prepared
+            # One transaction: the old content leaves as the new arrives.
+            with self.store.transaction():
+                self.writer.put(
+                    prepared.document,
+                    prepared.chunks,
+                    doc_vectors,
+                    links=prepared.links,
+                    aliases=prepared.aliases,
+                    file=item.record,
+                    previous=item.previous,
+                )
+            if item.previous is None:
+                report.added += 1
+            else:
+                report.updated += 1

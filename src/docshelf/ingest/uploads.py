@@ -1,0 +1,231 @@
+"""Uploads and their jobs: bytes sent to the library (``POST /v1/documents``) are kept
+in the blob store, registered as a queued document and job, and taken through the
+stages by a worker (``ingest/worker.py``); a job can be followed, retried, and the
+document deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from docshelf.access import title_from_name, visible
+from docshelf.errors import Conflict, NotFound, Unavailable, UnsupportedType
+from docshelf.ingest.sync import unsupported_type_message
+from docshelf.model import Document, Event, Job, Stage, document_id
+from docshelf.parse import file_type_for
+
+if TYPE_CHECKING:
+    from docshelf.runtime import Runtime
+
+MAX_NAME_CHARS = 200  # an upload's name, cut to this (sanitize_filename)
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    document_id: str
+    status: str
+    fingerprint: str
+    created: bool  # a new document and job
+    linked: bool  # the caller got access by this upload
+
+
+def sanitize_filename(name: str) -> str:
+    """A display name from an uploaded file name: never a path.
+
+    Only the last component survives (``/`` and ``\\`` both separate), control
+    characters and NUL are dropped, ``..`` and leading dots are stripped.
+    """
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(ch for ch in base if ch.isprintable())
+    base = base.strip().lstrip(".").strip()
+    return _cut_name(base) or "upload"
+
+
+def _cut_name(name: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``name`` in at most ``limit`` characters: the stem is cut, the extension (which
+    picks the parser) is kept."""
+    if len(name) <= limit:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem or len(ext) >= limit // 2:
+        return name[:limit].rstrip()
+    return f"{stem[: limit - len(ext) - 1].rstrip()}.{ext}"
+
+
+class Uploads:
+    """Uploads, jobs and their events (``Shelf``'s)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.store = runtime.store
+
+    def register(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
+        file_type = file_type_for(name)
+        if file_type is None:
+            raise UnsupportedType(unsupported_type_message(name))
+        doc_id = document_id(sha256)
+        now = time.time()
+        with self.store.transaction():
+            if not self.rt.blobs.exists(sha256):
+                # the same bytes were deleted between the blob write and this transaction
+                raise Unavailable(
+                    "The upload raced with a deletion of the same file; send it again"
+                )
+            doc = self.store.get_document(doc_id)
+            if doc is not None:
+                linked = self.store.grant(user_id, doc_id, title=name)
+                if linked:
+                    self.rt.writer.changed()  # the user sees one more document
+                    self.rt.metrics.upload_dedup("linked")
+                    self._link_events(doc, name, user_id)
+                else:
+                    self.rt.metrics.upload_dedup("same_user")
+                status = Stage.QUEUED.value if linked else doc.status
+                return UploadResult(doc_id, status, sha256, created=False, linked=linked)
+            self.rt.check_writable()
+            self.rt.writer.put(
+                Document(
+                    id=doc_id,
+                    sha256=sha256,
+                    title=title_from_name(name),
+                    path=f"upload://{sha256}",
+                    rel_path=name,
+                    source_id=None,
+                    source_host=self.rt.host,
+                    file_type=file_type,
+                    size_bytes=size,
+                    added_at=now,
+                    updated_at=now,
+                    status=Stage.QUEUED.value,
+                    embedding_model=self.rt.model_id,
+                ),
+                [],
+            )
+            self.store.put_job(
+                Job(
+                    doc_id,
+                    Stage.QUEUED,
+                    "queued",
+                    0,
+                    now,
+                    None,
+                    None,
+                    None,
+                    sha256,
+                    file_type,
+                    name,
+                    now,
+                    now,
+                )
+            )
+            self.store.grant(user_id, doc_id, title=name)
+            self.store.add_event(doc_id, "stage", stage="queued", progress_pct=0, message="queued")
+            self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
+        self.rt.wake_workers(doc_id)
+        return UploadResult(doc_id, Stage.QUEUED.value, sha256, created=True, linked=True)
+
+    def _link_events(self, doc: Document, name: str, user_id: str) -> None:
+        """A new link's own events, addressed to its user (they see no earlier ones)."""
+        self.store.add_event(
+            doc.id,
+            "stage",
+            stage=Stage.QUEUED.value,
+            progress_pct=0,
+            message="queued",
+            user_id=user_id,
+        )
+        self.store.add_event(
+            doc.id, "document.queued", stage=Stage.QUEUED.value, message=name, user_id=user_id
+        )
+        if doc.status in (Stage.COMPLETE.value, Stage.FAILED.value):
+            self.store.add_event(
+                doc.id,
+                "stage",
+                stage=doc.status,
+                progress_pct=100,
+                message=doc.status,
+                user_id=user_id,
+            )
+            kind = "document.completed" if doc.status == Stage.COMPLETE.value else "document.failed"
+            self.store.add_event(
+                doc.id, kind, stage=doc.status, progress_pct=100, message=name, user_id=user_id
+            )
+
+    def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
+        clean = sanitize_filename(name)
+        if file_type_for(clean) is None:
+            raise UnsupportedType(unsupported_type_message(clean))
+        with self.rt.blobs.writer(self.rt.settings.max_upload_bytes) as writer:
+            writer.write(data)
+            sha = writer.commit()
+        return self.register(user_id, clean, sha, len(data))
+
+    def job(self, document_id: str, user_id: str | None = None) -> Job:
+        visible(self.store, document_id, user_id)
+        job = self.store.get_job(document_id)
+        if job is None:
+            raise NotFound(f"Document {document_id!r} has no ingest job (it came from a source)")
+        return job
+
+    def retry(self, document_id: str, user_id: str | None = None) -> Job:
+        job = self.job(document_id, user_id)
+        if job.status != "failed":
+            raise Conflict(f"Document {document_id} is {job.status}, not failed; nothing to retry")
+        with self.store.transaction():
+            self.store.update_job(
+                document_id,
+                status="queued",
+                attempts=0,
+                next_attempt_at=time.time(),
+                last_error=None,
+            )
+            self.store.set_document_status(document_id, job.stage.value)
+            self.store.add_event(
+                document_id,
+                "stage",
+                stage=Stage.QUEUED.value,
+                progress_pct=0,
+                message=f"retry requested; resuming at {job.stage.value}",
+            )
+            self.store.add_event(document_id, "document.queued", stage="queued", message="retry")
+        self.rt.wake_workers(document_id)
+        return self.job(document_id, user_id)
+
+    def delete_document(self, document_id: str, user_id: str | None = None) -> bool:
+        doc = visible(self.store, document_id, user_id)
+        self.rt.writer.changed()  # whatever happens next, this user sees one document fewer
+        with self.store.transaction():
+            if user_id is not None:
+                self.store.revoke_access(user_id, doc.id)
+            self.store.add_event(doc.id, "document.removed", message=doc.rel_path, user_id=user_id)
+            if user_id is not None and self.store.access_count(doc.id):
+                return False
+            if self.store.files_of_document(doc.id):
+                return False  # still held by a file in a source; sync decides
+            self.store.delete_document(doc.id)
+            # inside the transaction: an upload of the same bytes registering
+            # concurrently either comes first (and keeps the data) or sees the
+            # blob gone and asks for the upload again
+            self.rt.blobs.delete(doc.sha256)
+        return True
+
+    def events(
+        self,
+        after: int = 0,
+        *,
+        document_id: str | None = None,
+        lifecycle: bool = False,
+        user_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        if document_id is not None:
+            visible(self.store, document_id, user_id)
+        return self.store.events_after(
+            after,
+            document_id=document_id,
+            kinds="document.%" if lifecycle else "stage",
+            user_id=user_id,  # their own, and shared ones from when their access began
+            limit=limit,
+        )

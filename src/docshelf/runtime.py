@@ -1,0 +1,299 @@
+"""``Runtime``: the wiring of one library — settings, store, embedder, derived indexes,
+blobs, transport, LLM, reranker, taxonomy, metrics — built once and handed to the parts
+that do the work (sync, uploads, workers, the enricher, reindex).
+
+``Shelf`` is the facade over a ``Runtime``; the workers and the enricher take the
+runtime (or anything carrying one, as a ``Shelf`` does), never the facade.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from docshelf import access
+from docshelf.blobs import BlobStore, open_blob_store
+from docshelf.chunk import ChunkSettings, approx_tokens
+from docshelf.config import Settings
+from docshelf.durable import private_dir
+from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
+from docshelf.errors import Conflict, DocshelfError, Unavailable
+from docshelf.ingest.prepare import Chunking, EmbedCounts
+from docshelf.ingest.writer import DocumentWriter
+from docshelf.llm import LLM, make_llm
+from docshelf.rerank import Reranker, make_reranker
+from docshelf.search.ann import SidecarVectorIndex
+from docshelf.search.cache import ResultCache, RetrievalCache
+from docshelf.search.engines import engines_for
+from docshelf.search.fusion import FusionSettings
+from docshelf.search.lexical import SidecarLexicalIndex
+from docshelf.search.results import SearchResult
+from docshelf.search.retriever import Retriever
+from docshelf.shared import open_shared
+from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
+from docshelf.store import Store, open_store
+from docshelf.taxonomy import Taxonomy, configured_taxonomy
+from docshelf.telemetry import Metrics, RateLimiter
+from docshelf.transport import Transport, open_transport
+
+if TYPE_CHECKING:
+    from docshelf.knowledge.enricher import Enricher, EnrichResult
+
+# Progress callback: (files done, files to do, what is happening now).
+Progress = Callable[[int, int, str], None]
+
+FROM_SETTINGS = object()  # the embedder the settings name (``Runtime(embedder=...)``)
+log = logging.getLogger("docshelf")
+
+
+class Wired(Protocol):
+    """Anything that carries a runtime: a ``Runtime`` itself, or a ``Shelf``."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+
+class Runtime:
+    """The parts of one open library, and the few operations on them all."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | object | None = FROM_SETTINGS,
+        fusion: FusionSettings | None = None,
+        batch_snippets: int = 1024,
+        check_model: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.batch_snippets = batch_snippets  # snippets embedded per model call in sync
+        try:
+            private_dir(settings.home)  # created 0700: the library is its owner's
+        except OSError as exc:
+            raise Unavailable(f"Cannot create {settings.home}: {exc.strerror}") from exc
+        # Redis when configured (DOCSHELF_REDIS_URL): event fan-out, shared caches
+        self.broadcast, self.shared_cache = open_shared(settings.redis_url)
+        self.store: Store = open_store(settings.database_url)
+        self.store.notices.listener = self.broadcast.publish
+        self.summaries = SummaryCache(self.store, self.shared_cache)
+        self.host = socket.gethostname()
+        try:
+            self.embedder = self._bind_embedder(embedder, check_model)
+        except BaseException:
+            self.store.close()
+            raise
+        window = self.embedder.window if self.embedder else DEFAULT_WINDOW
+        self.chunk_settings = ChunkSettings.for_window(window)
+        self.count_tokens: Callable[[str], int] = (
+            self.embedder.count_tokens if self.embedder else approx_tokens
+        )
+        # which engines answer recall; on SQLite, the sidecar indexes beside the database
+        engines = engines_for(self.store, settings)
+        self.vector_index: SidecarVectorIndex | None = engines.vector_sidecar
+        self.lexical_index: SidecarLexicalIndex | None = engines.lexical_sidecar
+        self.embed_counts = EmbedCounts()
+        self.blobs: BlobStore = open_blob_store(settings.blob_url, settings.home)
+        self.metrics = Metrics()
+        self.rate_limit = RateLimiter(settings.embed_rate)
+        self.transport: Transport = open_transport(settings.queue_url)
+        self.llm: LLM | None = make_llm(settings.llm)
+        self.taxonomy: Taxonomy = configured_taxonomy(settings.taxonomy)
+        self.enricher_instance: Enricher | None = None
+        self._on_change: list[Callable[[], None]] = []
+        # Identical searches answered from memory (Redis when configured) until a change
+        self.cache: ResultCache[SearchResult] = (
+            RetrievalCache(settings.retrieval_cache_seconds)
+            if self.shared_cache is None
+            else SharedRetrievalCache(
+                self.shared_cache,
+                settings.redis_retrieval_seconds if settings.retrieval_cache_seconds > 0 else 0.0,
+                SearchResult,
+            )
+        )
+        self.on_change(self.cache.clear)
+        self.retriever = Retriever(
+            self.store,
+            lexical=engines.lexical,
+            vector=engines.vector,
+            embedder=lambda: self.embedder,
+            fusion=fusion or FusionSettings.configured(settings.concept_boost),
+            reranker=make_reranker(settings.reranker, self.llm),
+            rerank_top_k=settings.rerank_top_k,
+            taxonomy=self.taxonomy,
+            cache=self.cache,
+            metrics=self.metrics,
+            seen_by=lambda docs, user_id: access.seen_by(self.store, docs, user_id),
+        )
+        self.writer = DocumentWriter(self.store, self.changed)
+
+    @property
+    def runtime(self) -> Runtime:
+        return self
+
+    # Fusion and the reranker belong to the Retriever; set here, they change what it uses.
+    @property
+    def fusion(self) -> FusionSettings:
+        return self.retriever.fusion
+
+    @fusion.setter
+    def fusion(self, value: FusionSettings) -> None:
+        self.retriever.fusion = value
+
+    @property
+    def reranker(self) -> Reranker | None:
+        return self.retriever.reranker
+
+    @reranker.setter
+    def reranker(self, value: Reranker | None) -> None:
+        self.retriever.reranker = value
+
+    # -- lifecycle --------------------------------------------------------------
+    def close(self) -> None:
+        self.transport.close()
+        self.store.close()
+        self.broadcast.close()
+        if self.summaries.cache is not None:
+            self.summaries.cache.close()
+
+    def wake_workers(self, document_id: str) -> None:
+        """Tell workers a job is due (after its commit). Losing the message is harmless:
+        workers also poll the store."""
+        try:
+            self.transport.notify(document_id)
+        except DocshelfError as exc:
+            log.warning("could not notify workers of %s: %s", document_id, exc.message)
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` when what a caller may see changed in a way the store's
+        generation does not tell (access, enrichment, a new generation): the retrieval
+        cache's invalidation."""
+        self._on_change.append(listener)
+
+    def changed(self) -> None:
+        for listener in self._on_change:
+            listener()
+
+    # -- the embedding model ------------------------------------------------------------
+    def _bind_embedder(self, given: Embedder | object | None, check_model: bool) -> Embedder | None:
+        """The configured embedder. A library whose vectors came from another model is
+        refused, since its vectors and the query's would not be comparable — unless
+        ``check_model`` is off (``reindex``), which also lets ``auto`` pick the local
+        model for a lexical-only library instead of following it."""
+        if given is FROM_SETTINGS:
+            bound = self.store.get_meta("embedding_model")
+            if self.settings.embedder == "auto" and bound == "none" and check_model:
+                given = None  # a lexical-only library stays lexical until reindexed
+            else:
+                given = make_embedder(
+                    self.settings.embedder,
+                    batch_size=self.settings.embed_batch_size,
+                    home=self.settings.home,
+                    library_model=bound,
+                    backend=self.settings.embed_backend,
+                )
+        embedder: Embedder | None = given  # type: ignore[assignment]
+        conflict = self.model_conflict(embedder)
+        if check_model and conflict and embedder is not None:
+            raise Conflict(conflict)
+        return embedder
+
+    def model_conflict(self, embedder: Embedder | None) -> str | None:
+        bound = self.store.get_meta("embedding_model")
+        model = embedder.model_id if embedder else "none"
+        if bound is None or bound == model:
+            return None
+        if model == "none":
+            return (
+                f"This library is indexed with {bound}; without an embedder new documents "
+                "would get no vectors. Set DOCSHELF_EMBEDDER=local (install `docshelf[local]`), "
+                "or run `DOCSHELF_EMBEDDER=none docshelf reindex` to make the library lexical-only."
+            )
+        return (
+            f"This library's vectors were made with {bound}, but the configured embedder is "
+            f"{model}. Run `docshelf reindex` to re-embed everything with {model}, or set "
+            "DOCSHELF_EMBEDDER to match the library."
+        )
+
+    def check_writable(self) -> None:
+        """Refuse writes whose vectors would not match the library's (naming the fix);
+        the first write binds the library to the configured model."""
+        conflict = self.model_conflict(self.embedder)
+        if conflict:
+            raise Conflict(conflict)
+        if self.store.get_meta("embedding_model") is None:
+            with self.store.transaction():
+                self.store.set_meta(
+                    "embedding_model", self.embedder.model_id if self.embedder else "none"
+                )
+                if self.embedder:
+                    self.store.set_meta("embedding_dim", str(self.embedder.dim))
+
+    def chunking(self) -> Chunking:
+        """Chunking as configured now (a caller may swap ``chunk_settings``)."""
+        return Chunking(self.chunk_settings, self.count_tokens, self.taxonomy)
+
+    @property
+    def model_id(self) -> str | None:
+        """The embedding model new documents are made with (None: lexical only)."""
+        return self.embedder.model_id if self.embedder else None
+
+    # -- enrichment -------------------------------------------------------------------
+    @property
+    def enricher(self) -> Enricher:
+        if self.enricher_instance is None:
+            from docshelf.knowledge.enricher import Enricher  # pydantic and friends, when needed
+
+            self.enricher_instance = Enricher(self)
+        return self.enricher_instance
+
+    def enrich_pending(self, limit: int | None = None) -> list[EnrichResult]:
+        """Enrich documents whose enrichment is pending (what workers do when idle)."""
+        done = self.enricher.run_pending(limit)
+        if done:
+            self.changed()
+        return done
+
+    # -- derived indexes --------------------------------------------------------------
+    def maintain_indexes(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        """Bring the derived indexes beside the store up to date: SQLite's tantivy index
+        (``maintain_lexical_index``) and its ANN index (switch at the threshold, build,
+        or checkpoint the delta; its outcome is returned). Never fails a write: search
+        stays correct without them, only slower (the ANN overlays the delta exactly)."""
+        self.maintain_lexical_index(rebuild=rebuild, progress=progress)
+        return self.maintain_vector_index(force=force, rebuild=rebuild, progress=progress)
+
+    def maintain_vector_index(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        index = self.vector_index
+        if index is None:
+            return "native"
+        return _derived(
+            "vector", lambda: index.maintain(force=force, rebuild=rebuild, progress=progress)
+        )
+
+    def maintain_lexical_index(
+        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
+    ) -> str:
+        """SQLite's tantivy index: switch at the threshold, build, or apply the store's
+        log. Never fails a write: until the index has caught up, FTS5 answers."""
+        index = self.lexical_index
+        if index is None:
+            return "native"
+        return _derived(
+            "lexical", lambda: index.maintain(force=force, rebuild=rebuild, progress=progress)
+        )
+
+
+def _derived(name: str, maintain: Callable[[], str]) -> str:
+    """Run a derived index's upkeep; a failure is logged, never raised: the index is
+    rebuilt from the store, and the write that led here stands."""
+    try:
+        return maintain()
+    except Exception as exc:
+        log.warning("could not update the %s index: %s", name, exc, exc_info=True)
+        return f"failed: {exc}"
