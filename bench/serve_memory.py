@@ -47,7 +47,7 @@ def serve(home: Path, port: int) -> None:
     """In the child: the API on ``home``, as `docshelf serve` runs it."""
     import uvicorn
 
-    from docshelf import users as users_mod
+    from docshelf.accounts import users as users_mod
     from docshelf.api import create_app
     from docshelf.embed.local import LocalEmbedder
     from docshelf.shelf import Shelf
@@ -73,7 +73,7 @@ def grant_all(home: Path) -> None:
     """Give the local admin every document, as `add` does for its own sources (the
     synthetic library is written straight into the store, owned by nobody, and a
     search over HTTP shows only the caller's documents)."""
-    from docshelf import users as users_mod
+    from docshelf.accounts import users as users_mod
     from docshelf.shelf import Shelf
 
     with Shelf(home, embedder=FixedQueries({})) as shelf:

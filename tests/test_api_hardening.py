@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docshelf.access import as_named, described
+from docshelf.accounts.access import as_named, described
 from docshelf.api import create_app
 from docshelf.ingest.uploads import sanitize_filename
 from docshelf.model import Document

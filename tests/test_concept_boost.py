@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from docshelf.knowledge.taxonomy import DEFAULT, load_taxonomy
 from docshelf.search.fusion import Fused, FusionSettings, boost
 from docshelf.search.query import STOPWORDS
 from docshelf.shelf import Shelf
-from docshelf.taxonomy import DEFAULT, load_taxonomy
 from tests.fakes import HashEmbedder
 
 # The same words; A's header is one word longer ([CONCEPTS: Distributed systems] against

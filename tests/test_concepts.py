@@ -9,9 +9,9 @@ import pytest
 
 from docshelf.errors import InvalidInput
 from docshelf.ingest.worker import Worker
+from docshelf.knowledge.taxonomy import DEFAULT, load_taxonomy
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
-from docshelf.taxonomy import DEFAULT, load_taxonomy
 
 
 def write(tmp_path: Path, concepts: list[dict[str, object]]) -> Path:

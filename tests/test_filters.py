@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from docshelf.errors import InvalidInput
+from docshelf.knowledge.taxonomy import configured_taxonomy
 from docshelf.search.filters import (
     FILTER_KEYS,
     SEARCH_MODES,
@@ -14,7 +15,6 @@ from docshelf.search.filters import (
     with_query_fields,
 )
 from docshelf.search.query import parse_query
-from docshelf.taxonomy import configured_taxonomy
 
 
 def test_the_vocabulary_and_the_modes() -> None:
@@ -82,7 +82,7 @@ def test_every_face_offers_every_filter() -> None:
     from docshelf.api import routes
 
     assert routes.SearchRequest.model_fields["filters"].annotation is Filters
-    mcp_server = pytest.importorskip("docshelf.mcp_server")
+    mcp_server = pytest.importorskip("docshelf.integrations.mcp_server")
     assert set(FILTER_KEYS) <= set(mcp_server.SearchFiltersArg.model_fields)
     old_name = mcp_server.SearchFiltersArg(tags=["a"], tag=["b"])
     assert old_name.to_search_filters(configured_taxonomy()).tags == ("b", "a")

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 import docshelf.parse as parse_mod
 from docshelf.chunk import ChunkSettings, chunk_document
+from docshelf.chunk.tokens import approx_tokens
 from docshelf.cli import app
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
@@ -30,7 +31,6 @@ from docshelf.ingest.prepare import read_file
 from docshelf.parse import parse
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
-from docshelf.tokens import approx_tokens
 from tests import pg
 
 runner = CliRunner()

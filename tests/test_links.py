@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from docshelf.links import WikiLink, names_for, note_name, wikilinks
 from docshelf.parse import parse
+from docshelf.parse.links import WikiLink, names_for, note_name, wikilinks
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from tests.fakes import HashEmbedder

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from docshelf.config import Settings
+from docshelf.knowledge.taxonomy import configured_taxonomy
 from docshelf.model import Document
 from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import RetrievalCache
@@ -26,7 +27,6 @@ from docshelf.search.results import CANDIDATE_POOL, SearchResult
 from docshelf.search.retriever import Retriever
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters, Store
-from docshelf.taxonomy import configured_taxonomy
 from docshelf.telemetry import Metrics
 from tests.fakes import HashEmbedder
 

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
-from docshelf.links import WikiLink
 from docshelf.model import (
     Chunk,
     Document,
@@ -30,6 +29,7 @@ from docshelf.model import (
     chunk_id,
     document_id,
 )
+from docshelf.parse.links import WikiLink
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.store import (
     FileRecord,

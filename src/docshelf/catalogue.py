@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from docshelf.access import visible
-from docshelf.links import WikiLink
+from docshelf.accounts.access import visible
 from docshelf.model import Chunk, Distillate, Document, Failure, Tier
+from docshelf.parse.links import WikiLink
 from docshelf.store import Store
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from docshelf import access
+from docshelf.accounts import access
 from docshelf.blobs import BlobStore, open_blob_store
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.config import Settings
@@ -22,6 +22,7 @@ from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
 from docshelf.errors import Conflict, DocshelfError, Unavailable
 from docshelf.ingest.prepare import Chunking, EmbedCounts
 from docshelf.ingest.writer import DocumentWriter
+from docshelf.knowledge.taxonomy import Taxonomy, configured_taxonomy
 from docshelf.llm import LLM, make_llm
 from docshelf.rerank import Reranker, make_reranker
 from docshelf.search.ann import SidecarVectorIndex
@@ -34,7 +35,6 @@ from docshelf.search.retriever import Retriever
 from docshelf.shared import open_shared
 from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
 from docshelf.store import Store, open_store
-from docshelf.taxonomy import Taxonomy, configured_taxonomy
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport, open_transport
 

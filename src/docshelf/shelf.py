@@ -19,8 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
-from docshelf import access, catalogue
-from docshelf import users as users_mod
+from docshelf import catalogue
+from docshelf.accounts import access
+from docshelf.accounts import users as users_mod
 from docshelf.blobs import BlobStore
 from docshelf.catalogue import DocumentView, Status
 from docshelf.chunk import ChunkSettings
@@ -30,6 +31,7 @@ from docshelf.errors import NotFound
 from docshelf.ingest.prepare import EmbedCounts
 from docshelf.ingest.sync import Sync
 from docshelf.ingest.uploads import UploadResult, Uploads
+from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM
 from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
 from docshelf.rerank import Reranker
@@ -44,7 +46,6 @@ from docshelf.search.retriever import Retriever
 from docshelf.shared import Broadcast
 from docshelf.shared.caches import SummaryCache
 from docshelf.store import SearchFilters, Store
-from docshelf.taxonomy import Taxonomy
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport
 

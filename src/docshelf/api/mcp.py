@@ -61,7 +61,7 @@ class McpEndpoint:
         try:
             from mcp.server.transport_security import TransportSecuritySettings
 
-            from docshelf.mcp_server import build_server
+            from docshelf.integrations.mcp_server import build_server
         except ImportError:
             self.unavailable = MISSING_EXTRA
             yield

@@ -148,7 +148,7 @@ def mcp(ctx: typer.Context) -> None:
     scoped to each token's user. Messages go to stderr: stdout carries the protocol.
     """
     try:
-        from docshelf.mcp_server import run_stdio
+        from docshelf.integrations.mcp_server import run_stdio
     except ImportError as exc:
         raise _missing_extra("The MCP server", "mcp", exc) from None
     shelf = open_shelf_or_exit(state(ctx))

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
-from docshelf.links import WikiLink, wikilinks
+from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.model import Chunk, Document, ParsedDocument, Tier, document_id, fingerprint
 from docshelf.parse import parse
-from docshelf.taxonomy import Taxonomy
+from docshelf.parse.links import WikiLink, wikilinks
 
 if TYPE_CHECKING:
     import numpy as np

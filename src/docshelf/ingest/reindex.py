@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from docshelf.access import visible
+from docshelf.accounts.access import visible
 from docshelf.errors import Conflict, DocshelfError, InvalidInput
 from docshelf.ingest.prepare import embed_texts, prepare, read_file
-from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Failure, Tier, fingerprint
+from docshelf.parse.links import WikiLink
 from docshelf.store.rows import chunk_from_row, chunk_row
 
 if TYPE_CHECKING:

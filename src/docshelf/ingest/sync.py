@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docshelf import users as users_mod
+from docshelf.accounts import users as users_mod
 from docshelf.errors import Conflict, InvalidInput, NotFound
 from docshelf.ingest.prepare import Prepared, embed_texts, prepare, read_file
 from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk

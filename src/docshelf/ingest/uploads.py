@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from docshelf.access import title_from_name, visible
+from docshelf.accounts.access import title_from_name, visible
 from docshelf.errors import Conflict, NotFound, Unavailable, UnsupportedType
 from docshelf.ingest.sync import unsupported_type_message
 from docshelf.model import Document, Event, Job, Stage, document_id

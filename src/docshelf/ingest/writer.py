@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from docshelf.links import WikiLink, names_for
 from docshelf.model import Chunk, Document
+from docshelf.parse.links import WikiLink, names_for
 from docshelf.store import FileRecord, Store
 
 if TYPE_CHECKING:

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from docshelf import telemetry
-from docshelf.access import described
-from docshelf.answer import SENTENCE_BOUNDARY as _SENTENCE
+from docshelf.accounts.access import described
+from docshelf.knowledge.answer import SENTENCE_BOUNDARY as _SENTENCE
+from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM, Message
 from docshelf.model import Chunk, Document, Enrichment
 from docshelf.search.query import lexical_terms
-from docshelf.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     import numpy as np

@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from docshelf.errors import InvalidInput
-from docshelf.links import WikiLink
 from docshelf.model import Chunk, Document, Job, Source, Tier, User, chunk_id, document_id
+from docshelf.parse.links import WikiLink
 from docshelf.store import FileRecord, Store
 
 DOCUMENTS = "documents.jsonl"

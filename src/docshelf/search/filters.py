@@ -17,8 +17,8 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from docshelf.errors import InvalidInput
+from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.store.base import SearchFilters
-from docshelf.taxonomy import Taxonomy
 
 __all__ = [
     "FILTER_KEYS",

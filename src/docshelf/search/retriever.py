@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.embed import Embedder
+    from docshelf.knowledge.taxonomy import Taxonomy
     from docshelf.rerank import Reranker
-    from docshelf.taxonomy import Taxonomy
     from docshelf.telemetry import Metrics
 
 # The caller's view of shared documents: each with their own name for it (access.as_named).

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from docshelf.links import WikiLink
 from docshelf.model import (
     Chunk,
     Distillate,
@@ -27,6 +26,7 @@ from docshelf.model import (
     Tier,
     User,
 )
+from docshelf.parse.links import WikiLink
 from docshelf.store.notices import CommitNotices
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from docshelf.links import WikiLink
 from docshelf.model import Distillate, Enrichment, Event, Job, User
+from docshelf.parse.links import WikiLink
 from docshelf.store.rows import (
     DISTILLATE_COLUMNS,
     JOB_COLUMNS,

@@ -28,10 +28,10 @@ from pydantic import Field
 
 from docshelf import __version__, views
 from docshelf.errors import DocshelfError, NotFound
+from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.search.filters import Filters, SearchFilters, SearchMode
 from docshelf.search.results import MAX_LIMIT
 from docshelf.shelf import Shelf
-from docshelf.taxonomy import Taxonomy
 
 __all__ = ["Identity", "SearchFiltersArg", "build_server", "run_stdio"]
 

@@ -27,9 +27,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from docshelf.chunk.tokens import TokenCounter, approx_tokens
 from docshelf.errors import InvalidInput
 from docshelf.model import Block, BlockKind, Chunk, ParsedDocument, Tier, chunk_id, document_id
-from docshelf.tokens import TokenCounter, approx_tokens
 
 __all__ = ["ChunkSettings", "TokenCounter", "approx_tokens", "build_header", "chunk_document"]
 

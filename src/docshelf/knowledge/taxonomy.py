@@ -22,7 +22,7 @@ from pathlib import Path
 
 from docshelf.errors import InvalidInput
 
-DEFAULT = Path(__file__).resolve().parent / "data" / "taxonomy.json"
+DEFAULT = Path(__file__).resolve().parent.parent / "data" / "taxonomy.json"
 _PUNCTUATION = re.compile("[\\s,;:!?()\\[\\]{}\"'\u2018\u2019\u201c\u201d]+")
 
 
