@@ -160,7 +160,7 @@ def screenshot(page: Page, name: str) -> None:
         page.screenshot(path=str(path), animations="disabled")
 
 
-def test_sign_in_refuses_a_bad_token_and_keeps_a_good_one_for_the_tab(
+def test_sign_in_refuses_a_bad_token_and_keeps_a_good_one_for_every_tab(
     page: Page, site: Site
 ) -> None:
     page.get_by_label("Access token").fill("dsk_not-a-token")
@@ -168,26 +168,87 @@ def test_sign_in_refuses_a_bad_token_and_keeps_a_good_one_for_the_tab(
     page.get_by_role("alert").filter(has_text="unknown or revoked").wait_for()
     assert page.get_by_role("navigation", name="Views").is_hidden()
 
+    # While the server answers, the button is disabled and the form says what it waits for.
+    page.evaluate(
+        """() => {
+            window.__seen = [];
+            const button = document.querySelector('#signin-form button[type=submit]');
+            const status = document.getElementById('signin-status');
+            new MutationObserver(() => window.__seen.push([button.disabled, status.textContent]))
+                .observe(document.getElementById('signin-form'),
+                         {subtree: true, childList: true, attributes: true, characterData: true});
+        }"""
+    )
     sign_in(page, site.token)
+    assert [True, "Signing in…"] in page.evaluate("window.__seen")
     assert page.locator("#search-status").inner_text().startswith("Type to search your 3")
-    assert page.evaluate("sessionStorage.getItem('docshelf.token')") == site.token
-    page.reload()  # the token survives a reload of the tab
+    assert page.evaluate("localStorage.getItem('docshelf.token')") == site.token
+    page.reload()  # the token survives a reload
     page.get_by_role("navigation", name="Views").wait_for()
 
+    # A citation opened in a new tab of the same browser is signed in too...
+    other = page.context.new_page()
+    other.goto(f"{site.url}/#library")
+    other.get_by_role("navigation", name="Views").wait_for()
+    assert not other.locator("#library-view").is_hidden()
+
+    # ... and signing out in one tab signs out the other.
     page.get_by_role("button", name="Sign out").click()
     page.get_by_label("Access token").wait_for()
-    assert page.evaluate("sessionStorage.getItem('docshelf.token')") is None
+    assert page.evaluate("localStorage.getItem('docshelf.token')") is None
+    other.get_by_role("alert").filter(has_text="signed out in another tab").wait_for()
+    assert other.get_by_role("navigation", name="Views").is_hidden()
+
+
+def test_highlights_skip_stopwords_and_parts_of_words_and_markdown_reads_as_text(
+    page: Page, site: Site
+) -> None:
+    result = page.evaluate(
+        r"""async () => {
+            const dom = await import('/static/dom.js');
+            const marks = (text, query) => [...dom.highlighted(text, dom.queryTerms(query))
+                .childNodes].filter(n => n.nodeName === 'MARK').map(n => n.textContent);
+            return {
+                terms: dom.queryTerms('how do the docs tag:baking explain Elect'),
+                docs: marks('Where do the docs go? Docs, docstrings.', 'do docs'),
+                elect: marks('The election elects an elector; select is not it.', 'elect'),
+                plain: dom.plainText(
+                    '## Leader election\n\n- **Bold** [[Raft#Log|the log]] and [[Paxos]]\n'
+                    + '1. a [link](https://example.org) and `code`'),
+            };
+        }"""
+    )
+    assert result["terms"] == ["explain", "elect", "docs"]
+    assert result["docs"] == ["docs", "Docs"]  # never "do", never inside "docstrings"
+    assert result["elect"] == ["election", "elects", "elector"]  # not inside "select"
+    assert result["plain"] == "Leader election\nBold the log and Paxos\na link and code"
 
 
 def test_search_highlights_cites_and_expands_context(page: Page, site: Site) -> None:
     sign_in(page, site.token)
     page.get_by_label("Search your documents").fill("leader election")  # no Enter: instant
-    hit = page.locator(".hit").first
+    group = page.locator(".hit").first
+    hit = group.locator(":scope > article")  # the best hit, not the ones folded under it
     hit.wait_for()
     assert hit.locator(".citation").inner_text() == "Raft (projects/raft.md#1)"
     assert hit.locator(".crumbs").inner_text() == "Raft \u203a Leader election"
+    assert hit.locator(".snippet").inner_text().startswith("Leader election")  # no "##"
     marks = [m.lower() for m in hit.locator(".snippet mark").all_inner_texts()]
     assert {"leader", "election"} <= set(marks)
+    # One entry per document: Raft's other snippets fold under its best one.
+    titles = page.locator(".hit .citation").all_inner_texts()
+    assert len(titles) == len({t.split(" (")[0] for t in titles}), titles
+    more = group.locator(".more-toggle")
+    assert more.inner_text() == "2 more in this document"
+    assert group.locator(".subhit").count() == 0
+    more.click()
+    assert sorted(group.locator(".subhit .citation").all_inner_texts()) == [
+        "Raft (projects/raft.md#0)",
+        "Raft (projects/raft.md#2)",
+    ]
+    assert "hits in" in page.locator("#search-status").inner_text()
+    more.click()
+    assert group.locator(".subhit").count() == 0
 
     scores = hit.locator("details.scores")
     assert not scores.locator("dl").is_visible()
@@ -231,6 +292,36 @@ def test_search_highlights_cites_and_expands_context(page: Page, site: Site) -> 
     page.keyboard.press("/")  # the keyboard shortcut back to the search box
     page.wait_for_function("() => document.activeElement.id === 'q'")
     assert not page.locator("#search-view").is_hidden()
+
+
+def test_ask_streams_a_cited_answer_and_opens_each_source(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Ask").click()
+    question = page.get_by_label("Ask a question about your documents")
+    question.fill("What does a follower do when it hears no heartbeat?")
+    question.press("Enter")
+    answer = page.locator("#answer")
+    page.wait_for_function("() => document.getElementById('answer-mode').textContent !== ''")
+    assert "becomes a candidate" in answer.locator("#answer-text").inner_text()
+    cites = answer.locator("#answer-text a.cite")
+    assert cites.count() >= 1
+    numbers = {c.removeprefix("[").removesuffix("]") for c in cites.all_inner_texts()}
+    listed = answer.locator("#answer-sources li")
+    # Every [n] in the text is a listed source, and only cited sources are listed.
+    assert {li.get_attribute("data-n") for li in listed.all()} == numbers
+    assert "Raft (projects/raft.md#1)" in listed.locator(".citation").all_inner_texts()
+    assert "no language model" in answer.locator("#answer-mode").inner_text()
+
+    source = listed.filter(has_text="projects/raft.md#1")
+    source.get_by_role("button", name="Show passage").click()
+    source.locator(".passage .chunk-text").wait_for()
+    assert "hears no heartbeat" in source.locator(".passage").inner_text()
+    assert not source.locator(".passage").inner_text().startswith("#")
+    screenshot(page, "web-ask.png")
+
+    question.fill("   ")
+    question.press("Enter")
+    page.locator("#ask-status").filter(has_text="Type a question").wait_for()
 
 
 def test_dropped_file_progress_bar_follows_the_stages_to_complete(page: Page, site: Site) -> None:

@@ -61,6 +61,23 @@ export class Api {
     return this.request("POST", "/v1/search", { json: body, signal });
   }
 
+  /** A grounded answer as Server-Sent Events (`sources`, `text`..., `done`), each passed
+   * to `onEvent({event, data})`. Not resumed: a new question is a new request. */
+  async askStream(question, signal, onEvent) {
+    const response = await fetch("/v1/ask", {
+      method: "POST",
+      headers: this.headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
+      body: JSON.stringify({ question }),
+      signal,
+    });
+    if (!response.ok) {
+      const error = await ApiError.from(response);
+      if (error.status === 401) this.onUnauthorized(error);
+      throw error;
+    }
+    await readEventStream(response.body, onEvent);
+  }
+
   context(chunkId, mode) {
     const query = new URLSearchParams({ mode });
     return this.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/context?${query}`);

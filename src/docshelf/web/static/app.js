@@ -1,19 +1,21 @@
 // docshelf's web page: sign in with a token, then search, upload and browse the library.
 // Plain ES modules, no build step; views live in search.js, upload.js and library.js.
 //
-// The token is kept in sessionStorage: it survives a reload but not the tab, is never
-// sent by the browser on its own (so no cross-site request can use it), and only
-// scripts of this origin — which the Content-Security-Policy limits to these files —
-// can read it.
+// The token is kept in localStorage, so a citation opened in a new tab is signed in too.
+// It is never sent by the browser on its own (so no cross-site request can use it), only
+// scripts of this origin — which the Content-Security-Policy limits to these files — can
+// read it, and signing out in one tab signs out every tab of this browser.
 
 import { Api } from "./api.js";
+import { AskView } from "./ask.js";
 import { Catalog } from "./catalog.js";
 import { LibraryView } from "./library.js";
 import { SearchView } from "./search.js";
 import { UploadView } from "./upload.js";
 
 const TOKEN_KEY = "docshelf.token";
-const VIEWS = ["search", "upload", "library"];
+const SIGNOUT_KEY = "docshelf.signout";
+const VIEWS = ["search", "ask", "upload", "library"];
 
 const $ = (id) => document.getElementById(id);
 
@@ -28,7 +30,13 @@ class App {
     $("sign-out").addEventListener("click", () => this.signOut());
     window.addEventListener("hashchange", () => this.route());
     document.addEventListener("keydown", (event) => this.shortcut(event));
-    const saved = sessionStorage.getItem(TOKEN_KEY);
+    // Another tab signed out (or in with another token): follow it.
+    window.addEventListener("storage", (event) => {
+      if (event.key === TOKEN_KEY && this.api && event.newValue !== this.api.token) {
+        this.signOut(event.newValue ? "" : "You signed out in another tab.");
+      }
+    });
+    const saved = localStorage.getItem(TOKEN_KEY);
     if (saved) this.signIn(saved);
     else this.showSignIn();
   }
@@ -43,16 +51,24 @@ class App {
     }
     const api = new Api(token); // a refusal while signing in is answered below
     const catalog = new Catalog(api);
+    const button = $("signin-form").querySelector("button[type=submit]");
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    $("signin-status").textContent = "Signing in…";
     try {
       await catalog.load();
     } catch (err) {
-      sessionStorage.removeItem(TOKEN_KEY);
+      localStorage.removeItem(TOKEN_KEY);
       this.showSignIn(
         err.status === 401 ? "This token is unknown or revoked." : `Cannot sign in: ${err.message}`,
       );
       return;
+    } finally {
+      button.disabled = false;
+      button.removeAttribute("aria-busy");
+      $("signin-status").textContent = "";
     }
-    sessionStorage.setItem(TOKEN_KEY, token);
+    localStorage.setItem(TOKEN_KEY, token);
     $("token").value = "";
     api.onUnauthorized = () => this.signOut("Your token was refused; sign in again.");
     this.api = api;
@@ -60,6 +76,7 @@ class App {
     // Views are made once per page load: signing out reloads the page.
     this.views = {
       search: new SearchView(api, catalog),
+      ask: new AskView(api),
       upload: new UploadView(api, { onDone: () => this.documentsChanged() }),
       library: new LibraryView(api, catalog),
     };
@@ -71,11 +88,11 @@ class App {
   }
 
   signOut(message = "") {
-    sessionStorage.removeItem(TOKEN_KEY);
+    if (localStorage.getItem(TOKEN_KEY) === this.api?.token) localStorage.removeItem(TOKEN_KEY);
     // The simplest way to drop every view's state (streams, results, rows): start afresh.
     if (this.api) {
       this.api = null;
-      if (message) sessionStorage.setItem("docshelf.signout", message);
+      if (message) sessionStorage.setItem(SIGNOUT_KEY, message);
       window.location.hash = "";
       window.location.reload();
       return;
@@ -89,8 +106,8 @@ class App {
     $("nav").hidden = true;
     $("sign-out").hidden = true;
     document.body.classList.remove("signed-in");
-    const reason = message || sessionStorage.getItem("docshelf.signout") || "";
-    sessionStorage.removeItem("docshelf.signout");
+    const reason = message || sessionStorage.getItem(SIGNOUT_KEY) || "";
+    sessionStorage.removeItem(SIGNOUT_KEY);
     $("signin-error").textContent = reason;
     $("token").focus();
   }
@@ -105,6 +122,7 @@ class App {
       else link.removeAttribute("aria-current");
     }
     if (view === "search") this.views.search.focus();
+    if (view === "ask") this.views.ask.focus();
     if (view === "library") {
       const library = this.views.library;
       library.load(0).then(() => {

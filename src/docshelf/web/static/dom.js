@@ -31,24 +31,42 @@ export function replace(el, ...children) {
   return append(el, children);
 }
 
-/** The words of a query worth highlighting: letters and digits, two or more, lower-cased. */
+// Words too common to be worth a highlight (the lexical index does not rank by them).
+const STOPWORDS = new Set(
+  (
+    "a an and are as at be but by do does for from has have how i if in into is it its " +
+    "me my no not of on or our so than that the their them then there these they this " +
+    "to up us was we were what when where which who why will with you your"
+  ).split(" "),
+);
+
+/** The words of a query worth highlighting: letters and digits, two or more, lower-cased,
+ * without stopwords and without filter terms (`tag:x`). */
 export function queryTerms(query) {
   const terms = new Set();
-  for (const match of query.toLowerCase().matchAll(/[\p{L}\p{N}_]{2,}/gu)) terms.add(match[0]);
+  const words = query.toLowerCase().replace(/\b\w+:\S+/gu, " ");
+  for (const match of words.matchAll(/[\p{L}\p{N}_]{2,}/gu)) {
+    if (!STOPWORDS.has(match[0])) terms.add(match[0]);
+  }
   return [...terms].sort((a, b) => b.length - a.length);
 }
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** `text` as text nodes with every word starting with a query term wrapped in <mark>. */
+/** `text` as text nodes with the query's words wrapped in <mark>: a whole word, or, for a
+ * term of four letters or more, the term with an ending of up to three letters ("elect"
+ * marks "elects" and "election"; "docs" never marks "docstrings", "do" never "docs"). */
 export function highlighted(text, terms) {
   const fragment = document.createDocumentFragment();
   if (!terms.length) {
     fragment.append(document.createTextNode(text));
     return fragment;
   }
+  const alternatives = terms.map((t) =>
+    t.length >= 4 ? `${escapeRegExp(t)}\\p{L}{0,3}` : escapeRegExp(t),
+  );
   const pattern = new RegExp(
-    `(?<![\\p{L}\\p{N}_])(?:${terms.map(escapeRegExp).join("|")})`,
+    `(?<![\\p{L}\\p{N}_])(?:${alternatives.join("|")})(?![\\p{L}\\p{N}_])`,
     "giu",
   );
   let last = 0;
@@ -59,6 +77,25 @@ export function highlighted(text, terms) {
   }
   fragment.append(document.createTextNode(text.slice(last)));
   return fragment;
+}
+
+/** Markdown as a reader sees it: no heading hashes, emphasis stars, list markers, link
+ * syntax or wikilink brackets (`[[Note|shown]]` reads "shown"). Still only text. */
+export function plainText(markdown) {
+  return markdown
+    .replace(/^```[^\n]*$/gm, "")
+    .replace(/^\s{0,3}#{1,6}\s+/gm, "")
+    .replace(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/gm, "")
+    .replace(/^\s{0,3}>\s?/gm, "")
+    .replace(/!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]/g, (_, target, heading, alias) =>
+      alias || [target, heading].filter(Boolean).join(" › "),
+    )
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/(^|[^\p{L}\p{N}_])(\*\*|__)(?=\S)([^\n]*?\S)\2(?![\p{L}\p{N}_])/gu, "$1$3")
+    .replace(/(^|[^\p{L}\p{N}*])\*(?=\S)([^*\n]*?\S)\*/gu, "$1$2")
+    .replace(/`([^`\n]+)`/g, "$1")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
 }
 
 export function formatBytes(n) {

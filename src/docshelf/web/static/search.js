@@ -1,5 +1,6 @@
 // The search view: instant (debounced) results with highlighted matches and citations,
-// score parts on demand, one-click context expansion, and filters with facet counts.
+// grouped by document (a document's best hit leads, its other hits fold under it), score
+// parts on demand, one-click context expansion, and filters with facet counts.
 
 import {
   append,
@@ -7,6 +8,7 @@ import {
   formatScore,
   h,
   highlighted,
+  plainText,
   queryTerms,
   replace,
 } from "./dom.js";
@@ -94,6 +96,7 @@ export class SearchView {
     const sequence = ++this.sequence;
     const started = performance.now();
     this.results.setAttribute("aria-busy", "true");
+    replace(this.status, h("span", { class: "pending" }, `Searching for “${query}”…`));
     const body = { query, limit: LIMIT, mode: this.mode.value, filters: this.requestFilters() };
     try {
       // Facet counts come from the unfiltered hits, so other values stay visible.
@@ -118,18 +121,51 @@ export class SearchView {
   render(result, ms) {
     const terms = queryTerms(result.query);
     const n = result.hits.length;
+    const groups = groupByDocument(result.hits);
+    const docs = groups.length === n ? "" : ` in ${groups.length} document${groups.length === 1 ? "" : "s"}`;
     const summary = n
-      ? `${n}${n === LIMIT ? "+" : ""} hit${n === 1 ? "" : "s"} · ${result.mode} · ${ms} ms`
+      ? `${n}${n === LIMIT ? "+" : ""} hit${n === 1 ? "" : "s"}${docs} · ${result.mode} · ${ms} ms`
       : `No hits for “${result.query}”${this.filtering ? " with these filters" : ""}.`;
     replace(this.status, summary);
     if (result.notice) append(this.status, h("span", { class: "notice" }, ` ${result.notice}`));
+    let index = 0;
     replace(
       this.results,
-      result.hits.map((hit, i) => this.renderHit(hit, i, terms)),
+      groups.map(([first, ...more]) => {
+        const item = this.renderHit(first, index++, terms);
+        if (more.length) item.append(this.renderMore(more, () => index++, terms));
+        return item;
+      }),
     );
   }
 
-  renderHit(hit, index, terms) {
+  /** A document's other hits, folded under its best one until asked for. */
+  renderMore(hits, nextIndex, terms) {
+    const list = h("ol", { class: "more-hits", hidden: true });
+    const indices = hits.map(() => nextIndex());
+    const label = `${hits.length} more in this document`;
+    const toggle = h(
+      "button",
+      {
+        type: "button",
+        class: "quiet more-toggle",
+        "aria-expanded": "false",
+        onclick: () => {
+          const open = toggle.getAttribute("aria-expanded") === "true";
+          toggle.setAttribute("aria-expanded", String(!open));
+          toggle.textContent = open ? label : "Fewer from this document";
+          list.hidden = open;
+          // Folded hits leave the page (their context panels and scores with them).
+          if (open) replace(list);
+          else replace(list, hits.map((hit, i) => this.renderHit(hit, indices[i], terms, "subhit")));
+        },
+      },
+      label,
+    );
+    return h("div", { class: "more" }, toggle, list);
+  }
+
+  renderHit(hit, index, terms, kind = "hit") {
     const id = `hit-${index}`;
     const citation = hit.citation;
     const panel = h("section", {
@@ -171,7 +207,7 @@ export class SearchView {
     const doc = this.catalog.docs.get(hit.document_id);
     return h(
       "li",
-      { class: "hit" },
+      { class: kind },
       h(
         "article",
         { "aria-labelledby": `${id}-title` },
@@ -194,7 +230,7 @@ export class SearchView {
             ? h("p", { class: "tags" }, doc.tags.map((t) => h("span", { class: "tag" }, `#${t}`)))
             : null,
         ),
-        h("p", { class: "snippet" }, highlighted(hit.text, terms)),
+        h("p", { class: "snippet" }, highlighted(plainText(hit.text), terms)),
         h(
           "div",
           { class: "hit-actions" },
@@ -237,7 +273,7 @@ export class SearchView {
             chunk.heading_path.length
               ? h("p", { class: "crumbs" }, chunk.heading_path.join(" › "))
               : null,
-            h("p", { class: "chunk-text" }, highlighted(chunk.text, terms)),
+            h("p", { class: "chunk-text" }, highlighted(plainText(chunk.text), terms)),
           );
         }),
       );
@@ -351,4 +387,15 @@ export class SearchView {
         : null,
     );
   }
+}
+
+/** Hits grouped by document, in the order of each document's best hit. */
+function groupByDocument(hits) {
+  const groups = new Map();
+  for (const hit of hits) {
+    const group = groups.get(hit.document_id);
+    if (group) group.push(hit);
+    else groups.set(hit.document_id, [hit]);
+  }
+  return [...groups.values()];
 }

@@ -1,0 +1,160 @@
+// The ask view: a question in, a grounded answer out, streamed sentence by sentence, every
+// [n] a link to its numbered source; a source opens its passage in place.
+
+import { readEventStream } from "./api.js";
+import { h, plainText, replace } from "./dom.js";
+
+export class AskView {
+  constructor(api) {
+    this.api = api;
+    this.form = document.getElementById("ask-form");
+    this.input = document.getElementById("question");
+    this.button = this.form.querySelector("button[type=submit]");
+    this.status = document.getElementById("ask-status");
+    this.answer = document.getElementById("answer");
+    this.text = document.getElementById("answer-text");
+    this.mode = document.getElementById("answer-mode");
+    this.sources = document.getElementById("answer-sources");
+    this.controller = null;
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.ask(this.input.value.trim());
+    });
+  }
+
+  focus() {
+    this.input.focus();
+  }
+
+  async ask(question) {
+    this.controller?.abort();
+    if (!question) {
+      replace(this.status, "Type a question, then press Enter.");
+      return;
+    }
+    this.controller = new AbortController();
+    const { signal } = this.controller;
+    this.answer.hidden = true;
+    replace(this.text);
+    replace(this.sources);
+    replace(this.mode);
+    replace(this.status, "Finding the passages that answer it…");
+    this.button.disabled = true;
+    this.answer.setAttribute("aria-busy", "true");
+    let sentences = 0;
+    try {
+      await this.api.askStream(question, signal, ({ event, data }) => {
+        if (event === "sources") {
+          this.renderSources(data.sources);
+          replace(this.status, data.sources.length ? "Writing the answer…" : "");
+        } else if (event === "text") {
+          this.answer.hidden = false;
+          if (sentences++) this.text.append(" ");
+          this.text.append(this.withCitations(data.text));
+        } else if (event === "done") {
+          this.finish(data, sentences);
+        }
+      });
+    } catch (error) {
+      if (signal.aborted) return;
+      replace(this.status, h("span", { class: "error" }, error.message));
+    } finally {
+      if (!signal.aborted) {
+        this.button.disabled = false;
+        this.answer.removeAttribute("aria-busy");
+      }
+    }
+  }
+
+  finish(answer, sentences) {
+    if (!sentences) {
+      replace(this.text, this.withCitations(answer.answer));
+    }
+    this.answer.hidden = false;
+    // Only sources the answer cites stay listed, in their own numbers.
+    const cited = new Set(answer.citations.map((c) => String(c.n)));
+    for (const item of [...this.sources.children]) {
+      if (!cited.has(item.dataset.n)) item.remove();
+    }
+    const how =
+      answer.mode === "extractive"
+        ? "Sentences taken from your documents (no language model is configured)."
+        : `Written by ${answer.mode}, from the sources below.`;
+    replace(this.mode, answer.notice ? `${how} ${answer.notice}` : how);
+    replace(this.status, answer.citations.length ? "" : "Nothing in your documents answers this.");
+  }
+
+  /** Text with each [n] made a link to source n. */
+  withCitations(text) {
+    const fragment = document.createDocumentFragment();
+    let last = 0;
+    for (const match of text.matchAll(/\[(\d+)\]/g)) {
+      fragment.append(document.createTextNode(text.slice(last, match.index)));
+      fragment.append(
+        h(
+          "a",
+          { href: `#ask-source-${match[1]}`, class: "cite", "aria-label": `source ${match[1]}` },
+          `[${match[1]}]`,
+        ),
+      );
+      last = match.index + match[0].length;
+    }
+    fragment.append(document.createTextNode(text.slice(last)));
+    return fragment;
+  }
+
+  renderSources(sources) {
+    replace(
+      this.sources,
+      sources.map((source) => {
+        const passage = h("div", { class: "passage", hidden: true });
+        const toggle = h(
+          "button",
+          {
+            type: "button",
+            class: "chip",
+            "aria-expanded": "false",
+            onclick: () => this.togglePassage(source, toggle, passage),
+          },
+          "Show passage",
+        );
+        return h(
+          "li",
+          { id: `ask-source-${source.n}`, value: String(source.n), dataset: { n: String(source.n) } },
+          h("span", { class: "citation" }, source.label),
+          " ",
+          toggle,
+          passage,
+        );
+      }),
+    );
+  }
+
+  async togglePassage(source, toggle, passage) {
+    const open = toggle.getAttribute("aria-expanded") === "true";
+    toggle.setAttribute("aria-expanded", String(!open));
+    toggle.textContent = open ? "Show passage" : "Hide passage";
+    passage.hidden = open;
+    if (open || passage.childElementCount) return;
+    replace(passage, h("p", { class: "status" }, "Loading…"));
+    try {
+      const context = await this.api.context(source.chunk_id, "snippet-window");
+      const cited = context.chunks.find((c) => c.chunk_id === source.chunk_id);
+      replace(
+        passage,
+        (cited ? [cited] : context.chunks).map((chunk) =>
+          h(
+            "div",
+            { class: "chunk current" },
+            chunk.heading_path.length
+              ? h("p", { class: "crumbs" }, chunk.heading_path.join(" › "))
+              : null,
+            h("p", { class: "chunk-text" }, plainText(chunk.text)),
+          ),
+        ),
+      );
+    } catch (error) {
+      replace(passage, h("p", { class: "error" }, error.message));
+    }
+  }
+}
