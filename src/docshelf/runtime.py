@@ -66,8 +66,12 @@ class Runtime:
         fusion: FusionSettings | None = None,
         batch_snippets: int = 1024,
         check_model: bool = True,
+        embed_purpose: str = "index",
     ) -> None:
         self.settings = settings
+        # "query": this process only embeds queries (a CLI search), so the lean runtime
+        # (embed/lean.py: no torch) serves when none is configured
+        self.embed_purpose = embed_purpose
         self.batch_snippets = batch_snippets  # snippets embedded per model call in sync
         try:
             private_dir(settings.home)  # created 0700: the library is its owner's
@@ -192,6 +196,7 @@ class Runtime:
                     home=self.settings.home,
                     library_model=bound,
                     backend=self.settings.embed_backend,
+                    purpose=self.embed_purpose,
                 )
         embedder: Embedder | None = given  # type: ignore[assignment]
         conflict = self.model_conflict(embedder)

@@ -114,13 +114,17 @@ class Shelf:
         fusion: FusionSettings | None = None,
         batch_snippets: int = 1024,
         check_model: bool = True,
+        embed_purpose: str = "index",
     ) -> None:
+        """``embed_purpose="query"`` for a process that only searches: the query model
+        then loads without torch when no embedding runtime is configured."""
         self.runtime = Runtime(
             settings or Settings.from_env(Path(home) if home else None),
             embedder=embedder,
             fusion=fusion,
             batch_snippets=batch_snippets,
             check_model=check_model,
+            embed_purpose=embed_purpose,
         )
         self._sync = Sync(self.runtime)
         self._uploads = Uploads(self.runtime)

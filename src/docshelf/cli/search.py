@@ -58,7 +58,7 @@ def search(
     from docshelf import views
     from docshelf.search.filters import Filters
 
-    shelf = run.shelf()
+    shelf = run.shelf(embed_purpose="query")
     result = shelf.search(
         query,
         limit=limit,
@@ -111,7 +111,7 @@ def ask(
     streamed = stream and not run.as_json
     if streamed:
         answer = None
-        for piece in run.shelf().ask_stream(question, limit=limit):
+        for piece in run.shelf(embed_purpose="query").ask_stream(question, limit=limit):
             if piece.kind == "text":
                 console.print(Text(printable(piece.text)), end="")
                 console.file.flush()
@@ -119,7 +119,7 @@ def ask(
         console.print()
         assert answer is not None
     else:
-        answer = run.shelf().ask(question, limit=limit)
+        answer = run.shelf(embed_purpose="query").ask(question, limit=limit)
     actions = [
         Action(run.cmd(f"context {c.chunk_id} --mode parent-section"), f"Read source [{c.n}]")
         for c in answer.citations[:2]
