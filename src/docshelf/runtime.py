@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
 from docshelf.accounts import access
 from docshelf.blobs import BlobStore, open_blob_store
@@ -53,6 +53,30 @@ class Wired(Protocol):
 
     @property
     def runtime(self) -> Runtime: ...
+
+
+T = TypeVar("T")
+
+
+class OnRuntime(Generic[T]):
+    """A facade's attribute kept on its ``Runtime``: read and set through the facade, so
+    a caller that swaps one (``shelf.llm = ...``) changes it for every part."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> OnRuntime[T]: ...
+    @overload
+    def __get__(self, obj: Wired, owner: type) -> T: ...
+    def __get__(self, obj: Wired | None, owner: type) -> T | OnRuntime[T]:
+        if obj is None:
+            return self
+        value: T = getattr(obj.runtime, self.name)
+        return value
+
+    def __set__(self, obj: Wired, value: T) -> None:
+        setattr(obj.runtime, self.name, value)
 
 
 class Runtime:

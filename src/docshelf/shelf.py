@@ -12,12 +12,10 @@ The facade delegates: the wiring lives in ``Runtime`` (runtime.py), sources in
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import TYPE_CHECKING
 
 from docshelf import catalogue
 from docshelf.accounts import access
@@ -27,7 +25,6 @@ from docshelf.catalogue import DocumentView, Status
 from docshelf.chunk import ChunkSettings
 from docshelf.config import Settings
 from docshelf.embed import Embedder
-from docshelf.errors import NotFound
 from docshelf.ingest.prepare import EmbedCounts
 from docshelf.ingest.sync import Sync
 from docshelf.ingest.uploads import UploadResult, Uploads
@@ -35,7 +32,7 @@ from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM
 from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
 from docshelf.rerank import Reranker
-from docshelf.runtime import FROM_SETTINGS, Runtime
+from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
 from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import ResultCache
@@ -54,56 +51,33 @@ if TYPE_CHECKING:
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.portable import ExportReport, ImportReport
 
-T = TypeVar("T")
-
-
-class _OnRuntime(Generic[T]):
-    """A ``Shelf`` attribute kept on its ``Runtime``: read and set through the facade, so
-    a caller that swaps one (``shelf.llm = ...``) changes it for every part."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> _OnRuntime[T]: ...
-    @overload
-    def __get__(self, obj: Shelf, owner: type) -> T: ...
-    def __get__(self, obj: Shelf | None, owner: type) -> T | _OnRuntime[T]:
-        if obj is None:
-            return self
-        value: T = getattr(obj.runtime, self.name)
-        return value
-
-    def __set__(self, obj: Shelf, value: T) -> None:
-        setattr(obj.runtime, self.name, value)
-
 
 class Shelf:
     """A library of documents: sources in, cited hits out."""
 
-    settings: _OnRuntime[Settings] = _OnRuntime("settings")
-    store: _OnRuntime[Store] = _OnRuntime("store")
-    embedder: _OnRuntime[Embedder | None] = _OnRuntime("embedder")
-    fusion: _OnRuntime[FusionSettings] = _OnRuntime("fusion")
-    chunk_settings: _OnRuntime[ChunkSettings] = _OnRuntime("chunk_settings")
-    count_tokens: _OnRuntime[Callable[[str], int]] = _OnRuntime("count_tokens")
-    batch_snippets: _OnRuntime[int] = _OnRuntime("batch_snippets")
-    host: _OnRuntime[str] = _OnRuntime("host")
-    summaries: _OnRuntime[SummaryCache] = _OnRuntime("summaries")
-    broadcast: _OnRuntime[Broadcast] = _OnRuntime("broadcast")
-    vector_index: _OnRuntime[SidecarVectorIndex | None] = _OnRuntime("vector_index")
-    lexical_index: _OnRuntime[SidecarLexicalIndex | None] = _OnRuntime("lexical_index")
-    embed_counts: _OnRuntime[EmbedCounts] = _OnRuntime("embed_counts")
-    blobs: _OnRuntime[BlobStore] = _OnRuntime("blobs")
-    metrics: _OnRuntime[Metrics] = _OnRuntime("metrics")
-    rate_limit: _OnRuntime[RateLimiter] = _OnRuntime("rate_limit")
-    transport: _OnRuntime[Transport] = _OnRuntime("transport")
-    llm: _OnRuntime[LLM | None] = _OnRuntime("llm")
-    reranker: _OnRuntime[Reranker | None] = _OnRuntime("reranker")
-    taxonomy: _OnRuntime[Taxonomy] = _OnRuntime("taxonomy")
-    _enricher: _OnRuntime[Enricher | None] = _OnRuntime("enricher_instance")
-    retriever: _OnRuntime[Retriever] = _OnRuntime("retriever")
-    _cache: _OnRuntime[ResultCache[SearchResult]] = _OnRuntime("cache")
+    settings: OnRuntime[Settings] = OnRuntime("settings")
+    store: OnRuntime[Store] = OnRuntime("store")
+    embedder: OnRuntime[Embedder | None] = OnRuntime("embedder")
+    fusion: OnRuntime[FusionSettings] = OnRuntime("fusion")
+    chunk_settings: OnRuntime[ChunkSettings] = OnRuntime("chunk_settings")
+    count_tokens: OnRuntime[Callable[[str], int]] = OnRuntime("count_tokens")
+    batch_snippets: OnRuntime[int] = OnRuntime("batch_snippets")
+    host: OnRuntime[str] = OnRuntime("host")
+    summaries: OnRuntime[SummaryCache] = OnRuntime("summaries")
+    broadcast: OnRuntime[Broadcast] = OnRuntime("broadcast")
+    vector_index: OnRuntime[SidecarVectorIndex | None] = OnRuntime("vector_index")
+    lexical_index: OnRuntime[SidecarLexicalIndex | None] = OnRuntime("lexical_index")
+    embed_counts: OnRuntime[EmbedCounts] = OnRuntime("embed_counts")
+    blobs: OnRuntime[BlobStore] = OnRuntime("blobs")
+    metrics: OnRuntime[Metrics] = OnRuntime("metrics")
+    rate_limit: OnRuntime[RateLimiter] = OnRuntime("rate_limit")
+    transport: OnRuntime[Transport] = OnRuntime("transport")
+    llm: OnRuntime[LLM | None] = OnRuntime("llm")
+    reranker: OnRuntime[Reranker | None] = OnRuntime("reranker")
+    taxonomy: OnRuntime[Taxonomy] = OnRuntime("taxonomy")
+    _enricher: OnRuntime[Enricher | None] = OnRuntime("enricher_instance")
+    retriever: OnRuntime[Retriever] = OnRuntime("retriever")
+    _cache: OnRuntime[ResultCache[SearchResult]] = OnRuntime("cache")
 
     def __init__(
         self,
@@ -237,31 +211,16 @@ class Shelf:
         self, path: str | Path, *, overwrite: bool = False, progress: Progress | None = None
     ) -> ExportReport:
         """Write the whole library to one portable archive (see ``docshelf.portable``)."""
-        from docshelf import portable
+        from docshelf.portable import export_library
 
-        return portable.export_library(
-            self.settings.database_url,
-            self.blobs,
-            Path(path),
-            overwrite=overwrite,
-            progress=progress,
-        )
+        db, blobs = self.settings.database_url, self.blobs
+        return export_library(db, blobs, Path(path), overwrite=overwrite, progress=progress)
 
     def import_library(self, path: str | Path, *, progress: Progress | None = None) -> ImportReport:
         """Import an archive made by ``export_library``: nothing is parsed or embedded again."""
-        from docshelf import portable
+        from docshelf.portable import import_into
 
-        report = portable.import_library(
-            self.store,
-            self.blobs,
-            Path(path),
-            database_url=self.settings.database_url,
-            progress=progress,
-        )
-        for doc_id in report.requeued:
-            self.wake_workers(doc_id)
-        self.maintain_indexes()
-        return report
+        return import_into(self.runtime, Path(path), progress=progress)
 
     def reindex(
         self,
@@ -274,15 +233,9 @@ class Shelf:
         derived indexes (see ``docshelf.ingest.reindex``): search answers from the old
         generation until the new one is complete. Resumable. ``document_id``: that
         document alone. ``index_only``: rebuild just the derived indexes (repair)."""
-        if index_only:
-            lexical = self.maintain_lexical_index(rebuild=True, progress=progress)
-            vector = self.maintain_vector_index(rebuild=True, progress=progress)
-            return {"vector_index": vector, "lexical_index": lexical}
-        from docshelf.ingest.reindex import reindex
+        from docshelf.ingest.reindex import run
 
-        report = reindex(self.runtime, document_id=document_id, progress=progress)
-        self.runtime.changed()
-        return report.as_json()
+        return run(self.runtime, progress, index_only=index_only, document_id=document_id)
 
     # -- knowledge ----------------------------------------------------------------------
     @property
@@ -299,20 +252,9 @@ class Shelf:
         """Enrich documents now (all visible ones when ``document_ids`` is None): summary,
         type, concepts and distillates, from the LLM when configured, else offline.
         Unchanged documents are answered from the enrichment cache."""
-        if document_ids is None:  # the indexed ones: a queued or failed upload has no text
-            docs = self.store.list_documents(user_id=user_id)
-            ids = [d.id for d in docs if d.status == "complete"]
-        else:
-            ids = [self._visible(i, user_id).id for i in document_ids]
-        results = []
-        for n, doc_id in enumerate(ids):
-            if progress:
-                progress(n, len(ids), doc_id)
-            results.append(self.enricher.enrich(doc_id))
-        self.runtime.changed()
-        if progress and ids:
-            progress(len(ids), len(ids), "done")
-        return results
+        from docshelf.knowledge.enricher import enrich_documents
+
+        return enrich_documents(self.runtime, document_ids, user_id=user_id, progress=progress)
 
     def queue_enrichment(self, user_id: str | None = None) -> int:
         """Mark the (user's) documents for enrichment again; workers take them when idle."""
@@ -406,22 +348,14 @@ class Shelf:
         return self.store.list_users()
 
     def revoke_user(self, name_or_id: str) -> User:
-        user = self.store.get_user(name_or_id)
-        if user is None:
-            raise NotFound(f"No user {name_or_id!r}")
-        revoked = dataclasses.replace(user, revoked_at=time.time())
-        self.store.put_user(revoked, None)
-        return revoked
+        return users_mod.revoke(self.store, name_or_id)
 
     def authenticate(self, token: str) -> User | None:
         return users_mod.authenticate(self.store, token)
 
     def local_admin_token(self) -> str | None:
         """On a home with no token yet, create the local admin's and return it (once)."""
-        admin = users_mod.ensure_local_admin(self.store)
-        if self.store.has_token(admin.id):
-            return None
-        return users_mod.issue_token(self.store, admin)
+        return users_mod.local_admin_token(self.store)
 
     # -- uploads and jobs (ingest/uploads.py) --------------------------------------------
     def register_upload(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import secrets
 import time
 
-from docshelf.errors import Conflict, InvalidInput
+from docshelf.errors import Conflict, InvalidInput, NotFound
 from docshelf.model import User
 from docshelf.store import Store
 
@@ -57,3 +58,21 @@ def issue_token(store: Store, user: User) -> str:
 
 def authenticate(store: Store, token: str) -> User | None:
     return store.user_for_token(token_hash(token)) if token else None
+
+
+def revoke(store: Store, name_or_id: str) -> User:
+    """Revoke a user (by name or id): their tokens stop working at once."""
+    user = store.get_user(name_or_id)
+    if user is None:
+        raise NotFound(f"No user {name_or_id!r}")
+    revoked = dataclasses.replace(user, revoked_at=time.time())
+    store.put_user(revoked, None)
+    return revoked
+
+
+def local_admin_token(store: Store) -> str | None:
+    """On a home with no token yet, create the local admin's and return it (once)."""
+    admin = ensure_local_admin(store)
+    if store.has_token(admin.id):
+        return None
+    return issue_token(store, admin)

@@ -28,18 +28,37 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from docshelf.durable import fsync
 from docshelf.errors import Conflict, InvalidInput
-from docshelf.model import Document, Failure, Source, fingerprint
-from docshelf.store import FileRecord
+from docshelf.model import Document, Failure, Source, SyncReport, fingerprint
+from docshelf.store import FileRecord, Store
 
 if TYPE_CHECKING:
-    from docshelf.shelf import Progress, Shelf
+    from docshelf.runtime import Progress, Runtime
+
+
+class Library(Protocol):
+    """What filing asks of the library it files into (a ``Shelf``)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    def add(self, path: str | Path) -> SyncReport: ...
+
+    def sync(
+        self, source_id: str | None = None, progress: Progress | None = None
+    ) -> SyncReport: ...
+
+    def enrich(self, document_ids: Sequence[str] | None = None) -> list[Any]: ...
+
 
 _UNSAFE = re.compile(r"[^\w.\- ]+")
 
@@ -110,7 +129,7 @@ def _copy_into_place(src: Path, dest: Path) -> None:
 
 
 class Filing:
-    def __init__(self, shelf: Shelf, inbox: str | Path, library: str | Path) -> None:
+    def __init__(self, shelf: Library, inbox: str | Path, library: str | Path) -> None:
         self.shelf = shelf
         self.inbox = Path(inbox).expanduser().resolve()
         self.library = Path(library).expanduser().resolve()

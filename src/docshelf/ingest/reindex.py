@@ -198,6 +198,24 @@ def reindex(
     return report
 
 
+def run(
+    rt: Runtime,
+    progress: Progress | None = None,
+    *,
+    index_only: bool = False,
+    document_id: str | None = None,
+) -> dict[str, object]:
+    """``docshelf reindex``: the whole reindex (or ``document_id``'s), or with
+    ``index_only`` just the derived indexes rebuilt from the store (a repair)."""
+    if index_only:
+        lexical = rt.maintain_lexical_index(rebuild=True, progress=progress)
+        vector = rt.maintain_vector_index(rebuild=True, progress=progress)
+        return {"vector_index": vector, "lexical_index": lexical}
+    report = reindex(rt, document_id=document_id, progress=progress)
+    rt.changed()
+    return report.as_json()
+
+
 def _switch(
     rt: Runtime, target: str, ids: list[str], report: ReindexReport, progress: Progress | None
 ) -> None:

@@ -14,13 +14,19 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from docshelf.errors import DocshelfError
-from docshelf.model import SyncReport
+from docshelf.model import Source, SyncReport
 
-if TYPE_CHECKING:
-    from docshelf.shelf import Shelf
+
+class Library(Protocol):
+    """What watching asks of the library (a ``Shelf``): its sources, and a sync."""
+
+    def sources(self) -> list[Source]: ...
+
+    def sync(self, source_id: str | None = None) -> SyncReport: ...
+
 
 DEBOUNCE_MS = 800
 log = logging.getLogger("docshelf.watch")
@@ -31,7 +37,7 @@ def _visible(path: str) -> bool:
     return not any(part.startswith(".") and part != ".docshelfignore" for part in Path(path).parts)
 
 
-def sources_touched(shelf: Shelf, paths: Iterable[str]) -> list[str]:
+def sources_touched(shelf: Library, paths: Iterable[str]) -> list[str]:
     """The ids of the sources that contain any of ``paths``."""
     roots = [(Path(s.path), s.id) for s in shelf.sources()]
     touched: dict[str, None] = {}
@@ -43,7 +49,7 @@ def sources_touched(shelf: Shelf, paths: Iterable[str]) -> list[str]:
 
 
 def watch(
-    shelf: Shelf,
+    shelf: Library,
     on_sync: Callable[[SyncReport], None],
     stop: threading.Event | None = None,
     *,
@@ -80,7 +86,7 @@ def watch(
 
 
 def watch_in_background(
-    shelf: Shelf, on_sync: Callable[[SyncReport], None]
+    shelf: Library, on_sync: Callable[[SyncReport], None]
 ) -> tuple[threading.Thread, threading.Event]:
     stop = threading.Event()
     thread = threading.Thread(

@@ -13,10 +13,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docshelf import telemetry
+from docshelf.accounts.access import visible
 from docshelf.chunk import build_header
 from docshelf.errors import DocshelfError, NotFound, Unavailable
 from docshelf.ingest.prepare import embed_texts
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from docshelf.runtime import Wired
+    from docshelf.runtime import Progress, Runtime, Wired
 
 log = logging.getLogger("docshelf")
 
@@ -252,3 +254,28 @@ class Enricher:
                 doc.id, "document.enriched", message=f"{e.document_type}; {e.mode}"
             )
         return reembedded
+
+
+def enrich_documents(
+    rt: Runtime,
+    document_ids: Sequence[str] | None = None,
+    *,
+    user_id: str | None = None,
+    progress: Progress | None = None,
+) -> list[EnrichResult]:
+    """Enrich documents now (all of ``user_id``'s indexed ones when ``document_ids`` is
+    None); unchanged documents are answered from the enrichment cache."""
+    if document_ids is None:  # the indexed ones: a queued or failed upload has no text
+        docs = rt.store.list_documents(user_id=user_id)
+        ids = [d.id for d in docs if d.status == "complete"]
+    else:
+        ids = [visible(rt.store, i, user_id).id for i in document_ids]
+    results = []
+    for n, doc_id in enumerate(ids):
+        if progress:
+            progress(n, len(ids), doc_id)
+        results.append(rt.enricher.enrich(doc_id))
+    rt.changed()
+    if progress and ids:
+        progress(len(ids), len(ids), "done")
+    return results

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from docshelf.portable.lines import (
 )
 from docshelf.portable.snapshot import open_reader, refresh_statistics
 from docshelf.store import Store
+
+if TYPE_CHECKING:
+    from docshelf.runtime import Runtime
 
 FORMAT = "docshelf-export"
 VERSION = 1
@@ -567,3 +570,15 @@ def _resumable(job: Job, now: float, report: ImportReport) -> Job:
 
 
 __all__ = ["ExportReport", "ImportReport", "export_library", "import_library"]
+
+
+def import_into(rt: Runtime, path: Path, *, progress: Progress | None = None) -> ImportReport:
+    """``import_library`` into an open library: the imported jobs wake its workers, and
+    its derived indexes are brought up to date."""
+    report = import_library(
+        rt.store, rt.blobs, path, database_url=rt.settings.database_url, progress=progress
+    )
+    for doc_id in report.requeued:
+        rt.wake_workers(doc_id)
+    rt.maintain_indexes()
+    return report
