@@ -79,7 +79,9 @@ class App {
       search: new SearchView(api, catalog),
       ask: new AskView(api),
       upload: new UploadView(api, { onDone: () => this.documentsChanged() }),
-      library: new LibraryView(api, catalog, { onDeleted: () => this.documentsChanged() }),
+      library: new LibraryView(api, catalog, {
+        onDeleted: () => this.documentsChanged({ reloadLibrary: false }),
+      }),
       open: new OpenView(api),
     };
     $("signin-view").hidden = true;
@@ -138,9 +140,9 @@ class App {
     }
   }
 
-  documentsChanged() {
+  documentsChanged({ reloadLibrary = true } = {}) {
     this.catalog.load().catch(() => undefined);
-    if (!$("library-view").hidden) this.views.library.load(0);
+    if (reloadLibrary && !$("library-view").hidden) this.views.library.load(0);
   }
 
   shortcut(event) {
