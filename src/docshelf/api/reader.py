@@ -82,9 +82,13 @@ def view(
 )
 def chunk_view(chunk_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     found = shelf.store.get_chunks([chunk_id])
-    if not found:
-        raise NotFound(f"No chunk {chunk_id!r}")
-    return _view(shelf, shelf.document(found[0].document_id, user.id), chunk_id, None)
+    try:
+        if not found:
+            raise NotFound(chunk_id)
+        doc_view = shelf.document(found[0].document_id, user.id)
+    except NotFound:  # another user's chunk is answered exactly like an unknown one
+        raise NotFound(f"No chunk {chunk_id!r}") from None
+    return _view(shelf, doc_view, chunk_id, None)
 
 
 def _view(shelf: Shelf, doc_view: DocumentView, chunk: str | None, page: int | None) -> JSON:
