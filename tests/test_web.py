@@ -399,6 +399,24 @@ def test_failed_upload_shows_its_reason_and_a_retry_button(page: Page, site: Sit
     assert site.shelf.job(failed[0]).status == "failed"
 
 
+def test_a_failure_no_retry_can_change_offers_no_retry(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Upload").click()
+    files: list[FilePayload] = [
+        {"name": "blob.md", "mimeType": "text/markdown", "buffer": b"\x00\x01\x02 binary"},
+        {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
+    ]
+    page.get_by_label("Choose files").set_input_files(files)
+    blob = page.locator(".upload").filter(has_text="blob.md")
+    page.locator('.upload[data-stage="failed"]').filter(has_text="blob.md").wait_for()
+    blob.get_by_text("Not retried").wait_for()
+    assert "binary content" in blob.locator(".stage-message").inner_text()
+    assert blob.get_by_role("button", name="Retry").count() == 0
+    # Other failures keep their button (the test above retries one).
+    broken = page.locator(".upload").filter(has_text="broken.md")
+    broken.get_by_role("button", name="Retry").wait_for()
+
+
 def test_document_text_is_shown_as_text_never_run(page: Page, site: Site, tmp_path: Path) -> None:
     hostile = tmp_path / "hostile"
     hostile.mkdir()
@@ -530,6 +548,15 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
         "() => document.querySelector('#open-view .page-number')?.textContent === 'Page 2 of 3'"
     )
     view.locator(".page-frame .hl").first.wait_for()
+
+    # On a phone the page fits the width, and the boxes still sit on the cited lines.
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    frame = view.locator(".page-frame").bounding_box()
+    box = view.locator(".page-frame .hl").first.bounding_box()
+    assert frame is not None and box is not None and frame["width"] <= 390
+    assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
+    screenshot(page, "web-open-pdf-narrow.png")
 
 
 def test_a_markdown_hit_opens_the_note_scrolled_to_its_heading(page: Page, site: Site) -> None:
