@@ -3,11 +3,13 @@ images, downloads of folder documents, the library's total and its folder failur
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -256,3 +258,69 @@ def test_links_show_as_written_and_vault_images_that_exist(
     assert not any(w.endswith(("\\", "/")) for w in written), written
     present = {link["written"]: link.get("present") for link in links if link["embed"]}
     assert present == {"Diagram.PNG": True, "Missing.png": False}
+
+
+LONG = " ".join([FILLER] * 4)
+HOSTILE_HTML = f"""<!doctype html><html><head><title>Evil page</title>
+<script>window.__xss = 'head'</script></head><body>
+<h1 onclick="alert(1)">Welcome <img src=x onerror=alert(1)></h1>
+<p>First paragraph <a href="javascript:alert(1)">click</a> with <b>bold</b>. {LONG}</p>
+<p>{LONG}</p>
+<h2>Details</h2><p>The cited words live here, past the heading. {LONG}</p>
+<script>alert('body')</script><iframe src="javascript:alert(2)"></iframe>
+</body></html>""".encode()
+
+RST = (
+    f"Guide\n=====\n\nIntro text. {LONG}\n\n{LONG}\n\n"
+    ".. raw:: html\n\n   <script>alert('raw')</script>\n\n"
+    ".. include:: /etc/passwd\n\n"
+    f"Restore\n-------\n\nTo restore a snapshot, stop the server first. {LONG}\n"
+)
+
+
+def _docx() -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Consensus", level=1)
+    document.add_paragraph(f"Raft keeps a replicated log consistent. {LONG}")
+    document.add_paragraph(LONG)
+    document.add_heading("Leader election", level=2)
+    document.add_paragraph(f"A candidate asks for votes after a timeout. {LONG}")
+    buf = io.BytesIO()
+    document.save(buf)
+    return buf.getvalue()
+
+
+def _texts(block: dict[str, Any]) -> str:
+    return "".join(run["text"] for run in block.get("inlines", []))
+
+
+@pytest.mark.parametrize(
+    ("name", "cited_words", "heading"),
+    [
+        ("page.html", "cited words live here", "Details"),
+        ("guide.rst", "restore a snapshot", "Restore"),
+        ("notes.docx", "candidate asks for votes", "Leader election"),
+    ],
+)
+def test_html_rst_and_docx_open_at_their_heading_as_parsed_text(
+    shelf: Shelf, alice: Api, name: str, cited_words: str, heading: str
+) -> None:
+    data = {"page.html": HOSTILE_HTML, "guide.rst": RST.encode(), "notes.docx": _docx()}[name]
+    r = alice.upload(name, data)
+    drain(shelf)
+    doc_id = r.json()["document_id"]
+    assert shelf.document(doc_id).document.status == "complete"
+    cited = next(c for c in _chunks(shelf, doc_id) if cited_words in c.text)
+    view = alice.get(f"/v1/documents/{doc_id}/view", params={"chunk": cited.id}).json()
+    assert view["kind"] == "text"
+    target = next(b for b in view["blocks"] if b["id"] == view["target"])
+    assert target["kind"] == "heading" and _texts(target) == heading
+    assert any(b.get("cited") and cited_words in json.dumps(b) for b in view["blocks"])
+    text = " ".join(_all_strings(view["blocks"]))
+    # The parsed structure, never the original markup: no script text, no raw HTML,
+    # no included file, no attributes.
+    for absent in ("alert(", "<script", "onclick", "onerror", "root:", "javascript:"):
+        assert absent not in text, absent
+    assert not any("href" in run for b in view["blocks"] for run in b.get("inlines", []))
