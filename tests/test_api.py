@@ -311,8 +311,12 @@ ID_ENDPOINTS = [
     ("GET", "/v1/documents/{doc}"),
     ("GET", "/v1/documents/{doc}/blob"),
     ("GET", "/v1/documents/{doc}/events"),
+    ("GET", "/v1/documents/{doc}/view"),
+    ("GET", "/v1/documents/{doc}/view?chunk={chunk}"),
+    ("GET", "/v1/documents/{doc}/pages/1"),
     ("POST", "/v1/documents/{doc}/retry"),
     ("GET", "/v1/chunks/{chunk}/context"),
+    ("GET", "/v1/chunks/{chunk}/view"),
     ("DELETE", "/v1/documents/{doc}"),  # last: a wrongly allowed delete would show below
 ]
 
@@ -344,7 +348,10 @@ def test_another_users_ids_are_answered_like_unknown_ones(
     assert len(docs) == 2
     (from_folder,) = [d["id"] for d in docs if d["id"] != doc_id]
     assert alice.get(f"/v1/documents/{from_folder}").json()["job"] is None
-    assert alice.get(f"/v1/documents/{from_folder}/blob").status_code == 404
+    # A folder document downloads from its file (while the file holds the same bytes).
+    download = alice.get(f"/v1/documents/{from_folder}/blob")
+    assert download.status_code == 200
+    assert download.content == (folder / "private.md").read_bytes()
     events = alice.get(f"/v1/documents/{from_folder}/events")  # no stages: ends at once
     assert events.status_code == 200 and sse_events(events.text) == []
     assert alice.get(f"/v1/documents/{doc_id}").json()["status"] == "complete"
@@ -357,6 +364,8 @@ ALL_ENDPOINTS = [
     ("DELETE", "/v1/documents/{doc}"),
     ("GET", "/v1/documents/{doc}/blob"),
     ("GET", "/v1/documents/{doc}/events"),
+    ("GET", "/v1/documents/{doc}/view"),
+    ("GET", "/v1/documents/{doc}/pages/{page}"),
     ("POST", "/v1/documents/{doc}/retry"),
     ("POST", "/v1/documents/{doc}/enrich"),
     ("POST", "/v1/enrich"),
@@ -367,7 +376,9 @@ ALL_ENDPOINTS = [
     ("POST", "/v1/search"),
     ("POST", "/v1/ask"),
     ("GET", "/v1/chunks/{chunk}/context"),
+    ("GET", "/v1/chunks/{chunk}/view"),
     ("GET", "/v1/sources"),
+    ("GET", "/v1/failures"),
 ]
 
 
@@ -404,7 +415,7 @@ def test_no_wrong_or_revoked_token_is_401(
     for method, template in ALL_ENDPOINTS:
         r = client.request(
             method,
-            template.format(doc=doc_id, chunk=chunk_id),
+            template.format(doc=doc_id, chunk=chunk_id, page=1),
             headers={**headers, **multipart_headers},
             content=body if method == "POST" else None,
         )

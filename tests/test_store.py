@@ -229,6 +229,11 @@ def test_list_documents_orders_pages_and_filters(store: Store) -> None:
     assert [d.rel_path for d in store.list_documents(source_id="src_1")] == ["C.md", "b.md"]
     assert [d.id for d in store.list_documents(user_id="u1")] == [d3.id]
     assert store.list_documents(user_id="nobody") == []
+    # The count is the whole list's, whatever a page holds.
+    assert store.count_documents() == 3
+    assert store.count_documents(source_id="src_1") == 2
+    assert store.count_documents(user_id="u1") == 1
+    assert store.count_documents(user_id="nobody") == 0
 
 
 def test_each_write_is_atomic_on_its_own(store: Store) -> None:

@@ -399,6 +399,24 @@ def test_failed_upload_shows_its_reason_and_a_retry_button(page: Page, site: Sit
     assert site.shelf.job(failed[0]).status == "failed"
 
 
+def test_a_failure_no_retry_can_change_offers_no_retry(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Upload").click()
+    files: list[FilePayload] = [
+        {"name": "blob.md", "mimeType": "text/markdown", "buffer": b"\x00\x01\x02 binary"},
+        {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
+    ]
+    page.get_by_label("Choose files").set_input_files(files)
+    blob = page.locator(".upload").filter(has_text="blob.md")
+    page.locator('.upload[data-stage="failed"]').filter(has_text="blob.md").wait_for()
+    blob.get_by_text("Not retried").wait_for()
+    assert "binary content" in blob.locator(".stage-message").inner_text()
+    assert blob.get_by_role("button", name="Retry").count() == 0
+    # Other failures keep their button (the test above retries one).
+    broken = page.locator(".upload").filter(has_text="broken.md")
+    broken.get_by_role("button", name="Retry").wait_for()
+
+
 def test_document_text_is_shown_as_text_never_run(page: Page, site: Site, tmp_path: Path) -> None:
     hostile = tmp_path / "hostile"
     hostile.mkdir()
@@ -461,7 +479,7 @@ def test_library_lists_status_pages_without_text_links_and_backlinks(
     detail = page.locator("#doc-detail")
     detail.locator("h2", has_text="Ideas").wait_for()
     links = detail.locator(".links").first
-    assert "[[raft notes]] → Raft notes" in links.inner_text()  # targets are normalised
+    assert "[[Raft notes]] → Raft notes" in links.inner_text()  # as the note wrote it
     assert "[[missing note]] → not in your library" in links.inner_text()
     screenshot(page, "web-library.png")
 
@@ -478,3 +496,203 @@ def test_library_lists_status_pages_without_text_links_and_backlinks(
     with page.expect_response(lambda r: r.url.endswith("/retry")) as retried:
         detail.get_by_role("button", name="Retry").click()
     assert retried.value.status == 202
+
+
+def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
+    page: Page, site: Site
+) -> None:
+    filler = [f"Line {i} of plain words that fill the page up to a real length." for i in range(30)]
+    paper = site.upload(
+        "paper.pdf",
+        paged_pdf(
+            [
+                ["The first page talks about apples and pears.", *filler],
+                [*filler[:12], "Consensus needs a quorum of voters.", "Each term has one leader."],
+                ["The end of the paper.", *filler],
+            ],
+            headings=["Fruit", "Consensus", "Closing"],
+        ),
+    )
+    site.wait_for(paper, "complete")
+    sign_in(page, site.token)
+    page.get_by_label("Search mode").select_option("lexical")
+    page.get_by_label("Search your documents").fill("quorum voters")
+    label = page.locator(".hit .citation", has_text="paper.pdf").first
+    label.click()
+    view = page.locator("#open-view")
+    view.locator(".page-frame img").wait_for()
+    page.wait_for_function("() => document.querySelector('.page-frame img').naturalWidth > 0")
+    assert view.locator(".page-number").inner_text() == "Page 2 of 3"
+    assert page.url.split("#", 1)[1].startswith(f"open/{paper}/")
+    boxes = view.locator(".page-frame .hl")
+    assert boxes.count() >= 1
+    frame = view.locator(".page-frame").bounding_box()
+    box = boxes.first.bounding_box()
+    assert frame is not None and box is not None
+    # On the page, a third of the way down: where the two cited lines are.
+    assert frame["x"] <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"]
+    assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
+    assert box["width"] > 50 and box["height"] > 3
+    screenshot(page, "web-open-pdf.png")
+
+    view.get_by_role("link", name="Next page").click()
+    page.wait_for_function(
+        "() => document.querySelector('#open-view .page-number')?.textContent === 'Page 3 of 3'"
+    )
+    assert view.locator(".page-frame .hl").count() == 0
+    assert view.get_by_text("The cited passage is on page 2").is_visible()
+    last = view.locator(".pager a", has_text="Next page")  # no href on the last page
+    assert last.get_attribute("aria-disabled") == "true" and last.get_attribute("href") is None
+    view.get_by_role("link", name="Previous page").click()
+    page.wait_for_function(
+        "() => document.querySelector('#open-view .page-number')?.textContent === 'Page 2 of 3'"
+    )
+    view.locator(".page-frame .hl").first.wait_for()
+
+    # On a phone the page fits the width, and the boxes still sit on the cited lines.
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    frame = view.locator(".page-frame").bounding_box()
+    box = view.locator(".page-frame .hl").first.bounding_box()
+    assert frame is not None and box is not None and frame["width"] <= 390
+    assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
+    screenshot(page, "web-open-pdf-narrow.png")
+
+
+def test_a_markdown_hit_opens_the_note_scrolled_to_its_heading(page: Page, site: Site) -> None:
+    long = "# Handbook\n\n" + "".join(
+        f"## Part {i}\n\nPart {i} explains topic{i} in detail. {FILLER}\n\n" for i in range(30)
+    )
+    handbook = site.upload("handbook.md", long.encode())
+    site.wait_for(handbook, "complete")
+    sign_in(page, site.token)
+    page.get_by_label("Search mode").select_option("lexical")
+    page.get_by_label("Search your documents").fill("topic6")
+    page.locator(".hit .citation", has_text="Handbook (handbook.md#").first.click()
+    reader = page.locator("#open-view .reader")
+    reader.wait_for()
+    heading = reader.get_by_role("heading", name="Part 6")
+    heading.wait_for()
+    page.wait_for_function("() => window.scrollY > 0")
+    top = heading.bounding_box()
+    assert top is not None and 0 <= top["y"] < 200, top  # scrolled to it, at the top
+    cited = reader.locator(".cited")
+    assert "Part 6 explains topic6" in " ".join(cited.all_inner_texts())
+    assert "Part 5 explains" not in " ".join(cited.all_inner_texts())
+    assert page.evaluate("document.activeElement.textContent") == "Part 6"
+    screenshot(page, "web-open-note.png")
+
+    # An answer's source opens its cited place too.
+    page.get_by_role("link", name="Ask").click()
+    question = page.get_by_label("Ask a question about your documents")
+    question.fill("What does a follower do when it hears no heartbeat?")
+    question.press("Enter")
+    page.locator("#answer-sources li .citation", has_text="projects/raft.md#1").click()
+    page.locator("#open-view .reader .cited", has_text="hears no heartbeat").wait_for()
+    assert page.locator("#open-title").inner_text() == "Raft"
+
+
+def test_download_of_a_folder_document_saves_its_bytes(page: Page, site: Site, notes: Path) -> None:
+    sign_in(page, site.token)
+    todo = next(d for d in site.shelf.documents() if d.rel_path == "todo.txt")
+    page.goto(f"{site.url}/#open/{todo.id}")
+    view = page.locator("#open-view")
+    view.locator(".reader").wait_for()
+    assert "Call the plumber" in view.locator(".reader").inner_text()
+    with page.expect_download() as saved:
+        view.get_by_role("button", name="Download original").click()
+    download = saved.value
+    assert download.suggested_filename == "todo.txt"
+    assert Path(download.path()).read_bytes() == (notes / "todo.txt").read_bytes()
+
+    (notes / "todo.txt").write_text("Changed since.\n")  # the file no longer holds these bytes
+    view.get_by_role("button", name="Download original").click()
+    view.get_by_role("alert").filter(has_text="changed since it was indexed").wait_for()
+
+
+def test_hostile_documents_open_as_text_with_safe_links_only(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    (hostile / "evil.md").write_text(
+        XSS_NOTE
+        + "\n[run me](javascript:window.__xss='link') and [site](https://example.org/x) and "
+        "![pic](x onerror=window.__xss='alt') <iframe src=\"javascript:window.__xss='frame'\">"
+        "</iframe>\n\n<svg onload=\"window.__xss='svg'\"></svg>\n"
+    )
+    site.shelf.add(hostile, user_id=site.user.id)
+    evil = next(d for d in site.shelf.documents() if d.rel_path == "evil.md")
+    sign_in(page, site.token)
+    page.goto(f"{site.url}/#open/{evil.id}")
+    reader = page.locator("#open-view .reader")
+    reader.wait_for()
+    text = reader.inner_text()
+    assert "<script>window.__xss = 'script'</script>" in text
+    assert "<img src=x onerror=\"window.__xss='img'\">" in text
+    assert "<svg onload=" in text and "<iframe" in text
+    links = reader.locator("a")
+    assert [links.nth(i).get_attribute("href") for i in range(links.count())] == [
+        "https://example.org/x"
+    ]
+    assert "run me" in text
+    assert page.evaluate("window.__xss") is None
+    for selector in ("script", "img", "iframe", "svg", "b", "[onerror]", "[onload]"):
+        assert reader.locator(selector).count() == 0, selector
+    # The page's policy allows no inline script and no other origin, whatever slipped by.
+    policy = httpx.get(site.url).headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+
+
+def test_library_counts_the_whole_library_lists_failures_and_deletes_in_the_page(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
+    folder = tmp_path / "more"
+    folder.mkdir()
+    (folder / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    for i in range(4):
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nWords of note {i}. {FILLER}\n")
+    site.shelf.add(folder, user_id=site.user.id)
+    raft = next(d for d in site.shelf.documents() if d.rel_path == "projects/raft.md")
+    site.shelf.enrich([raft.id], user_id=site.user.id)  # offline: summary, type, claims
+
+    sign_in(page, site.token)
+    assert page.locator("#search-status").inner_text().startswith("Type to search your 7 ")
+    page.get_by_role("link", name="Library").click()
+    page.locator("#library-table tbody tr").nth(6).wait_for()
+    status = page.locator("#library-status").inner_text()
+    assert "7 documents" in status and "1 file not added" in status, status
+    failures = page.locator("#library-failures")
+    assert "binary.md" in failures.inner_text()
+    assert "binary content" in failures.inner_text()
+    assert "Not retried" in failures.inner_text()
+
+    page.locator("#library-table tbody tr").filter(has_text="Raft").get_by_role("link").click()
+    detail = page.locator("#doc-detail")
+    detail.locator("h2", has_text="Raft").wait_for()
+    enriched = site.shelf.document(raft.id).document
+    assert enriched.summary and enriched.document_type
+    assert detail.locator(".summary").inner_text() == enriched.summary
+    assert enriched.document_type in detail.locator(".fields").inner_text()
+    claims = detail.locator(".claims li")
+    assert claims.count() >= 1
+    screenshot(page, "web-document.png")
+    claims.first.locator("a.cite").first.click()
+    page.locator("#open-view .reader .cited").first.wait_for()
+    with page.expect_response(lambda r: r.url.endswith(f"/v1/documents/{raft.id}")):
+        page.go_back()  # the library again, which reloads this document
+    detail.locator("h2", has_text="Raft").wait_for()
+
+    detail.get_by_role("button", name="Delete").click()
+    confirm = detail.get_by_role("group", name="Confirm delete")
+    confirm.get_by_role("button", name="Cancel").click()
+    assert confirm.count() == 0
+    detail.get_by_role("button", name="Delete").click()
+    with page.expect_response(lambda r: r.request.method == "DELETE") as deleted:
+        detail.get_by_role("group", name="Confirm delete").get_by_role(
+            "button", name="Yes, delete"
+        ).click()
+    assert deleted.value.status == 200
+    page.locator("#library-status").filter(has_text="Deleted “Raft”").wait_for()
+    assert "6 documents" in page.locator("#library-status").inner_text()
+    assert page.locator("#library-table tbody tr").filter(has_text="Raft").count() == 0

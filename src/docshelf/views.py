@@ -220,6 +220,16 @@ def upload(r: UploadResult) -> JSON:
     return {"document_id": r.document_id, "status": r.status, "fingerprint": r.fingerprint}
 
 
+# Failure reasons no retry can change: the same bytes fail the same way.
+PERMANENT_FAILURES = ("binary content", "unsupported file type", "too large", "empty file")
+
+
+def retryable(reason: str | None) -> bool:
+    """Whether running a failed job again can succeed (a time limit can, binary bytes never)."""
+    text = (reason or "").lower()
+    return not any(p in text for p in PERMANENT_FAILURES)
+
+
 def job(j: Job) -> JSON:
     return {
         "document_id": j.document_id,
@@ -229,6 +239,7 @@ def job(j: Job) -> JSON:
         "last_error": j.last_error,
         "next_attempt_at": j.next_attempt_at,
         "updated_at": j.updated_at,
+        "retryable": j.status == "failed" and retryable(j.last_error),
     }
 
 

@@ -6,6 +6,7 @@ Routes live under ``/v1`` (OpenAPI docs at ``/docs``) and need a bearer token,
 except ``/healthz``, ``/readyz``, ``/metrics`` and the web page (``/``,
 ``/static``). Modules: ``deps`` (auth and the error mapping), ``uploads``
 (streaming multipart), ``routes`` (documents, search, context, sources),
+``reader`` (a document opened at a citation, its bytes, folder failures),
 ``events`` (SSE), ``ops`` (health, metrics), ``pages`` (the web page), ``docs_page``
 (``/docs``, Swagger UI served locally), ``mcp``
 (the MCP server at ``/mcp``, behind the same tokens).
@@ -21,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from docshelf import __version__
-from docshelf.api import docs_page, events, ops, pages, routes, schema, uploads
+from docshelf.api import docs_page, events, ops, pages, reader, routes, schema, uploads
 from docshelf.api.deps import install_error_handlers, known_query
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
@@ -90,6 +91,7 @@ def create_app(
     )
     v1.include_router(uploads.router, tags=["documents"])
     v1.include_router(routes.router, tags=["documents"])
+    v1.include_router(reader.router, tags=["documents"])
     v1.include_router(events.router, tags=["events"])
     app.include_router(v1)
     app.include_router(ops.router, tags=["operations"])

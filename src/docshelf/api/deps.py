@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from docshelf.api.reading import FileChanged
 from docshelf.errors import (
     Conflict,
     DocshelfError,
@@ -35,6 +36,7 @@ _STATUS: tuple[tuple[type[DocshelfError], int], ...] = (
     (Forbidden, 403),
     (TooLarge, 413),
     (UnsupportedType, 415),
+    (FileChanged, 410),
     (NotFound, 404),
     (InvalidInput, 400),
     (Conflict, 409),

@@ -10,34 +10,34 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
-from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from docshelf import views
+from docshelf.api import reading
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
+from docshelf.catalogue import DocumentView
 from docshelf.errors import Conflict, Forbidden, NotFound
 from docshelf.ingest.reindex import ReindexRunner
 from docshelf.model import User
 from docshelf.search.filters import Filters, SearchMode
 from docshelf.search.results import MAX_LIMIT, ContextMode
+from docshelf.shelf import Shelf
 
 router = APIRouter()
 
 JSON = dict[str, Any]
-_MEDIA_TYPES = {"markdown": "text/markdown; charset=utf-8", "text": "text/plain; charset=utf-8"}
-_BLOB_CHUNK = 64 * 1024
 # Every integer parameter is bounded: past the store's 64-bit integers a query would
 # fail (SQLite: OverflowError), and no library has a billion documents to page through.
 MAX_OFFSET = 1_000_000_000
 NOT_BLANK = r"\S"  # at least one character that is not white space
 
 
-@router.get("/documents", summary="The caller's documents")
+@router.get("/documents", summary="The caller's documents (a page of them, and the total)")
 def list_documents(
     shelf: ShelfDep,
     user: UserDep,
@@ -45,7 +45,13 @@ def list_documents(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> JSON:
     docs = shelf.documents(user_id=user.id, limit=limit, offset=offset)
-    return {"documents": [views.document(d) for d in docs], "limit": limit, "offset": offset}
+    total = shelf.store.count_documents(user_id=user.id)
+    return {
+        "documents": [views.document(d) for d in docs],
+        "limit": limit,
+        "offset": offset,
+        "total": total,
+    }
 
 
 @router.get(
@@ -54,12 +60,26 @@ def list_documents(
     responses=errors(404),
 )
 def get_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
-    out = views.document_view(shelf.document(document_id, user.id))
+    doc_view = shelf.document(document_id, user.id)
+    out = views.document_view(doc_view)
+    _links_as_written(shelf, doc_view, out["links"])
     try:
         out["job"] = views.job(shelf.job(document_id, user.id))
     except NotFound:  # it came from a source: no ingest job
         out["job"] = None
     return out
+
+
+def _links_as_written(shelf: Shelf, doc_view: DocumentView, links: list[JSON]) -> None:
+    """Each link's target as the note wrote it, and whether an embedded attachment (an
+    image: never a document) is in the vault."""
+    doc = doc_view.document
+    spelled = reading.link_spellings(doc_view.sections)
+    root = next((s.path for s in shelf.sources() if s.id == doc.source_id), None)
+    for link in links:
+        link["written"] = spelled.get(link["target"], link["target"])
+        if link["embed"] and not link["document_ids"] and reading.is_attachment(link["written"]):
+            link["present"] = reading.attachment_present(doc.path, root, link["written"])
 
 
 @router.delete(
@@ -72,44 +92,16 @@ def delete_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     return {"document_id": document_id, "removed": removed}
 
 
-@router.get(
-    "/documents/{document_id}/blob",
-    summary="Download the uploaded bytes",
-    response_class=StreamingResponse,
-    responses={
-        200: {"content": {"application/octet-stream": {"schema": {"type": "string"}}}},
-        **errors(404),
-    },
-)
-def download(document_id: str, shelf: ShelfDep, user: UserDep) -> StreamingResponse:
-    doc = shelf.document(document_id, user.id).document
-    if not shelf.blobs.exists(doc.sha256):
-        raise NotFound(f"Document {document_id!r} has no uploaded bytes (it lives in a source)")
-    fh = shelf.blobs.open(doc.sha256)
-
-    def chunks() -> Iterator[bytes]:
-        with fh:
-            while block := fh.read(_BLOB_CHUNK):
-                yield block
-
-    name = doc.rel_path.rsplit("/", 1)[-1] or "document"
-    return StreamingResponse(
-        chunks(),
-        media_type=_MEDIA_TYPES.get(doc.file_type, "application/octet-stream"),
-        headers={
-            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}",
-            "Content-Length": str(doc.size_bytes),
-        },
-    )
-
-
 @router.post(
     "/documents/{document_id}/retry",
     status_code=202,
-    summary="Re-queue a failed ingest job (409 when it has not failed)",
+    summary="Re-queue a failed ingest job (409 when it has not failed, or failed for good)",
     responses=errors(404, 409, 507),
 )
 def retry(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
+    current = shelf.job(document_id, user.id)
+    if current.status == "failed" and not views.retryable(current.last_error):
+        raise Conflict(f"Not retried: it failed for good ({current.last_error})")
     return views.job(shelf.retry(document_id, user.id))
 
 

@@ -33,6 +33,7 @@ _WHY = {
     404: "No such id for this caller (another user's ids are answered the same)",
     405: "Method not allowed here; the Allow header lists those that are",
     409: "The request contradicts the library's state",
+    410: "The file a folder document came from changed or is gone",
     413: "Over the upload size limit",
     415: "Unsupported file type",
     503: "Unavailable: the store is busy or read-only, or a backend is missing",

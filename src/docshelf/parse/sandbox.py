@@ -28,11 +28,10 @@ from collections.abc import Callable
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
-from docshelf.model import ParsedDocument
 
 __all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "run_limited"]
 
@@ -49,17 +48,18 @@ _PRELOAD = [
 
 _PROCESS_NAME = "docshelf-parser"
 _Input = TypeVar("_Input", bytes, str)
+_Output = TypeVar("_Output")  # a ParsedDocument for parsers; a page image for the reader
 _context: ForkServerContext | SpawnContext | None = None
 
 
 def run_limited(
-    func: Callable[[_Input], ParsedDocument],
+    func: Callable[[_Input], _Output],
     data: _Input,
     file_type: str,
     *,
     timeout_s: float | None = None,
     memory_mb: int | None = None,
-) -> ParsedDocument:
+) -> _Output:
     """``func(data)`` in a child process under the limits (from the environment by default).
 
     ``func`` must be importable by name from a module other than ``__main__``
@@ -94,11 +94,11 @@ def run_limited(
             process.kill()
         if process.pid is not None:
             process.join(5)
-    return _result(file_type, status, payload, memory)
+    return cast(_Output, _result(file_type, status, payload, memory))
 
 
-def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> ParsedDocument:
-    if status == "ok" and isinstance(payload, ParsedDocument):
+def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> Any:
+    if status == "ok":
         return payload
     if status == "invalid":
         raise InvalidInput(str(payload))
@@ -157,7 +157,7 @@ def _skip_main_in_children() -> None:
 # -- in the child --------------------------------------------------------------------------
 
 
-def _child(conn: Connection, func: Callable[[Any], ParsedDocument], data: Any, mb: int) -> None:
+def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> None:
     _limit_memory(mb)
     try:
         answer: tuple[str, Any] = ("ok", func(data))

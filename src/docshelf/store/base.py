@@ -152,6 +152,10 @@ class Store(Protocol):
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Document]: ...
+    def count_documents(self, *, source_id: str | None = None, user_id: str | None = None) -> int:
+        """How many documents ``list_documents`` would list with no limit (a page's total)."""
+        ...
+
     def put_document(
         self,
         document: Document,

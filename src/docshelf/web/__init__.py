@@ -21,7 +21,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
-        "img-src 'self' data:",
+        "img-src 'self' data: blob:",  # blob: a PDF page fetched with the token
         "connect-src 'self'",
         "form-action 'self'",
         "base-uri 'none'",

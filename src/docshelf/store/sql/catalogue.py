@@ -165,6 +165,11 @@ class CatalogueSQL(SQLBase):
         )
         return [self._document(r) for r in rows]
 
+    def count_documents(self, *, source_id: str | None = None, user_id: str | None = None) -> int:
+        where, params = self._filters(SearchFilters(source_id=source_id, user_id=user_id))
+        rows = self._q(f"SELECT COUNT(*) FROM documents d WHERE 1 = 1 {where}", params)
+        return int(rows[0][0])
+
     def put_document(
         self,
         document: Document,

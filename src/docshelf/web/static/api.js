@@ -96,6 +96,37 @@ export class Api {
     return this.request("GET", "/v1/sources");
   }
 
+  /** A document opened at a citation (`chunk`), or at a page of a PDF. */
+  view(documentId, { chunk = null, page = null } = {}) {
+    const query = new URLSearchParams();
+    if (chunk) query.set("chunk", chunk);
+    if (page) query.set("page", String(page));
+    const tail = query.size ? `?${query}` : "";
+    return this.request("GET", `/v1/documents/${encodeURIComponent(documentId)}/view${tail}`);
+  }
+
+  /** The bytes at an API path (a page image, a download) as a Blob: fetched with the
+   * token, since an <img src> or a link cannot send the Authorization header. */
+  async blob(path, signal) {
+    const response = await fetch(path, { headers: this.headers(), signal });
+    if (!response.ok) {
+      const error = await ApiError.from(response);
+      if (error.status === 401) this.onUnauthorized(error);
+      throw error;
+    }
+    const disposition = response.headers.get("Content-Disposition") ?? "";
+    const match = /filename\*=UTF-8''([^;]+)/i.exec(disposition);
+    return { blob: await response.blob(), name: match ? decodeURIComponent(match[1]) : null };
+  }
+
+  deleteDocument(documentId) {
+    return this.request("DELETE", `/v1/documents/${encodeURIComponent(documentId)}`);
+  }
+
+  failures() {
+    return this.request("GET", "/v1/failures");
+  }
+
   retry(documentId) {
     return this.request("POST", `/v1/documents/${encodeURIComponent(documentId)}/retry`);
   }

@@ -10,12 +10,13 @@ import { Api } from "./api.js";
 import { AskView } from "./ask.js";
 import { Catalog } from "./catalog.js";
 import { LibraryView } from "./library.js";
+import { OpenView } from "./open.js";
 import { SearchView } from "./search.js";
 import { UploadView } from "./upload.js";
 
 const TOKEN_KEY = "docshelf.token";
 const SIGNOUT_KEY = "docshelf.signout";
-const VIEWS = ["search", "ask", "upload", "library"];
+const VIEWS = ["search", "ask", "upload", "library", "open"];
 
 const $ = (id) => document.getElementById(id);
 
@@ -78,7 +79,10 @@ class App {
       search: new SearchView(api, catalog),
       ask: new AskView(api),
       upload: new UploadView(api, { onDone: () => this.documentsChanged() }),
-      library: new LibraryView(api, catalog),
+      library: new LibraryView(api, catalog, {
+        onDeleted: () => this.documentsChanged({ reloadLibrary: false }),
+      }),
+      open: new OpenView(api),
     };
     $("signin-view").hidden = true;
     $("nav").hidden = false;
@@ -114,8 +118,9 @@ class App {
 
   route() {
     if (!this.api) return;
-    const [name, arg] = decodeURIComponent(window.location.hash.slice(1)).split("/");
-    const view = VIEWS.includes(name) ? name : "search";
+    const [name, arg, ...rest] = decodeURIComponent(window.location.hash.slice(1)).split("/");
+    // #cite/<chunk id>: the open view finds the chunk's document itself.
+    const view = name === "cite" ? "open" : VIEWS.includes(name) ? name : "search";
     for (const v of VIEWS) $(`${v}-view`).hidden = v !== view;
     for (const link of document.querySelectorAll("#nav a")) {
       if (link.dataset.view === view) link.setAttribute("aria-current", "page");
@@ -123,6 +128,10 @@ class App {
     }
     if (view === "search") this.views.search.focus();
     if (view === "ask") this.views.ask.focus();
+    if (view === "open") {
+      if (name === "cite") this.views.open.show("", arg ?? "", null);
+      else this.views.open.show(arg ?? "", rest[0] ?? "", Number(rest[1]) || null);
+    }
     if (view === "library") {
       const library = this.views.library;
       library.load(0).then(() => {
@@ -131,9 +140,9 @@ class App {
     }
   }
 
-  documentsChanged() {
+  documentsChanged({ reloadLibrary = true } = {}) {
     this.catalog.load().catch(() => undefined);
-    if (!$("library-view").hidden) this.views.library.load(0);
+    if (reloadLibrary && !$("library-view").hidden) this.views.library.load(0);
   }
 
   shortcut(event) {

@@ -121,7 +121,7 @@ export class AskView {
         return h(
           "li",
           { id: `ask-source-${source.n}`, value: String(source.n), dataset: { n: String(source.n) } },
-          h("span", { class: "citation" }, source.label),
+          h("a", { class: "citation", href: `#cite/${encodeURIComponent(source.chunk_id)}` }, source.label),
           " ",
           toggle,
           passage,

@@ -11,6 +11,7 @@ export class Catalog {
     this.api = api;
     this.docs = new Map();
     this.sources = new Map();
+    this.total = 0; // the library's count, not the page's
   }
 
   async load() {
@@ -20,6 +21,7 @@ export class Catalog {
     ]);
     this.sources = new Map(sources.sources.map((s) => [s.id, s]));
     this.docs = new Map(first.documents.map((d) => [d.id, d]));
+    this.total = first.total ?? first.documents.length;
   }
 
   remember(doc) {

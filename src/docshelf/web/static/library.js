@@ -1,15 +1,22 @@
-// The library view: the caller's documents with status and pages without text; one
-// document's record, ingest job (with a retry button when it failed), sections,
+// The library view: the caller's documents (the count is the library's, not the page's)
+// with status and pages without text, and the folder files that could not be added with
+// their reason; one document's record, summary, type, concepts and key claims, ingest job
+// (a retry button only when a retry can succeed), delete (confirmed in the page), sections,
 // links and backlinks.
 
 import { append, formatBytes, formatDate, h, replace, statusBadge } from "./dom.js";
+import { openHref } from "./open.js";
 
 const PAGE = 200;
 
 export class LibraryView {
-  constructor(api, catalog) {
+  constructor(api, catalog, { onDeleted = () => {} } = {}) {
     this.api = api;
     this.catalog = catalog;
+    this.onDeleted = onDeleted;
+    this.total = 0;
+    this.failures = [];
+    this.failuresBox = document.getElementById("library-failures");
     this.body = document.querySelector("#library-table tbody");
     this.status = document.getElementById("library-status");
     this.detail = document.getElementById("doc-detail");
@@ -28,24 +35,42 @@ export class LibraryView {
   async load(offset) {
     replace(this.status, "Loading…");
     try {
-      const page = await this.api.documents({ limit: PAGE, offset });
+      const [page, failures] = await Promise.all([
+        this.api.documents({ limit: PAGE, offset }),
+        offset ? null : this.api.failures(),
+      ]);
       this.documents = offset ? [...this.documents, ...page.documents] : page.documents;
+      this.total = page.total ?? this.documents.length;
+      if (failures) this.failures = failures.failures;
       for (const doc of page.documents) this.catalog.remember(doc);
-      this.more.hidden = page.documents.length < PAGE;
+      this.more.hidden = this.documents.length >= this.total;
       this.renderTable();
+      this.renderFailures();
     } catch (error) {
       replace(this.status, h("span", { class: "error" }, error.message));
     }
   }
 
   renderTable() {
-    const n = this.documents.length;
+    const n = this.total;
+    const shown = this.documents.length;
     const failed = this.documents.filter((d) => d.status === "failed").length;
+    const files = this.failures.length;
+    const notice = this.notice ?? "";
+    this.notice = null;
     replace(
       this.status,
+      notice,
       n
-        ? `${n} document${n === 1 ? "" : "s"}${failed ? ` · ${failed} failed` : ""}`
-        : "No documents yet: add some on the Upload page, or with `docshelf add`.",
+        ? [
+            `${n} document${n === 1 ? "" : "s"}`,
+            failed ? ` · ${failed} failed` : "",
+            files ? ` · ${files} file${files === 1 ? "" : "s"} not added` : "",
+            shown < n ? ` · showing ${shown}` : "",
+          ].join("")
+        : files
+          ? `No documents yet · ${files} file${files === 1 ? "" : "s"} not added`
+          : "No documents yet: add some on the Upload page, or with `docshelf add`.",
     );
     replace(
       this.body,
@@ -70,6 +95,37 @@ export class LibraryView {
             "td",
             { class: "nowrap", title: formatDate(doc.added_at, { time: true }) },
             formatDate(doc.added_at),
+          ),
+        ),
+      ),
+    );
+  }
+
+  renderFailures() {
+    const box = this.failuresBox;
+    box.hidden = !this.failures.length;
+    if (!this.failures.length) return;
+    replace(
+      box,
+      h("h2", {}, "Files not added"),
+      h(
+        "p",
+        { class: "hint" },
+        "Files of your folders that could not be read. Fix a file and sync its folder " +
+          "(`docshelf sync`) to add it.",
+      ),
+      h(
+        "ul",
+        { class: "failures" },
+        this.failures.map((f) =>
+          h(
+            "li",
+            {},
+            h("code", { class: "failure-path" }, f.path),
+            h("span", { class: "error failure-reason" }, f.reason),
+            f.retryable
+              ? null
+              : h("span", { class: "muted" }, "Not retried: these bytes can never be read."),
           ),
         ),
       ),
@@ -108,6 +164,13 @@ export class LibraryView {
       this.detail,
       h("h2", { tabindex: "-1" }, doc.title || doc.id),
       h(
+        "div",
+        { class: "detail-actions" },
+        h("a", { class: "button", href: openHref(doc.id) }, "Open"),
+        this.deleteControl(doc),
+      ),
+      doc.summary ? h("p", { class: "summary" }, doc.summary) : null,
+      h(
         "dl",
         { class: "fields" },
         field("Status", statusBadge(doc.status)),
@@ -117,6 +180,13 @@ export class LibraryView {
           ? field("Pages", `${doc.page_count} (${doc.pages_without_text} without text)`)
           : null,
         field("Size", formatBytes(doc.size_bytes)),
+        doc.document_type ? field("Document type", doc.document_type) : null,
+        doc.concept_ids.length
+          ? field(
+              "Concepts",
+              h("ul", { class: "concepts" }, doc.concept_ids.map((c) => h("li", { class: "tag" }, c))),
+            )
+          : null,
         doc.tags.length ? field("Tags", doc.tags.map((t) => `#${t}`).join(" ")) : null,
         field(
           "Chunks",
@@ -126,6 +196,28 @@ export class LibraryView {
         field("Id", h("code", {}, doc.id)),
       ),
       doc.job ? this.renderJob(doc) : null,
+      doc.distillates.length ? h("h3", {}, "Key claims") : null,
+      doc.distillates.length
+        ? h(
+            "ol",
+            { class: "claims" },
+            doc.distillates.map((d) =>
+              h(
+                "li",
+                {},
+                d.text,
+                d.chunk_ids.map((chunk, i) => [
+                  " ",
+                  h(
+                    "a",
+                    { class: "cite", href: openHref(doc.id, chunk), "aria-label": `cited passage ${i + 1}` },
+                    `[${i + 1}]`,
+                  ),
+                ]),
+              ),
+            ),
+          )
+        : null,
       h("h3", {}, "Links"),
       doc.links.length
         ? h(
@@ -138,12 +230,14 @@ export class LibraryView {
                 h(
                   "span",
                   { class: "link-target" },
-                  `[[${link.target}${link.heading ? `#${link.heading}` : ""}]]`,
+                  `${link.embed ? "!" : ""}[[${link.written ?? link.target}${link.heading ? `#${link.heading}` : ""}]]`,
                 ),
                 " → ",
                 link.document_ids.length
                   ? link.document_ids.map((id, i) => [i ? ", " : "", docLink(id)])
-                  : h("span", { class: "muted" }, "not in your library"),
+                  : link.present
+                    ? h("span", { class: "present" }, "in your vault (an attachment)")
+                    : h("span", { class: "muted" }, "not in your library"),
               ),
             ),
           )
@@ -181,7 +275,10 @@ export class LibraryView {
       ),
       job.last_error ? h("p", { class: "error" }, job.last_error) : null,
     );
-    if (job.status === "failed") {
+    if (job.status === "failed" && job.retryable === false) {
+      append(box, h("p", { class: "muted" }, "Not retried: the same bytes would fail the same way."));
+    }
+    if (job.status === "failed" && job.retryable !== false) {
       append(
         box,
         h(
@@ -204,6 +301,71 @@ export class LibraryView {
       );
     }
     return box;
+  }
+
+  /** Delete, confirmed in the page (a browser dialog would block it and every test). */
+  deleteControl(doc) {
+    const wrap = h("span", { class: "delete-control" });
+    const ask = h(
+      "button",
+      {
+        type: "button",
+        class: "danger",
+        onclick: () => {
+          ask.hidden = true;
+          append(
+            wrap,
+            h(
+              "span",
+              { class: "confirm", role: "group", "aria-label": "Confirm delete" },
+              h("span", {}, "Delete this document from your library? "),
+              h(
+                "button",
+                {
+                  type: "button",
+                  class: "danger",
+                  onclick: async (event) => {
+                    event.currentTarget.disabled = true;
+                    try {
+                      await this.api.deleteDocument(doc.id);
+                    } catch (error) {
+                      append(wrap, h("span", { class: "error", role: "alert" }, ` ${error.message}`));
+                      return;
+                    }
+                    this.selected = null;
+                    this.detail.hidden = true;
+                    replace(this.detail);
+                    this.catalog.docs.delete(doc.id);
+                    this.notice = `Deleted “${doc.title || doc.id}”. `;
+                    if (window.location.hash === "#library") await this.load(0);
+                    else window.location.hash = "#library"; // route() reloads the table
+                    this.onDeleted();
+                  },
+                },
+                "Yes, delete",
+              ),
+              " ",
+              h(
+                "button",
+                {
+                  type: "button",
+                  onclick: () => {
+                    wrap.querySelector(".confirm")?.remove();
+                    ask.hidden = false;
+                    ask.focus();
+                  },
+                },
+                "Cancel",
+              ),
+            ),
+          );
+          wrap.querySelector(".confirm button")?.focus();
+        },
+      },
+      "Delete",
+    );
+    wrap.append(ask);
+    return wrap;
   }
 
   renderSection(section) {

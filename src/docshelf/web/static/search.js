@@ -12,6 +12,7 @@ import {
   queryTerms,
   replace,
 } from "./dom.js";
+import { openHref } from "./open.js";
 
 const LIMIT = 20;
 const DEBOUNCE_MS = 200;
@@ -73,7 +74,7 @@ export class SearchView {
   }
 
   showIdle() {
-    const count = this.catalog.docs.size;
+    const count = this.catalog.total;
     replace(
       this.status,
       count
@@ -219,7 +220,7 @@ export class SearchView {
             { id: `${id}-title`, class: "hit-title" },
             h(
               "a",
-              { href: `#library/${encodeURIComponent(hit.document_id)}`, class: "citation" },
+              { href: openHref(hit.document_id, hit.chunk_id), class: "citation" },
               citation.label,
             ),
           ),

@@ -145,6 +145,7 @@ class UploadRow {
     const pct = UPLOAD_SHARE + ((data.progress_pct ?? 0) * (100 - UPLOAD_SHARE)) / 100;
     if (data.stage === "failed") {
       this.fail(data.message, true);
+      this.checkRetryable();
       return;
     }
     this.show(data.stage, data.stage === "complete" ? 100 : pct, data.message);
@@ -155,7 +156,23 @@ class UploadRow {
   async settleFromRecord() {
     const doc = await this.api.document(this.documentId);
     if (doc.status === "complete") this.show("complete", 100, "");
-    else if (doc.status === "failed") this.fail(doc.job?.last_error ?? "failed", true);
+    else if (doc.status === "failed") {
+      this.fail(doc.job?.last_error ?? "failed", doc.job?.retryable !== false);
+    }
+  }
+
+  /** A failure no retry can change (binary content, too large…) loses its Retry button:
+   * the job record says which failures those are. */
+  async checkRetryable() {
+    let doc;
+    try {
+      doc = await this.api.document(this.documentId);
+    } catch {
+      return; // keep the button: the retry will say what is wrong
+    }
+    if (doc.status === "failed" && doc.job?.retryable === false) {
+      this.fail(doc.job.last_error ?? "failed", false);
+    }
   }
 
   complete() {
@@ -186,7 +203,9 @@ class UploadRow {
             },
             "Retry",
           )
-        : null,
+        : this.documentId
+          ? h("span", { class: "muted" }, "Not retried: the same bytes would fail the same way.")
+          : null,
     );
     this.onDone(this.documentId);
   }
@@ -198,7 +217,7 @@ class UploadRow {
       this.show("queued", UPLOAD_SHARE, "retry requested");
       await this.follow();
     } catch (error) {
-      this.fail(error.message, true);
+      this.fail(error.message, error.status !== 409);
     }
   }
 }

@@ -1,0 +1,500 @@
+"""A document opened at a citation: its original bytes, its text as a tree of blocks,
+and a PDF page as an image with the cited words' boxes.
+
+Nothing here makes HTML. The text view is JSON (blocks of inline runs, each run
+plain text with at most a style or a vetted link) that the web page builds with
+DOM calls, so document text is never parsed as markup by anyone: a note holding
+``<script>`` shows those characters. Markdown is read with markdown-it (raw HTML
+off: an HTML tag stays text), reStructuredText, HTML and DOCX through their own
+parsers (docutils with raw and include directives off; lxml's tree, never the
+original markup), the same parse the document was indexed with — so a chunk's
+character span points into the body rebuilt here.
+
+PDF pages are rendered and searched in the parser sandbox's child process (time
+and memory limits): rendering runs far more of PDFium than text extraction did.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import struct
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, cast
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from docshelf.catalogue import DocumentView
+from docshelf.config import ParseLimits
+from docshelf.errors import InvalidInput, NotFound
+from docshelf.ingest.prepare import read_file
+from docshelf.model import Block, BlockKind, Chunk, fingerprint
+from docshelf.parse import parse
+from docshelf.parse.links import note_name
+from docshelf.parse.sandbox import run_limited
+
+__all__ = [
+    "FileChanged",
+    "Original",
+    "PageView",
+    "attachment_present",
+    "is_attachment",
+    "link_spellings",
+    "original_bytes",
+    "page_image",
+    "page_view",
+    "text_view",
+]
+
+JSON = dict[str, Any]
+
+# A view of a huge document shows this many blocks around the cited one.
+MAX_BLOCKS = 2000
+MAX_BLOCK_CHARS = 20_000  # one block's text, past which it is cut (a 5 MB "paragraph")
+SAFE_SCHEMES = ("http://", "https://", "mailto:")
+# Pages are rendered this wide at most (pixels), whatever the page size says.
+MAX_PAGE_PIXELS = 1600
+PAGE_SCALE = 2.0  # 144 dpi: sharp on a high-density screen
+
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
+_WIKILINK = re.compile(r"!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]")
+
+
+class FileChanged(NotFound):
+    """The file a folder document came from holds other bytes now (HTTP 410)."""
+
+    code = "gone"
+
+
+@dataclass(frozen=True)
+class Original:
+    data: bytes
+    name: str
+
+
+def original_bytes(
+    view: DocumentView, read_blob: Callable[[str], bytes | None], max_bytes: int
+) -> Original:
+    """The document's bytes as they were indexed: the uploaded blob, else the first of
+    its files that still holds the same fingerprint. ``FileChanged`` when its files
+    hold other bytes now, ``NotFound`` when none is left."""
+    doc = view.document
+    name = doc.rel_path.rsplit("/", 1)[-1] or "document"
+    blob = read_blob(doc.sha256)
+    if blob is not None:
+        return Original(blob, name)
+    changed = False
+    for path in dict.fromkeys([doc.path, *view.files]):
+        if not path or "://" in path:  # upload://…: the blob was the only copy
+            continue
+        try:
+            data, _ = read_file(Path(path), max_bytes)
+        except InvalidInput:  # gone, unreadable or too large now
+            continue
+        if fingerprint(data) == doc.sha256:
+            return Original(data, Path(path).name)
+        changed = True
+    if changed:
+        raise FileChanged(
+            f"The file of document {doc.id!r} changed since it was indexed; "
+            "sync its source to read the new version"
+        )
+    raise NotFound(f"The file of document {doc.id!r} is no longer there (moved or deleted)")
+
+
+# -- text documents ------------------------------------------------------------------------
+
+
+def text_view(
+    data: bytes, file_type: str, cited: Chunk | None, limits: ParseLimits | None = None
+) -> JSON:
+    """The document as blocks (``heading``/``paragraph``/``list``/``code``/``table``/
+    ``quote``), each ``{kind, id, inlines | items | text, cited?}``; ``target`` is the
+    id of the cited chunk's heading (or its first block), where the page scrolls."""
+    parsed = parse(data, file_type, limits)
+    body, blocks = parsed.body, list(parsed.blocks)
+    if not blocks and body.strip():
+        blocks = [Block(BlockKind.PARAGRAPH, 0, len(body), ())]
+    first_cited = _first_overlap(blocks, cited)
+    lo, hi = _window(len(blocks), first_cited)
+    markdown = file_type == "markdown" or (file_type == "text" and _looks_markdown(blocks))
+    out: list[JSON] = []
+    target: str | None = None
+    for i in range(lo, hi):
+        block = blocks[i]
+        item = _block(body[block.start : block.end], block, markdown)
+        item["id"] = f"b{i}"
+        if cited is not None and block.start < cited.end and cited.start < block.end:
+            item["cited"] = True
+        out.append(item)
+    if first_cited is not None:
+        heading = next(
+            (j for j in range(first_cited, lo - 1, -1) if blocks[j].kind is BlockKind.HEADING),
+            first_cited,
+        )
+        target = f"b{heading}"
+    return {
+        "kind": "text",
+        "title": parsed.title,
+        "blocks": out,
+        "target": target,
+        "truncated": lo > 0 or hi < len(blocks),
+    }
+
+
+def _looks_markdown(blocks: Sequence[Block]) -> bool:
+    return any(b.kind is not BlockKind.PARAGRAPH for b in blocks)
+
+
+def _first_overlap(blocks: Sequence[Block], cited: Chunk | None) -> int | None:
+    if cited is None:
+        return None
+    for i, b in enumerate(blocks):
+        if b.start < cited.end and cited.start < b.end:
+            return i
+    # A chunk between blocks (white space): the block before it.
+    before = [i for i, b in enumerate(blocks) if b.start <= cited.start]
+    return before[-1] if before else None
+
+
+def _window(n: int, around: int | None) -> tuple[int, int]:
+    if n <= MAX_BLOCKS:
+        return 0, n
+    centre = around or 0
+    lo = max(0, min(centre - MAX_BLOCKS // 4, n - MAX_BLOCKS))
+    return lo, lo + MAX_BLOCKS
+
+
+def _block(source: str, block: Block, markdown: bool) -> JSON:
+    source = source[:MAX_BLOCK_CHARS]
+    kind = block.kind.value if block.kind is not BlockKind.OTHER else "paragraph"
+    if kind == "code":
+        return {"kind": "code", "text": _code_text(source) if markdown else source}
+    if not markdown:
+        if kind == "heading":
+            return {
+                "kind": "heading",
+                "level": max(1, min(block.level, 6)),
+                "inlines": _plain(source),
+            }
+        if kind == "list":
+            items = [line.strip() for line in source.split("\n") if line.strip()]
+            return {"kind": "list", "items": [_plain(item) for item in items]}
+        return {"kind": kind if kind in ("table", "quote") else "paragraph", "text": source}
+    tokens = _MD.parse(source)
+    if kind == "heading":
+        level = max(1, min(block.level, 6))
+        return {"kind": "heading", "level": level, "inlines": _first_inline(tokens)}
+    if kind == "list":
+        return {"kind": "list", "items": _list_items(tokens)}
+    if kind == "table":
+        return {"kind": "table", "rows": _table_rows(tokens)}
+    if kind == "quote":
+        return {"kind": "quote", "inlines": _all_inlines(tokens)}
+    return {"kind": "paragraph", "inlines": _all_inlines(tokens)}
+
+
+def _code_text(source: str) -> str:
+    lines = source.split("\n")
+    if lines and lines[0].lstrip().startswith(("```", "~~~")):
+        lines = lines[1:]
+        if lines and lines[-1].strip().startswith(("```", "~~~")):
+            lines = lines[:-1]
+    return "\n".join(lines)
+
+
+def _plain(text: str) -> list[JSON]:
+    return [{"text": text}]
+
+
+def _first_inline(tokens: Sequence[Token]) -> list[JSON]:
+    inline = next((t for t in tokens if t.type == "inline"), None)
+    return _inlines(inline.children or []) if inline is not None else []
+
+
+def _all_inlines(tokens: Sequence[Token]) -> list[JSON]:
+    runs: list[JSON] = []
+    for token in tokens:
+        if token.type == "inline":
+            if runs:
+                runs.append({"text": "\n"})
+            runs.extend(_inlines(token.children or []))
+    return runs
+
+
+def _list_items(tokens: Sequence[Token]) -> list[list[JSON]]:
+    """The items of a (possibly nested) list, each as the inline runs of its text."""
+    items: list[list[JSON]] = []
+    depth = 0
+    for token in tokens:
+        if token.type == "list_item_open":
+            depth += 1
+            items.append([{"text": "\u2003" * (depth - 1)}] if depth > 1 else [])
+        elif token.type == "list_item_close":
+            depth -= 1
+        elif token.type == "inline" and items:
+            if len(items[-1]) > (1 if depth > 1 else 0):
+                items[-1].append({"text": " "})
+            items[-1].extend(_inlines(token.children or []))
+    return items
+
+
+def _table_rows(tokens: Sequence[Token]) -> list[list[list[JSON]]]:
+    rows: list[list[list[JSON]]] = []
+    for token in tokens:
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and rows:
+            rows[-1].append(_inlines(token.children or []))
+    return rows
+
+
+def _inlines(children: Iterable[Token]) -> list[JSON]:
+    """Inline tokens as runs: ``{text}``, with ``style`` (strong/em/code) or ``href``
+    (http, https and mailto only; any other link keeps its text and loses its target)."""
+    runs: list[JSON] = []
+    styles: list[str] = []
+    hrefs: list[str | None] = []
+
+    def add(text: str, style: str | None = None) -> None:
+        if not text:
+            return
+        run: JSON = {"text": text}
+        style = style or (styles[-1] if styles else None)
+        if style:
+            run["style"] = style
+        href = next((h for h in reversed(hrefs) if h), None)
+        if href:
+            run["href"] = href
+        runs.append(run)
+
+    for t in children:
+        if t.type == "text":
+            for piece in _wikilinks(t.content):
+                add(piece)
+        elif t.type in ("softbreak",):
+            add(" ")
+        elif t.type == "hardbreak":
+            add("\n")
+        elif t.type == "code_inline":
+            add(t.content, "code")
+        elif t.type in ("strong_open", "em_open"):
+            styles.append(t.type.removesuffix("_open"))
+        elif t.type in ("strong_close", "em_close"):
+            if styles:
+                styles.pop()
+        elif t.type == "link_open":
+            href = str(t.attrs.get("href", ""))
+            hrefs.append(href if href.lower().startswith(SAFE_SCHEMES) else None)
+        elif t.type == "link_close":
+            if hrefs:
+                hrefs.pop()
+        elif t.type == "image":
+            add(t.content or "image")
+        elif t.content:  # html_inline cannot occur (html off); anything else as text
+            add(t.content)
+    return runs
+
+
+def _wikilinks(text: str) -> list[str]:
+    """``[[Note|shown]]`` as a reader sees it ("shown"; "Note > Heading" without an
+    alias); the rest unchanged."""
+    return [
+        _WIKILINK.sub(
+            lambda m: m.group(3) or " > ".join(p for p in (m.group(1), m.group(2)) if p), text
+        )
+    ]
+
+
+# -- PDF pages -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageView:
+    page: int  # 1-based
+    page_count: int
+    width: float  # points
+    height: float
+    boxes: list[tuple[float, float, float, float]]  # (x, y, w, h) as fractions of the page
+
+
+def page_view(
+    data: bytes, page: int, snippet: str, limits: ParseLimits, password: str | None = None
+) -> PageView:
+    """Page ``page`` (1-based) and where ``snippet``'s lines are on it."""
+    func = functools.partial(_page_boxes, page=page, snippet=snippet, password=password)
+    result = _limited(func, data, limits)
+    return cast(PageView, result)
+
+
+def page_image(data: bytes, page: int, limits: ParseLimits, password: str | None = None) -> bytes:
+    """Page ``page`` (1-based) as a PNG."""
+    func = functools.partial(_render_png, page=page, password=password)
+    return cast(bytes, _limited(func, data, limits))
+
+
+def _limited(func: Callable[[bytes], Any], data: bytes, limits: ParseLimits) -> Any:
+    return run_limited(func, data, "pdf", timeout_s=limits.timeout_s, memory_mb=limits.memory_mb)
+
+
+def _open_pdf(data: bytes, password: str | None) -> Any:
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(data, password=password)
+    except pdfium.PdfiumError as exc:
+        raise InvalidInput(f"cannot open the PDF: {exc}") from None
+
+
+def _page_of(pdf: Any, page: int) -> Any:
+    count = len(pdf)
+    if not 1 <= page <= count:
+        raise NotFound(f"No page {page}: the document has {count}")
+    return pdf[page - 1]
+
+
+def _page_boxes(data: bytes, *, page: int, snippet: str, password: str | None) -> PageView:
+    pdf = _open_pdf(data, password)
+    pg = _page_of(pdf, page)
+    width, height = pg.get_size()
+    textpage = pg.get_textpage()
+    n = textpage.count_chars()
+    text = textpage.get_text_range(0, n) if n else ""
+    boxes: list[tuple[float, float, float, float]] = []
+    for start, count in find_lines(text, snippet):
+        for i in range(textpage.count_rects(start, count)):
+            left, bottom, right, top = textpage.get_rect(i)
+            boxes.append(
+                (
+                    round(left / width, 5),
+                    round((height - top) / height, 5),
+                    round((right - left) / width, 5),
+                    round((top - bottom) / height, 5),
+                )
+            )
+    return PageView(page, len(pdf), float(width), float(height), boxes)
+
+
+def find_lines(page_text: str, snippet: str) -> list[tuple[int, int]]:
+    """Character ranges ``(start, count)`` of ``page_text`` holding the snippet's lines,
+    white space compared loosely (a PDF's line breaks are not the chunk's)."""
+    squashed, where = _squash(page_text)
+    ranges: list[tuple[int, int]] = []
+    at = 0
+    for line in snippet.split("\n"):
+        needle = " ".join(line.split())
+        if len(needle) < 3:
+            continue
+        found = squashed.find(needle, at)
+        if found < 0:
+            found = squashed.find(needle)
+        if found < 0:
+            continue
+        first, last = where[found], where[found + len(needle) - 1]
+        ranges.append((first, last - first + 1))
+        at = found + len(needle)
+    return ranges
+
+
+def _squash(text: str) -> tuple[str, list[int]]:
+    """``text`` with runs of white space as one space, and each kept character's index."""
+    out: list[str] = []
+    where: list[int] = []
+    space = False
+    for i, ch in enumerate(text):
+        if ch.isspace() or ch == "\x00":
+            space = bool(out)
+            continue
+        if space:
+            out.append(" ")
+            where.append(i - 1)
+            space = False
+        out.append(ch)
+        where.append(i)
+    return "".join(out), where
+
+
+def _render_png(data: bytes, *, page: int, password: str | None) -> bytes:
+    pdf = _open_pdf(data, password)
+    pg = _page_of(pdf, page)
+    width, _ = pg.get_size()
+    scale = min(PAGE_SCALE, MAX_PAGE_PIXELS / max(width, 1.0))
+    bitmap = pg.render(scale=scale, rev_byteorder=True)  # RGB, top row first
+    channels = bitmap.n_channels
+    rows = bitmap.buffer
+    return png(bytes(rows), bitmap.width, bitmap.height, bitmap.stride, channels)
+
+
+def png(pixels: bytes, width: int, height: int, stride: int, channels: int) -> bytes:
+    """A PNG of 8-bit RGB (3 channels) or RGBA (4) rows, ``stride`` bytes apart."""
+    colour = {3: 2, 4: 6}[channels]
+    row_bytes = width * channels
+    raw = b"".join(b"\x00" + pixels[y * stride : y * stride + row_bytes] for y in range(height))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IEND", b"")
+    )
+
+
+# -- links as written -----------------------------------------------------------------------
+
+_LINK = re.compile(r"(!?)\[\[([^\[\]|#^\n]+)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+_NOTE_SUFFIXES = ("", ".md", ".markdown")
+MAX_WALK = 20_000  # files looked at to find an embedded attachment by name
+
+
+def link_spellings(sections: Sequence[Chunk]) -> dict[str, str]:
+    """Each link target as its note wrote it first, keyed by the stored (normalised) name.
+    A ``\\`` before ``|`` (a link escaped inside a Markdown table) is not part of it."""
+    out: dict[str, str] = {}
+    for section in sections:
+        for m in _LINK.finditer(section.text):
+            written = m.group(2).strip()
+            out.setdefault(note_name(written), written.rstrip("\\").strip())
+    return out
+
+
+def attachment_present(doc_path: str, source_root: str | None, target: str) -> bool:
+    """Whether an embedded file (``![[diagram.png]]``) is in the vault: beside the note,
+    at that path from the vault's root, or anywhere in it by name (as Obsidian finds it)."""
+    if not target or "://" in doc_path:
+        return False
+    candidates = [Path(doc_path).parent / target]
+    if source_root:
+        candidates.append(Path(source_root) / target)
+    if any(c.is_file() for c in candidates):
+        return True
+    if not source_root or not Path(source_root).is_dir():
+        return False
+    name = PurePosixPath(target).name
+    seen = 0
+    for _dir, _subdirs, files in os.walk(source_root):
+        if name in files:
+            return True
+        seen += len(files)
+        if seen > MAX_WALK:
+            break
+    return False
+
+
+def is_attachment(target: str) -> bool:
+    """A link to a file that is not a note (an image, a PDF): it never names a document."""
+    suffix = PurePosixPath(target).suffix.lower()
+    return bool(suffix) and suffix not in _NOTE_SUFFIXES and len(suffix) <= 6

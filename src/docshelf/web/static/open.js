@@ -1,0 +1,226 @@
+// The open view (#open/<document id>/<chunk id>[/<page>], #cite/<chunk id>): a document at
+// the place a hit or an answer cites. A PDF shows the cited page as an image, with boxes
+// drawn over the cited words and previous/next page; any other document shows its text,
+// built here from the server's blocks with DOM calls (text nodes only), scrolled to the
+// cited heading with the cited blocks marked.
+
+import { h, replace } from "./dom.js";
+
+const SAFE_LINK = /^(https?:|mailto:)/i;
+
+export function openHref(documentId, chunkId = null, page = null) {
+  const parts = [documentId, chunkId ?? "", page ?? ""].map((p) => encodeURIComponent(p));
+  while (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
+  return `#open/${parts.join("/")}`;
+}
+
+/** Save a Blob under `name` (an <a download> on an object URL, clicked once). */
+export function saveBlob(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const link = h("a", { href: url, download: name || "document", hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+export class OpenView {
+  constructor(api) {
+    this.api = api;
+    this.root = document.getElementById("open-view");
+    this.imageUrl = null;
+    this.sequence = 0;
+  }
+
+  /** Show `documentId` at `chunkId` (either may be empty: a chunk alone finds its document). */
+  async show(documentId, chunkId, page) {
+    const sequence = ++this.sequence;
+    replace(this.root, h("p", { class: "status", role: "status" }, "Opening…"));
+    let view;
+    try {
+      view = documentId
+        ? await this.api.view(documentId, { chunk: chunkId || null, page: page || null })
+        : await this.api.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/view`);
+    } catch (error) {
+      if (sequence !== this.sequence) return;
+      replace(
+        this.root,
+        h("h1", {}, "Cannot open this document"),
+        h("p", { class: "error", role: "alert" }, error.message),
+      );
+      return;
+    }
+    if (sequence !== this.sequence) return;
+    this.view = view;
+    const body = view.kind === "page" ? await this.renderPage(view, sequence) : this.renderText(view);
+    if (sequence !== this.sequence) return;
+    replace(this.root, this.renderHead(view), body);
+    if (view.kind === "page") {
+      this.root.querySelector(".page-figure .hl")?.scrollIntoView({ block: "center" });
+    } else if (view.target) {
+      const target = document.getElementById(`open-${view.target}`);
+      target?.scrollIntoView({ block: "start" });
+      target?.focus({ preventScroll: true });
+    }
+  }
+
+  renderHead(view) {
+    const download = h(
+      "button",
+      {
+        type: "button",
+        onclick: async (event) => {
+          const button = event.currentTarget;
+          button.disabled = true;
+          try {
+            const { blob, name } = await this.api.blob(view.download);
+            saveBlob(blob, name);
+          } catch (error) {
+            button.after(h("span", { class: "error", role: "alert" }, ` ${error.message}`));
+          } finally {
+            button.disabled = false;
+          }
+        },
+      },
+      "Download original",
+    );
+    const uploaded = String(view.path).startsWith("upload://");
+    return h(
+      "header",
+      { class: "open-head" },
+      h("h1", { id: "open-title" }, view.title || view.document_id),
+      h(
+        "p",
+        { class: "crumbs" },
+        uploaded ? "Uploaded file" : h("code", {}, view.path),
+        view.heading_path.length ? ` · ${view.heading_path.join(" › ")}` : "",
+      ),
+      h(
+        "div",
+        { class: "open-actions" },
+        download,
+        h("a", { href: `#library/${encodeURIComponent(view.document_id)}` }, "Document details"),
+      ),
+    );
+  }
+
+  async renderPage(view, sequence) {
+    const pager = h(
+      "nav",
+      { class: "pager", "aria-label": "Pages" },
+      h(
+        "a",
+        {
+          class: "button",
+          href: view.page > 1 ? openHref(view.document_id, view.chunk_id, view.page - 1) : null,
+          "aria-disabled": view.page > 1 ? null : "true",
+        },
+        "‹ Previous page",
+      ),
+      h("span", { class: "page-number" }, `Page ${view.page} of ${view.page_count}`),
+      h(
+        "a",
+        {
+          class: "button",
+          href:
+            view.page < view.page_count
+              ? openHref(view.document_id, view.chunk_id, view.page + 1)
+              : null,
+          "aria-disabled": view.page < view.page_count ? null : "true",
+        },
+        "Next page ›",
+      ),
+    );
+    const figure = h("figure", { class: "page-figure" });
+    try {
+      const { blob } = await this.api.blob(view.image);
+      if (sequence !== this.sequence) return figure;
+      if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
+      this.imageUrl = URL.createObjectURL(blob);
+      const frame = h(
+        "div",
+        { class: "page-frame" },
+        h("img", { src: this.imageUrl, alt: `Page ${view.page} of ${view.title}` }),
+      );
+      for (const [x, y, w, hgt] of view.boxes) {
+        const box = h("span", { class: "hl", "aria-hidden": "true" });
+        box.style.left = `${x * 100}%`;
+        box.style.top = `${y * 100}%`;
+        box.style.width = `${w * 100}%`;
+        box.style.height = `${hgt * 100}%`;
+        frame.append(box);
+      }
+      figure.append(frame);
+      figure.append(
+        h(
+          "figcaption",
+          { class: "hint" },
+          view.boxes.length
+            ? "The cited passage is highlighted."
+            : view.cited_pages
+              ? `The cited passage is on page ${view.cited_pages[0]}.`
+              : "",
+        ),
+      );
+    } catch (error) {
+      figure.append(h("p", { class: "error" }, error.message));
+    }
+    return h("div", { class: "page-view" }, pager, figure);
+  }
+
+  renderText(view) {
+    const article = h("article", { class: "reader", "aria-labelledby": "open-title" });
+    for (const block of view.blocks) article.append(this.block(block));
+    if (view.truncated) {
+      article.append(
+        h("p", { class: "hint" }, "This document is long: only the part around the citation is shown."),
+      );
+    }
+    return article;
+  }
+
+  block(block) {
+    const attrs = { id: `open-${block.id}`, class: block.cited ? "cited" : null };
+    switch (block.kind) {
+      case "heading":
+        return h(`h${Math.min(6, block.level + 1)}`, { ...attrs, tabindex: "-1" }, runs(block.inlines));
+      case "code":
+        return h("pre", attrs, h("code", {}, block.text));
+      case "list":
+        return h(
+          "ul",
+          attrs,
+          block.items.map((item) => h("li", {}, runs(item))),
+        );
+      case "table":
+        if (block.rows) {
+          return h(
+            "table",
+            attrs,
+            h(
+              "tbody",
+              {},
+              block.rows.map((row) => h("tr", {}, row.map((cell) => h("td", {}, runs(cell))))),
+            ),
+          );
+        }
+        return h("pre", attrs, block.text);
+      case "quote":
+        return h("blockquote", attrs, block.inlines ? runs(block.inlines) : block.text);
+      default:
+        return h("p", attrs, block.inlines ? runs(block.inlines) : block.text);
+    }
+  }
+}
+
+/** Inline runs as nodes: text, <strong>/<em>/<code>, and links to http(s)/mailto only. */
+function runs(inlines) {
+  return inlines.map((run) => {
+    const tag = { strong: "strong", em: "em", code: "code" }[run.style];
+    let node = tag ? h(tag, {}, run.text) : document.createTextNode(run.text);
+    if (run.href && SAFE_LINK.test(run.href)) {
+      node = h("a", { href: run.href, rel: "noopener noreferrer nofollow", target: "_blank" }, node);
+    }
+    return node;
+  });
+}

@@ -1,0 +1,326 @@
+"""Opening a citation over HTTP: the view of a PDF page and of a text document, page
+images, downloads of folder documents, the library's total and its folder failures."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from docshelf.api import create_app, reading
+from docshelf.model import Chunk, Tier
+from docshelf.shelf import Shelf
+from tests.conftest import FILLER
+from tests.fixtures_formats import paged_pdf
+from tests.test_api import Api, drain
+
+HOSTILE = (
+    "# Hostile <script>alert('h1')</script>\n\n"
+    "A note with <script>window.__xss = 1</script> and <img src=x onerror=alert(1)> in it.\n\n"
+    "[click](javascript:alert(1)) and [fine](https://example.org/a?b=1) and "
+    "[data](data:text/html;base64,PHNjcmlwdD4=) and **bold <b>tag</b>**.\n\n"
+    '<div onclick="alert(1)">raw block html</div>\n\n'
+    "## Second <em>part</em>\n\n" + FILLER + "\n"
+)
+
+
+@pytest.fixture
+def client(shelf: Shelf) -> Iterator[TestClient]:
+    with TestClient(create_app(shelf)) as c:
+        yield c
+
+
+def _api(shelf: Shelf, client: TestClient, name: str) -> Api:
+    user, token = shelf.create_user(name)
+    return Api(client, token, user)
+
+
+@pytest.fixture
+def alice(shelf: Shelf, client: TestClient) -> Api:
+    return _api(shelf, client, "alice")
+
+
+@pytest.fixture
+def bob(shelf: Shelf, client: TestClient) -> Api:
+    return _api(shelf, client, "bob")
+
+
+def _chunks(shelf: Shelf, document_id: str, tier: Tier = Tier.SNIPPET) -> list[Chunk]:
+    return shelf.store.chunks_of_document(document_id, tier)
+
+
+def _all_strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _all_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _all_strings(v)]
+    return []
+
+
+def test_a_markdown_hit_opens_at_its_heading_with_the_snippet_marked(
+    shelf: Shelf, alice: Api, notes: Path
+) -> None:
+    shelf.add(notes, user_id=alice.user.id)
+    raft = next(d for d in shelf.documents() if d.rel_path == "projects/raft.md")
+    cited = next(c for c in _chunks(shelf, raft.id) if "hears no heartbeat" in c.text)
+    r = alice.get(f"/v1/documents/{raft.id}/view", params={"chunk": cited.id})
+    assert r.status_code == 200, r.text
+    view = r.json()
+    assert view["kind"] == "text"
+    assert view["heading_path"] == ["Raft", "Leader election"]
+    by_id = {b["id"]: b for b in view["blocks"]}
+    target = by_id[view["target"]]
+    assert target["kind"] == "heading" and target["inlines"] == [{"text": "Leader election"}]
+    marked = [b for b in view["blocks"] if b.get("cited")]
+    assert any("hears no heartbeat" in json.dumps(b) for b in marked)
+    assert not any("Log replication" in json.dumps(b) for b in marked)
+    assert not any("consensus algorithm" in json.dumps(b) for b in marked)
+    # The same place through the chunk alone (how an answer's source opens).
+    assert alice.get(f"/v1/chunks/{cited.id}/view").json() == view
+
+
+def test_hostile_markdown_is_text_with_only_safe_links(shelf: Shelf, alice: Api) -> None:
+    r = alice.upload("hostile.md", HOSTILE.encode())
+    drain(shelf)
+    view = alice.get(f"/v1/documents/{r.json()['document_id']}/view").json()
+    strings = _all_strings(view["blocks"])
+    text = "".join(strings)
+    # Tags stay in the text as characters; nothing is an element or an attribute.
+    assert "<script>window.__xss = 1</script>" in text
+    assert "<img src=x onerror=alert(1)>" in text
+    assert '<div onclick="alert(1)">raw block html</div>' in text
+    hrefs = [run["href"] for b in view["blocks"] for run in b.get("inlines", []) if "href" in run]
+    assert hrefs == ["https://example.org/a?b=1"]
+    assert "click" in text and "data" in text  # unsafe links keep their words
+    keys = {k for b in view["blocks"] for run in b.get("inlines", []) for k in run}
+    assert keys <= {"text", "style", "href"}
+    assert {b["kind"] for b in view["blocks"]} <= {"heading", "paragraph", "list", "code"}
+
+
+def test_a_huge_document_is_cut_around_the_citation(shelf: Shelf, alice: Api) -> None:
+    body = "# Big\n\n" + "".join(f"Paragraph {i} says word{i}.\n\n" for i in range(6000))
+    r = alice.upload("big.md", body.encode())
+    drain(shelf)
+    doc_id = r.json()["document_id"]
+    cited = next(c for c in _chunks(shelf, doc_id) if "word5000." in c.text)
+    view = alice.get(f"/v1/documents/{doc_id}/view", params={"chunk": cited.id}).json()
+    assert view["truncated"] is True
+    assert len(view["blocks"]) == reading.MAX_BLOCKS
+    assert any(b.get("cited") and "word5000." in json.dumps(b) for b in view["blocks"])
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_a_pdf_hit_opens_its_page_with_boxes_over_the_cited_words(shelf: Shelf, alice: Api) -> None:
+    filler = [f"Line {i} of plain words that fill the page up to a real length." for i in range(30)]
+    pdf = paged_pdf(
+        [
+            ["The first page talks about apples and pears.", *filler],
+            [*filler[:12], "Consensus needs a quorum of voters.", "Each term has one leader."],
+            ["The end of the paper.", *filler],
+        ],
+        headings=["Fruit", "Consensus", "Closing"],
+    )
+    r = alice.upload("paper.pdf", pdf)
+    drain(shelf)
+    doc_id = r.json()["document_id"]
+    cited = next(c for c in _chunks(shelf, doc_id) if "quorum" in c.text)
+    assert cited.page_start == 2
+    shown = alice.get(f"/v1/documents/{doc_id}/view", params={"chunk": cited.id})
+    assert shown.status_code == 200, shown.text
+    view = shown.json()
+    assert view["kind"] == "page" and view["page"] == 2 and view["page_count"] == 3
+    assert view["boxes"], view
+    for x, y, w, h in view["boxes"]:
+        assert 0 <= x < 1 and 0 <= y < 1 and 0 < w <= 1 and 0 < h <= 1
+        assert 0.2 < y < 0.5  # the two lines under twelve others
+    image = alice.get(view["image"])
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+    width, height = _png_size(image.content)
+    assert width > 600 and abs(height / width - view["height"] / view["width"]) < 0.01
+    # Another page of the same document: no boxes (the citation is not there).
+    other = alice.get(f"/v1/documents/{doc_id}/view", params={"chunk": cited.id, "page": 3})
+    assert other.json()["page"] == 3 and other.json()["boxes"] == []
+    assert alice.get(f"/v1/documents/{doc_id}/pages/9").status_code == 404
+    assert alice.get(f"/v1/documents/{doc_id}/view", params={"page": 9}).status_code == 404
+
+
+def test_find_lines_matches_across_line_breaks_and_spacing() -> None:
+    page = "Title\r\nConsensus  needs a\r\nquorum of voters.\r\nOther text"
+    ranges = reading.find_lines(page, "Consensus needs a quorum of voters.\nnot there at all")
+    assert len(ranges) == 1
+    start, count = ranges[0]
+    assert " ".join(page[start : start + count].split()) == "Consensus needs a quorum of voters."
+
+
+def test_png_encodes_rows_a_decoder_reads_back() -> None:
+    pixels = bytes([255, 0, 0, 0, 255, 0, 9, 9]) + bytes([0, 0, 255, 1, 2, 3, 9, 9])
+    data = reading.png(pixels, 2, 2, 8, 3)
+    assert _png_size(data) == (2, 2)
+    idat = data[data.index(b"IDAT") + 4 : data.index(b"IEND") - 8]
+    assert zlib.decompress(idat) == b"\x00" + pixels[:6] + b"\x00" + pixels[8:14]
+
+
+def test_folder_documents_download_while_unchanged_then_410_then_404(
+    shelf: Shelf, alice: Api, notes: Path
+) -> None:
+    shelf.add(notes, user_id=alice.user.id)
+    todo = next(d for d in shelf.documents() if d.rel_path == "todo.txt")
+    r = alice.get(f"/v1/documents/{todo.id}/blob")
+    assert r.status_code == 200
+    assert r.content == (notes / "todo.txt").read_bytes()
+    assert "filename*=UTF-8''todo.txt" in r.headers["content-disposition"]
+    (notes / "todo.txt").write_text("Something else now.\n")
+    changed = alice.get(f"/v1/documents/{todo.id}/blob")
+    assert changed.status_code == 410 and changed.json()["error"]["code"] == "gone"
+    assert alice.get(f"/v1/documents/{todo.id}/view").status_code == 410
+    (notes / "todo.txt").unlink()
+    gone = alice.get(f"/v1/documents/{todo.id}/blob")
+    assert gone.status_code == 404 and "no longer there" in gone.json()["error"]["message"]
+
+
+def test_another_users_document_is_404_on_every_reader_route(
+    shelf: Shelf, alice: Api, bob: Api, notes: Path
+) -> None:
+    shelf.add(notes, user_id=alice.user.id)
+    raft = next(d for d in shelf.documents() if d.rel_path == "projects/raft.md")
+    chunk = _chunks(shelf, raft.id)[0]
+    for url in (
+        f"/v1/documents/{raft.id}/view",
+        f"/v1/documents/{raft.id}/view?chunk={chunk.id}",
+        f"/v1/documents/{raft.id}/blob",
+        f"/v1/documents/{raft.id}/pages/1",
+        f"/v1/chunks/{chunk.id}/view",
+    ):
+        assert bob.get(url).status_code == 404, url
+        assert alice.get(url).status_code in (200, 404), url
+    # A chunk of another document is not this document's citation.
+    todo = next(d for d in shelf.documents() if d.rel_path == "todo.txt")
+    assert alice.get(f"/v1/documents/{todo.id}/view?chunk={chunk.id}").status_code == 404
+
+
+def test_documents_list_has_the_total_and_failures_are_listed_for_their_owner(
+    shelf: Shelf, alice: Api, bob: Api, notes: Path
+) -> None:
+    (notes / "blob.md").write_bytes(b"\x00\x01binary")
+    (notes / "bad.md").write_bytes(b"# Bad\n\n\xff\xfe\n")
+    shelf.add(notes, user_id=alice.user.id)
+    page = alice.get("/v1/documents", params={"limit": 1}).json()
+    assert len(page["documents"]) == 1 and page["total"] == 3
+    assert bob.get("/v1/documents").json()["total"] == 0
+    failures = alice.get("/v1/failures").json()
+    by_name = {Path(f["path"]).name: f for f in failures["failures"]}
+    assert failures["total"] == 2
+    assert by_name["blob.md"]["retryable"] is False and "binary" in by_name["blob.md"]["reason"]
+    assert by_name["bad.md"]["retryable"] is True
+    assert bob.get("/v1/failures").json() == {"failures": [], "total": 0}
+
+
+def test_a_binary_upload_is_not_retried(shelf: Shelf, alice: Api) -> None:
+    r = alice.upload("blob.md", b"\x00\x01\x02 binary")
+    drain(shelf)
+    doc_id = r.json()["document_id"]
+    job = alice.get(f"/v1/documents/{doc_id}").json()["job"]
+    assert job["status"] == "failed" and job["retryable"] is False
+    refused = alice.request("POST", f"/v1/documents/{doc_id}/retry")
+    assert refused.status_code == 409 and "for good" in refused.json()["error"]["message"]
+
+
+def test_links_show_as_written_and_vault_images_that_exist(
+    shelf: Shelf, alice: Api, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / "assets").mkdir(parents=True)
+    (vault / "assets" / "Diagram.PNG").write_bytes(b"\x89PNG fake")
+    (vault / "Ideas.md").write_text(
+        "# Ideas\n\nSee [[Raft Notes]], ![[Diagram.PNG]] and ![[Missing.png]].\n\n"
+        "| a | b |\n|---|---|\n| [[Raft Notes\\|raft]] | x |\n"
+    )
+    (vault / "Raft Notes.md").write_text("# Raft Notes\n\nText.\n")
+    shelf.add(vault, user_id=alice.user.id)
+    ideas = next(d for d in shelf.documents() if d.rel_path == "Ideas.md")
+    links = alice.get(f"/v1/documents/{ideas.id}").json()["links"]
+    written = [link["written"] for link in links]
+    assert "Raft Notes" in written and "Diagram.PNG" in written
+    assert not any(w.endswith(("\\", "/")) for w in written), written
+    present = {link["written"]: link.get("present") for link in links if link["embed"]}
+    assert present == {"Diagram.PNG": True, "Missing.png": False}
+
+
+LONG = " ".join([FILLER] * 4)
+HOSTILE_HTML = f"""<!doctype html><html><head><title>Evil page</title>
+<script>window.__xss = 'head'</script></head><body>
+<h1 onclick="alert(1)">Welcome <img src=x onerror=alert(1)></h1>
+<p>First paragraph <a href="javascript:alert(1)">click</a> with <b>bold</b>. {LONG}</p>
+<p>{LONG}</p>
+<h2>Details</h2><p>The cited words live here, past the heading. {LONG}</p>
+<script>alert('body')</script><iframe src="javascript:alert(2)"></iframe>
+</body></html>""".encode()
+
+RST = (
+    f"Guide\n=====\n\nIntro text. {LONG}\n\n{LONG}\n\n"
+    ".. raw:: html\n\n   <script>alert('raw')</script>\n\n"
+    ".. include:: /etc/passwd\n\n"
+    f"Restore\n-------\n\nTo restore a snapshot, stop the server first. {LONG}\n"
+)
+
+
+def _docx() -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Consensus", level=1)
+    document.add_paragraph(f"Raft keeps a replicated log consistent. {LONG}")
+    document.add_paragraph(LONG)
+    document.add_heading("Leader election", level=2)
+    document.add_paragraph(f"A candidate asks for votes after a timeout. {LONG}")
+    buf = io.BytesIO()
+    document.save(buf)
+    return buf.getvalue()
+
+
+def _texts(block: dict[str, Any]) -> str:
+    return "".join(run["text"] for run in block.get("inlines", []))
+
+
+@pytest.mark.parametrize(
+    ("name", "cited_words", "heading"),
+    [
+        ("page.html", "cited words live here", "Details"),
+        ("guide.rst", "restore a snapshot", "Restore"),
+        ("notes.docx", "candidate asks for votes", "Leader election"),
+    ],
+)
+def test_html_rst_and_docx_open_at_their_heading_as_parsed_text(
+    shelf: Shelf, alice: Api, name: str, cited_words: str, heading: str
+) -> None:
+    data = {"page.html": HOSTILE_HTML, "guide.rst": RST.encode(), "notes.docx": _docx()}[name]
+    r = alice.upload(name, data)
+    drain(shelf)
+    doc_id = r.json()["document_id"]
+    assert shelf.document(doc_id).document.status == "complete"
+    cited = next(c for c in _chunks(shelf, doc_id) if cited_words in c.text)
+    view = alice.get(f"/v1/documents/{doc_id}/view", params={"chunk": cited.id}).json()
+    assert view["kind"] == "text"
+    target = next(b for b in view["blocks"] if b["id"] == view["target"])
+    assert target["kind"] == "heading" and _texts(target) == heading
+    assert any(b.get("cited") and cited_words in json.dumps(b) for b in view["blocks"])
+    text = " ".join(_all_strings(view["blocks"]))
+    # The parsed structure, never the original markup: no script text, no raw HTML,
+    # no included file, no attributes.
+    for absent in ("alert(", "<script", "onclick", "onerror", "root:", "javascript:"):
+        assert absent not in text, absent
+    assert not any("href" in run for b in view["blocks"] for run in b.get("inlines", []))
