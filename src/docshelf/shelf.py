@@ -34,6 +34,7 @@ from docshelf.ingest.uploads import UploadResult, Uploads
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM
 from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
+from docshelf.progress import ProgressEvent, counter
 from docshelf.rerank import Reranker
 from docshelf.runtime import FROM_SETTINGS, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
@@ -244,7 +245,7 @@ class Shelf:
             self.blobs,
             Path(path),
             overwrite=overwrite,
-            progress=progress,
+            progress=counter(progress, "export", "documents"),
         )
 
     def import_library(self, path: str | Path, *, progress: Progress | None = None) -> ImportReport:
@@ -256,7 +257,7 @@ class Shelf:
             self.blobs,
             Path(path),
             database_url=self.settings.database_url,
-            progress=progress,
+            progress=counter(progress, "import", "documents"),
         )
         for doc_id in report.requeued:
             self.wake_workers(doc_id)
@@ -307,11 +308,11 @@ class Shelf:
         results = []
         for n, doc_id in enumerate(ids):
             if progress:
-                progress(n, len(ids), doc_id)
+                progress(ProgressEvent("enrich", n, len(ids), "documents", doc_id))
             results.append(self.enricher.enrich(doc_id))
         self.runtime.changed()
         if progress and ids:
-            progress(len(ids), len(ids), "done")
+            progress(ProgressEvent("enrich", len(ids), len(ids), "documents", "done"))
         return results
 
     def queue_enrichment(self, user_id: str | None = None) -> int:

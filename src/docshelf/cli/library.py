@@ -23,7 +23,7 @@ from docshelf.cli.command import (
 from docshelf.terminal import printable_tree
 
 
-@command(render=report_render("Indexed"))
+@command(render=report_render("Indexed"), progress=True)
 def add(
     run: Run,
     path: Annotated[str, typer.Argument(help="A file or folder to index where it lives.")],
@@ -51,7 +51,7 @@ def add(
     )
 
 
-@command(render=report_render("Synced"))
+@command(render=report_render("Synced"), progress=True)
 def sync(
     run: Run,
     source: Annotated[

@@ -26,7 +26,7 @@ def _render_reindex(o: Outcome) -> None:
     console.print(f"Vector index: {r['vector_index']}")
 
 
-@command(render=_render_reindex)
+@command(render=_render_reindex, progress=True)
 def reindex(
     run: Run,
     index_only: Annotated[
@@ -62,7 +62,7 @@ def _render_enrich(o: Outcome) -> None:
             console.print(Text(f"{d['document_id']}: {d['notice']}", style="yellow"))
 
 
-@command(render=_render_enrich)
+@command(render=_render_enrich, progress=True)
 def enrich(
     run: Run,
     document_ids: Annotated[
