@@ -8,6 +8,7 @@ import io
 import json
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +83,10 @@ def test_add_on_a_slow_embedder_moves_at_least_every_two_seconds_and_names_each_
     assert embedder.calls >= 10
     start = renders[0][0]
     times = [start] + [t for t, _, _ in renders] + [clock()]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(times)]
     assert max(gaps) <= STILL_AT_MOST
     # every model batch is followed by a render whose text differs from the one before
-    for (t0, before, calls0), (t1, after, calls1) in zip(renders, renders[1:], strict=False):
+    for (_, before, calls0), (_, after, calls1) in pairwise(renders):
         if calls1 > calls0:
             assert after != before
     # each phase is named in what was shown, in the order the work does them
