@@ -73,6 +73,8 @@ def make_folder(root: Path, files: int) -> None:
 
 def env_for(src: Path, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
+    # as installed: modules compiled once to .pyc (without it every run recompiles them)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(
         PYTHONPATH=str(src),
         DOCSHELF_HOME=str(home),

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from docshelf.cli.command import Action, Outcome, Run, command, console, emit, err_console, q
@@ -51,6 +50,8 @@ def reindex(
 
 
 def _render_enrich(o: Outcome) -> None:
+    from rich.table import Table
+
     table = Table("document", "type", "category", "mode", "summary", title="Enriched")
     table.columns[4].overflow = "fold"
     for d in o.result["documents"]:
