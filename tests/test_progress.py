@@ -102,7 +102,10 @@ def test_add_on_a_slow_embedder_moves_at_least_every_two_seconds_and_names_each_
     embed_lines = [lines[0] for lines in shown if lines[0].startswith("embed")]
     counts = [int(re.search(r"([\d,]+)/[\d,]+ snippets", ln).group(1)) for ln in embed_lines]  # type: ignore[union-attr]
     assert counts == sorted(counts) and counts[-1] > counts[0]
-    assert any("files/s" in ln and "ETA" in ln for ln in embed_lines)
+    assert any("snippets/s" in ln and "ETA" in ln for ln in embed_lines)
+    # a finished bar stands still: no rate, no ETA, its elapsed time stopped
+    assert "/s" not in last[0] and "ETA" not in last[0]
+    assert len({lines[0] for lines in shown if len(lines) == 2 and "2/2" in lines[0]}) == 1
 
 
 def test_middle_ellipsis_keeps_both_ends_of_a_path() -> None:
@@ -125,6 +128,13 @@ def test_rate_and_eta_come_from_the_clock() -> None:
     assert rate.eta(event) == 40.0
     line = describe(event, rate)
     assert "2.0 files/s" in line and "ETA 0:40" in line and "0:10" in line
+    # embedding: snippets per second, and the time left for the snippets known
+    rate.observe(ProgressEvent("embed", 20, 100, snippets=0, snippets_total=60))
+    clock.now += 5
+    embedding = ProgressEvent("embed", 20, 100, snippets=20, snippets_total=60)
+    rate.observe(embedding)
+    assert rate.per_second(embedding) == 4.0 and rate.eta(embedding) == 10.0
+    assert "4.0 snippets/s" in describe(embedding, rate)
 
 
 def test_the_terminal_bars_redraw_from_the_last_event() -> None:

@@ -80,29 +80,54 @@ class Rate:
         self._count: tuple[str, int | None] | None = None
         self._phase_start = self.started
         self._phase_done0 = 0
+        self._finished: float | None = None  # when the count was complete: time stops
+        # snippets embedded: the embed phase's own rate (files are written per batch)
+        self._snippets_start = self.started
+        self._snippets0: int | None = None
 
     def observe(self, event: ProgressEvent) -> None:
+        now = self.clock()
         count = (event.unit, event.total)
         if count != self._count or event.done < self._phase_done0:  # a new count began
             self._count = count
-            self._phase_start = self.clock()
+            self._phase_start = now
             self._phase_done0 = event.done
+        complete = event.total is not None and event.done >= event.total
+        self._finished = (self._finished or now) if complete else None
+        if event.phase != "embed" or event.snippets is None:
+            self._snippets0 = None
+        elif self._snippets0 is None:
+            self._snippets_start, self._snippets0 = now, event.snippets
+
+    def _now(self) -> float:
+        return self._finished if self._finished is not None else self.clock()
 
     def elapsed(self) -> float:
-        return self.clock() - self.started
+        return self._now() - self.started
 
     def per_second(self, event: ProgressEvent) -> float | None:
-        spent = self.clock() - self._phase_start
-        moved = event.done - self._phase_done0
+        """Units per second; in the embed phase, snippets per second."""
+        if self._snippets0 is not None and event.snippets is not None:
+            spent, moved = self._now() - self._snippets_start, event.snippets - self._snippets0
+        else:
+            spent, moved = self._now() - self._phase_start, event.done - self._phase_done0
         if spent <= 0 or moved <= 0:
             return None
         return moved / spent
 
     def eta(self, event: ProgressEvent) -> float | None:
+        """Time left for the count (in the embed phase: for the snippets parsed so far)."""
         rate = self.per_second(event)
-        if rate is None or event.total is None:
+        if self._snippets0 is not None and event.snippets is not None:
+            left = None if event.snippets_total is None else event.snippets_total - event.snippets
+        else:
+            left = None if event.total is None else event.total - event.done
+        if rate is None or left is None:
             return None
-        return max(0.0, (event.total - event.done) / rate)
+        return max(0.0, left / rate)
+
+    def rate_unit(self, event: ProgressEvent) -> str:
+        return "snippets" if self._snippets0 is not None else event.unit
 
 
 def clock_text(seconds: float) -> str:
@@ -120,10 +145,11 @@ def describe(event: ProgressEvent, rate: Rate, item_width: int = 40) -> str:
     if event.snippets is not None:
         of = f"/{event.snippets_total:,}" if event.snippets_total is not None else ""
         parts.append(f"{event.snippets:,}{of} snippets")
-    per_second = rate.per_second(event)
+    complete = event.total is not None and event.done >= event.total
+    per_second = None if complete else rate.per_second(event)
     if per_second is not None:
-        parts.append(f"{per_second:,.1f} {event.unit}/s")
-    eta = rate.eta(event)
+        parts.append(f"{per_second:,.1f} {rate.rate_unit(event)}/s")
+    eta = None if complete else rate.eta(event)
     if eta is not None:
         parts.append(f"ETA {clock_text(eta)}")
     parts.append(clock_text(rate.elapsed()))

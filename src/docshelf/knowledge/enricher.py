@@ -99,8 +99,10 @@ class Enricher:
                 break
             if progress:
                 total = max(expected, tried + 1)
-                self._on_step = _reporter(progress, tried, total, doc_id)
-                progress(ProgressEvent("enrich", tried, total, "documents", doc_id))
+                doc = self.store.get_document(doc_id)
+                name = doc.rel_path if doc is not None else doc_id
+                self._on_step = _reporter(progress, tried, total, name)
+                progress(ProgressEvent("enrich", tried, total, "documents", name))
             tried += 1
             try:
                 result = self.enrich_safely(doc_id)
@@ -276,12 +278,10 @@ class Enricher:
         return reembedded
 
 
-def _reporter(
-    progress: Progress, done: int, total: int, document_id: str
-) -> Callable[[int, int], None]:
+def _reporter(progress: Progress, done: int, total: int, name: str) -> Callable[[int, int], None]:
     """Model batches inside one document's enrichment, as events of the enrich phase."""
 
     def step(texts_done: int, texts: int) -> None:
-        progress(ProgressEvent("enrich", done, total, "documents", document_id, texts_done, texts))
+        progress(ProgressEvent("enrich", done, total, "documents", name, texts_done, texts))
 
     return step
