@@ -198,3 +198,30 @@ def test_json_lines_merge_close_events_but_keep_phase_changes_and_ends() -> None
     lines(ProgressEvent("embed", 9, 9))
     written = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [(e["phase"], e["done"]) for e in written] == [("parse", 0), ("parse", 9), ("embed", 9)]
+
+
+def test_the_reindex_status_carries_the_phase_its_rate_and_eta(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """What ``GET /v1/reindex`` shows while a reindex runs."""
+    from docshelf.ingest.reindex import ReindexRunner
+
+    runner = ReindexRunner()
+    seen: list[dict[str, object]] = []
+
+    class Watched(HashEmbedder):
+        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            seen.append(dict(runner.state))
+            return super().embed(texts)
+
+    notes = _notes(tmp_path / "notes", 4)
+    with Shelf(isolated_home, embedder=HashEmbedder("model-a")) as shelf:
+        shelf.add(notes)
+    with Shelf(isolated_home, embedder=Watched("model-b"), check_model=False) as shelf:
+        runner._run(shelf.runtime)  # what start() runs in its thread
+    embedding = [s for s in seen if s.get("phase") == "embed"]
+    assert [s["done"] for s in embedding] == list(range(4))
+    last = embedding[-1]
+    assert last["state"] == "running" and last["total"] == 4 and last["unit"] == "documents"
+    assert str(last["item"]).endswith(".md") and "rate" in last and "eta_seconds" in last
+    assert runner.state["state"] == "done"
