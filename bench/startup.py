@@ -108,8 +108,8 @@ def importtime_top(src: Path, home: Path, top: int = 10) -> list[tuple[int, str]
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
-        _, cumulative, name = (p.strip() for p in line[len("import time:") :].split("|"))
-        rows.append((int(cumulative), name))
+        _, cumulative, name = line[len("import time:") :].split("|")
+        rows.append((int(cumulative.strip()), name.rstrip()[1:]))  # one space, then the depth
     total = sum(c for c, name in rows if not name.startswith(" "))
     return [(total, "(all top-level imports)"), *sorted(rows, reverse=True)[:top]]
 
