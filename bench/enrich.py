@@ -41,6 +41,7 @@ if __package__ in (None, ""):  # run as a script: make the project root importab
 
 from bench.ingest import make_folder
 from docshelf.llm.openai import OpenAILLM
+from docshelf.progress import ProgressEvent
 from docshelf.shelf import Shelf
 from tests.fake_llm import Script, fake_llm_server
 
@@ -98,7 +99,7 @@ def timed_enrich(shelf: Shelf, counter: CountingEmbedder, name: str) -> Run:
     """``Shelf.enrich()`` over every document, with the model's texts counted per document."""
     marks: list[tuple[int, int]] = []
 
-    def progress(done: int, total: int, label: str) -> None:
+    def progress(event: ProgressEvent) -> None:
         marks.append((counter.texts, counter.calls))
 
     t = time.perf_counter()

@@ -242,3 +242,48 @@ def test_users_and_retry_envelopes(isolated_home: Path) -> None:
     assert env["error"]["code"] == "conflict"
     _, env = run("retry", "doc_nope")
     assert env["error"]["code"] == "not_found"
+
+
+HEAVY = ("torch", "transformers", "tokenizers", "onnxruntime", "numpy", "markdown_it", "yaml")
+ONLY_WHEN_USED = ("pathspec", "prometheus_client", "asyncio")
+
+
+def _modules_after(argv: list[str], home: Path, embedder: str) -> list[str]:
+    """The heavy modules a new ``docshelf`` process imported to run ``argv``."""
+    code = (
+        "import sys\nfrom docshelf.cli import main\n"
+        f"sys.argv = ['docshelf', '--json', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {HEAVY + ONLY_WHEN_USED!r} if m in sys.modules])"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
+    env.update(DOCSHELF_HOME=str(home), DOCSHELF_EMBEDDER=embedder, DOCSHELF_ENRICH="off")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert '"ok": true' in out.stdout, out.stdout + out.stderr
+    return list(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
+
+
+def test_an_unchanged_sync_imports_no_parser_no_numpy_and_loads_no_model(
+    tmp_path: Path, notes: Path
+) -> None:
+    from docshelf.embed import local_available
+    from docshelf.embed.local import MODEL_ID
+    from docshelf.shelf import Shelf
+    from tests.fakes import HashEmbedder
+
+    lexical = tmp_path / "lexical"
+    with Shelf(lexical, embedder=None) as shelf:
+        shelf.add(notes)
+    assert _modules_after(["sync"], lexical, "none") == []
+    if not local_available():
+        return
+    # a library bound to the packaged model: sync binds the embedder, never loads it
+    bound = tmp_path / "bound"
+    with Shelf(bound, embedder=HashEmbedder(MODEL_ID, dim=384)) as shelf:
+        shelf.add(notes)
+    assert _modules_after(["sync"], bound, "local") == []
+    # the check sees imports: a changed folder is parsed (lexical: still no numpy)
+    (notes / "new.md").write_text("# New\n\nA note that appeared since.\n")
+    assert "markdown_it" in _modules_after(["sync"], lexical, "none")

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "backoff",
         "terminal",
         "telemetry",
+        "progress",
     ),
     (
         "parse",

@@ -14,6 +14,7 @@ import pytest
 from docshelf.errors import Conflict, NotFound
 from docshelf.ingest.worker import Worker
 from docshelf.model import Tier
+from docshelf.progress import ProgressEvent
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
@@ -46,8 +47,8 @@ def test_new_chunking_and_model_swap_in_whole(isolated_home: Path, tmp_path: Pat
     with Shelf(isolated_home, embedder=b, check_model=False) as shelf:
         old = Shelf(isolated_home, embedder=HashEmbedder("model-a", window=256))
 
-        def progress(done: int, total: int, what: str) -> None:
-            if what.startswith("staging") and done == 3:
+        def progress(event: ProgressEvent) -> None:
+            if event.phase == "embed" and event.done == 3:
                 # Halfway: readers still get the old generation, hybrid, with model a.
                 result = old.search("topic 2 part 1")
                 seen_during.append(result.mode)

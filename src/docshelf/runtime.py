@@ -13,6 +13,7 @@ import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
+from docshelf import progress as _progress
 from docshelf.accounts import access
 from docshelf.blobs import BlobStore, open_blob_store
 from docshelf.chunk import ChunkSettings, approx_tokens
@@ -41,8 +42,9 @@ from docshelf.transport import Transport, open_transport
 if TYPE_CHECKING:
     from docshelf.knowledge.enricher import Enricher, EnrichResult
 
-# Progress callback: (files done, files to do, what is happening now).
-Progress = Callable[[int, int, str], None]
+# Long work reports ``ProgressEvent``s (phase, done of total, unit, item, snippets).
+Progress = _progress.Progress
+ProgressEvent = _progress.ProgressEvent
 
 FROM_SETTINGS = object()  # the embedder the settings name (``Runtime(embedder=...)``)
 log = logging.getLogger("docshelf")
@@ -277,9 +279,12 @@ class Runtime:
             self.enricher_instance = Enricher(self)
         return self.enricher_instance
 
-    def enrich_pending(self, limit: int | None = None) -> list[EnrichResult]:
-        """Enrich documents whose enrichment is pending (what workers do when idle)."""
-        done = self.enricher.run_pending(limit)
+    def enrich_pending(
+        self, limit: int | None = None, *, progress: Progress | None = None, expected: int = 0
+    ) -> list[EnrichResult]:
+        """Enrich documents whose enrichment is pending (what workers do when idle);
+        ``expected``: how many the caller knows are pending, for ``progress``."""
+        done = self.enricher.run_pending(limit, progress=progress, expected=expected)
         if done:
             self.changed()
         return done
@@ -292,8 +297,15 @@ class Runtime:
         (``maintain_lexical_index``) and its ANN index (switch at the threshold, build,
         or checkpoint the delta; its outcome is returned). Never fails a write: search
         stays correct without them, only slower (the ANN overlays the delta exactly)."""
+        if progress:
+            progress(ProgressEvent("index", 0, 2, "indexes", "lexical index"))
         self.maintain_lexical_index(rebuild=rebuild, progress=progress)
-        return self.maintain_vector_index(force=force, rebuild=rebuild, progress=progress)
+        if progress:
+            progress(ProgressEvent("index", 1, 2, "indexes", "vector index"))
+        outcome = self.maintain_vector_index(force=force, rebuild=rebuild, progress=progress)
+        if progress:
+            progress(ProgressEvent("index", 2, 2, "indexes", "done"))
+        return outcome
 
     def maintain_vector_index(
         self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
@@ -301,8 +313,9 @@ class Runtime:
         index = self.vector_index
         if index is None:
             return "native"
+        count = _progress.counter(progress, "index", "snippets")
         return _derived(
-            "vector", lambda: index.maintain(force=force, rebuild=rebuild, progress=progress)
+            "vector", lambda: index.maintain(force=force, rebuild=rebuild, progress=count)
         )
 
     def maintain_lexical_index(
@@ -313,8 +326,9 @@ class Runtime:
         index = self.lexical_index
         if index is None:
             return "native"
+        count = _progress.counter(progress, "index", "snippets")
         return _derived(
-            "lexical", lambda: index.maintain(force=force, rebuild=rebuild, progress=progress)
+            "lexical", lambda: index.maintain(force=force, rebuild=rebuild, progress=count)
         )
 
 

@@ -31,6 +31,7 @@ from docshelf.ingest.uploads import UploadResult, Uploads
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM
 from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
+from docshelf.progress import counter
 from docshelf.rerank import Reranker
 from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
@@ -213,14 +214,14 @@ class Shelf:
         """Write the whole library to one portable archive (see ``docshelf.portable``)."""
         from docshelf.portable import export_library
 
-        db, blobs = self.settings.database_url, self.blobs
-        return export_library(db, blobs, Path(path), overwrite=overwrite, progress=progress)
+        db, blobs, step = self.settings.database_url, self.blobs, counter(progress, "export")
+        return export_library(db, blobs, Path(path), overwrite=overwrite, progress=step)
 
     def import_library(self, path: str | Path, *, progress: Progress | None = None) -> ImportReport:
         """Import an archive made by ``export_library``: nothing is parsed or embedded again."""
         from docshelf.portable import import_into
 
-        return import_into(self.runtime, Path(path), progress=progress)
+        return import_into(self.runtime, Path(path), progress=counter(progress, "import"))
 
     def reindex(
         self,

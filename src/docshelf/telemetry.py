@@ -17,52 +17,109 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from prometheus_client import Counter, Gauge, Histogram
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshelf.config import otlp_endpoint, trace_environment
 
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Gauge, Histogram
+
+
+class _Lazy:
+    """A Prometheus metric made (and registered) on first use: prometheus_client
+    imports http.server and ssl, which a CLI command does not need. A scrape shows
+    every metric (``realise_metrics``), used or not."""
+
+    def __init__(self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._spec = (kind, args, kwargs)
+        self._metric: Any = None
+        _LAZY.append(self)
+
+    def realise(self) -> Any:
+        if self._metric is None:
+            import prometheus_client
+
+            kind, args, kwargs = self._spec
+            self._metric = getattr(prometheus_client, kind)(*args, **kwargs)
+        return self._metric
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.realise(), name)
+
+
+_LAZY: list[_Lazy] = []
+
+
+def lazy_metric(kind: str, *args: Any, **kwargs: Any) -> Any:
+    """``prometheus_client.<kind>(*args, **kwargs)``, made when first used."""
+    return _Lazy(kind, args, kwargs)
+
+
+def realise_metrics() -> None:
+    """Make every metric, so that a scrape lists them all (a process that serves
+    /metrics calls this; a CLI command never does)."""
+    for metric in _LAZY:
+        metric.realise()
+
+
 _STAGE_BUCKETS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
 
-INGEST_JOBS = Counter("ingest_jobs", "Pipeline stages completed", ["stage"])
-INGEST_FAILURES = Counter("ingest_failures", "Pipeline stage failures", ["stage", "reason"])
-INGEST_LATENCY = Histogram(
-    "ingest_latency_ms", "Time spent in a pipeline stage (ms)", ["stage"], buckets=_STAGE_BUCKETS
+INGEST_JOBS: Counter = lazy_metric("Counter", "ingest_jobs", "Pipeline stages completed", ["stage"])
+INGEST_FAILURES: Counter = lazy_metric(
+    "Counter", "ingest_failures", "Pipeline stage failures", ["stage", "reason"]
 )
-EMBEDDING_UPSERTS = Counter(
-    "embedding_upserts", "Snippet vectors written, by embedding-cache outcome", ["dedup"]
+INGEST_LATENCY: Histogram = lazy_metric(
+    "Histogram",
+    "ingest_latency_ms",
+    "Time spent in a pipeline stage (ms)",
+    ["stage"],
+    buckets=_STAGE_BUCKETS,
 )
-UPLOAD_DEDUP = Counter("upload_dedup", "Uploads answered from bytes already stored", ["kind"])
-SEARCH_LATENCY = Histogram(
+EMBEDDING_UPSERTS: Counter = lazy_metric(
+    "Counter", "embedding_upserts", "Snippet vectors written, by embedding-cache outcome", ["dedup"]
+)
+UPLOAD_DEDUP: Counter = lazy_metric(
+    "Counter", "upload_dedup", "Uploads answered from bytes already stored", ["kind"]
+)
+SEARCH_LATENCY: Histogram = lazy_metric(
+    "Histogram",
     "search_latency_ms",
     "Search latency (ms)",
     ["mode"],
     buckets=(1, 2, 5, 10, 25, 50, 100, 250, 1000),
 )
-QUEUE_DEPTH = Gauge("ingest_queue_depth", "Jobs waiting or running", ["status"])
-STAGE_OLDEST = Gauge(
+QUEUE_DEPTH: Gauge = lazy_metric(
+    "Gauge", "ingest_queue_depth", "Jobs waiting or running", ["status"]
+)
+STAGE_OLDEST: Gauge = lazy_metric(
+    "Gauge",
     "ingest_stage_oldest_seconds",
     "Age of the longest-unchanged queued or running job in each stage (s)",
     ["stage"],
 )
-EMBEDDING_COVERAGE = Gauge(
-    "embedding_coverage_ratio", "Share of snippets that have a vector (1 when there are none)"
+EMBEDDING_COVERAGE: Gauge = lazy_metric(
+    "Gauge",
+    "embedding_coverage_ratio",
+    "Share of snippets that have a vector (1 when there are none)",
 )
-UPLOAD_LATENCY = Histogram(
+UPLOAD_LATENCY: Histogram = lazy_metric(
+    "Histogram",
     "upload_latency_ms",
     "Time to answer POST /v1/documents (ms)",
     ["outcome"],
     buckets=(5, 10, 25, 50, 100, 200, 400, 800, 1600, 5000),
 )
-RETRIEVAL_CACHE = Counter(
-    "retrieval_cache_lookups", "Searches looked up in the retrieval cache", ["outcome"]
+RETRIEVAL_CACHE: Counter = lazy_metric(
+    "Counter", "retrieval_cache_lookups", "Searches looked up in the retrieval cache", ["outcome"]
 )
-WORKERS = Gauge("ingest_workers", "Ingest workers in this process, by state", ["state"])
-LEASE_RENEWALS = Counter(
-    "ingest_lease_renewals", "Job lease renewals by workers, by outcome", ["outcome"]
+WORKERS: Gauge = lazy_metric(
+    "Gauge", "ingest_workers", "Ingest workers in this process, by state", ["state"]
 )
-WORKER_HEARTBEAT = Gauge(
+LEASE_RENEWALS: Counter = lazy_metric(
+    "Counter", "ingest_lease_renewals", "Job lease renewals by workers, by outcome", ["outcome"]
+)
+WORKER_HEARTBEAT: Gauge = lazy_metric(
+    "Gauge",
     "ingest_worker_heartbeat_timestamp_seconds",
     "When each ingest worker of this process last showed it is alive (Unix time)",
     ["worker"],
@@ -100,6 +157,7 @@ class Metrics:
     ) -> None:
         """What the store says at scrape time: how long each stage's oldest unfinished
         job has waited (0 for a stage with none) and the embedding coverage."""
+        realise_metrics()  # a scrape follows: every metric listed
         for stage in stages:
             STAGE_OLDEST.labels(stage=stage).set(
                 max(0.0, now - oldest[stage]) if stage in oldest else 0
@@ -120,6 +178,7 @@ class WorkerGauges:
         self._busy = False
 
     def started(self) -> None:
+        realise_metrics()  # a worker's probe serves /metrics
         self._running, self._busy = True, False
         WORKERS.labels(state="idle").inc()
         self.beat()

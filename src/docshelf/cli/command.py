@@ -37,6 +37,13 @@ err_console = Console(stderr=True, markup=False)
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the JSON envelope (default when stdout is not a TTY).")
 ]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress",
+        help="With --json: progress events as JSON lines on stderr (stdout keeps the envelope).",
+    ),
+]
 
 
 @dataclass
@@ -95,10 +102,13 @@ def print_error(code: str, message: str) -> None:
 class Run:
     """One command's run: its shelf (opened on first use), its output form, its progress."""
 
-    def __init__(self, ctx: typer.Context, command: str, json_flag: bool) -> None:
+    def __init__(
+        self, ctx: typer.Context, command: str, json_flag: bool, progress_events: bool = False
+    ) -> None:
         self.state = state(ctx)
         self.command = command
         self.as_json = json_flag or self.state.json or not sys.stdout.isatty()
+        self.progress_events = progress_events  # --progress: NDJSON events on stderr
         self._shelf: Shelf | None = None
 
     def shelf(self, **kwargs: Any) -> Shelf:
@@ -119,26 +129,28 @@ class Run:
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Progress | None]:
-        """A rich progress bar on a terminal; nothing in JSON mode."""
-        if self.as_json or not sys.stderr.isatty():
+        """Rich progress bars on a terminal (cli/progress.py); in JSON mode nothing, or
+        with ``--progress`` JSON lines on stderr."""
+        from docshelf.cli.progress import Board, JsonLines, RichBoard, line_column
+
+        if self.as_json:
+            yield JsonLines(sys.stderr) if self.progress_events else None
+            return
+        if not sys.stderr.isatty():
             yield None
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import BarColumn, Progress, TextColumn
 
+        board = Board(label)
         with Progress(
             TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[item]}", style="dim", markup=False),
+            BarColumn(bar_width=24),
+            line_column(board),
             console=err_console,
             transient=True,
-        ) as bar:
-            task = bar.add_task(label, total=None, item="")
-
-            def update(done: int, total: int, item: str) -> None:
-                bar.update(task, completed=done, total=total, item=printable(item[-60:]))
-
-            yield update
+            refresh_per_second=4,
+        ) as bars:
+            yield RichBoard(board, bars)
 
     def finish(self, produce: Callable[[], Outcome], render: Render) -> None:
         from docshelf.errors import DocshelfError
@@ -197,22 +209,28 @@ def _nothing(o: Outcome) -> None:
 
 
 def command(
-    name: str | None = None, *, label: str | None = None, render: Render = _nothing
+    name: str | None = None,
+    *,
+    label: str | None = None,
+    render: Render = _nothing,
+    progress: bool = False,
 ) -> Callable[[Callable[..., Outcome]], Command]:
     """Make ``fn(run, **options) -> Outcome`` a command. ``label`` names it in the
     envelope (``users create``; default: ``name``); ``render`` prints its result on a
-    terminal. The callback typer sees has ``fn``'s options, plus the context and
-    ``--json``."""
+    terminal; ``progress``: long work, with ``--progress`` for JSON progress lines. The
+    callback typer sees has ``fn``'s options, plus the context and ``--json``."""
 
     def wrap(fn: Callable[..., Outcome]) -> Command:
         title = name or fn.__name__
         shown = label or title
 
-        def callback(ctx: typer.Context, json_out: bool = False, **options: Any) -> None:
-            run = Run(ctx, shown, json_out)
+        def callback(
+            ctx: typer.Context, json_out: bool = False, progress_out: bool = False, **options: Any
+        ) -> None:
+            run = Run(ctx, shown, json_out, progress_out)
             run.finish(lambda: fn(run, **options), render)
 
-        return Command(title, _with_options(callback, fn))
+        return Command(title, _with_options(callback, fn, with_progress=progress))
 
     return wrap
 
@@ -226,9 +244,12 @@ def plain_command(name: str | None = None) -> Callable[[Callable[..., None]], Co
     return wrap
 
 
-def _with_options(callback: Callable[..., None], fn: Callable[..., Outcome]) -> Callable[..., None]:
+def _with_options(
+    callback: Callable[..., None], fn: Callable[..., Outcome], *, with_progress: bool = False
+) -> Callable[..., None]:
     """``callback`` as typer should see it: ``fn``'s docstring and options (without
-    its first parameter, the run) between the context and ``--json``."""
+    its first parameter, the run) between the context and ``--json`` (and
+    ``--progress``)."""
     options = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
     kind = inspect.Parameter.KEYWORD_ONLY
     params = [
@@ -236,6 +257,10 @@ def _with_options(callback: Callable[..., None], fn: Callable[..., Outcome]) -> 
         *(p.replace(kind=kind) for p in options),
         inspect.Parameter("json_out", kind, default=False, annotation=JsonOpt),
     ]
+    if with_progress:
+        params.append(
+            inspect.Parameter("progress_out", kind, default=False, annotation=ProgressOpt)
+        )
     setattr(callback, "__signature__", inspect.Signature(params))  # noqa: B010
     callback.__annotations__ = {p.name: p.annotation for p in params}
     callback.__doc__ = fn.__doc__

@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from docshelf.cli.command import Action, Outcome, Run, command, console, q
 
 
 def _render_docqa(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
     k = r["k"]
     wanted = ("hit@1", "hit@3", "hit@5", f"hit@{k}", f"mrr@{k}", "hit@1-file", "hit@5-file")
     metrics = list(dict.fromkeys(wanted))
@@ -42,6 +43,8 @@ def _render_docqa(r: dict[str, Any]) -> None:
 
 
 def _render(o: Outcome) -> None:
+    from rich.table import Table
+
     r = o.result
     if r.get("format") == "docqa":
         _render_docqa(r)

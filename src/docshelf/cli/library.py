@@ -6,7 +6,6 @@ from contextlib import suppress
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from docshelf.cli.command import (
@@ -23,7 +22,7 @@ from docshelf.cli.command import (
 from docshelf.terminal import printable_tree
 
 
-@command(render=report_render("Indexed"))
+@command(render=report_render("Indexed"), progress=True)
 def add(
     run: Run,
     path: Annotated[str, typer.Argument(help="A file or folder to index where it lives.")],
@@ -51,7 +50,7 @@ def add(
     )
 
 
-@command(render=report_render("Synced"))
+@command(render=report_render("Synced"), progress=True)
 def sync(
     run: Run,
     source: Annotated[
@@ -91,6 +90,8 @@ def watch(run: Run) -> Outcome:
 
 
 def _render_list(o: Outcome) -> None:
+    from rich.table import Table
+
     sources = Table("source", "path", "kind", title="Sources")
     for s in o.result["sources"]:
         sources.add_row(s["id"], s["path"], s["kind"])
@@ -154,6 +155,8 @@ _SHOWN = (
 
 
 def _render_show(o: Outcome) -> None:
+    from rich.table import Table
+
     r = o.result
     table = Table(show_header=False, box=None)
     for key in _SHOWN:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from docshelf.cli.command import Action, Outcome, Run, command, console, emit, err_console, q
@@ -26,7 +25,7 @@ def _render_reindex(o: Outcome) -> None:
     console.print(f"Vector index: {r['vector_index']}")
 
 
-@command(render=_render_reindex)
+@command(render=_render_reindex, progress=True)
 def reindex(
     run: Run,
     index_only: Annotated[
@@ -51,6 +50,8 @@ def reindex(
 
 
 def _render_enrich(o: Outcome) -> None:
+    from rich.table import Table
+
     table = Table("document", "type", "category", "mode", "summary", title="Enriched")
     table.columns[4].overflow = "fold"
     for d in o.result["documents"]:
@@ -62,7 +63,7 @@ def _render_enrich(o: Outcome) -> None:
             console.print(Text(f"{d['document_id']}: {d['notice']}", style="yellow"))
 
 
-@command(render=_render_enrich)
+@command(render=_render_enrich, progress=True)
 def enrich(
     run: Run,
     document_ids: Annotated[

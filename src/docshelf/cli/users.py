@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from docshelf.cli.command import Action, Outcome, Run, command, console
@@ -38,6 +37,8 @@ def create(
 
 
 def _render_users(o: Outcome) -> None:
+    from rich.table import Table
+
     table = Table("user", "name", "admin", "revoked")
     for u in o.result["users"]:
         table.add_row(u["user_id"], u["name"], str(u["admin"]), str(u["revoked"]))

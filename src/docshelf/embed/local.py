@@ -20,12 +20,13 @@ import threading
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from docshelf.errors import Unavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 MODEL_ID = "all-MiniLM-L6-v2"
 
@@ -94,6 +95,8 @@ class PackagedModel:
 
     def _encode_batch(self, texts: Sequence[str]) -> dict[str, npt.NDArray[np.int64]]:
         """The model's three inputs for ``texts``, as int64 arrays."""
+        import numpy as np
+
         encoded = self._batch_tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
@@ -127,6 +130,8 @@ class LocalEmbedder(PackagedModel):
             return self._model
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         import torch

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from docshelf.durable import fsync
 from docshelf.errors import Conflict, InvalidInput
 from docshelf.model import Document, Failure, Source, SyncReport, fingerprint
+from docshelf.progress import ProgressEvent
 from docshelf.store import FileRecord, Store
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ class Filing:
         records = sorted(self.shelf.store.files_of_source(inbox.id).values(), key=lambda r: r.path)
         for n, record in enumerate(records):
             if progress:
-                progress(n, len(records), record.path)
+                progress(ProgressEvent("file", n, len(records), "files", record.path))
             try:
                 report.filed.append((record.path, str(self.file_one(record, library))))
             except (OSError, InvalidInput) as exc:

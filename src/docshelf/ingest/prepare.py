@@ -205,19 +205,38 @@ class EmbedCounts:
 
 
 def embed_texts(
-    store: Store, embedder: Embedder, texts: Sequence[str], counts: EmbedCounts | None = None
+    store: Store,
+    embedder: Embedder,
+    texts: Sequence[str],
+    counts: EmbedCounts | None = None,
+    *,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """Vectors for ``texts``, computing only those not in the (model, text hash) cache."""
+    """Vectors for ``texts``, computing only those not in the (model, text hash) cache.
+
+    With ``on_step`` (told texts done of total), the model is called one of its own
+    batches at a time, longest texts first as it orders them itself, so that a
+    progress display moves every batch instead of once per thousand snippets."""
     import numpy as np
 
     hashes = [text_hash(t) for t in texts]
     cached = store.cached_embeddings(embedder.model_id, list(dict.fromkeys(hashes)))
     missing = list(dict.fromkeys(h for h in hashes if h not in cached))
+    if on_step is not None:
+        on_step(len(hashes) - len(missing), len(hashes))
     if missing:
         first_text: dict[str, str] = {}
         for h, t in zip(hashes, texts, strict=True):
             first_text.setdefault(h, t)
-        fresh = embedder.embed([first_text[h] for h in missing])
+        if on_step is None:
+            fresh = list(embedder.embed([first_text[h] for h in missing]))
+        else:
+            missing.sort(key=lambda h: len(first_text[h]), reverse=True)
+            step = max(1, int(getattr(embedder, "batch_size", 16)))
+            fresh = []
+            for start in range(0, len(missing), step):
+                fresh.extend(embedder.embed([first_text[h] for h in missing[start : start + step]]))
+                on_step(len(hashes) - len(missing) + len(fresh), len(hashes))
         store.cache_embeddings(embedder.model_id, list(zip(missing, fresh, strict=True)))
         cached.update(zip(missing, fresh, strict=True))
     if counts is not None:

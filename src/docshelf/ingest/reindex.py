@@ -29,6 +29,7 @@ from docshelf.errors import Conflict, DocshelfError, InvalidInput
 from docshelf.ingest.prepare import embed_texts, prepare, read_file
 from docshelf.model import Chunk, Document, Failure, Tier, fingerprint
 from docshelf.parse.links import WikiLink
+from docshelf.progress import ProgressEvent, Rate
 from docshelf.store.rows import chunk_from_row, chunk_row
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def reindex(
     staged = store.staged_reindex(target) if document_id is None else set()
     for n, doc in enumerate(docs):
         if progress:
-            progress(n, len(docs), f"staging {doc.rel_path}")
+            progress(ProgressEvent("embed", n, len(docs), "documents", doc.rel_path))
         if doc.id in staged:
             report.resumed += 1
             continue
@@ -226,7 +227,7 @@ def _switch(
     with store.transaction():
         for n, doc_id in enumerate(ids):
             if progress:
-                progress(n, len(ids), "switching to the new generation")
+                progress(ProgressEvent("switch", n, len(ids), "documents"))
             staged = store.take_staged(doc_id)
             if staged is None or store.get_document(doc_id) is None:
                 continue  # deleted meanwhile, or never staged (it failed): left as it is
@@ -261,8 +262,19 @@ class ReindexRunner:
         return True
 
     def _run(self, rt: Runtime) -> None:
-        def progress(done: int, total: int, what: str) -> None:
-            self.state = {**self.state, "done": done, "total": total, "phase": what}
+        rate = Rate(time.monotonic)
+
+        def progress(event: ProgressEvent) -> None:
+            # what GET /v1/reindex shows: the event, its rate and its ETA
+            rate.observe(event)
+            per_second, eta = rate.per_second(event), rate.eta(event)
+            self.state = {
+                "state": "running",
+                **event.as_json(),
+                "rate": None if per_second is None else round(per_second, 2),
+                "eta_seconds": None if eta is None else round(eta, 1),
+            }
+            del self.state["event"]
 
         try:
             report = reindex(rt, progress=progress)

@@ -14,11 +14,13 @@ import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from docshelf.model import Failure
 from docshelf.parse import file_type_for
+
+if TYPE_CHECKING:
+    import pathspec
 
 IGNORE_FILE = ".docshelfignore"
 
@@ -36,6 +38,8 @@ def _load_ignore(root: Path) -> pathspec.GitIgnoreSpec | None:
         lines = (root / IGNORE_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    import pathspec  # only for a folder with an ignore file
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 

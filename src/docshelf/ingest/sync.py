@@ -23,14 +23,27 @@ from docshelf.ingest.prepare import Prepared, embed_texts, prepare, read_file
 from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
 from docshelf.model import Document, Failure, Source, SyncReport, document_id, fingerprint
 from docshelf.parse import FILE_TYPES, file_type_for
+from docshelf.progress import Progress, ProgressEvent
 from docshelf.store import FileRecord
 
 if TYPE_CHECKING:
-    from docshelf.runtime import Progress, Runtime
+    from docshelf.runtime import Runtime
+
+SCAN_EVERY = 256  # files found between two scan events
 
 
 def unsupported_type_message(name: str) -> str:
     return f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
+
+
+@dataclass
+class _Tally:
+    """What one run of ingest has done so far, for its progress events."""
+
+    files: int = 0  # files to parse (the todo list)
+    written: int = 0  # documents written (or found unchanged) of them
+    parsed_snippets: int = 0
+    embedded_snippets: int = 0
 
 
 @dataclass(frozen=True)
@@ -153,7 +166,9 @@ class Sync:
         seen: set[str] = set()
         todo: list[FoundFile] = []
         source_missing = False
-        for found in self._scan(source):
+        for n, found in enumerate(self._scan(source), 1):
+            if progress and n % SCAN_EVERY == 0:
+                progress(ProgressEvent("scan", n, None, "files", _rel(found)))
             if isinstance(found, Failure):
                 report.failures.append(found)
                 source_missing = source_missing or found.path == source.path
@@ -165,6 +180,9 @@ class Sync:
                 report.unchanged += 1
             else:
                 todo.append(found)
+        if progress:
+            scanned = len(seen) + len(report.failures)
+            progress(ProgressEvent("scan", scanned, scanned, "files", f"{len(todo)} to index"))
         if todo and not checked:
             self.rt.check_writable()
         gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
@@ -173,7 +191,7 @@ class Sync:
             for record in gone.values():
                 report.removed += self.writer.drop_file(record)
             self.store.record_failures(source.id, report.failures)
-        self.rt.maintain_indexes()
+        self.rt.maintain_indexes(progress=progress if todo or gone else None)
         self._enrich_after_ingest(report, progress)
         return report
 
@@ -181,9 +199,7 @@ class Sync:
         """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for what is pending."""
         if self.rt.settings.enrich == "off" or not (report.added or report.updated):
             return
-        if progress:
-            progress(0, report.added + report.updated, "enriching")
-        self.rt.enrich_pending()
+        self.rt.enrich_pending(progress=progress, expected=report.added + report.updated)
 
     # -- ingest --------------------------------------------------------------------
     def _ingest(
@@ -195,18 +211,25 @@ class Sync:
         report: SyncReport,
         progress: Progress | None,
     ) -> None:
+        tally = _Tally(files=len(todo))
+
         def items() -> Iterator[_Pending | None]:
-            for n, found in enumerate(todo):
+            for found in todo:
                 if progress:
-                    progress(n, len(todo), found.rel_path)
-                yield self._prepare_file(source, found, known, gone, report)
+                    progress(self._event("parse", tally, found.rel_path))
+                item = self._prepare_file(source, found, known, gone, report)
+                if item is None:
+                    tally.written += 1  # unchanged, moved or failed: nothing to embed
+                else:
+                    tally.parsed_snippets += len(item.prepared.snippets)
+                yield item
 
         # Parsed here, between the model's batches: parsing ahead in a thread or in a
         # process of its own was measured and gained nothing, as the model keeps both
         # cores busy (BENCHMARKS.md, "Ingest").
-        self._write_batched(items(), report)
+        self._write_batched(items(), report, tally, progress)
         if progress and todo:
-            progress(len(todo), len(todo), "done")
+            progress(self._event("parse", tally, "done"))
 
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
@@ -214,12 +237,14 @@ class Sync:
         self.rt.check_writable()
         report = SyncReport(source_id=None)
         listed = list(items)
+        tally = _Tally(files=len(listed))
 
         def pending() -> Iterator[_Pending | None]:
-            for n, (name, data, title) in enumerate(listed):
+            for name, data, title in listed:
                 if progress:
-                    progress(n, len(listed), name)
+                    progress(self._event("parse", tally, name))
                 file_type = file_type_for(name)
+                tally.written += 1  # until it turns out to need writing
                 if file_type is None:
                     report.failures.append(Failure(name, "unsupported file type"))
                     continue
@@ -229,11 +254,14 @@ class Sync:
                     continue
                 try:
                     prepared = self.prepare(data, file_type, name, name, None, title, fp)
-                    yield _Pending(prepared, None, None)
                 except InvalidInput as exc:
                     report.failures.append(Failure(name, exc.message))
+                    continue
+                tally.written -= 1
+                tally.parsed_snippets += len(prepared.snippets)
+                yield _Pending(prepared, None, None)
 
-        self._write_batched(pending(), report)
+        self._write_batched(pending(), report, tally, progress)
         self._enrich_after_ingest(report, progress)
         return report
 
@@ -317,7 +345,26 @@ class Sync:
         else:
             report.unchanged += 1
 
-    def _write_batched(self, items: Iterable[_Pending | None], report: SyncReport) -> None:
+    @staticmethod
+    def _event(phase: str, tally: _Tally, item: str) -> ProgressEvent:
+        snippets = tally.embedded_snippets if phase == "embed" else tally.parsed_snippets
+        return ProgressEvent(
+            phase,
+            tally.written,
+            tally.files,
+            "files",
+            item,
+            snippets=snippets,
+            snippets_total=tally.parsed_snippets if phase == "embed" else None,
+        )
+
+    def _write_batched(
+        self,
+        items: Iterable[_Pending | None],
+        report: SyncReport,
+        tally: _Tally,
+        progress: Progress | None,
+    ) -> None:
         """Embed many documents' snippets per model call; write each document on its own."""
         batch: list[_Pending] = []
         pending = 0
@@ -326,18 +373,36 @@ class Sync:
                 batch.append(item)
                 pending += len(item.prepared.snippets)
             if pending >= self.rt.batch_snippets:
-                self._write_batch(batch, report)
+                self._write_batch(batch, report, tally, progress)
                 batch, pending = [], 0
-        self._write_batch(batch, report)
+        self._write_batch(batch, report, tally, progress)
 
-    def _write_batch(self, batch: list[_Pending], report: SyncReport) -> None:
+    def _write_batch(
+        self,
+        batch: list[_Pending],
+        report: SyncReport,
+        tally: _Tally,
+        progress: Progress | None,
+    ) -> None:
         if not batch:
             return
         embedder = self.rt.embedder
         vectors = None
         if embedder is not None:
             texts = [c.retrieval_text for item in batch for c in item.prepared.snippets]
-            vectors = embed_texts(self.store, embedder, texts, self.rt.embed_counts)
+            on_step = None
+            if progress is not None:
+                report_to = progress
+                base = tally.embedded_snippets
+                last = batch[-1].prepared.document.rel_path
+
+                def on_step(done: int, total: int) -> None:
+                    tally.embedded_snippets = base + done
+                    report_to(self._event("embed", tally, last))
+
+            vectors = embed_texts(
+                self.store, embedder, texts, self.rt.embed_counts, on_step=on_step
+            )
         offset = 0
         for item in batch:
             n = len(item.prepared.snippets)
@@ -355,7 +420,12 @@ class Sync:
                     file=item.record,
                     previous=item.previous,
                 )
+            tally.written += 1
             if item.previous is None:
                 report.added += 1
             else:
                 report.updated += 1
+
+
+def _rel(found: FoundFile | Failure) -> str:
+    return found.rel_path if isinstance(found, FoundFile) else found.path

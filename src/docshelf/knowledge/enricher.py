@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,12 +32,13 @@ from docshelf.knowledge.enrich import (
     to_json,
 )
 from docshelf.model import Chunk, Document, Enrichment, Tier
+from docshelf.progress import Progress, ProgressEvent
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from docshelf.runtime import Progress, Runtime, Wired
+    from docshelf.runtime import Runtime, Wired
 
 log = logging.getLogger("docshelf")
 
@@ -70,6 +71,8 @@ class Enricher:
         self.store = self.rt.store
         self.settings = settings or EnrichSettings(locale=self.rt.settings.locale)
         self._concepts: tuple[str, npt.NDArray[np.float32]] | None = None
+        # told (texts done, of total) after each model batch while a run reports progress
+        self._on_step: Callable[[int, int], None] | None = None
 
     @property
     def use_llm(self) -> bool:
@@ -83,18 +86,33 @@ class Enricher:
         return f"offline:{OFFLINE_VERSION}:{model}:{self.rt.taxonomy.version}"
 
     # -- the queue ---------------------------------------------------------------------
-    def run_pending(self, limit: int | None = None) -> list[EnrichResult]:
-        """Enrich documents waiting for it, one lease at a time, until none is left."""
+    def run_pending(
+        self, limit: int | None = None, *, progress: Progress | None = None, expected: int = 0
+    ) -> list[EnrichResult]:
+        """Enrich documents waiting for it, one lease at a time, until none is left.
+        ``progress`` hears of each document (of ``expected``, or more if more turn up:
+        the queue is shared with workers and earlier runs)."""
         done: list[EnrichResult] = []
         tried = 0
         while limit is None or tried < limit:
             doc_id = self.store.claim_enrichment(time.time(), LEASE_SECONDS)
             if doc_id is None:
                 break
+            if progress:
+                total = max(expected, tried + 1)
+                doc = self.store.get_document(doc_id)
+                name = doc.rel_path if doc is not None else doc_id
+                self._on_step = _reporter(progress, tried, total, name)
+                progress(ProgressEvent("enrich", tried, total, "documents", name))
             tried += 1
-            result = self.enrich_safely(doc_id)
+            try:
+                result = self.enrich_safely(doc_id)
+            finally:
+                self._on_step = None
             if result is not None:
                 done.append(result)
+        if progress and tried:
+            progress(ProgressEvent("enrich", tried, max(expected, tried), "documents", "done"))
         return done
 
     def enrich_safely(self, document_id: str) -> EnrichResult | None:
@@ -156,7 +174,14 @@ class Enricher:
         if embedder is None or not snippets:
             return None
         # The embedding cache holds every indexed snippet's vector: no model call here.
-        return embed_texts(self.store, embedder, [c.retrieval_text for c in snippets])
+        return self._embed([c.retrieval_text for c in snippets])
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``embed_texts`` with this library's model, one batch at a time while a run
+        reports progress (the taxonomy's concepts, re-headed snippets: many texts)."""
+        embedder = self.rt.embedder
+        assert embedder is not None
+        return embed_texts(self.store, embedder, texts, on_step=self._on_step)
 
     def _concept_vectors(self) -> npt.NDArray[np.float32] | None:
         embedder = self.rt.embedder
@@ -165,7 +190,7 @@ class Enricher:
         key = f"{embedder.model_id}:{self.rt.taxonomy.version}"
         if self._concepts is None or self._concepts[0] != key:
             _, texts = concept_texts(self.rt.taxonomy)
-            self._concepts = (key, embed_texts(self.store, embedder, texts))
+            self._concepts = (key, self._embed(texts))
         return self._concepts[1]
 
     def _compute(self, doc: Document, chunks: list[Chunk], snippets: list[Chunk]) -> EnrichResult:
@@ -204,9 +229,7 @@ class Enricher:
             doc,
             chunks,
             snippet_vectors=vectors,
-            embed=(lambda texts: embed_texts(self.store, embedder, texts))
-            if embedder is not None
-            else None,
+            embed=self._embed if embedder is not None else None,
             taxonomy=self.rt.taxonomy,
             concept_vectors=self._concept_vectors(),
             settings=self.settings,
@@ -273,9 +296,18 @@ def enrich_documents(
     results = []
     for n, doc_id in enumerate(ids):
         if progress:
-            progress(n, len(ids), doc_id)
+            progress(ProgressEvent("enrich", n, len(ids), "documents", doc_id))
         results.append(rt.enricher.enrich(doc_id))
     rt.changed()
     if progress and ids:
-        progress(len(ids), len(ids), "done")
+        progress(ProgressEvent("enrich", len(ids), len(ids), "documents", "done"))
     return results
+
+
+def _reporter(progress: Progress, done: int, total: int, name: str) -> Callable[[int, int], None]:
+    """Model batches inside one document's enrichment, as events of the enrich phase."""
+
+    def step(texts_done: int, texts: int) -> None:
+        progress(ProgressEvent("enrich", done, total, "documents", name, texts_done, texts))
+
+    return step

@@ -14,19 +14,28 @@ ordinary content, so nothing is lost.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import yaml
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Any
 
 from docshelf.model import Block, BlockKind, ParsedDocument
 
-_MD = MarkdownIt("commonmark").enable("table").disable("inline")
-_MD_INLINE = MarkdownIt("commonmark")  # for headings' text
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+
+@functools.cache
+def _parsers() -> tuple[MarkdownIt, MarkdownIt]:
+    """The block parser and the headings' inline one, built on first use: a command
+    that parses nothing (an unchanged sync) never imports markdown-it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").disable("inline"), MarkdownIt("commonmark")
+
+
 HEADING_CHARS = 1000
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -57,7 +66,7 @@ class _Frontmatter:
 def parse_markdown(text: str) -> ParsedDocument:
     """Parse decoded markdown (LF line ends) into blocks, title, tags and aliases."""
     front, body = _split_frontmatter(text)
-    blocks = tuple(_blocks(body, _MD.parse(body)))
+    blocks = tuple(_blocks(body, _parsers()[0].parse(body)))
     h1_titles = (b.heading_path[0] for b in blocks if b.level == 1 and b.heading_path)
     title = front.title or next(h1_titles, None)
     return ParsedDocument(
@@ -78,6 +87,8 @@ def _split_frontmatter(text: str) -> tuple[_Frontmatter, str]:
     match = _FRONTMATTER.match(text)
     if match is None:
         return _Frontmatter(), text
+    import yaml  # only for a file with frontmatter
+
     try:
         data = yaml.safe_load(match.group(1) or "")
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
@@ -92,6 +103,8 @@ def _split_frontmatter(text: str) -> tuple[_Frontmatter, str]:
 
 def _describe(exc: Exception) -> str:
     """A one-line description of a YAML error, with its line number in the file."""
+    import yaml
+
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         # +2: marks are 0-based and counted from the line after the opening "---".
         return f"{exc.problem} at line {exc.problem_mark.line + 2}"
@@ -162,7 +175,7 @@ def _span(body: str, line_starts: list[int], first: int, last: int) -> tuple[int
 
 def _heading_text(inline: Token) -> str:
     """The visible text of a heading's inline token (its words, without markup)."""
-    parsed = _MD_INLINE.parseInline(inline.content[:HEADING_CHARS])
+    parsed = _parsers()[1].parseInline(inline.content[:HEADING_CHARS])
     parts: list[str] = []
     for child in parsed[0].children or [] if parsed else []:
         if child.type in ("text", "code_inline", "image"):

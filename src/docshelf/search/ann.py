@@ -30,10 +30,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, cast
 
 from docshelf.durable import fsync
 from docshelf.search.sidecar import (
@@ -47,6 +44,10 @@ from docshelf.search.sidecar import (
 )
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.store.base import SearchFilters
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,9 @@ class SidecarVectorIndex(SidecarIndex):
         self._position = 0
         self._delta: dict[int, npt.NDArray[np.float32]] = {}  # seq -> current vector
         self._changed: set[int] = set()  # seqs the graph must not answer for
-        self._delta_keys = np.zeros(0, dtype=np.int64)
-        self._delta_matrix = np.zeros((0, 0), dtype=np.float32)
+        # set by _open before the graph answers (numpy is imported when first needed)
+        self._delta_keys: npt.NDArray[np.int64] = cast("npt.NDArray[np.int64]", ())
+        self._delta_matrix: npt.NDArray[np.float32] = cast("npt.NDArray[np.float32]", ())
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -117,6 +119,8 @@ class SidecarVectorIndex(SidecarIndex):
         self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
     ) -> list[tuple[str, float]]:
         """(chunk_id, cosine similarity), best first, filters honoured."""
+        import numpy as np
+
         if limit <= 0:
             return []
         q = np.ascontiguousarray(query, dtype=np.float32)
@@ -142,6 +146,8 @@ class SidecarVectorIndex(SidecarIndex):
 
     def _candidates(self, q: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The best ``k`` seqs of graph + delta, graph entries the delta supersedes left out."""
+        import numpy as np
+
         scores: dict[int, float] = {}
         self._graph.expansion_search = max(expansion_search(len(self._graph)), k)
         want = k + len(self._changed) if len(self._changed) < k else 2 * k
@@ -160,6 +166,8 @@ class SidecarVectorIndex(SidecarIndex):
     def _exact_matching(
         self, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
     ) -> list[tuple[str, float]]:
+        import numpy as np
+
         seqs, matrix = self._store.vectors_matching(filters)
         if not len(seqs):
             return []
@@ -170,6 +178,8 @@ class SidecarVectorIndex(SidecarIndex):
 
     def _sync(self) -> None:
         """Catch up with the store: reopen a newer checkpoint, read the delta."""
+        import numpy as np
+
         generation = self._version()
         if generation == self._generation:
             return
@@ -238,6 +248,8 @@ class SidecarVectorIndex(SidecarIndex):
         return checkpoint
 
     def _open(self, checkpoint: Checkpoint) -> None:
+        import numpy as np
+
         Index = usearch_index()
 
         try:
@@ -253,6 +265,8 @@ class SidecarVectorIndex(SidecarIndex):
         self._delta_matrix = np.zeros((0, checkpoint.dim), dtype=np.float32)
 
     def _close_graph(self) -> None:
+        import numpy as np
+
         self._graph = None
         self._checkpoint = None
         self._delta = {}
@@ -334,6 +348,8 @@ class SidecarVectorIndex(SidecarIndex):
     def _build(self, epoch: str, progress: Progress | None) -> None:
         """A new graph from every vector in the store. The log position is read first:
         whatever changes while the build streams is logged after it and overlaid."""
+        import numpy as np
+
         Index = usearch_index()
 
         store = self._store
@@ -361,6 +377,8 @@ class SidecarVectorIndex(SidecarIndex):
 
     def _fold(self, base: Checkpoint, position: int, changed: list[int]) -> None:
         """The published graph with the delta applied, as a new checkpoint."""
+        import numpy as np
+
         Index = usearch_index()
 
         graph = Index.restore(str(self.directory / base.file))

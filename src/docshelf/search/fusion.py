@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 
 Ranking = Sequence[tuple[str, float]]  # (id, score), best first
 
@@ -167,6 +170,8 @@ def feedback_query(
 ) -> npt.NDArray[np.float32]:
     """``query + weight * mean(vectors)``, unit length (Rocchio's update without the
     negative part); the query itself when there is nothing to learn from."""
+    import numpy as np
+
     q = np.asarray(query, dtype=np.float32)
     if not vectors or weight == 0:
         return q

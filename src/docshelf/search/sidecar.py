@@ -23,14 +23,15 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from docshelf import durable
 from docshelf.durable import folder_lock
 from docshelf.store.base import SearchFilters, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 Progress = Callable[[int, int, str], None]
 R = TypeVar("R")

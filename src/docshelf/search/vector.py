@@ -7,11 +7,13 @@ so a long-running process pays the load once per change, not per query.
 from __future__ import annotations
 
 import threading
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from docshelf.store.base import Store, VectorSnapshot
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 class ExactVectorIndex:
@@ -23,6 +25,8 @@ class ExactVectorIndex:
         self._lock = threading.Lock()
 
     def _current(self) -> VectorSnapshot:
+        import numpy as np
+
         with self._lock:
             generation = self._store.generation()
             if self._snapshot is None or self._snapshot.generation != generation:
@@ -45,6 +49,8 @@ class ExactVectorIndex:
         allowed_documents: set[str] | None = None,
     ) -> list[tuple[str, float]]:
         """(chunk_id, cosine similarity), best first; vectors are unit length."""
+        import numpy as np
+
         snap = self._current()
         if not snap.chunk_ids or limit <= 0:
             return []

@@ -22,11 +22,11 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from prometheus_client import Counter
-
 from docshelf.shared import SharedCache
+from docshelf.telemetry import lazy_metric
 
 if TYPE_CHECKING:
+    from prometheus_client import Counter
     from pydantic import TypeAdapter
 
     from docshelf.store import Store
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 SUMMARY_TTL_SECONDS = 24 * 3600
-SHARED_CACHE = Counter(
+SHARED_CACHE: Counter = lazy_metric(
+    "Counter",
     "shared_cache_requests_total",
     "Lookups in the cache shared through Redis, by cache and outcome",
     ["cache", "result"],

@@ -3,12 +3,15 @@ event streams of this process (other processes' commits reach them by polling)."
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING
 
 from docshelf.shared import OnEvents
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class LocalBroadcast:
@@ -26,6 +29,8 @@ class LocalBroadcast:
 
     @asynccontextmanager
     async def listening(self, on_events: OnEvents) -> AsyncIterator[None]:
+        import asyncio  # only a server listens; a CLI command never does
+
         entry = (asyncio.get_running_loop(), on_events)
         with self._lock:
             self._listeners.append(entry)

@@ -18,10 +18,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from docshelf.durable import private_dir, private_file
 from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
@@ -32,6 +29,10 @@ from docshelf.store.rows import JOB_COLUMNS, distillate_from_row, job_from_row
 from docshelf.store.sql import SQLITE, Query, Rows, SQLStore
 from docshelf.store.sqlite_feed import SQLiteSidecarFeed
 from docshelf.store.sqlite_schema import MIGRATIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 # bm25() weights for (header, text): a match in the title/heading path counts double.
 _BM25_WEIGHTS = (2.0, 1.0)
@@ -234,6 +235,8 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         return [(distillate_from_row(r), -float(r[5])) for r in rows]
 
     def _insert_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        import numpy as np
+
         blobs = np.ascontiguousarray(vectors, dtype=np.float32)
         self._xm(
             "INSERT OR REPLACE INTO vectors(chunk_seq, embedding) "

@@ -7,15 +7,17 @@ change itself."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from docshelf.store.base import SearchFilters
 from docshelf.store.sql.catalogue import CatalogueSQL
 from docshelf.store.sql.core import Rows
 
-SeqMatrix = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    SeqMatrix = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
 class SQLiteSidecarFeed(CatalogueSQL):
@@ -58,6 +60,8 @@ class SQLiteSidecarFeed(CatalogueSQL):
             yield self._seq_matrix(rows)
 
     def _seq_matrix(self, rows: Rows) -> SeqMatrix:
+        import numpy as np
+
         dim = int(self.get_meta("embedding_dim") or 0)
         seqs = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
         return seqs, self.dialect.vector_matrix([r[1] for r in rows], dim)

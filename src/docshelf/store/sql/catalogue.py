@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from docshelf.model import Chunk, Document, Failure, Source, Tier
 from docshelf.store.base import FileRecord, SearchFilters, StoreStats, VectorSnapshot
@@ -26,6 +23,10 @@ from docshelf.store.rows import (
     source_row,
 )
 from docshelf.store.sql.core import Rows, SQLBase
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _DOC_UPDATES = ", ".join(f"{c} = excluded.{c}" for c in DOCUMENT_FIELDS[1:])
 _DOC_SELECT = (
@@ -302,6 +303,8 @@ class CatalogueSQL(SQLBase):
     def cached_embeddings(
         self, model: str, text_hashes: Sequence[str]
     ) -> dict[str, npt.NDArray[np.float32]]:
+        import numpy as np
+
         rows = self._each_among(
             "text_hash",
             list(text_hashes),
@@ -313,6 +316,8 @@ class CatalogueSQL(SQLBase):
     def cache_embeddings(
         self, model: str, items: Sequence[tuple[str, npt.NDArray[np.float32]]]
     ) -> None:
+        import numpy as np
+
         with self.transaction():
             self._xm(
                 self.dialect.insert_ignoring(

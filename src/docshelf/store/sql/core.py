@@ -6,15 +6,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from docshelf.store.base import SearchFilters
 from docshelf.store.notices import CommitNotices
 from docshelf.store.rows import like_prefix
 from docshelf.store.sql.dialect import Dialect
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 Rows = list[Any]
 Query = Callable[[str, Sequence[Any]], Rows]

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 class Dialect:
@@ -74,10 +75,14 @@ class Dialect:
 
     # -- vectors --------------------------------------------------------------------------
     def decode_vector(self, raw: Any) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         return np.frombuffer(raw, dtype=np.float32)
 
     def vector_matrix(self, raws: Sequence[Any], dim: int) -> npt.NDArray[np.float32]:
         """Rows of ``vector_bytes`` as one matrix (``dim`` columns when there are none)."""
+        import numpy as np
+
         if not raws:
             return np.zeros((0, dim), dtype=np.float32)
         flat = np.frombuffer(b"".join(bytes(r) for r in raws), dtype=self.vector_dtype)
@@ -122,6 +127,8 @@ class PostgresDialect(Dialect):
         return f"{column} ILIKE ?"  # the backslash is PostgreSQL's default escape
 
     def decode_vector(self, raw: Any) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         return np.frombuffer(bytes(raw), dtype=">f4").astype(np.float32)
 
 

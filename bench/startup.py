@@ -1,0 +1,163 @@
+"""Start-up of the ``docshelf`` command as a whole new process, per code tree.
+
+What a person or an agent pays before any work: the interpreter, the imports, opening
+the library. One library of ``--files`` small Markdown files (lexical only,
+``DOCSHELF_EMBEDDER=none``), built once per tree in ``--dir``; then, round-robin
+(so a noisy moment hits every variant alike), after one warm-up each:
+
+- ``sync``     ``docshelf sync`` with nothing changed: must parse and embed nothing
+- ``search``   ``docshelf search "…" --mode lexical``
+- ``help``     ``docshelf --help``
+
+``--tree NAME=SRC`` adds a code tree to compare (its ``src`` folder put first on
+``PYTHONPATH``, run by this interpreter): e.g. a copy of the code before a change
+(``git archive COMMIT | tar -x -C DIR``). The tree of this checkout is ``current``.
+Then ``python -X importtime`` of one unchanged sync per tree, its ten slowest
+imports (cumulative, microseconds).
+
+    flock /tmp/docshelf-bench.lock .venv/bin/python bench/startup.py \\
+        [--files 1000] [--runs 20] [--tree before=/path/to/old/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent / "src"
+COMMANDS: dict[str, list[str]] = {
+    "sync": ["sync"],
+    "search": ["search", "retrieval of notes", "--mode", "lexical"],
+    "help": ["--help"],
+}
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "notes",
+    "retrieval",
+    "search",
+    "index",
+    "vector",
+    "lexical",
+    "shelf",
+    "folder",
+    "document",
+    "snippet",
+    "section",
+    "heading",
+    "summary",
+    "concept",
+    "library",
+    "query",
+    "answer",
+    "cite",
+]
+
+
+def make_folder(root: Path, files: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(files):
+        sub = root / f"part{n % 20:02d}"
+        sub.mkdir(exist_ok=True)
+        words = " ".join(WORDS[(n * 7 + i) % len(WORDS)] for i in range(120))
+        (sub / f"note{n:04d}.md").write_text(f"# Note {n}\n\n{words}\n\n## More\n\n{words}\n")
+
+
+def env_for(src: Path, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
+    # as installed: modules compiled once to .pyc (without it every run recompiles them)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(
+        PYTHONPATH=str(src),
+        DOCSHELF_HOME=str(home),
+        DOCSHELF_EMBEDDER="none",
+        DOCSHELF_ENRICH="off",
+    )
+    return env
+
+
+def docshelf(src: Path, home: Path, args: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "docshelf.cli", *args],
+        env=env_for(src, home),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started
+
+
+def importtime_top(src: Path, home: Path, top: int = 10) -> list[tuple[int, str]]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "docshelf.cli", "sync"],
+        env=env_for(src, home),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    rows: list[tuple[int, str]] = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line[len("import time:") :].split("|")
+        rows.append((int(cumulative.strip()), name.rstrip()[1:]))  # one space, then the depth
+    total = sum(c for c, name in rows if not name.startswith(" "))
+    return [(total, "(all top-level imports)"), *sorted(rows, reverse=True)[:top]]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--tree", action="append", default=[], help="NAME=SRC to compare")
+    args = parser.parse_args()
+    trees = {"current": HERE}
+    for spec in args.tree:
+        name, _, src = spec.partition("=")
+        trees[name] = Path(src).resolve()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="docshelf-startup-"))
+    folder = work / "notes"
+    if not folder.exists():
+        make_folder(folder, args.files)
+    homes = {}
+    for name, src in trees.items():
+        homes[name] = work / f"home-{name}"
+        if not homes[name].exists():
+            docshelf(src, homes[name], ["add", str(folder)])
+    times: dict[tuple[str, str], list[float]] = {}
+    for name, src in trees.items():  # warm-up: the page cache, .pyc files
+        for argv in COMMANDS.values():
+            docshelf(src, homes[name], argv)
+    for _ in range(args.runs):
+        for name, src in trees.items():
+            for command, argv in COMMANDS.items():
+                took = docshelf(src, homes[name], argv)
+                times.setdefault((command, name), []).append(took)
+    print(f"{args.files} files, {args.runs} runs each, new process per run (seconds)\n")
+    print("| command | tree | p50 | p95 |")
+    print("|---|---|---|---|")
+    for (command, name), values in times.items():
+        print(f"| {command} | {name} | {statistics.median(values):.3f} | {pct(values, 0.95):.3f} |")
+    for name, src in trees.items():
+        print(f"\nimport time of `docshelf sync`, {name} (cumulative µs, ten slowest):")
+        for cumulative, module in importtime_top(src, homes[name]):
+            print(f"  {cumulative:>9}  {module.strip()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""How long work's ``ProgressEvent``s reach the person or agent who started it.
+
+On a terminal, ``Board`` keeps one bar for the files (scan, parse, embed, index)
+and another for enrichment, each line naming its phase, done of total, snippets,
+rate, ETA, elapsed time and the current item (its middle elided). rich redraws the
+lines ten times a second from the last event, so the elapsed time ticks even
+while one model batch runs. With ``--json --progress``, ``JsonLines`` writes each
+event as one JSON line on stderr, stdout keeping its one envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING
+
+from docshelf.progress import ProgressEvent, Rate, describe
+from docshelf.terminal import printable
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import ProgressColumn, Task, TaskID
+
+ITEM_WIDTH = 40  # characters of the current item shown (a middle ellipsis beyond)
+
+
+def bar_of(phase: str) -> str:
+    """Which bar an event moves: enrichment has its own, after the files'."""
+    return "enrich" if phase == "enrich" else "work"
+
+
+class Board:
+    """The bars' state: the last event and the rate of each bar. Pure (the rich
+    display reads it); a test hands it a fake clock."""
+
+    def __init__(self, label: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.label = label
+        self.clock = clock
+        self.events: dict[str, ProgressEvent] = {}
+        self.rates: dict[str, Rate] = {}
+
+    def update(self, event: ProgressEvent) -> str:
+        key = bar_of(event.phase)
+        if key not in self.rates:
+            self.rates[key] = Rate(self.clock)
+        self.rates[key].observe(event)
+        self.events[key] = event
+        return key
+
+    def line(self, key: str) -> str:
+        return printable(describe(self.events[key], self.rates[key], ITEM_WIDTH))
+
+    def lines(self) -> list[str]:
+        return [self.line(key) for key in self.events]
+
+
+class RichBoard:
+    """``Board`` drawn by rich on stderr: one task per bar, redrawn as time passes."""
+
+    def __init__(self, board: Board, bars: RichProgress) -> None:
+        self.board = board
+        self.bars = bars
+        self.tasks: dict[str, TaskID] = {}
+
+    def __call__(self, event: ProgressEvent) -> None:
+        key = self.board.update(event)
+        if key not in self.tasks:
+            title = "Enriching" if key == "enrich" else self.board.label
+            self.tasks[key] = self.bars.add_task(title, total=None, key=key)
+        self.bars.update(self.tasks[key], completed=event.done, total=event.total)
+
+
+def line_column(board: Board) -> ProgressColumn:
+    """The column that prints a bar's line, read at every redraw."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Line(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            key = task.fields.get("key", "work")
+            return Text(board.line(key) if key in board.events else "", style="dim")
+
+    return Line()
+
+
+class JsonLines:
+    """Events as NDJSON on ``stream`` (stderr): each with its rate and ETA. An event of
+    the same phase less than ``every`` seconds after the last line written is left out
+    (the next line carries its count); a new phase and the end of a count always
+    get their line."""
+
+    def __init__(
+        self, stream: IO[str], clock: Callable[[], float] = time.monotonic, every: float = 0.5
+    ) -> None:
+        self.stream = stream
+        self.board = Board("", clock)
+        self.clock = clock
+        self.every = every
+        self._last: tuple[str, float] | None = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        key = self.board.update(event)
+        now = self.clock()
+        final = event.total is not None and event.done >= event.total
+        if (
+            self._last is not None
+            and self._last[0] == event.phase
+            and now - self._last[1] < self.every
+            and not final
+        ):
+            return
+        self._last = (event.phase, now)
+        rate = self.board.rates[key]
+        per_second, eta = rate.per_second(event), rate.eta(event)
+        line = {
+            **event.as_json(),
+            "rate": None if per_second is None else round(per_second, 2),
+            "eta_seconds": None if eta is None else round(eta, 1),
+            "elapsed_seconds": round(rate.elapsed(), 1),
+        }
+        self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.stream.flush()
