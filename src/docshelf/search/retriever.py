@@ -45,6 +45,7 @@ from docshelf.search.results import (
     SearchResult,
 )
 from docshelf.store.base import SearchFilters, Store
+from docshelf.store.lexical_fields import header_fields
 
 if TYPE_CHECKING:
     import numpy as np
@@ -313,7 +314,7 @@ class Retriever:
         named: dict[str, float] = {}
         if words:
             for i, c in chunks.items():
-                heading = {_stem(w) for w in _WORDS.findall(" ".join(c.heading_path[-1:]).lower())}
+                heading = {_stem(w) for w in _WORDS.findall(own_heading(c).lower())}
                 if heading:
                     named[i] = len(words & heading) / len(words)
         return by_section(fused, places, named, self.fusion)
@@ -476,6 +477,16 @@ def _stem(word: str) -> str:
 def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
     """Where a citation of ``chunk`` points: its file and heading path, or page."""
     return chunk.document_id, chunk.heading_path, chunk.page_start
+
+
+def own_heading(chunk: Chunk) -> str:
+    """The heading a snippet sits under: the last of its heading path; for the top of a
+    file without headings (page 1 of a PDF, say), the document's title."""
+    if chunk.heading_path:
+        return chunk.heading_path[-1]
+    if chunk.index == 0 and chunk.page_start in (None, 1):
+        return header_fields(chunk.header)[0]
+    return ""
 
 
 def group_key(chunk: Chunk, group: str) -> Hashable:

@@ -42,7 +42,7 @@ class FieldWeights:
 
 
 # Chosen on docqa-dev and dbpedia-5k together by the worst case (BENCHMARKS.md, issue 15).
-WEIGHTS = FieldWeights(title=3.0, headings=2.0, body=1.0)
+WEIGHTS = FieldWeights(title=2.0, headings=2.0, body=1.0)
 
 
 def header_fields(header: str) -> tuple[str, str]:
