@@ -41,7 +41,9 @@ class FieldWeights:
         return "{" + ", ".join(f"{p:g}" for p in parts) + "}"
 
 
-# Chosen on docqa-dev and dbpedia-5k together by the worst case (BENCHMARKS.md, issue 15).
+# Title and headings at 2, as the single header column was (its measured weight); other
+# weights are judged on docqa-dev and dbpedia-5k together by the worst case
+# (BENCHMARKS.md, issue 15).
 WEIGHTS = FieldWeights(title=2.0, headings=2.0, body=1.0)
 
 
