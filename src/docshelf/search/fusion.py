@@ -59,6 +59,9 @@ class FusionSettings:
     # named) x the top score, and every snippet of a cited place (file and heading
     # path, or page) gains `section_evidence` x the scores of that place's next-best
     # snippets (the second and third), so a section several snippets point at wins.
+    # Both off: measured on docqa-dev and dbpedia-5k together, heading 0.1 gained a
+    # known item and hit@5 on docqa but cost dbpedia nDCG@10 0.013; section evidence
+    # lost on docqa in every mode (BENCHMARKS.md, issue 15).
     heading_boost: float = 0.0
     section_evidence: float = 0.0
 
