@@ -153,11 +153,12 @@ def sweep(
         chunk_doc.update(
             (c, mapping.get(d, "")) for c, d in zip(snap.chunk_ids, snap.document_ids, strict=True)
         )
+        saved = sqlite._BM25_WEIGHTS
         for qid, text in ds.queries.items():
             lex: dict[str, Ranking] = {}
             for setting in settings:
                 w = float(setting[1:].split("+")[0])
-                sqlite._BM25_WEIGHTS = (w, 1.0)
+                sqlite._BM25_WEIGHTS = (w, w, 1.0)  # title and headings at w
                 lex[setting] = shelf.store.lexical_search(
                     _terms(text, setting), pool, SearchFilters()
                 )
@@ -171,7 +172,7 @@ def sweep(
                 chunk = shelf.store.get_chunks([cid])[0]
                 chunk_doc[cid] = mapping.get(chunk.document_id, "")
             runs.append(Run(qid, lex, vec, cosine, np.asarray(qvec, dtype=np.float32)))
-    sqlite._BM25_WEIGHTS = (2.0, 1.0)
+    sqlite._BM25_WEIGHTS = saved
 
     def per_query(fused: Callable[[Run], list[str]]) -> list[float]:
         return [

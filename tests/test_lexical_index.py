@@ -337,3 +337,38 @@ def test_shelf_switches_to_the_lexical_index_and_status_says_so(
             "sourdough starter", limit=3, mode="lexical", filters=SearchFilters(tags=("baking",))
         ).hits
         assert {h.document.title for h in filtered} == {"Bread"}
+
+
+def test_the_index_has_the_fields_and_an_index_of_the_old_layout_is_rebuilt(
+    store: SQLiteStore,
+) -> None:
+    import dataclasses
+
+    from docshelf.search import lexical
+    from docshelf.search.lexical import index_dir, write_pointer
+
+    with store.transaction():
+        put_doc(store, 1, ["plain words about zebras", "nothing else"])
+        put_doc(store, 2, ["zebra zebra zebra in a long run of other words here"])
+        fp = f"{3:016x}".rjust(64, "0")[::-1]
+        titled = Chunk(
+            chunk_id(fp, Tier.SNIPPET, 0), document_id(fp), Tier.SNIPPET, 0, "stripes",
+            "[DOC: Zebra]\n[PATH: Habitat]", 0, 1, heading_path=("Zebra", "Habitat"),
+        )  # fmt: skip
+        doc = Document(
+            document_id(fp), fp, "Zebra", "/lib/z.md", "z.md", None, "test", "markdown", 1, 0, 0
+        )
+        store.put_document(doc, [titled], None)
+    index = SidecarLexicalIndex(store, threshold=1)
+    assert index.maintain() == "built" and index.path == "tantivy"
+    # the title (weighted) outranks a body that repeats the word three times
+    assert ids(index.search(["zebra"], 5, NONE))[0] == titled.id
+    assert ids(index.search(["habitat"], 5, NONE)) == [titled.id]  # the heading is a field
+    assert ids(index.search(["path"], 5, NONE)) == []  # the header's labels are not words
+    pointer = read_pointer(index_dir(store))
+    assert pointer is not None and pointer.layout == lexical.LAYOUT
+    write_pointer(index_dir(store), dataclasses.replace(pointer, layout=lexical.LAYOUT - 1))
+    old = SidecarLexicalIndex(store, threshold=1)
+    assert old.path == "fts5"  # an index of another layout never answers
+    assert old.maintain() == "rebuilt" and old.path == "tantivy"
+    assert ids(old.search(["habitat"], 5, NONE)) == [titled.id]

@@ -52,3 +52,89 @@ def test_migrate_names_a_bad_database_url(isolated_home: Path, url: str, code: s
     assert exit_code != 0 and out["ok"] is False
     error = out["error"]
     assert isinstance(error, dict) and error["code"] == code
+
+
+def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str) -> str:
+    """A store at schema 8 (the lexical index in two columns) holding one note, closed;
+    the id of the snippet whose heading names `configuration`."""
+    from docshelf.chunk import build_header
+    from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
+
+    schema = sqlite_schema if module == "sqlite" else postgres_schema
+    with monkeypatch.context() as patch:
+        patch.setattr(f"docshelf.store.{module}.MIGRATIONS", schema.MIGRATIONS[:8])
+        store = open_store(url)
+        assert store.schema_version() == 8
+        sha = "ab" * 32
+        doc = Document(
+            id=document_id(sha),
+            sha256=sha,
+            title="Team meeting notes",
+            path="/n.md",
+            rel_path="n.md",
+            source_id=None,
+            source_host="h",
+            file_type="markdown",
+            size_bytes=1,
+            added_at=1.0,
+            updated_at=1.0,
+            status="complete",
+        )
+        sections = [("Agenda", "budget and hiring"), ("Configuration", "set the port")]
+        chunks = [
+            Chunk(
+                id=chunk_id(sha, Tier.SNIPPET, i),
+                document_id=doc.id,
+                tier=Tier.SNIPPET,
+                index=i,
+                text=body,
+                header=build_header(doc.title, (doc.title, h), (), 48),
+                start=0,
+                end=len(body),
+                heading_path=(doc.title, h),
+            )
+            for i, (h, body) in enumerate(sections)
+        ]
+        with store.transaction():
+            store.put_document(doc, chunks, None)
+        store.close()
+    return chunks[1].id
+
+
+def _check_fielded_after_migration(url: str, configured: str) -> None:
+    from docshelf.store import SearchFilters
+
+    store = open_store(url)
+    try:
+        assert store.schema_version() == max(m.version for m in sqlite_schema.MIGRATIONS)
+        none = SearchFilters()
+        # the rebuilt index knows the title and the heading as fields of their own
+        assert len(store.lexical_search(["team", "meeting"], 10, none)) == 2
+        assert store.lexical_search(["configuration"], 10, none)[0][0] == configured
+        doc = store.list_documents()[0]
+        with store.transaction():
+            store.delete_document(doc.id)  # the index's delete path matches what was added
+        assert store.lexical_search(["team", "configuration"], 10, none) == []
+    finally:
+        store.close()
+
+
+def test_the_fielded_lexical_migration_rebuilds_the_sqlite_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'docshelf.db'}"
+    configured = _old_store_with_notes(url, monkeypatch, "sqlite")
+    _check_fielded_after_migration(url, configured)
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "docshelf.db")
+    con.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+    con.close()
+
+
+def test_the_fielded_lexical_migration_rebuilds_the_postgres_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pg.fresh_schema() as url:
+        configured = _old_store_with_notes(url, monkeypatch, "postgres")
+        _check_fielded_after_migration(url, configured)

@@ -55,6 +55,18 @@ def pg_store(pg_url: str) -> Iterator[Any]:
     s.close()
 
 
+# Headers as the chunker writes them, and odd ones: the index must split each the way
+# store/lexical_fields.header_fields does.
+ODD_HEADERS = [
+    "[DOC: Team meeting notes]",
+    "[DOC: Manual]\n[PATH: Setup > Configuration]",
+    "[DOC: Café]\n[PATH: Ünïcode > 🗃️ Folding]\n[CONCEPTS: raft, paxos]",
+    "[PATH: only a path]",
+    "",
+    "[doc: lower case is not a title]",
+]
+
+
 # -- builders ------------------------------------------------------------------------------
 
 
@@ -392,6 +404,60 @@ def test_lexical_search_weights_the_header(store: Store) -> None:
     put(store, 2, "plain words about zebra", title="Other")
     hits = store.lexical_search(["zebra"], 10, SearchFilters())
     assert doc_of(hits[:2]) == {"1"} and doc_of(hits) == {"1", "2"}
+
+
+def put_sections(store: Store, n: int, title: str, sections: list[tuple[str, str]]) -> list[Chunk]:
+    """A document of one snippet per (heading, body), each with the header the chunker
+    writes (``[DOC: title]`` and ``[PATH: heading]``); its snippets, in order."""
+    from docshelf.chunk import build_header
+
+    doc, _ = make_doc(n, "", title=title)
+    chunks = [
+        Chunk(
+            id=chunk_id(doc.sha256, Tier.SNIPPET, i),
+            document_id=doc.id,
+            tier=Tier.SNIPPET,
+            index=i,
+            text=body,
+            header=build_header(title, (title, heading), (), 48),
+            start=0,
+            end=len(body),
+            heading_path=(title, heading),
+        )
+        for i, (heading, body) in enumerate(sections)
+    ]
+    with store.transaction():
+        store.put_document(doc, chunks, vecs(len(chunks), seed=n))
+    return chunks
+
+
+def test_lexical_search_finds_the_note_whose_title_the_query_names(store: Store) -> None:
+    """Fielded scoring: the few words of a title outweigh bodies that repeat them."""
+    put_sections(store, 1, "Team meeting notes", [("Agenda", "budget and hiring for spring")])
+    for n in (2, 3, 4):
+        put_sections(
+            store,
+            n,
+            f"Other {n}",
+            [("Log", "notes on the team: a meeting, more notes, the meeting notes again")],
+        )
+    hits = store.lexical_search(["team", "meeting", "notes"], 10, SearchFilters())
+    assert doc_of(hits[:1]) == {"1"} and doc_of(hits) == {"1", "2", "3", "4"}
+
+
+def test_lexical_search_finds_the_section_whose_heading_the_query_names(store: Store) -> None:
+    snippets = put_sections(
+        store,
+        1,
+        "Manual",
+        [
+            ("Installation", "copy the files, then read about configuration below"),
+            ("Configuration", "set the port and the host in the file"),
+            ("Usage", "run it"),
+        ],
+    )
+    hits = store.lexical_search(["configuration"], 10, SearchFilters())
+    assert [h[0] for h in hits] == [snippets[1].id, snippets[0].id]
 
 
 @pytest.mark.parametrize(
@@ -791,6 +857,28 @@ def _pg_rows(url: str, query: str) -> list[tuple[Any, ...]]:
 # -- SQLite only ---------------------------------------------------------------------------
 
 
+def test_the_sqlite_index_splits_headers_as_header_fields(tmp_path: Path) -> None:
+    from docshelf.store.lexical_fields import header_fields
+    from docshelf.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "docshelf.db")
+    try:
+        for n, header in enumerate(ODD_HEADERS, start=1):
+            doc, chunks = make_doc(n, "words")
+            chunks = [dataclasses.replace(c, header=header) for c in chunks]
+            with store.transaction():
+                store.put_document(doc, chunks, vecs(2, seed=n))
+        rows = store._q(
+            "SELECT c.header, v.title, v.headings FROM chunks_lexical v "
+            "JOIN chunks c ON c.seq = v.seq"
+        )
+        assert len(rows) == 2 * len(ODD_HEADERS)
+        for header, title, headings in rows:
+            assert (title, headings) == header_fields(header), header
+    finally:
+        store.close()
+
+
 def test_the_sqlite_store_feeds_the_sidecar_indexes(tmp_path: Path) -> None:
     """search/ann.py and search/lexical.py read a store through ``SidecarFeed``."""
     from docshelf.store.base import SidecarFeed
@@ -848,6 +936,27 @@ def test_postgres_schema_matches_sqlite(pg_url: str, tmp_path: Path) -> None:
     # rowid column) in SQLite.
     assert pgs - lite == {("chunks", "fts"), ("distillates", "tsv")}
     assert lite - pgs == {("distillates", "seq")}
+
+
+def test_the_postgres_index_splits_headers_as_header_fields(pg_store: Any) -> None:
+    from docshelf.store.lexical_fields import header_fields
+
+    for n, header in enumerate(ODD_HEADERS, start=1):
+        doc, chunks = make_doc(n, "words")
+        chunks = [dataclasses.replace(c, header=header) for c in chunks]
+        with pg_store.transaction():
+            pg_store.put_document(doc, chunks, vecs(2, seed=n))
+    rows = pg_store._q("SELECT header, text, id FROM chunks WHERE tier = 'snippet'")
+    assert len(rows) == 2 * len(ODD_HEADERS)
+    for header, text, cid in rows:
+        title, headings = header_fields(header)
+        same = pg_store._q(
+            "SELECT fts = setweight(to_tsvector('english'::regconfig, ?), 'A') "
+            "|| setweight(to_tsvector('english'::regconfig, ?), 'B') "
+            "|| setweight(to_tsvector('english'::regconfig, ?), 'C') FROM chunks WHERE id = ?",
+            [title, headings, text, cid],
+        )
+        assert same[0][0] is True, header
 
 
 def test_postgres_concurrent_first_opens_migrate_once(pg_url: str) -> None:

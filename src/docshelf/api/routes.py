@@ -193,7 +193,7 @@ class SearchRequest(BaseModel):
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
     mode: SearchMode = "hybrid"
     filters: Filters = Field(default_factory=lambda: Filters())
-    group: Literal["snippet", "section", "document"] = "snippet"
+    group: Literal["snippet", "section", "document", "all"] = "snippet"
     expand: Literal["parent-section"] | None = Field(
         default=None, description="parent-section: add each hit's section"
     )

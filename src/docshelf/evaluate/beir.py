@@ -124,7 +124,13 @@ class EvalResult:
         return out
 
 
-OPTIONS = {"strong": "strong_lead", "adapt": "adaptive_lead"}
+OPTIONS = {
+    "strong": "strong_lead",
+    "adapt": "adaptive_lead",
+    "heading": "heading_boost",
+    "section": "section_evidence",
+}
+ANY_MODE = ("heading", "section")  # options of every mode (the rest are fusion's)
 
 
 def parse_config(config: str) -> tuple[str, FusionSettings | None]:
@@ -133,13 +139,16 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
     from the top M snippets with weight B (``:0`` turns feedback off) — and by options
     of the fusion study: ``+strong:T`` (a list's first leading by T of its range goes
     first; ``+strong:0`` turns it off), ``+adapt:T`` (lexical weight toward 0.5 as its
-    lead grows to T)."""
+    lead grows to T); and, in every mode, ``+heading:H`` and ``+section:S`` (the section
+    evidence of ``FusionSettings``)."""
     config, *options = config.split("+")
     fusion_options: dict[str, Any] = {}
     for option in options:
         name, _, value = option.partition(":")
-        if name not in OPTIONS or not config.startswith("hybrid"):
-            raise InvalidInput(f"Unknown option {option!r}; use +strong:T or +adapt:T")
+        if name not in OPTIONS or not (name in ANY_MODE or config.startswith("hybrid")):
+            raise InvalidInput(
+                f"Unknown option {option!r}; use +strong:T, +adapt:T, +heading:H or +section:S"
+            )
         try:
             number = float(value)
         except ValueError:

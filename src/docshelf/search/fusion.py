@@ -21,7 +21,7 @@ Which method and which weights are the defaults is decided by measurement
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,16 @@ class FusionSettings:
     # Per-query lexical weight (tried in the same study, off): raised toward an even
     # split as the lexical list's lead grows to `adaptive_lead`.
     adaptive_lead: float = 0.0
+    # The right section first (every mode, after fusion; issue 15): a snippet whose
+    # heading names the query's words gains `heading_boost` x (share of the words
+    # named) x the top score, and every snippet of a cited place (file and heading
+    # path, or page) gains `section_evidence` x the scores of that place's next-best
+    # snippets (the second and third), so a section several snippets point at wins.
+    # Both off: measured on docqa-dev and dbpedia-5k together, heading 0.1 gained a
+    # known item and hit@5 on docqa but cost dbpedia nDCG@10 0.013; section evidence
+    # lost on docqa in every mode (BENCHMARKS.md, issue 15).
+    heading_boost: float = 0.0
+    section_evidence: float = 0.0
 
     @classmethod
     def configured(cls, concept_boost: float | None) -> FusionSettings:
@@ -70,6 +80,7 @@ class Fused:
     score: float
     lexical: float | None
     vector: float | None
+    strong: bool = False  # put first by keep_strong: later re-sorts keep it in front
 
 
 def _min_max(ranking: Ranking) -> dict[str, float]:
@@ -101,7 +112,8 @@ def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float
     top = fused[0].score
     first = [f for f in fused if f.id in strong]
     raised = [
-        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n))) for n, f in enumerate(first)
+        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
+        for n, f in enumerate(first)
     ]
     return raised + [f for f in fused if f.id not in strong]
 
@@ -152,16 +164,42 @@ def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fu
     return fused
 
 
+def by_section(
+    fused: Sequence[Fused],
+    places: Mapping[str, Hashable],
+    heading_match: Mapping[str, float],
+    settings: FusionSettings,
+) -> list[Fused]:
+    """``fused`` re-sorted with the section evidence of ``settings``: ``places`` says
+    which cited place each id belongs to, ``heading_match`` what share (0..1) of the
+    query's words its heading names. Parts are kept as they were."""
+    if not fused or (settings.heading_boost == 0 and settings.section_evidence == 0):
+        return list(fused)
+    top = max(abs(f.score) for f in fused) or 1.0
+    seen: dict[Hashable, list[float]] = {}
+    for f in fused:
+        if f.id in places:
+            seen.setdefault(places[f.id], []).append(f.score)
+    support = {place: sum(sorted(s, reverse=True)[1:3]) for place, s in seen.items()}
+
+    def score(f: Fused) -> float:
+        gained = settings.heading_boost * heading_match.get(f.id, 0.0) * top
+        if f.id in places:
+            gained += settings.section_evidence * support[places[f.id]]
+        return f.score + gained
+
+    out = [replace(f, score=score(f)) for f in fused]
+    out.sort(key=lambda f: (not f.strong, -f.score, f.id))
+    return out
+
+
 def boost(fused: Sequence[Fused], ids: set[str], factor: float) -> list[Fused]:
     """``fused`` re-sorted after raising the score of ``ids`` by ``factor`` of its size
     (so a negative score moves toward zero too); parts are kept as they were."""
     if not ids or factor == 0:
         return list(fused)
-    out = [
-        Fused(f.id, f.score + factor * abs(f.score), f.lexical, f.vector) if f.id in ids else f
-        for f in fused
-    ]
-    out.sort(key=lambda f: (-f.score, f.id))
+    out = [replace(f, score=f.score + factor * abs(f.score)) if f.id in ids else f for f in fused]
+    out.sort(key=lambda f: (not f.strong, -f.score, f.id))
     return out
 
 

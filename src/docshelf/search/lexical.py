@@ -51,15 +51,17 @@ from docshelf.search.sidecar import (
     write_record,
 )
 from docshelf.store.base import SearchFilters
+from docshelf.store.lexical_fields import WEIGHTS, header_fields
 
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 50_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
-HEADER_WEIGHT = 2  # as FTS5's bm25() weights: a match in the title/heading path counts double
 MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
 ANALYZER = "docshelf"
-LAYOUT = 1  # the schema and analyzer below; an index of another layout is rebuilt
+LAYOUT = 2  # the schema and analyzer below; an index of another layout is rebuilt
+# The fields and their boosts, as FTS5's bm25() column weights (store/lexical_fields.py).
+FIELDS = (("title", WEIGHTS.title), ("headings", WEIGHTS.headings), ("body", WEIGHTS.body))
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ def _schema() -> Any:
     builder = tantivy.SchemaBuilder()
     builder.add_integer_field("seq", indexed=True, fast=True)
     builder.add_integer_field("mark", fast=True)
-    builder.add_text_field("body", tokenizer_name=ANALYZER, index_option="freq")
+    for name, _ in FIELDS:
+        builder.add_text_field(name, tokenizer_name=ANALYZER, index_option="freq")
     return builder.build()
 
 
@@ -161,14 +164,22 @@ class SidecarLexicalIndex(SidecarIndex):
             fetch = min(MAX_FETCH, fetch * 8)
 
     def _query(self, terms: Sequence[str]) -> Any:
-        """Any of the words, like FTS5's ``"a" OR "b"`` (a term of several words, such as
-        ``foo_bar``, matches any of them here where FTS5 wants the phrase)."""
+        """Any of the words in any field, like FTS5's ``"a" OR "b"`` (a term of several
+        words, such as ``foo_bar``, matches any of them here where FTS5 wants the phrase);
+        each field's BM25 boosted by its weight and summed, as FTS5's weighted bm25()."""
         import tantivy
 
         schema = self._index.schema
+        tokens = dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term))
         clauses = [
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", token, "freq"))
-            for token in dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term))
+            (
+                tantivy.Occur.Should,
+                tantivy.Query.boost_query(
+                    tantivy.Query.term_query(schema, name, token, "freq"), weight
+                ),
+            )
+            for token in tokens
+            for name, weight in FIELDS
         ]
         return tantivy.Query.boolean_query(clauses) if clauses else None
 
@@ -353,12 +364,11 @@ class SidecarLexicalIndex(SidecarIndex):
 
 
 def _doc(seq: int, header: str, text: str) -> Any:
-    """One field, the header repeated HEADER_WEIGHT times before the text: the term
-    frequency BM25 sees is then FTS5's weighted one (2 x in the header + in the text),
-    and a word's document frequency counts rows, as FTS5's does."""
+    """A snippet in the index's fields: the header split as every backend splits it."""
     import tantivy
 
-    return tantivy.Document(seq=seq, body="\n".join([header] * HEADER_WEIGHT + [text]))
+    title, headings = header_fields(header)
+    return tantivy.Document(seq=seq, title=title, headings=headings, body=text)
 
 
 def _set_watermark(writer: Any, position: int) -> None:

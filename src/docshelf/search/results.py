@@ -9,7 +9,9 @@ from docshelf.model import Chunk, Citation, Hit
 
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
 CONTEXT_MODES: tuple[str, ...] = get_args(ContextMode)
-GROUPS: tuple[str, ...] = ("snippet", "section", "document")
+# snippet: the best snippet of each cited place (file + heading path or page); all: every
+# snippet; section / document: the best snippet of each section chunk / document.
+GROUPS: tuple[str, ...] = ("snippet", "section", "document", "all")
 MAX_LIMIT = 200
 CACHED_LIMIT = 50  # searches asking for more hits (or expanded sections) are not cached
 CANDIDATE_POOL = 100  # candidates per side (lexical, vector) before fusion

@@ -14,8 +14,9 @@ nothing of how they were wired.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,15 @@ from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, T
 from docshelf.search.cache import ResultCache
 from docshelf.search.engines import LexicalEngine, VectorEngine
 from docshelf.search.filters import SEARCH_MODES, with_query_fields
-from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, feedback_query, fuse
+from docshelf.search.fusion import (
+    Fused,
+    FusionSettings,
+    as_fused,
+    boost,
+    by_section,
+    feedback_query,
+    fuse,
+)
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.results import (
     CACHED_LIMIT,
@@ -36,6 +45,7 @@ from docshelf.search.results import (
     SearchResult,
 )
 from docshelf.store.base import SearchFilters, Store
+from docshelf.store.lexical_fields import header_fields
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,7 +167,7 @@ class Retriever:
         # A fixed pool: min-max fusion normalises over the candidates, so the
         # pool must not move with `limit` (bench/fusion.py measured 100 best).
         size = max(candidates or CANDIDATE_POOL, limit)
-        if parsed.constrained or group != "snippet":
+        if parsed.constrained or group in ("section", "document"):
             size *= 3  # phrases, exclusions and grouping discard candidates
         timings: dict[str, float] = {}
         lexical: list[tuple[str, float]] = []
@@ -249,9 +259,10 @@ class Retriever:
         chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
         if concepts:
             fused = self.boost_concepts(fused, chunks, concepts)
+        fused = self.sections_first(fused, chunks, parsed)
         pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
         docs: dict[str, Document] = {}
-        groups: set[str] = set()
+        groups: set[Hashable] = set()
         texts: set[str] = set()
         hits: list[Hit] = []
         for f in fused:
@@ -261,9 +272,7 @@ class Retriever:
             if parsed.constrained and not satisfies(chunk.text, parsed):
                 continue
             same_text = " ".join(chunk.text.casefold().split())[:400]
-            key = {"document": chunk.document_id, "section": chunk.parent_id or chunk.id}.get(
-                group, chunk.id
-            )
+            key = group_key(chunk, group)
             if same_text in texts or key in groups:
                 continue
             doc = docs.get(chunk.document_id) or self.store.get_document(chunk.document_id)
@@ -291,6 +300,24 @@ class Retriever:
                 dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
             ]
         return hits, pool
+
+    def sections_first(
+        self, fused: Sequence[Fused], chunks: dict[str, Chunk], parsed: ParsedQuery
+    ) -> list[Fused]:
+        """The section evidence of the fusion settings (``fusion.by_section``): snippets
+        under a heading that names the query's words, and of a place several candidates
+        point at, move up."""
+        if self.fusion.heading_boost == 0 and self.fusion.section_evidence == 0:
+            return list(fused)
+        words = {_stem(w) for w in lexical_terms(parsed.text) if w not in STOPWORDS}
+        places = {i: place(c) for i, c in chunks.items()}
+        named: dict[str, float] = {}
+        if words:
+            for i, c in chunks.items():
+                heading = {_stem(w) for w in _WORDS.findall(own_heading(c).lower())}
+                if heading:
+                    named[i] = len(words & heading) / len(words)
+        return by_section(fused, places, named, self.fusion)
 
     def named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
         """The concepts the query names — in its words (a label or alternative label of the
@@ -434,6 +461,45 @@ class Retriever:
         )
         docs = {d.id: d for d in self.seen_by(listed, user_id)}
         return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def _stem(word: str) -> str:
+    """A crude English stem, enough to match a query word to a heading word."""
+    for suffix in ("ing", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
+    """Where a citation of ``chunk`` points: its file and heading path, or page."""
+    return chunk.document_id, chunk.heading_path, chunk.page_start
+
+
+def own_heading(chunk: Chunk) -> str:
+    """The heading a snippet sits under: the last of its heading path; for the top of a
+    file without headings (page 1 of a PDF, say), the document's title."""
+    if chunk.heading_path:
+        return chunk.heading_path[-1]
+    if chunk.index == 0 and chunk.page_start in (None, 1):
+        return header_fields(chunk.header)[0]
+    return ""
+
+
+def group_key(chunk: Chunk, group: str) -> Hashable:
+    """One hit per key: per cited place (``snippet``, the default: the best snippet of
+    each file and heading path or page), per ``section`` chunk, per ``document``, or
+    every snippet (``all``)."""
+    if group == "document":
+        return chunk.document_id
+    if group == "section":
+        return chunk.parent_id or chunk.id
+    if group == "all":
+        return chunk.id
+    return place(chunk)
 
 
 def _check_search(query: str, limit: int, mode: str, group: str, expand: str | None) -> None:

@@ -53,15 +53,16 @@ from docshelf.errors import (
 )
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
+from docshelf.store.lexical_fields import WEIGHTS
 from docshelf.store.notices import CommitNotices
 from docshelf.store.postgres_schema import MIGRATIONS
 from docshelf.store.rows import JOB_FIELDS, distillate_from_row, job_from_row
 from docshelf.store.sql import POSTGRES, Query, Rows, SQLStore
 
-# ts_rank_cd weights for {D, C, B, A}: a match in the header (A) counts twice one in
-# the text (B), as the SQLite store's bm25 weights do. Normalisation 1 divides by
+# ts_rank_cd weights for {D, C, B, A}: the fields title (A), headings (B) and text (C)
+# weighted as in every backend (store/lexical_fields.py). Normalisation 1 divides by
 # 1 + log(length), so long snippets do not win by size alone.
-_RANK = "ts_rank_cd('{0.1, 0.2, 0.5, 1.0}'::real[], c.fts, q.query, 1)"
+_RANK = f"ts_rank_cd('{WEIGHTS.ts_rank_array()}'::real[], c.fts, q.query, 1)"
 _HNSW_MAX_DIM = 2000  # pgvector's HNSW limit for the vector type
 _CONNECT_TIMEOUT = 10  # seconds, unless the URL says otherwise
 _WRITER_WAIT_SECONDS = 30  # how long a transaction waits for the writer lock (SQLite: 30 s)

@@ -336,3 +336,35 @@ MIGRATIONS += (
         """,
     ),
 )
+
+# The header split into the lexical index's fields, as store/lexical_fields.py's
+# header_fields does (the SQLite schema has the same in its SQL).
+_FIRST = "split_part(header, E'\\n', 1)"
+_TITLED = "left(header, 6) = '[DOC: '"
+_TITLE = f"CASE WHEN {_TITLED} THEN substr({_FIRST}, 7, length({_FIRST}) - 7) ELSE '' END"
+_HEADINGS = (
+    f"replace(replace(CASE WHEN {_TITLED} THEN substr(header, length({_FIRST}) + 2) "
+    "ELSE header END, '[PATH: ', ''), '[CONCEPTS: ', '')"
+)
+
+MIGRATIONS += (
+    Migration(
+        9,
+        "fielded_lexical",
+        f"""
+        -- The lexical index in three fields: title (A), heading path (B), text (C),
+        -- weighted at query time by ts_rank_cd (store/lexical_fields.py); the stored
+        -- column is computed again for every chunk.
+        DROP INDEX chunks_fts;
+        ALTER TABLE chunks DROP COLUMN fts;
+        ALTER TABLE chunks ADD COLUMN fts tsvector GENERATED ALWAYS AS (
+            CASE WHEN tier = 'snippet' THEN
+                setweight(to_tsvector('english'::regconfig, {_TITLE}), 'A')
+                || setweight(to_tsvector('english'::regconfig, {_HEADINGS}), 'B')
+                || setweight(to_tsvector('english'::regconfig, text), 'C')
+            END
+        ) STORED;
+        CREATE INDEX chunks_fts ON chunks USING gin (fts);
+        """,
+    ),
+)

@@ -24,6 +24,7 @@ from docshelf.durable import private_dir, private_file
 from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
+from docshelf.store.lexical_fields import WEIGHTS
 from docshelf.store.notices import CommitNotices
 from docshelf.store.rows import JOB_COLUMNS, distillate_from_row, job_from_row
 from docshelf.store.sql import SQLITE, Query, Rows, SQLStore
@@ -34,8 +35,13 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# bm25() weights for (header, text): a match in the title/heading path counts double.
-_BM25_WEIGHTS = (2.0, 1.0)
+# bm25() weights of the index's columns (title, headings, text): store/lexical_fields.py.
+_BM25_WEIGHTS = (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body)
+
+
+def _bm25() -> str:
+    """FTS5's weighted bm25() over the fields (read at each query, so bench/ can vary it)."""
+    return "bm25(chunks_fts, " + ", ".join(f"{w:g}" for w in _BM25_WEIGHTS) + ")"
 
 
 def _translate(exc: sqlite3.Error, url: str) -> Exception:
@@ -198,7 +204,7 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             # `limit` of them are visible, they are exactly the visible top `limit`.
             best = self._q(
                 "SELECT c.id, r.rank FROM (SELECT rowid, "
-                f"bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS rank "
+                f"{_bm25()} AS rank "
                 "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r "
                 "JOIN chunks c ON c.seq = r.rowid JOIN documents d ON d.id = c.document_id "
                 "WHERE d.status = 'complete' ORDER BY r.rank",
@@ -207,7 +213,7 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             if len(best) >= limit:
                 return [(r[0], -float(r[1])) for r in best[:limit]]
         rows = self._q(
-            f"SELECT c.id, bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS rank "
+            f"SELECT c.id, {_bm25()} AS rank "
             "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.document_id "
             f"WHERE chunks_fts MATCH ? AND d.status = 'complete' {where} ORDER BY rank LIMIT ?",

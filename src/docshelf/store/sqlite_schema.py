@@ -380,3 +380,57 @@ MIGRATIONS += (
         """,
     ),
 )
+
+# The header split into the fields of the lexical index (store/lexical_fields.py's
+# header_fields, in SQL); `{h}` stands for the header column of the row at hand.
+_FIRST = "substr({h}, 1, instr({h} || char(10), char(10)) - 1)"
+_IS_TITLED = "substr({h}, 1, 6) = '[DOC: '"
+_TITLE = f"CASE WHEN {_IS_TITLED} THEN substr({_FIRST}, 7, length({_FIRST}) - 7) ELSE '' END"
+_HEADINGS = (
+    f"replace(replace(CASE WHEN {_IS_TITLED} THEN substr({{h}}, length({_FIRST}) + 2) "
+    "ELSE {h} END, '[PATH: ', ''), '[CONCEPTS: ', '')"
+)
+
+
+def _title(h: str) -> str:
+    return _TITLE.replace("{h}", h)
+
+
+def _headings(h: str) -> str:
+    return _HEADINGS.replace("{h}", h)
+
+
+MIGRATIONS += (
+    Migration(
+        9,
+        "fielded_lexical",
+        f"""
+        -- The lexical index in three fields (title, heading path, body) with their own
+        -- bm25() weights (store/lexical_fields.py), rebuilt from the chunks. Its
+        -- external content is a view that derives the fields from the chunk's own
+        -- header, so a delete always removes exactly what was added.
+        DROP TRIGGER chunks_fts_insert;
+        DROP TRIGGER chunks_fts_delete;
+        DROP TABLE chunks_fts;
+        CREATE VIEW chunks_lexical AS
+            SELECT seq, {_title("header")} AS title, {_headings("header")} AS headings, text
+            FROM chunks WHERE tier = 'snippet';
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            title, headings, text,
+            content='chunks_lexical', content_rowid='seq',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks WHEN new.tier = 'snippet'
+        BEGIN
+            INSERT INTO chunks_fts(rowid, title, headings, text)
+            VALUES (new.seq, {_title("new.header")}, {_headings("new.header")}, new.text);
+        END;
+        CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks WHEN old.tier = 'snippet'
+        BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, title, headings, text)
+            VALUES ('delete', old.seq, {_title("old.header")}, {_headings("old.header")}, old.text);
+        END;
+        INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+        """,
+    ),
+)
