@@ -153,11 +153,31 @@ _SHOWN = (
 )
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _shown(key: str, value: Any) -> str:
+    """A record field as a person reads it: lists joined, nothing as "—", chunk counts
+    in words ("1 section, 9 snippets"), never a Python repr."""
+    if key == "chunk_counts" and isinstance(value, dict):
+        return ", ".join(_plural(n, tier) for tier, n in value.items()) or "—"
+    if value is None or value == "" or value == [] or value == {}:
+        return "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 def _render_show(o: Outcome) -> None:
     r = o.result
     table = Table(show_header=False, box=None)
     for key in _SHOWN:
-        table.add_row(Text(key, style="bold"), Text(str(r[key])))
+        table.add_row(Text(key, style="bold"), Text(_shown(key, r[key])))
     if r["summary"]:
         table.add_row(Text("summary", style="bold"), Text(r["summary"]))
     if r["page_count"]:
@@ -174,9 +194,17 @@ def _render_show(o: Outcome) -> None:
             console.print(Text(f"  • {x['text']}  [{', '.join(x['chunk_ids'])}]"))
     if r["links"]:
         console.print(Text("Links:", style="bold"))
+        links: dict[str, tuple[int, list[str]]] = {}  # each target once, however often linked
         for link in r["links"]:
-            where = ", ".join(link["document_ids"]) or "(no such note)"
-            console.print(Text(f"  [[{link['target']}]] -> {where}"))
+            times, ids = links.get(link["target"], (0, []))
+            links[link["target"]] = (
+                times + 1,
+                [*ids, *(i for i in link["document_ids"] if i not in ids)],
+            )
+        for target, (times, ids) in links.items():
+            where = ", ".join(ids) or "(no such note)"
+            again = f"  ({times} times)" if times > 1 else ""
+            console.print(Text(f"  [[{target}]] -> {where}{again}"))
     if r["backlinks"]:
         console.print(Text("Backlinks:", style="bold"))
         for b in r["backlinks"]:
@@ -225,8 +253,13 @@ def _render_status(o: Outcome) -> None:
     if r["unmapped_tags"]:
         tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
         console.print(f"Tags not in the taxonomy: {tags}")
-    console.print(f"Failures: {r['failed']}")
-    for f in r["failures"]:
+    failures = r["failures"]
+    if len(failures) < r["failed"]:
+        shown = f" ({len(failures)} of {r['failed']} shown; `docshelf status --json` lists more)"
+    else:
+        shown = ""
+    console.print(f"Failures: {r['failed']}{shown}")
+    for f in failures:
         console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
     if "problems" in r:
         console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
@@ -249,7 +282,24 @@ def status(
         actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
     if st.documents == 0:
         actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
-    return Outcome(views.status(st, shelf.check() if check else None), actions)
+    result = views.status(st, shelf.check() if check else None)
+    if st.by_status.get("failed"):  # documents whose processing failed count as failures too
+        for doc in shelf.documents():
+            if doc.status == "failed":
+                result["failures"].append(
+                    {"path": doc.path, "reason": _failed_reason(shelf, doc.id)}
+                )
+    return Outcome(result, actions)
+
+
+def _failed_reason(shelf: Any, document_id: str) -> str:
+    """Why a document's processing failed: its job's last error, when it has a job."""
+    from docshelf.errors import NotFound
+
+    try:
+        return shelf.job(document_id).last_error or "processing failed"
+    except NotFound:
+        return "processing failed"
 
 
 @command(render=report_render("Removed"))
