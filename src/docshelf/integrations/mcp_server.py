@@ -280,6 +280,14 @@ class _Tools:
                 "truncated", {"max_chars": max_chars, "texts_cut": 0, "hint": _MORE_HITS}
             )
             notes["hits_omitted"] = len(result.hits) - len(out["hits"])
+        overflow = _size(out) - max_chars
+        if overflow > 0 and out["hits"]:  # one hit left, still too long: shorten its text
+            top_hit = out["hits"][0]
+            top_hit["text"] = _cut(top_hit["text"], max(len(top_hit["text"]) - overflow - 20, 0))
+            notes = out.setdefault(
+                "truncated", {"max_chars": max_chars, "hits_omitted": 0, "hint": _MORE_HITS}
+            )
+            notes["texts_cut"] = 1
         return out
 
     def get_context(
@@ -523,6 +531,10 @@ def _translated(fn: Callable[..., JSON]) -> Callable[..., JSON]:
     return tool
 
 
+def _subclasses(cls: type) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
 def schema_message(exc: ValidationError) -> str:
     """Arguments the tool schema refused, said in a line an agent can act on (not the
     validator's report, with its types, inputs and URLs)."""
@@ -545,23 +557,30 @@ def schema_message(exc: ValidationError) -> str:
                 kind, kind.replace("_", " ")
             )
             parts.append(f"{where} must be {word} {bound}")
+        elif kind == "value_error" and err.get("ctx", {}).get("error") is not None:
+            parts.append(str(err["ctx"]["error"]))  # a check's own words (filters.py)
         else:
             parts.append(f"{where}: {err['msg'][:1].lower()}{err['msg'][1:]}")
     return "invalid_input: " + "; ".join(parts)
+
+
+_CODES = {c.code for c in (DocshelfError, *_subclasses(DocshelfError))}
 
 
 class _Server(MCPServer):
     """The SDK's server with docshelf's two conventions for every tool result: the text
     an agent reads is compact JSON, and refused arguments are a short ``invalid_input``."""
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(schema_message(exc.__cause__)) from None
+            # the SDK's "Error executing tool NAME: " before our "code: message"
+            message = str(exc).removeprefix(f"Error executing tool {name}: ")
+            if message != str(exc) and message.split(":", 1)[0] in _CODES:
+                raise ToolError(message) from None
             raise
         if isinstance(result, CallToolResult) and result.structured_content is not None:
             text = TextContent(type="text", text=compact_json(result.structured_content))

@@ -161,9 +161,19 @@ _QUESTION_WORDS = frozenset(
         *("can", "could", "should", "would", "may", "might", "i", "me", "my", "we", "our"),
         *("you", "your", "they", "them", "their", "there", "about", "explain", "describe"),
         *("tell", "mean", "means", "meant", "define", "definition"),
+        # function words: they say how, not what
+        *("without", "within", "into", "onto", "over", "under", "between", "through"),
+        *("during", "before", "after", "than", "then", "also", "not", "no", "any", "some"),
+        *("all", "each", "other", "such", "so", "if", "but", "very", "just", "only"),
+        *("much", "many", "there", "here", "these", "those", "he", "she", "his", "her"),
     ]
 )
-_DEFINITION = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b", re.IGNORECASE)
+# "What is X?", "What are the Xs in Y?": X is what a defining sentence is about.
+_DEFINITION = re.compile(
+    r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.+?)"
+    r"(?:\s+(?:in|of|for|on|at|with|from|about)\s+.*)?\s*\??\s*$",
+    re.IGNORECASE,
+)
 
 
 def _wikilink_text(match: re.Match[str]) -> str:
@@ -189,16 +199,22 @@ def _inline_plain(text: str) -> str:
 def plain_units(markdown: str) -> list[str]:
     """The text of ``markdown`` as readable units: paragraphs and list items with their
     markup removed (wikilinks as their alias or target, links as their text, emphasis,
-    list and quote markers gone). Heading lines, rules, tables and code blocks are not
-    prose, so they are left out: a sentence of an answer never starts with ``##``."""
-    units: list[str] = []
+    list and quote markers, comments gone). Heading lines, rules, tables and code
+    blocks are not prose, so they are left out: an answer never starts with ``##``."""
+    return [text for text, _ in _units(markdown)]
+
+
+def _units(markdown: str) -> list[tuple[str, bool]]:
+    """:func:`plain_units`, each saying whether it is a list item."""
+    units: list[tuple[str, bool]] = []
     current: list[str] = []
+    item = False
 
     def close() -> None:
-        for part in _BULLET.split(" ".join(current)):
+        for k, part in enumerate(_BULLET.split(" ".join(current))):
             text = _inline_plain(part)
             if text:
-                units.append(text)
+                units.append((text, item or k > 0))
         current.clear()
 
     in_code = was_quote = False
@@ -220,10 +236,13 @@ def plain_units(markdown: str) -> list[str]:
             continue
         is_quote = bool(_QUOTE.match(line))
         quoted = _QUOTE.sub("", line)
-        item = _LIST_ITEM.match(quoted)
-        if item or is_quote != was_quote:  # a list item or a quote begins a unit
+        marker = _LIST_ITEM.match(quoted)
+        if marker or is_quote != was_quote:  # a list item or a quote begins a unit
             close()
-            quoted = quoted[item.end() :] if item else quoted
+            item = bool(marker)
+            quoted = quoted[marker.end() :] if marker else quoted
+        elif not current:
+            item = False
         was_quote = is_quote
         current.append(quoted)
     close()
@@ -232,27 +251,29 @@ def plain_units(markdown: str) -> list[str]:
 
 def plain_sentences(markdown: str) -> list[str]:
     """The sentences of ``markdown`` as plain text, in reading order (see
-    :func:`plain_units`); a unit without closing punctuation (a list item) gets a full
-    stop so that it reads as a sentence beside the others."""
+    :func:`plain_units`). A list item without closing punctuation gets a full stop, so
+    that it reads as a sentence beside the others; other text without one is a heading
+    line or a fragment (a PDF's running title, a snippet cut mid-sentence), not a
+    sentence."""
     out: list[str] = []
-    for unit in plain_units(markdown):
+    for unit, is_item in _units(markdown):
         for sentence in _SENTENCE.split(unit):
             sentence = sentence.strip()
             if not sentence:
                 continue
-            out.append(sentence if _TERMINAL.search(sentence) else sentence + ".")
+            if _TERMINAL.search(sentence):
+                out.append(sentence)
+            elif is_item:
+                out.append(sentence + ".")
     return out
 
 
 def _whole_sentences(snippet: str) -> list[str]:
     """The sentences of a snippet that are whole: a snippet cut out of a longer text
-    may begin mid-sentence (lower-case) or stop mid-sentence (no closing punctuation
-    and more than a short line)."""
+    may begin mid-sentence (in lower case)."""
     units = plain_sentences(snippet)
     if units and units[0][:1].islower():
         units = units[1:]
-    if units and len(units[-1].split()) > 8 and snippet.rstrip()[-1:] not in ".!?:;\"')]*_":
-        units = units[:-1]
     return units
 
 
@@ -280,6 +301,10 @@ def key_terms(question: str) -> list[str]:
     return list(dict.fromkeys(_stem(t) for t in terms))
 
 
+# A sentence scoring below this share of the best one is not part of the answer.
+KEEP = 0.75
+
+
 @dataclass(frozen=True)
 class Extract:
     """An extractive answer: its sentences (each ending in its ``[n]``) in reading
@@ -305,10 +330,13 @@ def extract(
 
     A sentence is scored by the share of the question's key terms it holds (each term
     weighted by how rare it is among the candidates, so a word on every line counts
-    little), a bonus when it defines what a "what is X?" question asks about, and,
-    when an embedder is available, its cosine similarity to the question. Only
-    sentences scoring at least half the best are kept (at most two per source), so
-    an answer about Raft does not end with a sentence about bread. The kept sentences
+    little) and a bonus when it defines what a "what is X?" question asks about; only
+    sentences with at least ``KEEP`` of the best such score answer (so an answer about
+    Raft does not end with a sentence about bread, nor a tablet's definition come with
+    a sentence about the master). Among those, the embedder's cosine similarity to
+    the question (when there is one) adds to the ranking; at most two per source.
+    With no sentence holding a key word, the most similar one alone is given, marked
+    weak. The kept sentences
     read as in their source, sources in retrieval order. With ``renumber``, sources
     are numbered 1..n in order of first use (the citations say which hit each is);
     without, they keep their numbers (when a ``sources`` event already named them).
@@ -326,27 +354,32 @@ def extract(
     total = sum(weight.values()) or 1.0
     coverage = [sum(weight[t] for t in terms if t in ws) / total for ws in stems]
     scores = list(coverage)
-    focus = terms[0] if terms and _DEFINITION.match(question) else None
-    if focus is not None:
+    defined = _DEFINITION.match(question)
+    focus = [_stem(w) for w in re.findall(r"\w+", defined.group(1))] if defined else []
+    if focus:  # "X is …", "Xs are …": the sentence that defines what was asked about
         defines = re.compile(
-            rf"\b{re.escape(focus)}\w*\s+(is|are|was|were|means|refers|consists)\b", re.I
+            r"\b"
+            + r"\w*\s+".join(re.escape(w) for w in focus)
+            + r"\w*\s+(is|are|was|were|means|refers|consists)\b",
+            re.IGNORECASE,
         )
         scores = [
-            x + (0.5 if defines.search(c[2]) else 0.0)
+            x + (1.0 if defines.search(c[2]) else 0.0)
             for x, c in zip(scores, candidates, strict=True)
         ]
+    about = list(scores)  # what the sentence says of the question's own words
     embedder = retriever.embedder
     if embedder is not None:
         vectors = embedder.embed([question] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
         scores = [x + float(v) for x, v in zip(scores, sims, strict=True)]
     ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-    best = scores[ranked[0]]
+    best_about = max(about)
     chosen: list[int] = []
     per_source: dict[int, int] = {}
     for i in ranked:
-        if chosen and scores[i] < best / 2:
-            break
+        if chosen and (best_about == 0 or about[i] < best_about * KEEP):
+            continue  # without the key words only the most similar sentence answers
         n = candidates[i][0].n
         if per_source.get(n, 0) >= 2:
             continue

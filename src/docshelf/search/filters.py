@@ -82,10 +82,13 @@ def document_types() -> tuple[str, ...]:
 
 
 def known_value(key: str, value: str) -> str:
-    """``value`` for the ``type`` or ``doctype`` filter, lower-cased, or InvalidInput
+    """``value`` for the ``type`` or ``doctype`` filter, lower-cased (a file type may be
+    named by its extension: ``md`` is ``markdown``), or InvalidInput
     naming the known values: ``type:article`` must not silently match nothing when
     ``article`` is a document type, not a file type."""
     wanted = value.lower()
+    if key == "type" and wanted not in file_types():
+        wanted = FILE_TYPES.get("." + wanted.lstrip("."), wanted)  # md, .txt: by extension
     if key == "type" and wanted not in file_types():
         hint = (
             f"; for the document type, use doctype:{wanted}" if wanted in document_types() else ""
@@ -130,7 +133,10 @@ class Filters(BaseModel):
     @field_validator("type", "doctype")
     @classmethod
     def _known(cls, value: str | None, info: Any) -> str | None:
-        return None if value is None else known_value(info.field_name, value)
+        try:
+            return None if value is None else known_value(info.field_name, value)
+        except InvalidInput as exc:  # pydantic reports only ValueError as the input's fault
+            raise ValueError(exc.message) from None
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Filters:
@@ -148,7 +154,10 @@ class Filters(BaseModel):
                 values[key] = [*values.get(key, []), value]
             else:
                 values[key] = value
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise InvalidInput("; ".join(_reason(e) for e in exc.errors())) from None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any]) -> Filters:
@@ -182,6 +191,12 @@ class Filters(BaseModel):
             tags=tuple(t.lstrip("#") for t in self.tag),
             concept_groups=tuple(concept_group(taxonomy, c) for c in self.concept),
         )
+
+
+def _reason(error: Any) -> str:
+    """A validation error as its message alone (a value check's own words)."""
+    cause = error.get("ctx", {}).get("error")
+    return str(cause) if cause is not None else f"{error['loc'][0]}: {error['msg']}"
 
 
 def concept_group(taxonomy: Taxonomy, name: str) -> tuple[str, ...]:
