@@ -18,8 +18,8 @@ import pytest
 
 from docshelf.api import create_app
 from docshelf.integrations.mcp_server import DEFAULT_MAX_CHARS, MAX_HITS
-from docshelf.search.filters import FILTER_KEYS
 from docshelf.model import User
+from docshelf.search.filters import FILTER_KEYS
 from docshelf.shelf import Shelf
 from tests.live_server import serve
 from tests.optional import require_module
@@ -271,6 +271,7 @@ def test_stdio_results_are_compact_within_budget_and_paged(
         text, document = await raw(session, "get_document", document_id=gossip["document_id"])
         for noise in ("sha256", "added_at", "updated_at", "source_host", "taxonomy_version"):
             assert f'"{noise}"' not in text
+        assert document["title"] == "Gossip" and document["sections"][0]["chunk_id"]
 
         seen: list[str] = []
         offset = 0

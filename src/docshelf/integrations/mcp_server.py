@@ -531,8 +531,11 @@ def _translated(fn: Callable[..., JSON]) -> Callable[..., JSON]:
     return tool
 
 
-def _subclasses(cls: type) -> list[type]:
-    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+def _subclasses(cls: type[DocshelfError]) -> list[type[DocshelfError]]:
+    found: list[type[DocshelfError]] = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
 
 
 def schema_message(exc: ValidationError) -> str:
@@ -564,7 +567,7 @@ def schema_message(exc: ValidationError) -> str:
     return "invalid_input: " + "; ".join(parts)
 
 
-_CODES = {c.code for c in (DocshelfError, *_subclasses(DocshelfError))}
+_CODES = {DocshelfError.code, *(c.code for c in _subclasses(DocshelfError))}
 
 
 class _Server(MCPServer):
