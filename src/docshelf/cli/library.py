@@ -194,17 +194,12 @@ def _render_show(o: Outcome) -> None:
             console.print(Text(f"  • {x['text']}  [{', '.join(x['chunk_ids'])}]"))
     if r["links"]:
         console.print(Text("Links:", style="bold"))
-        links: dict[str, tuple[int, list[str]]] = {}  # each target once, however often linked
-        for link in r["links"]:
-            times, ids = links.get(link["target"], (0, []))
-            links[link["target"]] = (
-                times + 1,
-                [*ids, *(i for i in link["document_ids"] if i not in ids)],
-            )
-        for target, (times, ids) in links.items():
-            where = ", ".join(ids) or "(no such note)"
-            again = f"  ({times} times)" if times > 1 else ""
-            console.print(Text(f"  [[{target}]] -> {where}{again}"))
+        links: dict[str, list[str]] = {}  # each target once, however often and however
+        for link in r["links"]:  # (alias, heading) the note links it
+            ids = links.setdefault(link["target"], [])
+            ids += [i for i in link["document_ids"] if i not in ids]
+        for target, ids in links.items():
+            console.print(Text(f"  [[{target}]] -> {', '.join(ids) or '(no such note)'}"))
     if r["backlinks"]:
         console.print(Text("Backlinks:", style="bold"))
         for b in r["backlinks"]:
@@ -254,11 +249,8 @@ def _render_status(o: Outcome) -> None:
         tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
         console.print(f"Tags not in the taxonomy: {tags}")
     failures = r["failures"]
-    if len(failures) < r["failed"]:
-        shown = f" ({len(failures)} of {r['failed']} shown; `docshelf status --json` lists more)"
-    else:
-        shown = ""
-    console.print(f"Failures: {r['failed']}{shown}")
+    listed = len(failures) < r["failed"]  # never, unless the store changes under us
+    console.print(f"Failures: {r['failed']}" + (f" ({len(failures)} listed)" if listed else ""))
     for f in failures:
         console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
     if "problems" in r:
@@ -283,23 +275,27 @@ def status(
     if st.documents == 0:
         actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
     result = views.status(st, shelf.check() if check else None)
+    # The status holds the first failures; the command lists them all, as it counts them.
+    if st.failure_count > len(st.failures):
+        every = shelf.store.list_failures(limit=st.failure_count)
+        result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
     if st.by_status.get("failed"):  # documents whose processing failed count as failures too
         for doc in shelf.documents():
             if doc.status == "failed":
-                result["failures"].append(
-                    {"path": doc.path, "reason": _failed_reason(shelf, doc.id)}
-                )
+                name, reason = _failed_job(shelf, doc.id)
+                result["failures"].append({"path": name or doc.path, "reason": reason})
     return Outcome(result, actions)
 
 
-def _failed_reason(shelf: Any, document_id: str) -> str:
-    """Why a document's processing failed: its job's last error, when it has a job."""
+def _failed_job(shelf: Any, document_id: str) -> tuple[str | None, str]:
+    """An upload's name and why its processing failed (its job's last error)."""
     from docshelf.errors import NotFound
 
     try:
-        return shelf.job(document_id).last_error or "processing failed"
+        job = shelf.job(document_id)
     except NotFound:
-        return "processing failed"
+        return None, "processing failed"
+    return job.name, job.last_error or "processing failed"
 
 
 @command(render=report_render("Removed"))
