@@ -452,12 +452,9 @@ class _Tools:
         out["sections"] = [
             {"chunk_id": x["chunk_id"], "heading_path": x["heading_path"]} for x in view["sections"]
         ]
-        links: dict[str, JSON] = {}  # each target once, however often the note links it
+        links: dict[str, JSON] = {}  # each target once, however (alias, heading) it is linked
         for link in view["links"]:
-            seen = links.setdefault(
-                link["target"], {"target": link["target"], "document_ids": [], "count": 0}
-            )
-            seen["count"] += 1
+            seen = links.setdefault(link["target"], {"target": link["target"], "document_ids": []})
             seen["document_ids"] = sorted({*seen["document_ids"], *link["document_ids"]})
         out["links"] = list(links.values())
         out["backlinks"] = [

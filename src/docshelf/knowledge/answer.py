@@ -6,8 +6,11 @@ the sources actually given: an answer citing something that was not retrieved
 is regenerated once, and if it still cites outside the sources, the sentences
 carrying the broken citations are removed — a broken citation never reaches
 the user. Without an LLM (or when it fails), the answer is extractive: the
-sentences of the hits that best match the question, each with its citation.
-The result always names its mode.
+sentences of the cited snippets that hold the question's key words, as plain
+text (see :func:`plain_sentences`), in the order they read in their source,
+sources in rank order, numbered ``[1]``…``[n]`` without gaps (see
+:func:`extract`); streamed, one sentence per piece. The result always names
+its mode.
 """
 
 from __future__ import annotations
@@ -523,35 +526,32 @@ def _stream(
         sources=[AnswerCitation(x.n, x.hit.chunk.id, x.hit.citation.label) for x in sources],
     )
     notice = None
-    if llm is not None:
-        valid = {x.n for x in sources}
-        kept: list[str] = []
-        dropped = 0
-        try:
-            pieces = llm.stream(_prompt(question, sources, False))
-            traced = telemetry.llm_stream("answer", "ask.stream", pieces)
-            for sentence in sentences_as_they_come(traced):
-                if set(cited_numbers(sentence)) <= valid:
-                    kept.append(sentence)
-                    yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
-                else:
-                    dropped += 1
-        except Unavailable as exc:
-            if kept:
-                notice = f"The LLM stopped mid-answer ({exc.message}); the answer may be incomplete"
+    valid = {x.n for x in sources}
+    kept: list[str] = []
+    dropped = 0
+    try:
+        pieces = llm.stream(_prompt(question, sources, False))
+        traced = telemetry.llm_stream("answer", "ask.stream", pieces)
+        for sentence in sentences_as_they_come(traced):
+            if set(cited_numbers(sentence)) <= valid:
+                kept.append(sentence)
+                yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
             else:
-                notice = f"The LLM failed ({exc.message}); this answer is extractive"
+                dropped += 1
+    except Unavailable as exc:
         if kept:
-            text = " ".join(kept)
-            if dropped and notice is None:
-                notice = (
-                    f"{dropped} sentence(s) citing sources that were not retrieved were left out"
-                )
-            yield AnswerPiece(
-                "done", answer=Answer(question, text, "llm", _citations(text, sources), notice)
-            )
-            return
-        notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
+            notice = f"The LLM stopped mid-answer ({exc.message}); the answer may be incomplete"
+        else:
+            notice = f"The LLM failed ({exc.message}); this answer is extractive"
+    if kept:
+        text = " ".join(kept)
+        if dropped and notice is None:
+            notice = f"{dropped} sentence(s) citing sources that were not retrieved were left out"
+        yield AnswerPiece(
+            "done", answer=Answer(question, text, "llm", _citations(text, sources), notice)
+        )
+        return
+    notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
     # Sources already named by a ``sources`` event keep their numbers.
     found, answer = _extractive(retriever, question, sources, notice, renumber=False)
     for i, sentence in enumerate(found.sentences):
