@@ -53,7 +53,7 @@ def test_a_mapping_takes_strings_or_lists_and_names_unknown_keys() -> None:
 def test_type_and_doctype_are_told_apart_and_an_unknown_value_is_refused() -> None:
     """``type:article`` once matched nothing, silently: article is a document type."""
     taxonomy = configured_taxonomy()
-    given = Filters.parse(["type=md", "doctype=Paper"])
+    given = Filters.parse(["type=md", "doctype=paper"])
     assert given.type == "markdown" and given.doctype == "paper"
     store = given.to_search_filters(taxonomy)
     assert store.file_type == "markdown" and store.document_type == "paper"

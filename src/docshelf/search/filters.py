@@ -81,12 +81,25 @@ def document_types() -> tuple[str, ...]:
     return DOCUMENT_TYPES
 
 
-def known_value(key: str, value: str) -> str:
+def file_type_names() -> tuple[str, ...]:
+    """What a ``type`` filter accepts: the file types and the extensions that name one."""
+    return (
+        *file_types(),
+        *sorted(e.lstrip(".") for e in FILE_TYPES if e.lstrip(".") not in file_types()),
+    )
+
+
+def _enum(schema: dict[str, Any], values: Iterable[str]) -> None:
+    schema["enum"] = [*values, None]
+
+
+def known_value(key: str, value: str, fold: bool = True) -> str:
     """``value`` for the ``type`` or ``doctype`` filter, lower-cased (a file type may be
-    named by its extension: ``md`` is ``markdown``), or InvalidInput
+    named by its extension: ``md`` is ``markdown``; in the query syntax in any case), or
+    InvalidInput
     naming the known values: ``type:article`` must not silently match nothing when
     ``article`` is a document type, not a file type."""
-    wanted = value.lower()
+    wanted = value.lower() if fold else value  # the query syntax ignores case
     if key == "type" and wanted not in file_types():
         wanted = FILE_TYPES.get("." + wanted.lstrip("."), wanted)  # md, .txt: by extension
     if key == "type" and wanted not in file_types():
@@ -125,8 +138,17 @@ class Filters(BaseModel):
 
     source: str | None = Field(default=None, description=_meaning("source"))
     path: str | None = Field(default=None, description=_meaning("path"))
-    type: str | None = Field(default=None, description=_meaning("type"))
-    doctype: str | None = Field(default=None, description=_meaning("doctype"))
+    # The known values are listed in the schema (lazily: enrich imports this module).
+    type: str | None = Field(
+        default=None,
+        description=_meaning("type"),
+        json_schema_extra=lambda schema: _enum(schema, file_type_names()),
+    )
+    doctype: str | None = Field(
+        default=None,
+        description=_meaning("doctype"),
+        json_schema_extra=lambda schema: _enum(schema, document_types()),
+    )
     tag: list[str] = Field(default_factory=list, description=_meaning("tag"))
     concept: list[str] = Field(default_factory=list, description=_meaning("concept"))
 
@@ -134,7 +156,7 @@ class Filters(BaseModel):
     @classmethod
     def _known(cls, value: str | None, info: Any) -> str | None:
         try:
-            return None if value is None else known_value(info.field_name, value)
+            return None if value is None else known_value(info.field_name, value, fold=False)
         except InvalidInput as exc:  # pydantic reports only ValueError as the input's fault
             raise ValueError(exc.message) from None
 
