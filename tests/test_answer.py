@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 
 from docshelf.cli import app
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.knowledge.answer import cited_numbers, strip_broken
+from docshelf.knowledge.answer import WEAK_NOTICE, cited_numbers, plain_sentences, strip_broken
 from docshelf.llm import Message
 from docshelf.llm.openai import OpenAILLM
 from docshelf.shelf import Shelf
@@ -119,3 +120,106 @@ def test_ask_envelope(notes: Path) -> None:
     assert envelope["result"]["mode"] == "extractive"
     c = envelope["result"]["citations"][0]
     assert set(c) == {"n", "chunk_id", "label"}
+
+
+# -- the offline answer reads as an answer ---------------------------------------------------
+
+MARKED_UP = """# Raft
+
+## Leader election
+
+A **follower** that hears no heartbeat becomes a [[Candidate|candidate]] and asks for votes.
+- It votes for [[Raft#Terms]] once per term
+- see [the paper](https://example.org/raft.pdf) and `election_timeout`
+%% a comment the reader never sees %%
+> A quoted _remark_ about leaders.
+
+A partial line with no end
+"""
+
+
+def test_plain_sentences_drop_markdown_and_obsidian_markup() -> None:
+    assert plain_sentences(MARKED_UP) == [
+        "A follower that hears no heartbeat becomes a candidate and asks for votes.",
+        "It votes for Raft once per term.",
+        "see the paper and election_timeout.",
+        "A quoted remark about leaders.",
+    ]  # no heading line, no fragment, no [[ ]], ** or list marker
+
+
+BIGTABLE = (
+    "# Bigtable\n\n"
+    "Bigtable is a distributed storage system for structured data at Google. "
+    "Bigtable clusters hold petabytes of data across thousands of machines.\n\n"
+    "## Tablets\n\n"
+    "The Bigtable master assigns tablets to tablet servers and balances tablet-server load. "
+    "A tablet is a contiguous range of rows of a table, about 100 to 200 MB in size. "
+    "Clients of Bigtable rarely talk to the master.\n"
+)
+
+
+def test_the_answer_sentence_is_the_one_about_what_was_asked(shelf: Shelf, tmp_path: Path) -> None:
+    root = tmp_path / "papers"
+    root.mkdir()
+    (root / "bigtable.md").write_text(BIGTABLE)
+    shelf.add(root)
+    answer = shelf.ask("What is a tablet in Bigtable?")
+    assert answer.mode == "extractive"
+    first = answer.answer.split(" [")[0]
+    assert (
+        first == "A tablet is a contiguous range of rows of a table, about 100 to 200 MB in size."
+    )
+    assert "master" not in answer.answer.split("[1]")[0]
+
+
+def _sentences(text: str) -> list[tuple[str, int]]:
+    """(sentence, n) of an answer whose sentences each end in one ``[n]``."""
+    return [(m.group(1).strip(), int(m.group(2))) for m in re.finditer(r"(.+?) \[(\d+)\]", text)]
+
+
+def test_offline_answer_is_clean_ordered_and_numbered_from_one(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "raft.md").write_text(
+        "# Raft\n\n## Election\n\n"
+        "- A **follower** waits for a [[Heartbeat|heartbeat]] from the leader.\n"
+        "- A follower without a heartbeat becomes a candidate.\n"
+        "- The candidate that wins the election becomes the leader.\n"
+    )
+    (root / "bread.md").write_text("# Bread\n\nFlour, water and salt make a dough.\n")
+    (root / "zab.md").write_text(
+        "# Zab\n\nIn Zab a follower that misses a heartbeat starts an election.\n"
+    )
+    shelf.add(root)
+    answer = shelf.ask("What does a follower do without a heartbeat?")
+    for mark in ("[[", "]]", "**", "#", "- "):
+        assert mark not in answer.answer
+    numbers = cited_numbers(answer.answer)
+    assert list(dict.fromkeys(numbers)) == list(range(1, max(numbers) + 1))  # 1..n, no gaps
+    assert [c.n for c in answer.citations] == list(range(1, max(numbers) + 1))
+    assert "Flour" not in answer.answer  # a sentence sharing no key term is not an answer
+    by_source: dict[int, list[str]] = {}
+    for sentence, n in _sentences(answer.answer):
+        by_source.setdefault(n, []).append(sentence)
+    raft = next(c.n for c in answer.citations if c.label.startswith("Raft"))
+    text = (
+        (root / "raft.md")
+        .read_text()
+        .replace("**", "")
+        .replace("[[Heartbeat|", "")
+        .replace("]]", "")
+    )
+    positions = [text.index(s.rstrip(".")) for s in by_source[raft]]
+    assert len(positions) >= 2 and positions == sorted(positions)  # as they read in the note
+    assert [n for _, n in _sentences(answer.answer)] == sorted(numbers)  # sources in rank order
+
+
+def test_weak_evidence_says_there_is_no_good_answer(library: Shelf) -> None:
+    # The vector side finds something for any words; no sentence holds these.
+    weak = library.ask("zebra quantum chromodynamics")
+    assert weak.citations, "the hybrid search returned nothing to answer from"
+    assert weak.notice == WEAK_NOTICE and len(cited_numbers(weak.answer)) == 1
+    strong = library.ask("what do you feed the starter with?")
+    assert strong.notice is None and "flour" in strong.answer

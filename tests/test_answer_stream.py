@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,6 +22,7 @@ from docshelf.llm.anthropic import AnthropicLLM
 from docshelf.llm.openai import OpenAILLM
 from docshelf.shelf import Shelf
 from tests.fake_llm import Script, fake_llm_server
+from tests.live_server import serve
 
 
 @pytest.fixture
@@ -194,3 +196,46 @@ def test_api_streams_the_answer(library: Shelf) -> None:
             "/v1/ask", json={"question": "  "}, headers={**headers, "Accept": "text/event-stream"}
         )
         assert bad.status_code == 400
+
+
+def test_offline_sse_sends_one_text_event_per_sentence(shelf: Shelf, tmp_path: Path) -> None:
+    """Read as a client reads it: the stream over a real socket, event by event."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "raft.md").write_text(
+        "# Raft\n\n## Election\n\n"
+        "- A follower waits for a heartbeat from the leader.\n"
+        "- A follower without a heartbeat becomes a candidate.\n"
+    )
+    (root / "zab.md").write_text("# Zab\n\nIn Zab a follower that misses a heartbeat votes.\n")
+    shelf.add(root)
+    headers = {"Authorization": f"Bearer {shelf.local_admin_token()}"}
+    body = {"question": "What does a follower do without a heartbeat?"}
+    events: list[tuple[str, dict[str, Any]]] = []
+    with (
+        serve(create_app(shelf)) as url,
+        httpx.stream(
+            "POST",
+            f"{url}/v1/ask",
+            json=body,
+            headers={**headers, "Accept": "text/event-stream"},
+            timeout=30,
+        ) as r,
+    ):
+        assert r.headers["content-type"].startswith("text/event-stream")
+        kind = None
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ").strip()
+            elif line.startswith("data: ") and kind:
+                events.append((kind, json.loads(line.removeprefix("data: "))))
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "sources" and kinds[-1] == "done"
+    texts = [data["text"] for k, data in events if k == "text"]
+    assert len(texts) == 3 == kinds.count("text")  # three sentences, three events
+    for text in texts:
+        assert len(cited_numbers(text)) == 1 and text.strip().endswith("]")
+    done = events[-1][1]
+    assert "".join(texts) == done["answer"] and done["mode"] == "extractive"
+    assert [s["n"] for s in events[0][1]["sources"]] == [c["n"] for c in done["citations"]]
+    assert [c["n"] for c in done["citations"]] == [1, 2]

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from docshelf.errors import NotFound
 from docshelf.knowledge.enrich import (
-    DOCUMENT_TYPES,
     GENERAL,
     EnrichSettings,
     guess_document_type,
@@ -21,7 +20,7 @@ from docshelf.knowledge.enrich import (
 )
 from docshelf.knowledge.enricher import Enricher
 from docshelf.llm.openai import OpenAILLM
-from docshelf.model import Chunk, Document, Tier
+from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Tier
 from docshelf.shelf import Shelf
 from tests.fake_llm import Script, fake_llm_server
 from tests.fakes import HashEmbedder

@@ -18,7 +18,7 @@ from docshelf.search.query import parse_query
 
 
 def test_the_vocabulary_and_the_modes() -> None:
-    assert FILTER_KEYS == ("source", "path", "type", "tag", "concept")
+    assert FILTER_KEYS == ("source", "path", "type", "doctype", "tag", "concept")
     assert SEARCH_MODES == ("hybrid", "lexical", "vector")
     assert tuple(Filters.model_fields) == FILTER_KEYS
 
@@ -31,7 +31,8 @@ def test_key_value_strings_parse_and_repeat() -> None:
     assert store.concept_groups == (concept_group(configured_taxonomy(), "Food"),)
     assert "food" in store.concept_groups[0]
     for bad in ("tag", "tag=", "colour=red", "Tag=x"):
-        with pytest.raises(InvalidInput, match="KEY one of source, path, type, tag, concept"):
+        keys = "KEY one of source, path, type, doctype, tag, concept"
+        with pytest.raises(InvalidInput, match=keys):
             Filters.parse([bad])
 
 
@@ -47,6 +48,27 @@ def test_a_mapping_takes_strings_or_lists_and_names_unknown_keys() -> None:
         Filters.from_mapping({"size": 1, "colour": "red"})
     with pytest.raises(ValueError, match="Bad filters"):
         Filters.from_mapping({"source": ["a", "b"]})
+
+
+def test_type_and_doctype_are_told_apart_and_an_unknown_value_is_refused() -> None:
+    """``type:article`` once matched nothing, silently: article is a document type."""
+    taxonomy = configured_taxonomy()
+    given = Filters.parse(["type=md", "doctype=paper"])
+    assert given.type == "markdown" and given.doctype == "paper"
+    store = given.to_search_filters(taxonomy)
+    assert store.file_type == "markdown" and store.document_type == "paper"
+    with pytest.raises(InvalidInput, match=r"Unknown file type 'article'.*use doctype:article"):
+        Filters.parse(["type=article"])
+    with pytest.raises(InvalidInput, match=r"Unknown document type 'pdf'.*use type:pdf"):
+        Filters.parse(["doctype=pdf"])
+    with pytest.raises(ValueError, match="file types are docx, html, markdown, pdf, rst, text"):
+        Filters.from_mapping({"type": "spreadsheet"})
+    with pytest.raises(InvalidInput, match="Unknown file type 'article'"):
+        parse_query("bigtable type:article")
+    parsed = parse_query("bigtable doctype:paper type:PDF")
+    assert parsed.fields == (("document_type", "paper"), ("file_type", "pdf"))
+    merged = with_query_fields(SearchFilters(), parsed.fields, None, taxonomy)
+    assert merged.document_type == "paper" and not merged.empty
 
 
 def test_an_unknown_concept_matches_nothing_rather_than_everything() -> None:

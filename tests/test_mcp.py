@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from docshelf.api import create_app
+from docshelf.integrations.mcp_server import DEFAULT_MAX_CHARS, MAX_HITS
 from docshelf.model import User
+from docshelf.search.filters import FILTER_KEYS
 from docshelf.shelf import Shelf
 from tests.live_server import serve
 from tests.optional import require_module
@@ -112,7 +114,7 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
 
         sources = await call(session, "list_sources")
         assert [s["path"] for s in sources["sources"]] == [str(notes.resolve())]
-        assert len(sources["documents"]) == 3 and not sources["documents_truncated"]
+        assert len(sources["documents"]) == 3 and sources["next_offset"] is None
 
         answered = await call(session, "ask", question="what do followers do without heartbeats?")
         assert answered["mode"] == "extractive" and answered["citations"]
@@ -146,6 +148,8 @@ def test_stdio_search_takes_every_filter_of_the_vocabulary(
     (notes / "paxos.md").write_text(PAXOS)  # its tag maps to distributed-systems
     with Shelf(isolated_home, embedder=None) as shelf:
         shelf.add(notes)
+        shelf.enrich()  # offline: each gets a document type
+        assert {d.document_type for d in shelf.documents()} == {"note"}
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "docshelf.cli", "mcp"],
@@ -159,7 +163,7 @@ def test_stdio_search_takes_every_filter_of_the_vocabulary(
     async def body(session: ClientSession) -> None:
         search = next(t for t in (await session.list_tools()).tools if t.name == "search_documents")
         schema = json.dumps(search.input_schema)
-        assert all(f'"{key}"' in schema for key in ("source", "path", "type", "tag", "concept"))
+        assert all(f'"{key}"' in schema for key in FILTER_KEYS)
 
         words = "acceptors ballots flour"
         assert len(await labels(session, words)) == 3
@@ -179,9 +183,123 @@ def test_stdio_search_takes_every_filter_of_the_vocabulary(
         bad = await session.call_tool(
             "search_documents", {"query": "flour", "filters": {"colour": "red"}}
         )
-        assert "colour" in error_text(bad)
+        assert error_text(bad) == (
+            "invalid_input: unknown filter 'colour'; use " + ", ".join(FILTER_KEYS)
+        )
+        # a document type is not a file type: said so, never a silent empty result
+        wrong = await session.call_tool(
+            "search_documents", {"query": "flour", "filters": {"type": "note"}}
+        )
+        assert "use doctype:note" in error_text(wrong) and "markdown" in error_text(wrong)
+        in_query = await session.call_tool("search_documents", {"query": "flour type:article"})
+        assert error_text(in_query).startswith("invalid_input: Unknown file type 'article'")
+        assert await labels(session, words, doctype="note") == [
+            "Bread (cooking.md#0)",
+            "Paxos (paxos.md#0)",
+            "todo (todo.txt#0)",
+        ]
+        assert await labels(session, words, doctype="paper") == []
 
     run(body, lambda: stdio_client(params))
+
+
+LONG_WORDS = "The gossip protocol spreads updates to random peers every round. "
+
+
+def test_stdio_results_are_compact_within_budget_and_paged(
+    isolated_home: Path, notes: Path
+) -> None:
+    """The budgets an agent relies on: compact JSON, at most max_chars characters, the
+    section text once and readable on with offset, no internal fields, list paging,
+    refused arguments as one short line."""
+    (notes / "gossip.md").write_text("# Gossip\n\n## Rounds\n\n" + LONG_WORDS * 400)
+    for i in range(12):
+        (notes / f"n{i:02}.md").write_text(f"# Note {i}\n\nGossip note number {i}.\n")
+    with Shelf(isolated_home, embedder=None) as shelf:
+        shelf.add(notes)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "docshelf.cli", "mcp"],
+        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
+    )
+
+    async def raw(session: ClientSession, tool: str, **arguments: Any) -> tuple[str, Any]:
+        result = await session.call_tool(tool, arguments)
+        assert not result.is_error, result.content
+        text = result.content[0]
+        assert text.type == "text"
+        return text.text, result.structured_content
+
+    async def body(session: ClientSession) -> None:
+        text, found = await raw(session, "search_documents", query="gossip peers", limit=25)
+        assert "\n" not in text and ": " not in text[:40]  # compact, not pretty-printed
+        assert len(text) <= DEFAULT_MAX_CHARS
+        for noise in ("sha256", "added_at", "updated_at", "user_id", "scores"):
+            assert f'"{noise}"' not in text
+        small, cut = await raw(
+            session, "search_documents", query="gossip peers", limit=25, max_chars=1000
+        )
+        assert len(small) <= 1000 and cut["truncated"]["hits_omitted"] > 0
+        assert len(cut["hits"]) < len(found["hits"])
+        gossip = next(h for h in found["hits"] if h["citation"]["path"].endswith("gossip.md"))
+
+        text, context = await raw(
+            session, "get_context", chunk_id=gossip["chunk_id"], max_chars=3000
+        )
+        assert len(text) <= 3000
+        assert text.count("The gossip protocol spreads") == context["text"].count(
+            "The gossip protocol spreads"
+        )  # the section's text once: chunks are named, not repeated
+        assert all(set(c) == {"chunk_id", "heading_path"} for c in context["chunks"])
+        truncated = context["truncated"]
+        assert truncated["total_chars"] > 3000 and truncated["offset"] == 0
+        on = context["next_actions"][0]
+        assert on["arguments"]["offset"] == truncated["next_offset"]
+        pages = [context["text"]]
+        offset = truncated["next_offset"]
+        while offset is not None:  # read the whole section on, page by page
+            text, more = await raw(
+                session, "get_context", chunk_id=gossip["chunk_id"], offset=offset, max_chars=3000
+            )
+            assert len(text) <= 3000
+            pages.append(more["text"])
+            offset = more.get("truncated", {}).get("next_offset")
+        assert len(pages) >= 3 and sum(map(len, pages)) == truncated["total_chars"]
+        _, whole = await raw(session, "get_context", chunk_id=gossip["chunk_id"], max_chars=60000)
+        assert "".join(pages) == whole["text"] and "truncated" not in whole
+
+        text, document = await raw(session, "get_document", document_id=gossip["document_id"])
+        for noise in ("sha256", "added_at", "updated_at", "source_host", "taxonomy_version"):
+            assert f'"{noise}"' not in text
+        assert document["title"] == "Gossip" and document["sections"][0]["chunk_id"]
+
+        seen: list[str] = []
+        offset = 0
+        while offset is not None:
+            _, page = await raw(session, "list_sources", offset=offset, limit=5)
+            assert len(page["documents"]) <= 5
+            seen += [d["document_id"] for d in page["documents"]]
+            offset = page["next_offset"]
+        assert len(seen) == len(set(seen)) == 16  # 3 notes, gossip, 12 small ones
+        text, _ = await raw(session, "list_sources")
+        assert '"added_at"' not in text and '"user_id"' not in text
+
+        too_many = await session.call_tool("search_documents", {"query": "gossip", "limit": 100})
+        assert error_text(too_many) == f"invalid_input: limit must be at most {MAX_HITS}"
+        bad_mode = await session.call_tool("get_context", {"chunk_id": "x", "mode": "everything"})
+        message = error_text(bad_mode)
+        assert message.startswith("invalid_input: mode must be one of 'snippet-window'")
+        for leak in ("pydantic", "validation error", "input_value", "type="):
+            assert leak not in message
+        missing = await session.call_tool("get_document", {})
+        assert error_text(missing) == "invalid_input: document_id is required"
+
+        resources = await session.list_resources()
+        assert "docshelf://skill" in [str(r.uri) for r in resources.resources]
+        skill = await session.read_resource("docshelf://skill")
+        assert "search_documents" in skill.contents[0].text  # type: ignore[union-attr]
+
+    run(body, lambda: stdio_client(params), seconds=60)
 
 
 # -- streamable HTTP: /mcp in the API --------------------------------------------------------
@@ -241,7 +359,8 @@ def test_http_tools_answer_for_the_token_s_user(site: McpSite) -> None:
         assert await call(session, "list_sources") == {
             "sources": [],
             "documents": [],
-            "documents_truncated": False,
+            "offset": 0,
+            "next_offset": None,
             "next_actions": [],
         }
         # Alice's ids are answered exactly like unknown ones.

@@ -45,6 +45,19 @@ def chunk_id(fp: str, tier: Tier, index: int) -> str:
     return f"chunk_{fp[:12]}_{suffix}"
 
 
+# The document types enrichment assigns (``Document.document_type``), and a ``doctype``
+# filter may name.
+DOCUMENT_TYPES: tuple[str, ...] = (
+    "paper",
+    "book",
+    "report",
+    "manual",
+    "transcript",
+    "article",
+    "note",
+)
+
+
 @dataclass(frozen=True)
 class Block:
     """One structural unit of a parsed document, located by character span in its body."""

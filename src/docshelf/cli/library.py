@@ -154,13 +154,33 @@ _SHOWN = (
 )
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _shown(key: str, value: Any) -> str:
+    """A record field as a person reads it: lists joined, nothing as "—", chunk counts
+    in words ("1 section, 9 snippets"), never a Python repr."""
+    if key == "chunk_counts" and isinstance(value, dict):
+        return ", ".join(_plural(n, tier) for tier, n in value.items()) or "—"
+    if value is None or value == "" or value == [] or value == {}:
+        return "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 def _render_show(o: Outcome) -> None:
     from rich.table import Table
 
     r = o.result
     table = Table(show_header=False, box=None)
     for key in _SHOWN:
-        table.add_row(Text(key, style="bold"), Text(str(r[key])))
+        table.add_row(Text(key, style="bold"), Text(_shown(key, r[key])))
     if r["summary"]:
         table.add_row(Text("summary", style="bold"), Text(r["summary"]))
     if r["page_count"]:
@@ -177,9 +197,12 @@ def _render_show(o: Outcome) -> None:
             console.print(Text(f"  • {x['text']}  [{', '.join(x['chunk_ids'])}]"))
     if r["links"]:
         console.print(Text("Links:", style="bold"))
-        for link in r["links"]:
-            where = ", ".join(link["document_ids"]) or "(no such note)"
-            console.print(Text(f"  [[{link['target']}]] -> {where}"))
+        links: dict[str, list[str]] = {}  # each target once, however often and however
+        for link in r["links"]:  # (alias, heading) the note links it
+            ids = links.setdefault(link["target"], [])
+            ids += [i for i in link["document_ids"] if i not in ids]
+        for target, ids in links.items():
+            console.print(Text(f"  [[{target}]] -> {', '.join(ids) or '(no such note)'}"))
     if r["backlinks"]:
         console.print(Text("Backlinks:", style="bold"))
         for b in r["backlinks"]:
@@ -228,8 +251,10 @@ def _render_status(o: Outcome) -> None:
     if r["unmapped_tags"]:
         tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
         console.print(f"Tags not in the taxonomy: {tags}")
-    console.print(f"Failures: {r['failed']}")
-    for f in r["failures"]:
+    failures = r["failures"]
+    listed = len(failures) < r["failed"]  # never, unless the store changes under us
+    console.print(f"Failures: {r['failed']}" + (f" ({len(failures)} listed)" if listed else ""))
+    for f in failures:
         console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
     if "problems" in r:
         console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
@@ -252,7 +277,28 @@ def status(
         actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
     if st.documents == 0:
         actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
-    return Outcome(views.status(st, shelf.check() if check else None), actions)
+    result = views.status(st, shelf.check() if check else None)
+    # The status holds the first failures; the command lists them all, as it counts them.
+    if st.failure_count > len(st.failures):
+        every = shelf.store.list_failures(limit=st.failure_count)
+        result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
+    if st.by_status.get("failed"):  # documents whose processing failed count as failures too
+        for doc in shelf.documents():
+            if doc.status == "failed":
+                name, reason = _failed_job(shelf, doc.id)
+                result["failures"].append({"path": name or doc.path, "reason": reason})
+    return Outcome(result, actions)
+
+
+def _failed_job(shelf: Any, document_id: str) -> tuple[str | None, str]:
+    """An upload's name and why its processing failed (its job's last error)."""
+    from docshelf.errors import NotFound
+
+    try:
+        job = shelf.job(document_id)
+    except NotFound:
+        return None, "processing failed"
+    return job.name, job.last_error or "processing failed"
 
 
 @command(render=report_render("Removed"))

@@ -6,12 +6,16 @@ the sources actually given: an answer citing something that was not retrieved
 is regenerated once, and if it still cites outside the sources, the sentences
 carrying the broken citations are removed — a broken citation never reaches
 the user. Without an LLM (or when it fails), the answer is extractive: the
-sentences of the hits that best match the question, each with its citation.
-The result always names its mode.
+sentences of the cited snippets that hold the question's key words, as plain
+text (see :func:`plain_sentences`), in the order they read in their source,
+sources in rank order, numbered ``[1]``…``[n]`` without gaps (see
+:func:`extract`); streamed, one sentence per piece. The result always names
+its mode.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -134,48 +138,296 @@ def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None
     return repaired if repaired and cited_numbers(repaired) else None
 
 
-def extractive_answer(
-    retriever: Retriever, question: str, sources: Sequence[Source], sentences: int = 3
-) -> str:
-    """The best sentences of the hits for the question, each with its citation.
+# -- the offline (extractive) answer ------------------------------------------------------------
+# Markdown (and Obsidian) syntax, removed so that a sentence reads as text.
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
+_FOOTNOTE = re.compile(r"\[\^[^\]\n]+\]")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~|==)(?=\S)(.+?)(?<=\S)\1")
+_CODE = re.compile(r"`+([^`\n]*)`+")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
+_COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.DOTALL)  # Obsidian and HTML comments
+_BULLET = re.compile(r"\s*[•▪◦●]\s+")  # bullets inside extracted (PDF) text
+_TERMINAL = re.compile(r"[.!?:;][\"')\]]*$")
+# Words of a question that say what kind of answer is wanted, not what it is about.
+_QUESTION_WORDS = frozenset(
+    [
+        *("can", "could", "should", "would", "may", "might", "i", "me", "my", "we", "our"),
+        *("you", "your", "they", "them", "their", "there", "about", "explain", "describe"),
+        *("tell", "mean", "means", "meant", "define", "definition"),
+        # function words: they say how, not what
+        *("without", "within", "into", "onto", "over", "under", "between", "through"),
+        *("during", "before", "after", "than", "then", "also", "not", "no", "any", "some"),
+        *("all", "each", "other", "such", "so", "if", "but", "very", "just", "only"),
+        *("much", "many", "there", "here", "these", "those", "he", "she", "his", "her"),
+    ]
+)
+# "What is X?", "What are the Xs in Y?": X is what a defining sentence is about.
+_DEFINITION = re.compile(
+    r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(.+?)"
+    r"(?:\s+(?:in|of|for|on|at|with|from|about)\s+.*)?\s*\??\s*$",
+    re.IGNORECASE,
+)
 
-    Sentences are scored by the question's terms they contain (stemmed by
-    prefix) and, when an embedder is available, by cosine similarity to the
-    question; ties keep retrieval order. Deterministic."""
-    terms = lexical_terms(question)
-    candidates: list[tuple[int, str]] = []
-    for s in sources:
-        for sentence in _SENTENCE.split(" ".join(s.hit.chunk.text.split())):
-            if len(sentence) > 20:
-                candidates.append((s.n, sentence))
+
+def _wikilink_text(match: re.Match[str]) -> str:
+    target, heading, alias = match.group(1), match.group(2), match.group(3)
+    if alias and alias.strip():
+        return alias.strip()
+    return (target or "").strip() or (heading or "").strip()
+
+
+def _inline_plain(text: str) -> str:
+    text = _EMBED.sub("", text)
+    text = _WIKILINK.sub(_wikilink_text, text)
+    text = _IMAGE.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    text = _FOOTNOTE.sub("", text)
+    text = _CODE.sub(r"\1", text)
+    text = _HTML_TAG.sub("", text)
+    for _ in range(2):  # nested emphasis: ***x*** or **_x_**
+        text = _EMPHASIS.sub(r"\2", text)
+    return " ".join(text.split())
+
+
+def plain_units(markdown: str) -> list[str]:
+    """The text of ``markdown`` as readable units: paragraphs and list items with their
+    markup removed (wikilinks as their alias or target, links as their text, emphasis,
+    list and quote markers, comments gone). Heading lines, rules, tables and code
+    blocks are not prose, so they are left out: an answer never starts with ``##``."""
+    return [text for text, _ in _units(markdown)]
+
+
+def _units(markdown: str) -> list[tuple[str, bool]]:
+    """:func:`plain_units`, each saying whether it is a list item."""
+    units: list[tuple[str, bool]] = []
+    current: list[str] = []
+    item = False
+
+    def close() -> None:
+        for k, part in enumerate(_BULLET.split(" ".join(current))):
+            text = _inline_plain(part)
+            if text:
+                units.append((text, item or k > 0))
+        current.clear()
+
+    in_code = was_quote = False
+    for line in _COMMENT.sub("", markdown).splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+            close()
+            continue
+        if in_code:
+            continue
+        if _HEADING.match(line) or _RULE.match(line) or _TABLE_ROW.match(line):
+            close()
+            continue
+        if _SETEXT.match(line) and current:
+            current.clear()  # the lines above were a heading
+            continue
+        if not line.strip():
+            close()
+            continue
+        is_quote = bool(_QUOTE.match(line))
+        quoted = _QUOTE.sub("", line)
+        marker = _LIST_ITEM.match(quoted)
+        if marker or is_quote != was_quote:  # a list item or a quote begins a unit
+            close()
+            item = bool(marker)
+            quoted = quoted[marker.end() :] if marker else quoted
+        elif not current:
+            item = False
+        was_quote = is_quote
+        current.append(quoted)
+    close()
+    return units
+
+
+def plain_sentences(markdown: str) -> list[str]:
+    """The sentences of ``markdown`` as plain text, in reading order (see
+    :func:`plain_units`). A list item without closing punctuation gets a full stop, so
+    that it reads as a sentence beside the others; other text without one is a heading
+    line or a fragment (a PDF's running title, a snippet cut mid-sentence), not a
+    sentence."""
+    out: list[str] = []
+    for unit, is_item in _units(markdown):
+        for sentence in _SENTENCE.split(unit):
+            sentence = sentence.strip()
+            if not sentence:
+                continue
+            if _TERMINAL.search(sentence):
+                out.append(sentence)
+            elif is_item:
+                out.append(sentence + ".")
+    return out
+
+
+def _whole_sentences(snippet: str) -> list[str]:
+    """The sentences of a snippet that are whole: a snippet cut out of a longer text
+    may begin mid-sentence (in lower case)."""
+    units = plain_sentences(snippet)
+    if units and units[0][:1].islower():
+        units = units[1:]
+    return units
+
+
+def _stem(word: str) -> str:
+    """A light English stem, enough to match ``tablets`` with ``tablet`` and ``becomes``
+    with ``become`` without matching ``table`` with ``tablet``."""
+    w = word.lower()
+    if w.endswith("'s"):
+        w = w[:-2]
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    for suffix in ("ing", "ed"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def key_terms(question: str) -> list[str]:
+    """The question's words that say what it is about (stemmed), in order."""
+    terms = [t for t in lexical_terms(question) if t not in _QUESTION_WORDS]
+    return list(dict.fromkeys(_stem(t) for t in terms))
+
+
+# A sentence scoring below this share of the best one is not part of the answer.
+KEEP = 0.75
+
+
+@dataclass(frozen=True)
+class Extract:
+    """An extractive answer: its sentences (each ending in its ``[n]``) in reading
+    order, and the citations they use, numbered 1..n in order of first use."""
+
+    sentences: list[str]
+    citations: list[AnswerCitation]
+    weak: bool = False  # no sentence holds the question's key terms
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+def extract(
+    retriever: Retriever,
+    question: str,
+    sources: Sequence[Source],
+    sentences: int = 3,
+    renumber: bool = True,
+) -> Extract:
+    """The sentences of the hits that answer ``question``, each with its citation.
+
+    A sentence is scored by the share of the question's key terms it holds (each term
+    weighted by how rare it is among the candidates, so a word on every line counts
+    little) and a bonus when it defines what a "what is X?" question asks about; only
+    sentences with at least ``KEEP`` of the best such score answer (so an answer about
+    Raft does not end with a sentence about bread, nor a tablet's definition come with
+    a sentence about the master). Among those, the embedder's cosine similarity to
+    the question (when there is one) adds to the ranking; at most two per source.
+    With no sentence holding a key word, the most similar one alone is given, marked
+    weak. The kept sentences
+    read as in their source, sources in retrieval order. With ``renumber``, sources
+    are numbered 1..n in order of first use (the citations say which hit each is);
+    without, they keep their numbers (when a ``sources`` event already named them).
+    Deterministic."""
+    candidates: list[tuple[Source, int, str]] = []
+    for s in sources:  # the cited snippet itself, so every [n] opens where it is
+        for i, sentence in enumerate(_whole_sentences(s.hit.chunk.text)):
+            if len(sentence) > 20 and len(sentence.split()) >= 4:
+                candidates.append((s, i, sentence))
     if not candidates:
-        return ""
-    scores = [_term_score(sentence, terms) for _, sentence in candidates]
+        return Extract([], [], weak=True)
+    terms = key_terms(question)
+    stems = [{_stem(w) for w in re.findall(r"\w+", c[2])} for c in candidates]
+    weight = {t: math.log(1 + len(candidates) / (1 + sum(t in ws for ws in stems))) for t in terms}
+    total = sum(weight.values()) or 1.0
+    coverage = [sum(weight[t] for t in terms if t in ws) / total for ws in stems]
+    scores = list(coverage)
+    defined = _DEFINITION.match(question)
+    focus = [_stem(w) for w in re.findall(r"\w+", defined.group(1))] if defined else []
+    if focus:  # "X is …", "Xs are …": the sentence that defines what was asked about
+        defines = re.compile(
+            r"\b"
+            + r"\w*\s+".join(re.escape(w) for w in focus)
+            + r"\w*\s+(is|are|was|were|means|refers|consists)\b",
+            re.IGNORECASE,
+        )
+        scores = [
+            x + (1.0 if defines.search(c[2]) else 0.0)
+            for x, c in zip(scores, candidates, strict=True)
+        ]
+    about = list(scores)  # what the sentence says of the question's own words
     embedder = retriever.embedder
     if embedder is not None:
-        vectors = embedder.embed([question] + [c[1] for c in candidates])
+        vectors = embedder.embed([question] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
-        scores = [t + float(v) for t, v in zip(scores, sims, strict=True)]
+        scores = [x + float(v) for x, v in zip(scores, sims, strict=True)]
     ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+    best_about = max(about)
     chosen: list[int] = []
     per_source: dict[int, int] = {}
     for i in ranked:
-        n = candidates[i][0]
+        if chosen and (best_about == 0 or about[i] < best_about * KEEP):
+            continue  # without the key words only the most similar sentence answers
+        n = candidates[i][0].n
         if per_source.get(n, 0) >= 2:
             continue
         per_source[n] = per_source.get(n, 0) + 1
         chosen.append(i)
         if len(chosen) == sentences:
             break
-    return " ".join(f"{candidates[i][1]} [{candidates[i][0]}]" for i in chosen)
+    chosen.sort(key=lambda i: (candidates[i][0].n, candidates[i][1]))
+    numbers: dict[int, int] = {}
+    by_n = {s.n: s for s in sources}
+    for i in chosen:
+        n = candidates[i][0].n
+        numbers.setdefault(n, len(numbers) + 1 if renumber else n)
+    out = [f"{candidates[i][2]} [{numbers[candidates[i][0].n]}]" for i in chosen]
+    citations = [
+        AnswerCitation(new, by_n[old].hit.chunk.id, by_n[old].hit.citation.label)
+        for old, new in numbers.items()
+    ]
+    return Extract(out, sorted(citations, key=lambda c: c.n), weak=max(coverage) == 0)
 
 
-def _term_score(sentence: str, terms: Sequence[str]) -> float:
-    words = [w.lower() for w in re.findall(r"\w+", sentence)]
-    if not terms or not words:
-        return 0.0
-    hits = sum(any(w.startswith(t[:5]) for w in words) for t in terms)
-    return hits / len(terms)
+def extractive_answer(
+    retriever: Retriever, question: str, sources: Sequence[Source], sentences: int = 3
+) -> str:
+    """The text of :func:`extract` (sources renumbered from 1)."""
+    return extract(retriever, question, sources, sentences).text
+
+
+WEAK_NOTICE = (
+    "No good answer in your library: no passage holds the question's key words; "
+    "these are the closest sentences"
+)
+
+
+def _extractive(
+    retriever: Retriever,
+    question: str,
+    sources: Sequence[Source],
+    notice: str | None,
+    renumber: bool = True,
+) -> tuple[Extract, Answer]:
+    found = extract(retriever, question, sources, renumber=renumber)
+    if found.weak and notice is None:
+        notice = WEAK_NOTICE
+    return found, Answer(question, found.text, "extractive", found.citations, notice)
 
 
 def ask(
@@ -200,8 +452,7 @@ def ask(
         if text:
             return Answer(question, text, "llm", _citations(text, sources))
         notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
-    text = extractive_answer(retriever, question, sources)
-    return Answer(question, text, "extractive", _citations(text, sources), notice)
+    return _extractive(retriever, question, sources, notice)[1]
 
 
 # -- streaming -----------------------------------------------------------------------------------
@@ -263,42 +514,46 @@ def _stream(
         )
         return
     sources = gather_sources(retriever, result.hits, user_id, budget_tokens)
+    if llm is None:  # offline: the sources named are the ones the sentences cite, 1..n
+        found, answer = _extractive(retriever, question, sources, None)
+        yield AnswerPiece("sources", sources=found.citations)
+        for i, sentence in enumerate(found.sentences):
+            yield AnswerPiece("text", text=sentence if i == 0 else " " + sentence)
+        yield AnswerPiece("done", answer=answer)
+        return
     yield AnswerPiece(
         "sources",
         sources=[AnswerCitation(x.n, x.hit.chunk.id, x.hit.citation.label) for x in sources],
     )
     notice = None
-    if llm is not None:
-        valid = {x.n for x in sources}
-        kept: list[str] = []
-        dropped = 0
-        try:
-            pieces = llm.stream(_prompt(question, sources, False))
-            traced = telemetry.llm_stream("answer", "ask.stream", pieces)
-            for sentence in sentences_as_they_come(traced):
-                if set(cited_numbers(sentence)) <= valid:
-                    kept.append(sentence)
-                    yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
-                else:
-                    dropped += 1
-        except Unavailable as exc:
-            if kept:
-                notice = f"The LLM stopped mid-answer ({exc.message}); the answer may be incomplete"
+    valid = {x.n for x in sources}
+    kept: list[str] = []
+    dropped = 0
+    try:
+        pieces = llm.stream(_prompt(question, sources, False))
+        traced = telemetry.llm_stream("answer", "ask.stream", pieces)
+        for sentence in sentences_as_they_come(traced):
+            if set(cited_numbers(sentence)) <= valid:
+                kept.append(sentence)
+                yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
             else:
-                notice = f"The LLM failed ({exc.message}); this answer is extractive"
+                dropped += 1
+    except Unavailable as exc:
         if kept:
-            text = " ".join(kept)
-            if dropped and notice is None:
-                notice = (
-                    f"{dropped} sentence(s) citing sources that were not retrieved were left out"
-                )
-            yield AnswerPiece(
-                "done", answer=Answer(question, text, "llm", _citations(text, sources), notice)
-            )
-            return
-        notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
-    text = extractive_answer(retriever, question, sources)
-    yield AnswerPiece("text", text=text)
-    yield AnswerPiece(
-        "done", answer=Answer(question, text, "extractive", _citations(text, sources), notice)
-    )
+            notice = f"The LLM stopped mid-answer ({exc.message}); the answer may be incomplete"
+        else:
+            notice = f"The LLM failed ({exc.message}); this answer is extractive"
+    if kept:
+        text = " ".join(kept)
+        if dropped and notice is None:
+            notice = f"{dropped} sentence(s) citing sources that were not retrieved were left out"
+        yield AnswerPiece(
+            "done", answer=Answer(question, text, "llm", _citations(text, sources), notice)
+        )
+        return
+    notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
+    # Sources already named by a ``sources`` event keep their numbers.
+    found, answer = _extractive(retriever, question, sources, notice, renumber=False)
+    for i, sentence in enumerate(found.sentences):
+        yield AnswerPiece("text", text=sentence if i == 0 else " " + sentence)
+    yield AnswerPiece("done", answer=answer)

@@ -34,7 +34,7 @@ from docshelf.accounts.access import described
 from docshelf.knowledge.answer import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM, Message
-from docshelf.model import Chunk, Document, Enrichment
+from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Enrichment
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -45,15 +45,6 @@ if TYPE_CHECKING:
 
 Embed = Callable[[list[str]], "Vectors"]
 
-DOCUMENT_TYPES: tuple[str, ...] = (
-    "paper",
-    "book",
-    "report",
-    "manual",
-    "transcript",
-    "article",
-    "note",
-)
 GENERAL = "general"  # the category of a document with no concept
 
 _MARKUP_LINE = re.compile(r"^\s*(#{1,6}\s|\||```|~~~|>|\[\^|!\[|<)")

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
+from docshelf.model import DOCUMENT_TYPES
+from docshelf.parse import FILE_TYPES
 from docshelf.store.base import SearchFilters
 
 __all__ = [
@@ -51,6 +53,12 @@ VOCABULARY: tuple[FilterName, ...] = (
     FilterName("source", "source_id", False, "A source id"),
     FilterName("path", "path_prefix", False, "A path prefix"),
     FilterName("type", "file_type", False, "A file type: markdown, text, pdf, html, docx, rst"),
+    FilterName(
+        "doctype",
+        "document_type",
+        False,
+        "A document type (from enrichment): paper, book, report, manual, transcript, article, note",
+    ),
     FilterName("tag", "tags", True, "Tags the document must all have"),
     FilterName("concept", "concepts", True, "Concepts (ids or labels; narrower ones included)"),
 )
@@ -62,6 +70,53 @@ def _meaning(key: str) -> str:
     return _BY_KEY[key].meaning
 
 
+def file_types() -> tuple[str, ...]:
+    """The file types a ``type`` filter may name (what the parsers read)."""
+    return tuple(sorted(set(FILE_TYPES.values())))
+
+
+def document_types() -> tuple[str, ...]:
+    """The document types a ``doctype`` filter may name (what enrichment assigns)."""
+    return DOCUMENT_TYPES
+
+
+def file_type_names() -> tuple[str, ...]:
+    """What a ``type`` filter accepts: the file types and the extensions that name one."""
+    return (
+        *file_types(),
+        *sorted(e.lstrip(".") for e in FILE_TYPES if e.lstrip(".") not in file_types()),
+    )
+
+
+def _enum(schema: dict[str, Any], values: Iterable[str]) -> None:
+    schema["enum"] = [*values, None]
+
+
+def known_value(key: str, value: str, fold: bool = True) -> str:
+    """``value`` for the ``type`` or ``doctype`` filter, lower-cased (a file type may be
+    named by its extension: ``md`` is ``markdown``; in the query syntax in any case), or
+    InvalidInput
+    naming the known values: ``type:article`` must not silently match nothing when
+    ``article`` is a document type, not a file type."""
+    wanted = value.lower() if fold else value  # the query syntax ignores case
+    if key == "type" and wanted not in file_types():
+        wanted = FILE_TYPES.get("." + wanted.lstrip("."), wanted)  # md, .txt: by extension
+    if key == "type" and wanted not in file_types():
+        hint = (
+            f"; for the document type, use doctype:{wanted}" if wanted in document_types() else ""
+        )
+        raise InvalidInput(
+            f"Unknown file type {value!r}; file types are {', '.join(file_types())}{hint}"
+        )
+    if key == "doctype" and wanted not in document_types():
+        hint = f"; for the file type, use type:{wanted}" if wanted in file_types() else ""
+        raise InvalidInput(
+            f"Unknown document type {value!r}; document types are "
+            f"{', '.join(document_types())}{hint}"
+        )
+    return wanted
+
+
 def query_field(key: str, value: str) -> tuple[str, str] | None:
     """``tag:x`` in a query as a ``(field, value)`` pair, or None when ``key`` names no
     filter (then the token is plain text). Keys are matched in any case; the ``#`` of a
@@ -69,7 +124,9 @@ def query_field(key: str, value: str) -> tuple[str, str] | None:
     found = _BY_KEY.get(key.lower())
     if found is None or not value:
         return None
-    return found.field, value.lstrip("#") if key == "tag" else value
+    if found.key in ("type", "doctype"):
+        return found.field, known_value(found.key, value)
+    return found.field, value.lstrip("#") if found.key == "tag" else value
 
 
 class Filters(BaseModel):
@@ -80,9 +137,27 @@ class Filters(BaseModel):
 
     source: str | None = Field(default=None, description=_meaning("source"))
     path: str | None = Field(default=None, description=_meaning("path"))
-    type: str | None = Field(default=None, description=_meaning("type"))
+    # The known values are listed in the schema (lazily: enrich imports this module).
+    type: str | None = Field(
+        default=None,
+        description=_meaning("type"),
+        json_schema_extra=lambda schema: _enum(schema, file_type_names()),
+    )
+    doctype: str | None = Field(
+        default=None,
+        description=_meaning("doctype"),
+        json_schema_extra=lambda schema: _enum(schema, document_types()),
+    )
     tag: list[str] = Field(default_factory=list, description=_meaning("tag"))
     concept: list[str] = Field(default_factory=list, description=_meaning("concept"))
+
+    @field_validator("type", "doctype")
+    @classmethod
+    def _known(cls, value: str | None, info: Any) -> str | None:
+        try:
+            return None if value is None else known_value(info.field_name, value, fold=False)
+        except InvalidInput as exc:  # pydantic reports only ValueError as the input's fault
+            raise ValueError(exc.message) from None
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Filters:
@@ -100,7 +175,10 @@ class Filters(BaseModel):
                 values[key] = [*values.get(key, []), value]
             else:
                 values[key] = value
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise InvalidInput("; ".join(_reason(e) for e in exc.errors())) from None
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any]) -> Filters:
@@ -130,9 +208,16 @@ class Filters(BaseModel):
             source_id=self.source,
             path_prefix=self.path,
             file_type=self.type,
+            document_type=self.doctype,
             tags=tuple(t.lstrip("#") for t in self.tag),
             concept_groups=tuple(concept_group(taxonomy, c) for c in self.concept),
         )
+
+
+def _reason(error: Any) -> str:
+    """A validation error as its message alone (a value check's own words)."""
+    cause = error.get("ctx", {}).get("error")
+    return str(cause) if cause is not None else f"{error['loc'][0]}: {error['msg']}"
 
 
 def concept_group(taxonomy: Taxonomy, name: str) -> tuple[str, ...]:
@@ -161,6 +246,7 @@ def with_query_fields(
         source_id=given.get("source_id", filters.source_id),
         path_prefix=given.get("path_prefix", filters.path_prefix),
         file_type=given.get("file_type", filters.file_type),
+        document_type=given.get("document_type", filters.document_type),
         tags=tags,
         document_ids=filters.document_ids,
         concept_groups=groups,

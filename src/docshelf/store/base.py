@@ -53,6 +53,7 @@ class SearchFilters:
     source_id: str | None = None
     path_prefix: str | None = None
     file_type: str | None = None
+    document_type: str | None = None  # the enrichment's document type (paper, note, …)
     tags: tuple[str, ...] = ()
     document_ids: tuple[str, ...] = ()
     # Each group: concept ids of which a document must have at least one (a concept
@@ -66,6 +67,7 @@ class SearchFilters:
             or self.source_id
             or self.path_prefix
             or self.file_type
+            or self.document_type
             or self.tags
             or self.document_ids
             or self.concept_groups

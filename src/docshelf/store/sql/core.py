@@ -104,6 +104,9 @@ class SQLBase(ABC):
         if f.file_type:
             parts.append("d.file_type = ?")
             params.append(f.file_type)
+        if f.document_type:
+            parts.append("d.document_type = ?")
+            params.append(f.document_type)
         for tag in f.tags:
             parts.append(
                 f"EXISTS (SELECT 1 FROM {d.elements('d.tags')} WHERE lower(value) = lower(?))"
