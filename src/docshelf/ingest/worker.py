@@ -30,10 +30,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+import docshelf.parse as parse_mod
 from docshelf import telemetry
 from docshelf.backoff import Backoff
 from docshelf.errors import DocshelfError, InvalidInput
-from docshelf.ingest.prepare import chunk_parsed, embed_texts
+from docshelf.ingest.prepare import (
+    Chunking,
+    chunk_file,
+    chunk_parsed,
+    embed_texts,
+    portable_counter,
+)
 from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
 
@@ -226,15 +233,45 @@ class Worker:
 
     # -- the stages --------------------------------------------------------------------------
     def _parse(self, job: Job) -> Stage:
+        data = self.rt.blobs.read(job.blob_sha256)
+        chunking = self.rt.chunking()
+        if len(data) > parse_mod.IN_PROCESS_BYTES and portable_counter(chunking.count_tokens):
+            return self._parse_and_chunk(job, data, chunking)
         # No more copies of a large file alive at once than needed: the bytes go once
         # parsed, the parsed document once it is JSON.
-        parsed = parse(self.rt.blobs.read(job.blob_sha256), job.file_type, self.rt.settings.parse)
+        parsed = parse(data, job.file_type, self.rt.settings.parse)
+        del data
         characters = len(parsed.body)
         payload = json.dumps(asdict(parsed)).encode("utf-8")
         del parsed
         with self.store.transaction():
             self.store.put_payload(job.document_id, Stage.PARSING.value, payload)
             return self._move(job, Stage.CHUNKING, f"parsed {characters} characters")
+
+    def _parse_and_chunk(self, job: Job, data: bytes, chunking: Chunking) -> Stage:
+        """A large file: parsed and chunked in the sandbox's child (``chunk_file``), so
+        neither the time nor the memory is this process's (a server's event loop shares
+        its GIL); the chunks are written with both stage moves, no payload between."""
+        doc = self._document(job)
+        chunked = chunk_file(
+            data,
+            file_type=job.file_type,
+            fp=doc.sha256,
+            title=None,
+            fallback_title=doc.title,
+            chunking=chunking,
+            limits=self.rt.settings.parse,
+        )
+        del data
+        counts = chunked.fields["chunk_counts"]
+        updated = dataclasses.replace(doc, **chunked.fields, status=Stage.CHUNKING.value)
+        with self.store.transaction():
+            self._move(job, Stage.CHUNKING, f"parsed {chunked.characters} characters")
+            self.rt.writer.put(
+                updated, chunked.chunks, links=chunked.links, aliases=chunked.aliases
+            )
+            self.store.delete_payload(job.document_id)
+            return self._move(job, Stage.EMBEDDING, f"{counts['snippet']} snippets to embed")
 
     def _chunk(self, job: Job) -> Stage:
         raw = self.store.get_payload(job.document_id, Stage.PARSING.value)
@@ -408,6 +445,17 @@ def _parsed_from_json(raw: bytes) -> ParsedDocument:
     )
 
 
+def _load_model(embedder: object) -> None:
+    """Load a packaged local model now (a remote one has nothing to load; a failure is
+    the first job's to report, as it would have been)."""
+    if type(embedder).__module__ != "docshelf.embed.local":
+        return
+    try:
+        embedder.embed(["warm up"])  # type: ignore[attr-defined]
+    except Exception as exc:
+        log.warning("could not load the embedding model before serving: %s", exc)
+
+
 class WorkerPool:
     """``n`` workers in threads of this process (what ``serve`` runs)."""
 
@@ -417,6 +465,11 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        """Load the embedding model, then start the workers. ``serve`` calls this before
+        it accepts a connection, so the model's start-up (seconds of imports holding the
+        GIL) never competes with a request, nor a request with it."""
+        if self.workers:
+            _load_model(self.workers[0].rt.embedder)
         for w in self.workers:
             t = threading.Thread(target=w.run, args=(self._stop,), name=w.name, daemon=True)
             t.start()

@@ -17,6 +17,11 @@ Limits are the caller's (``Settings.parse``), else read from the environment
 - ``DOCSHELF_PARSE_TIMEOUT_S`` (default 60): wall-clock seconds per file;
 - ``DOCSHELF_PARSE_MEMORY_MB`` (default 1024): address space the parser may
   add on top of the parser process's start-up size.
+
+A function may answer a :class:`Batched` (a head and a long list, e.g. a large
+file's chunks): the child sends the list in batches, so the parent never
+unpickles one huge message (a single C call that holds the GIL, and with it
+every other thread of a server, for as long as it takes).
 """
 
 from __future__ import annotations
@@ -24,17 +29,18 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
-from docshelf.model import ParsedDocument
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "run_limited"]
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "Batched", "run_limited"]
 
 DEFAULT_TIMEOUT_S = ParseLimits.timeout_s
 DEFAULT_MEMORY_MB = ParseLimits.memory_mb
@@ -45,21 +51,32 @@ _PRELOAD = [
     "docshelf.parse.html",
     "docshelf.parse.docx",
     "docshelf.parse.rst",
+    "docshelf.ingest.prepare",  # parse and chunk together (a large file's whole preparation)
 ]
 
 _PROCESS_NAME = "docshelf-parser"
+_BATCH = 2_000  # items of a Batched answer per message
 _Input = TypeVar("_Input", bytes, str)
+_Output = TypeVar("_Output")
 _context: ForkServerContext | SpawnContext | None = None
 
 
+@dataclass
+class Batched(Generic[_Output]):
+    """An answer sent in pieces: ``head`` (small) and ``items`` (long)."""
+
+    head: _Output
+    items: list[Any] = field(default_factory=list)
+
+
 def run_limited(
-    func: Callable[[_Input], ParsedDocument],
+    func: Callable[[_Input], _Output],
     data: _Input,
     file_type: str,
     *,
     timeout_s: float | None = None,
     memory_mb: int | None = None,
-) -> ParsedDocument:
+) -> _Output:
     """``func(data)`` in a child process under the limits (from the environment by default).
 
     ``func`` must be importable by name from a module other than ``__main__``
@@ -81,24 +98,34 @@ def run_limited(
     try:
         process.start()
         sender.close()
-        if not receiver.poll(timeout):
-            raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
-        try:
-            status, payload = receiver.recv()
-        except (EOFError, OSError):
-            process.join(5)
-            raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+        deadline = time.monotonic() + timeout
+        items: list[Any] = []
+        status, payload = "part", None
+        while status == "part":
+            if not receiver.poll(max(0.0, deadline - time.monotonic())):
+                raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
+            try:
+                status, payload = receiver.recv()
+            except (EOFError, OSError):
+                process.join(5)
+                raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+            if status == "part":
+                items.extend(payload)
+        if status == "batched":
+            payload = Batched(payload, items)
+            status = "ok"
     finally:
         receiver.close()
         if process.is_alive():
             process.kill()
         if process.pid is not None:
             process.join(5)
-    return _result(file_type, status, payload, memory)
+    answer: _Output = _result(file_type, status, payload, memory)
+    return answer
 
 
-def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> ParsedDocument:
-    if status == "ok" and isinstance(payload, ParsedDocument):
+def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> Any:
+    if status == "ok":
         return payload
     if status == "invalid":
         raise InvalidInput(str(payload))
@@ -157,10 +184,17 @@ def _skip_main_in_children() -> None:
 # -- in the child --------------------------------------------------------------------------
 
 
-def _child(conn: Connection, func: Callable[[Any], ParsedDocument], data: Any, mb: int) -> None:
+def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> None:
     _limit_memory(mb)
     try:
-        answer: tuple[str, Any] = ("ok", func(data))
+        result = func(data)
+        if isinstance(result, Batched):
+            items = result.items
+            for start in range(0, len(items), _BATCH):
+                conn.send(("part", items[start : start + _BATCH]))
+            answer: tuple[str, Any] = ("batched", result.head)
+        else:
+            answer = ("ok", result)
     except InvalidInput as exc:
         answer = ("invalid", exc.message)
     except MemoryError:
