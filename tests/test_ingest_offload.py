@@ -5,6 +5,7 @@ chunks come back in batches; ``serve``'s pool loads the model before it serves."
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import docshelf.parse as parse_mod
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.embed import local_available
 from docshelf.ingest.prepare import Chunking, chunk_file, chunk_parsed, portable_counter
-from docshelf.ingest.worker import Worker, WorkerPool
+from docshelf.ingest.uploads import intake_of
+from docshelf.ingest.worker import Worker, WorkerPool, WorkerSettings
 from docshelf.model import Tier
 from docshelf.parse import parse
 from docshelf.parse.sandbox import Batched, run_limited
@@ -151,3 +153,37 @@ def test_the_pool_loads_a_local_model_before_its_workers_start(
         pool.stop()
         assert calls and calls[0][1] == ["warm up"]
         assert started and calls[0][0] <= started[0]
+
+
+def test_an_in_process_worker_lets_an_upload_being_received_pass_first(
+    isolated_home: Path,
+) -> None:
+    with Shelf(isolated_home, embedder=None) as shelf:
+        user = shelf.create_user("alice")[0].id
+        up = shelf.upload(user, "a.md", b"# A\n\nSome words to index.\n")
+        intake = intake_of(shelf.runtime)
+        reached = threading.Event()
+        worker = Worker(
+            shelf,
+            WorkerSettings(yield_seconds=60),
+            on_stage=lambda job, stage: reached.set(),
+        )
+        with intake.receiving():
+            assert intake.busy == 1
+            thread = threading.Thread(target=worker.run_once)
+            thread.start()
+            assert reached.wait(10)
+            time.sleep(0.3)  # it waits for the upload: the stage has not run
+            assert shelf.job(up.document_id).stage.value == "parsing"
+        thread.join(10)  # the upload answered: the worker goes on at once
+        assert not thread.is_alive()
+        assert shelf.job(up.document_id).status == "complete"
+
+
+def test_a_steady_stream_of_uploads_does_not_starve_the_worker(isolated_home: Path) -> None:
+    with Shelf(isolated_home, embedder=None) as shelf:
+        user = shelf.create_user("alice")[0].id
+        up = shelf.upload(user, "a.md", b"# A\n\nSome words to index.\n")
+        with intake_of(shelf.runtime).receiving():  # never quiet while the worker runs
+            assert Worker(shelf, WorkerSettings(yield_seconds=0.01)).run_once()
+        assert shelf.job(up.document_id).status == "complete"

@@ -41,6 +41,7 @@ from docshelf.ingest.prepare import (
     embed_texts,
     portable_counter,
 )
+from docshelf.ingest.uploads import intake_of
 from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
 
@@ -71,6 +72,9 @@ class WorkerSettings:
     backoff_base: float = 2.0  # seconds before the first retry; doubles each attempt
     backoff_cap: float = 300.0
     embed_batch: int = 64  # snippets embedded and committed per step of the embedding stage
+    # before each stage and embedding batch: wait at most this long for the uploads this
+    # process is receiving to be answered (``ingest.uploads.Intake``)
+    yield_seconds: float = 1.0
 
     def backoff(self, attempts: int) -> float:
         """Exponential backoff with full jitter in [0.5, 1.5) of the nominal delay."""
@@ -103,6 +107,7 @@ class Worker:
         )
         self.stopping = threading.Event()  # ``run``'s stop: set, the job in flight is released
         self.gauges = telemetry.WorkerGauges(self.name)
+        self.intake = intake_of(self.rt)
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -178,6 +183,7 @@ class Worker:
                 return
             if self.on_stage:
                 self.on_stage(job, stage)
+            self.intake.quiet(self.settings.yield_seconds)
             started = time.perf_counter()
             try:
                 with telemetry.span(f"ingest.{stage.value}", document_id=job.document_id):
@@ -311,6 +317,7 @@ class Worker:
                 if self.stopping.is_set():  # the batches committed so far stay done
                     return Stage.EMBEDDING
                 self.rt.rate_limit.wait()
+                self.intake.quiet(self.settings.yield_seconds)
                 counts_before = (self.rt.embed_counts.cached, self.rt.embed_counts.computed)
                 vectors = embed_texts(
                     self.store, embedder, [c.retrieval_text for c in todo], self.rt.embed_counts
