@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import docshelf.parse as parse_mod
+from docshelf.blobs.local import LocalBlobStore
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.embed import local_available
 from docshelf.ingest.prepare import Chunking, chunk_file, chunk_parsed, portable_counter
@@ -187,3 +188,33 @@ def test_a_steady_stream_of_uploads_does_not_starve_the_worker(isolated_home: Pa
         with intake_of(shelf.runtime).receiving():  # never quiet while the worker runs
             assert Worker(shelf, WorkerSettings(yield_seconds=0.01)).run_once()
         assert shelf.job(up.document_id).status == "complete"
+
+
+def test_a_duplicate_upload_leaves_the_stored_blob_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Known bytes: no fsync, no rename over the blob (the same file stays), no temp left."""
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    with blobs.writer(1 << 20) as first:
+        first.write(b"the same bytes")
+        sha = first.commit()
+    inode = blobs.path(sha).stat().st_ino
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with blobs.writer(1 << 20) as again:
+        again.write(b"the same bytes")
+        assert again.commit() == sha
+    assert synced == []
+    assert blobs.path(sha).stat().st_ino == inode
+    assert blobs.read(sha) == b"the same bytes"
+    assert not list(blobs.tmp.iterdir())
+    with blobs.writer(1 << 20) as other:
+        other.write(b"new bytes")
+        other.commit()
+    assert len(synced) == 2  # new bytes: the file, then its folder
