@@ -218,3 +218,36 @@ def test_a_duplicate_upload_leaves_the_stored_blob_alone(
         other.write(b"new bytes")
         other.commit()
     assert len(synced) == 2  # new bytes: the file, then its folder
+
+
+def test_a_large_files_chunks_go_in_several_transactions_and_survive_a_crash_between(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_mod, "IN_PROCESS_BYTES", 1024)
+    with Shelf(isolated_home, embedder=None) as shelf:
+        user = shelf.create_user("alice")[0].id
+        up = shelf.upload(user, "big.md", _big_markdown())
+        writer = shelf.runtime.writer
+        real_add = writer.add_chunks
+        calls: list[int] = []
+
+        def crash_on_the_third(doc: object, chunks: list[object]) -> None:
+            calls.append(len(chunks))
+            if len(calls) == 3:
+                raise RuntimeError("killed between two batches")
+            real_add(doc, chunks)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(writer, "add_chunks", crash_on_the_third)
+        settings = WorkerSettings(write_batch=25, backoff_base=0.0, yield_seconds=0.0)
+        assert Worker(shelf, settings).run_once()  # fails mid-way, retried later
+        job = shelf.job(up.document_id)
+        assert job.status == "queued" and job.stage.value == "chunking"  # no payload: parses again
+        assert Worker(shelf, settings).run_once()
+        assert shelf.job(up.document_id).status == "complete"
+        assert len(calls) > 4 and set(calls[:-1]) == {25}
+        doc = shelf.store.get_document(up.document_id)
+        assert doc is not None
+        stored = [
+            c.id for tier in Tier for c in shelf.store.chunks_of_document(up.document_id, tier)
+        ]
+        assert len(stored) == len(set(stored)) == sum(doc.chunk_counts.values())

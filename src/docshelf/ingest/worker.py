@@ -75,6 +75,7 @@ class WorkerSettings:
     # before each stage and embedding batch: wait at most this long for the uploads this
     # process is receiving to be answered (``ingest.uploads.Intake``)
     yield_seconds: float = 1.0
+    write_batch: int = 2_000  # chunks of a large file written per transaction
 
     def backoff(self, attempts: int) -> float:
         """Exponential backoff with full jitter in [0.5, 1.5) of the nominal delay."""
@@ -271,12 +272,23 @@ class Worker:
         del data
         counts = chunked.fields["chunk_counts"]
         updated = dataclasses.replace(doc, **chunked.fields, status=Stage.CHUNKING.value)
+        # In transactions of WRITE_BATCH chunks: one over all of a huge file's would hold
+        # the store (SQLite: its one connection) for seconds, and every request with it.
+        # Killed in between, the job is at chunking without a payload: it parses again,
+        # and ``put`` replaces what was written.
+        chunks, batch = chunked.chunks, self.settings.write_batch
         with self.store.transaction():
             self._move(job, Stage.CHUNKING, f"parsed {chunked.characters} characters")
             self.rt.writer.put(
-                updated, chunked.chunks, links=chunked.links, aliases=chunked.aliases
+                updated, chunks[:batch], links=chunked.links, aliases=chunked.aliases
             )
             self.store.delete_payload(job.document_id)
+        for start in range(batch, len(chunks), batch):
+            self.intake.quiet(self.settings.yield_seconds)
+            with self.store.transaction():
+                self._owned(job)
+                self.rt.writer.add_chunks(updated, chunks[start : start + batch])
+        with self.store.transaction():
             return self._move(job, Stage.EMBEDDING, f"{counts['snippet']} snippets to embed")
 
     def _chunk(self, job: Job) -> Stage:
