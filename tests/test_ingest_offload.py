@@ -38,6 +38,12 @@ def test_a_batched_answer_comes_back_whole_across_many_messages() -> None:
     answer = run_limited(_pairs, b"5001", "test")
     assert answer.head == "head"
     assert answer.items == [(i, str(i)) for i in range(5001)]  # three batches of 2,000
+    seen: list[tuple[str, int]] = []
+    streamed = run_limited(
+        _pairs, b"5001", "test", on_part=lambda head, part: seen.append((head, len(part)))
+    )
+    assert streamed.head == "head" and streamed.items == []  # each batch used as it came
+    assert seen == [("head", 2000), ("head", 2000), ("head", 1001)]
 
 
 def test_a_large_text_is_chunked_in_a_child_with_the_chunks_of_an_in_process_run(

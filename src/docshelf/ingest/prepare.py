@@ -155,6 +155,8 @@ def chunk_file(
     fallback_title: str,
     chunking: Chunking,
     limits: ParseLimits | None = None,
+    on_chunks: Callable[[ChunkedFile, list[Chunk]], None] | None = None,
+    batch: int = 2_000,
 ) -> ChunkedFile:
     """Parse and chunk a file's bytes. Its title: ``title``, else the one the parse
     finds, else ``fallback_title``.
@@ -163,23 +165,36 @@ def chunk_file(
     ``limits``, when the token counter can go there (``portable_counter``); the
     chunks come back in batches (``sandbox.Batched``). Smaller files, and a
     counter that cannot leave this process, are parsed (under limits where
-    ``parse`` applies them) and chunked here."""
+    ``parse`` applies them) and chunked here. With ``on_chunks``, the chunks go
+    to ``on_chunks(head, batch)`` ``batch`` at a time (the head: the answer without
+    chunks), never all held here at once, and the answer's ``chunks`` are empty."""
     counter = portable_counter(chunking.count_tokens)
     if len(data) <= parse_mod.IN_PROCESS_BYTES or counter is None:
         parsed = parse(data, file_type, limits)
         named = title or parsed.title or fallback_title
-        return ChunkedFile.of(
+        done = ChunkedFile.of(
             chunk_parsed(parsed, fp=fp, title=named, chunking=chunking), file_type
         )
+        if on_chunks is None:
+            return done
+        bare = dataclasses.replace(done, chunks=[])
+        for start in range(0, len(done.chunks), batch):
+            on_chunks(bare, done.chunks[start : start + batch])
+        return bare
     from docshelf.parse.sandbox import run_limited
 
     limits = limits or ParseLimits.from_env()
     portable = Chunking(chunking.settings, counter, chunking.taxonomy)
     job = functools.partial(
-        _chunk_in_child, file_type, fp, title, fallback_title, portable, limits.pdf_password
+        _chunk_in_child, file_type, fp, title, fallback_title, portable, limits.pdf_password, batch
     )
     batched = run_limited(
-        job, data, file_type, timeout_s=limits.timeout_s, memory_mb=limits.memory_mb
+        job,
+        data,
+        file_type,
+        timeout_s=limits.timeout_s,
+        memory_mb=limits.memory_mb,
+        on_part=on_chunks,
     )
     head: ChunkedFile = batched.head
     return dataclasses.replace(head, chunks=batched.items)
@@ -192,6 +207,7 @@ def _chunk_in_child(
     fallback_title: str,
     chunking: Chunking,
     pdf_password: str | None,
+    batch: int,
     data: bytes,
 ) -> Batched[ChunkedFile]:
     """In the sandbox's child: parse and chunk; the chunks travel apart from the head."""
@@ -203,7 +219,7 @@ def _chunk_in_child(
     del parsed
     whole = ChunkedFile.of(chunked, file_type)
     del chunked
-    return Batched(dataclasses.replace(whole, chunks=[]), whole.chunks)
+    return Batched(dataclasses.replace(whole, chunks=[]), whole.chunks, batch)
 
 
 def portable_counter(count: Callable[[str], int]) -> Callable[[str], int] | None:

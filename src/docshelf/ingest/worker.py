@@ -35,6 +35,7 @@ from docshelf import telemetry
 from docshelf.backoff import Backoff
 from docshelf.errors import DocshelfError, InvalidInput
 from docshelf.ingest.prepare import (
+    ChunkedFile,
     Chunking,
     chunk_file,
     chunk_parsed,
@@ -42,7 +43,7 @@ from docshelf.ingest.prepare import (
     portable_counter,
 )
 from docshelf.ingest.uploads import intake_of
-from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
+from docshelf.model import Block, BlockKind, Chunk, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
 
 if TYPE_CHECKING:
@@ -260,7 +261,33 @@ class Worker:
         neither the time nor the memory is this process's (a server's event loop shares
         its GIL); the chunks are written with both stage moves, no payload between."""
         doc = self._document(job)
-        chunked = chunk_file(
+        started = False
+
+        def write(head: ChunkedFile, chunks: list[Chunk]) -> None:
+            # The first batch with the document and the move to chunking, each further
+            # one in its own transaction: one over all of a huge file's chunks would hold
+            # the store (SQLite: its one connection) for seconds, and every request with
+            # it. Killed in between, the job is at chunking without a payload: it parses
+            # again, and ``put`` replaces what was written.
+            nonlocal started
+            if started:
+                self.intake.quiet(self.settings.yield_seconds)
+                with self.store.transaction():
+                    self._owned(job)
+                    self.rt.writer.add_chunks(doc, chunks)
+                return
+            with self.store.transaction():
+                self._move(job, Stage.CHUNKING, f"parsed {head.characters} characters")
+                self.rt.writer.put(
+                    dataclasses.replace(doc, **head.fields, status=Stage.CHUNKING.value),
+                    chunks,
+                    links=head.links,
+                    aliases=head.aliases,
+                )
+                self.store.delete_payload(job.document_id)
+            started = True
+
+        head = chunk_file(
             data,
             file_type=job.file_type,
             fp=doc.sha256,
@@ -268,28 +295,15 @@ class Worker:
             fallback_title=doc.title,
             chunking=chunking,
             limits=self.rt.settings.parse,
+            on_chunks=write,
+            batch=self.settings.write_batch,
         )
         del data
-        counts = chunked.fields["chunk_counts"]
-        updated = dataclasses.replace(doc, **chunked.fields, status=Stage.CHUNKING.value)
-        # In transactions of WRITE_BATCH chunks: one over all of a huge file's would hold
-        # the store (SQLite: its one connection) for seconds, and every request with it.
-        # Killed in between, the job is at chunking without a payload: it parses again,
-        # and ``put`` replaces what was written.
-        chunks, batch = chunked.chunks, self.settings.write_batch
+        if not started:  # no chunks at all
+            write(head, [])
         with self.store.transaction():
-            self._move(job, Stage.CHUNKING, f"parsed {chunked.characters} characters")
-            self.rt.writer.put(
-                updated, chunks[:batch], links=chunked.links, aliases=chunked.aliases
-            )
-            self.store.delete_payload(job.document_id)
-        for start in range(batch, len(chunks), batch):
-            self.intake.quiet(self.settings.yield_seconds)
-            with self.store.transaction():
-                self._owned(job)
-                self.rt.writer.add_chunks(updated, chunks[start : start + batch])
-        with self.store.transaction():
-            return self._move(job, Stage.EMBEDDING, f"{counts['snippet']} snippets to embed")
+            snippets = head.fields["chunk_counts"]["snippet"]
+            return self._move(job, Stage.EMBEDDING, f"{snippets} snippets to embed")
 
     def _chunk(self, job: Job) -> Stage:
         raw = self.store.get_payload(job.document_id, Stage.PARSING.value)

@@ -19,9 +19,10 @@ Limits are the caller's (``Settings.parse``), else read from the environment
   add on top of the parser process's start-up size.
 
 A function may answer a :class:`Batched` (a head and a long list, e.g. a large
-file's chunks): the child sends the list in batches, so the parent never
-unpickles one huge message (a single C call that holds the GIL, and with it
-every other thread of a server, for as long as it takes).
+file's chunks): the child sends the head, then the list in batches, so the
+parent never unpickles one huge message (a single C call that holds the GIL,
+and with it every other thread of a server, for as long as it takes), and with
+``on_part`` it can use each batch (write it) and let it go as it arrives.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing import spawn
@@ -55,7 +55,6 @@ _PRELOAD = [
 ]
 
 _PROCESS_NAME = "docshelf-parser"
-_BATCH = 2_000  # items of a Batched answer per message
 _Input = TypeVar("_Input", bytes, str)
 _Output = TypeVar("_Output")
 _context: ForkServerContext | SpawnContext | None = None
@@ -67,6 +66,7 @@ class Batched(Generic[_Output]):
 
     head: _Output
     items: list[Any] = field(default_factory=list)
+    batch: int = 2_000  # items per message
 
 
 def run_limited(
@@ -76,12 +76,16 @@ def run_limited(
     *,
     timeout_s: float | None = None,
     memory_mb: int | None = None,
+    on_part: Callable[[Any, list[Any]], None] | None = None,
 ) -> _Output:
     """``func(data)`` in a child process under the limits (from the environment by default).
 
     ``func`` must be importable by name from a module other than ``__main__``
     (or a ``functools.partial`` of one). Raises InvalidInput naming the limit
-    that was exceeded, or the parser's reason.
+    that was exceeded, or the parser's reason. A :class:`Batched` answer comes
+    back whole, or with ``on_part`` as ``on_part(head, batch)`` calls while it
+    arrives (then its ``items`` are empty); the time limit runs until the head
+    has come (the child's work is done then), then again for each batch.
     """
     if getattr(func, "__module__", None) == "__main__":
         raise ValueError("run_limited() needs a function importable from a module, not __main__")
@@ -98,21 +102,25 @@ def run_limited(
     try:
         process.start()
         sender.close()
-        deadline = time.monotonic() + timeout
         items: list[Any] = []
-        status, payload = "part", None
-        while status == "part":
-            if not receiver.poll(max(0.0, deadline - time.monotonic())):
+        head: Any = None
+        status, payload = "head", None
+        while status in ("head", "part"):
+            if not receiver.poll(timeout):
                 raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
             try:
                 status, payload = receiver.recv()
             except (EOFError, OSError):
                 process.join(5)
                 raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
-            if status == "part":
+            if status == "head":
+                head = payload
+            elif status == "part" and on_part is not None:
+                on_part(head, payload)
+            elif status == "part":
                 items.extend(payload)
         if status == "batched":
-            payload = Batched(payload, items)
+            payload = Batched(head, items)
             status = "ok"
     finally:
         receiver.close()
@@ -189,10 +197,11 @@ def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> 
     try:
         result = func(data)
         if isinstance(result, Batched):
-            items = result.items
-            for start in range(0, len(items), _BATCH):
-                conn.send(("part", items[start : start + _BATCH]))
-            answer: tuple[str, Any] = ("batched", result.head)
+            conn.send(("head", result.head))
+            items, batch = result.items, max(1, result.batch)
+            for start in range(0, len(items), batch):
+                conn.send(("part", items[start : start + batch]))
+            answer: tuple[str, Any] = ("batched", None)
         else:
             answer = ("ok", result)
     except InvalidInput as exc:
