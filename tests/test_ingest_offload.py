@@ -111,9 +111,11 @@ def test_the_worker_chunks_a_large_upload_in_a_child_and_completes_it(
 ) -> None:
     monkeypatch.setattr(parse_mod, "IN_PROCESS_BYTES", 1024)
     seen: list[int] = []
+    given: list[object] = []
     real = chunk_file
 
     def watched(*args: object, **kwargs: object) -> object:
+        given.append(args[0])
         done = real(*args, **kwargs)  # type: ignore[arg-type]
         seen.append(done.pid)
         return done
@@ -125,6 +127,7 @@ def test_the_worker_chunks_a_large_upload_in_a_child_and_completes_it(
         assert Worker(shelf).run_once()
         assert shelf.job(up.document_id).status == "complete"
         assert seen and seen[0] != os.getpid()
+        assert isinstance(given[0], Path)  # a local blob: the child reads it, not this process
         doc = shelf.store.get_document(up.document_id)
         assert doc is not None and doc.title == "Big one"
         assert doc.chunk_counts[Tier.SNIPPET.value] > 50

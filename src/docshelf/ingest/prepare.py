@@ -147,7 +147,7 @@ class ChunkedFile:
 
 
 def chunk_file(
-    data: bytes,
+    data: bytes | Path,
     *,
     file_type: str,
     fp: str,
@@ -167,9 +167,14 @@ def chunk_file(
     counter that cannot leave this process, are parsed (under limits where
     ``parse`` applies them) and chunked here. With ``on_chunks``, the chunks go
     to ``on_chunks(head, batch)`` ``batch`` at a time (the head: the answer without
-    chunks), never all held here at once, and the answer's ``chunks`` are empty."""
+    chunks), never all held here at once, and the answer's ``chunks`` are empty.
+    ``data`` may be a file's path instead of its bytes: a large one is then read by
+    the child only (a server holds no copy of it)."""
     counter = portable_counter(chunking.count_tokens)
-    if len(data) <= parse_mod.IN_PROCESS_BYTES or counter is None:
+    size = data.stat().st_size if isinstance(data, Path) else len(data)
+    if size <= parse_mod.IN_PROCESS_BYTES or counter is None:
+        if isinstance(data, Path):
+            data = data.read_bytes()
         parsed = parse(data, file_type, limits)
         named = title or parsed.title or fallback_title
         done = ChunkedFile.of(
@@ -188,9 +193,10 @@ def chunk_file(
     job = functools.partial(
         _chunk_in_child, file_type, fp, title, fallback_title, portable, limits.pdf_password, batch
     )
+    source: Any = str(data) if isinstance(data, Path) else data  # a path: the child reads it
     batched = run_limited(
         job,
-        data,
+        source,
         file_type,
         timeout_s=limits.timeout_s,
         memory_mb=limits.memory_mb,
@@ -208,12 +214,18 @@ def _chunk_in_child(
     chunking: Chunking,
     pdf_password: str | None,
     batch: int,
-    data: bytes,
+    data: bytes | str,
 ) -> Batched[ChunkedFile]:
-    """In the sandbox's child: parse and chunk; the chunks travel apart from the head."""
+    """In the sandbox's child: parse and chunk; the chunks travel apart from the head.
+    ``data``: the bytes, or the path to read them from (then they go once parsed)."""
     from docshelf.parse.sandbox import Batched
 
-    parsed = parse_here(data, file_type, pdf_password)
+    if isinstance(data, str):
+        raw = Path(data).read_bytes()
+        parsed = parse_here(raw, file_type, pdf_password)
+        del raw
+    else:
+        parsed = parse_here(data, file_type, pdf_password)
     named = title or parsed.title or fallback_title
     chunked = chunk_parsed(parsed, fp=fp, title=named, chunking=chunking)
     del parsed

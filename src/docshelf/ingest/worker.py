@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import docshelf.parse as parse_mod
@@ -241,8 +242,11 @@ class Worker:
 
     # -- the stages --------------------------------------------------------------------------
     def _parse(self, job: Job) -> Stage:
-        data = self.rt.blobs.read(job.blob_sha256)
         chunking = self.rt.chunking()
+        local = self._blob_path(job.blob_sha256)
+        if local is not None and portable_counter(chunking.count_tokens):
+            return self._parse_and_chunk(job, local, chunking)
+        data = self.rt.blobs.read(job.blob_sha256)
         if len(data) > parse_mod.IN_PROCESS_BYTES and portable_counter(chunking.count_tokens):
             return self._parse_and_chunk(job, data, chunking)
         # No more copies of a large file alive at once than needed: the bytes go once
@@ -256,7 +260,19 @@ class Worker:
             self.store.put_payload(job.document_id, Stage.PARSING.value, payload)
             return self._move(job, Stage.CHUNKING, f"parsed {characters} characters")
 
-    def _parse_and_chunk(self, job: Job, data: bytes, chunking: Chunking) -> Stage:
+    def _blob_path(self, sha256: str) -> Path | None:
+        """A large blob's file in a local blob store (the sandbox's child reads it, not
+        this process), else None."""
+        path = getattr(self.rt.blobs, "path", None)
+        if path is None:
+            return None
+        try:
+            local = Path(path(sha256))
+            return local if local.stat().st_size > parse_mod.IN_PROCESS_BYTES else None
+        except OSError:
+            return None  # read() below says what is wrong
+
+    def _parse_and_chunk(self, job: Job, data: bytes | Path, chunking: Chunking) -> Stage:
         """A large file: parsed and chunked in the sandbox's child (``chunk_file``), so
         neither the time nor the memory is this process's (a server's event loop shares
         its GIL); the chunks are written with both stage moves, no payload between."""
