@@ -15,6 +15,7 @@ import docshelf.parse as parse_mod
 from docshelf.blobs.local import LocalBlobStore
 from docshelf.chunk import ChunkSettings, approx_tokens
 from docshelf.embed import local_available
+from docshelf.errors import InvalidInput
 from docshelf.ingest.prepare import Chunking, chunk_file, chunk_parsed, portable_counter
 from docshelf.ingest.uploads import intake_of
 from docshelf.ingest.worker import Worker, WorkerPool, WorkerSettings
@@ -260,3 +261,20 @@ def test_a_large_files_chunks_go_in_several_transactions_and_survive_a_crash_bet
             c.id for tier in Tier for c in shelf.store.chunks_of_document(up.document_id, tier)
         ]
         assert len(stored) == len(set(stored)) == sum(doc.chunk_counts.values())
+
+
+def _two_phases(marked: bytes) -> str:
+    from docshelf.parse.sandbox import next_phase
+
+    time.sleep(2.0)
+    if marked == b"yes":
+        next_phase()
+    time.sleep(2.0)
+    return "done"
+
+
+def test_each_phase_of_the_childs_work_gets_the_time_limit() -> None:
+    """Parse, then chunk: each within the limit passes, though both together exceed it."""
+    assert run_limited(_two_phases, b"yes", "markdown", timeout_s=3.0) == "done"
+    with pytest.raises(InvalidInput, match="exceeded the 3 s time limit"):
+        run_limited(_two_phases, b"no", "markdown", timeout_s=3.0)

@@ -218,7 +218,7 @@ def _chunk_in_child(
 ) -> Batched[ChunkedFile]:
     """In the sandbox's child: parse and chunk; the chunks travel apart from the head.
     ``data``: the bytes, or the path to read them from (then they go once parsed)."""
-    from docshelf.parse.sandbox import Batched
+    from docshelf.parse.sandbox import Batched, next_phase
 
     if isinstance(data, str):
         raw = Path(data).read_bytes()
@@ -226,6 +226,7 @@ def _chunk_in_child(
         del raw
     else:
         parsed = parse_here(data, file_type, pdf_password)
+    next_phase()  # parsed: the chunking gets a time limit of its own
     named = title or parsed.title or fallback_title
     chunked = chunk_parsed(parsed, fp=fp, title=named, chunking=chunking)
     del parsed

@@ -40,7 +40,7 @@ from typing import Any, Generic, TypeVar
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "Batched", "run_limited"]
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "Batched", "next_phase", "run_limited"]
 
 DEFAULT_TIMEOUT_S = ParseLimits.timeout_s
 DEFAULT_MEMORY_MB = ParseLimits.memory_mb
@@ -58,6 +58,7 @@ _PROCESS_NAME = "docshelf-parser"
 _Input = TypeVar("_Input", bytes, str)
 _Output = TypeVar("_Output")
 _context: ForkServerContext | SpawnContext | None = None
+_to_parent: list[Connection] = []  # in the child: its pipe, for next_phase()
 
 
 @dataclass
@@ -85,7 +86,8 @@ def run_limited(
     that was exceeded, or the parser's reason. A :class:`Batched` answer comes
     back whole, or with ``on_part`` as ``on_part(head, batch)`` calls while it
     arrives (then its ``items`` are empty); the time limit runs until the head
-    has come (the child's work is done then), then again for each batch.
+    has come (the child's work is done then), then again for each batch; a
+    child that calls ``next_phase()`` starts it again (parse, then chunk).
     """
     if getattr(func, "__module__", None) == "__main__":
         raise ValueError("run_limited() needs a function importable from a module, not __main__")
@@ -105,7 +107,7 @@ def run_limited(
         items: list[Any] = []
         head: Any = None
         status, payload = "head", None
-        while status in ("head", "part"):
+        while status in ("head", "part", "phase"):
             if not receiver.poll(timeout):
                 raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
             try:
@@ -113,6 +115,8 @@ def run_limited(
             except (EOFError, OSError):
                 process.join(5)
                 raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+            if status == "phase":  # the child finished one phase: the limit starts again
+                continue
             if status == "head":
                 head = payload
             elif status == "part" and on_part is not None:
@@ -192,8 +196,16 @@ def _skip_main_in_children() -> None:
 # -- in the child --------------------------------------------------------------------------
 
 
+def next_phase() -> None:
+    """In the child: one phase of the work is done (a parse, before the chunking), so
+    the time limit starts again for the next; elsewhere, nothing."""
+    if _to_parent:
+        _to_parent[0].send(("phase", None))
+
+
 def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> None:
     _limit_memory(mb)
+    _to_parent[:] = [conn]
     try:
         result = func(data)
         if isinstance(result, Batched):
