@@ -11,7 +11,8 @@ While each runs, this process samples ``/proc`` every 20 ms: the high-water
 mark (VmHWM) of the main process and of every process below it (the parser
 child of the sandbox), and the largest sum of their current RSS. It prints
 those peaks, the wall time, the outcome (chunks indexed, or the failure
-reason) and, for ``serve``, the slowest ``/healthz`` answer during the upload.
+reason) and, for ``serve``, the ``/healthz`` and ``/readyz`` answer times
+(p50, p99, slowest) during the upload.
 
     flock /tmp/docshelf-bench.lock .venv/bin/python bench/hostile_memory.py \\
         [--mb 25] [--embedder none|local] [--only add|serve] [--cap-mb 4096]
@@ -215,7 +216,7 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
     peaks, stop = Peaks(), threading.Event()
     sampler = threading.Thread(target=watch, args=(proc, peaks, stop))
     sampler.start()
-    health: list[float] = []
+    health: dict[str, list[float]] = {"/healthz": [], "/readyz": []}
     try:
         wait_ready(base, proc)
         idle = read_status(proc.pid).get("VmRSS", 0) / 1024
@@ -237,10 +238,21 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
         proc.terminate()
         proc.wait(60)
         sampler.join()
-    slowest = max(health) * 1000 if health else float("nan")
     print(f"serve: idle RSS {idle:.0f} MB; upload to {state} in {elapsed:.1f} s")
     print(f"serve: {peaks.report(proc.pid)}")
-    print(f"serve: /healthz polled {len(health)} times during ingest, slowest {slowest:.0f} ms")
+    for path, times in health.items():
+        print(f"serve: {path} polled {len(times)} times during ingest, {percentiles(times)}")
+
+
+def percentiles(times: list[float]) -> str:
+    if not times:
+        return "no answers"
+    ranked = sorted(times)
+
+    def at(q: float) -> float:
+        return ranked[min(len(ranked) - 1, int(q * len(ranked)))] * 1000
+
+    return f"p50 {at(0.5):.1f} ms, p99 {at(0.99):.1f} ms, slowest {ranked[-1] * 1000:.0f} ms"
 
 
 def wait_ready(base: str, proc: subprocess.Popen[str]) -> None:
@@ -269,14 +281,16 @@ def wait_done(client: httpx.Client, doc_id: str, proc: subprocess.Popen[str]) ->
     return stage + (f" ({last.get('message')})" if stage == "failed" else "")
 
 
-def poll_health(base: str, times: list[float], stop: threading.Event) -> None:
+def poll_health(base: str, times: dict[str, list[float]], stop: threading.Event) -> None:
+    """``/healthz`` and ``/readyz`` in turn, ten requests a second."""
     with httpx.Client(base_url=base, timeout=60) as client:
         while not stop.is_set():
-            started = time.perf_counter()
-            with contextlib.suppress(httpx.HTTPError):
-                client.get("/healthz")
-            times.append(time.perf_counter() - started)
-            stop.wait(0.1)
+            for path, answers in times.items():
+                started = time.perf_counter()
+                with contextlib.suppress(httpx.HTTPError):
+                    client.get(path)
+                answers.append(time.perf_counter() - started)
+                stop.wait(0.05)
 
 
 def main() -> None:

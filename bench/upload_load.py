@@ -7,8 +7,10 @@ sends all uploads at once: new Markdown files plus duplicates of some of them
 - p50 / p95 / max of the upload response time (the request only: parsing and
   embedding happen in the worker);
 - the time from the first upload until every document is `complete`;
-- dedup hits: responses that found the bytes already there (200 instead of
-  202), and the server's `upload_dedup` counter from /metrics.
+- dedup hits: the server's `upload_dedup` counter from /metrics (every upload
+  answers 202, known bytes or not);
+- the queue drained (jobs left unfinished) and duplicates: documents in the
+  store beyond one per distinct file, read from the store after the run.
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
 
@@ -198,8 +200,7 @@ async def run(args: argparse.Namespace, base_url: str, proc: subprocess.Popen[by
 
     times = sorted(a.seconds for a in answers)
     p95 = statistics.quantiles(times, n=20, method="inclusive")[18]
-    created = sum(a.status == 202 for a in answers)
-    hits = sum(a.status == 200 for a in answers)
+    distinct = len({u.data for u in uploads})
     print(f"uploads:            {len(answers)} ({args.new} new, {args.duplicates} duplicates)")
     print(f"embedder:           {args.embedder}")
     print(f"upload p50:         {ms(statistics.median(times))}")
@@ -208,9 +209,9 @@ async def run(args: argparse.Namespace, base_url: str, proc: subprocess.Popen[by
     print(f"all answered after: {ms(sent)}")
     print(f"all complete after: {ms(all_complete)} (from the first upload)")
     print(f"documents:          {len(final)} ({sum(s == 'complete' for s in final.values())} ok)")
-    print(f"created (202):      {created}")
-    print(f"dedup hits (200):   {hits}")
+    print(f"distinct files:     {distinct}; distinct document ids {len(final)}")
     print(f"upload_dedup:       {dedup_counter(metrics)}")
+    args.distinct = distinct
 
 
 def main() -> None:
@@ -237,6 +238,11 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        with Shelf(home, embedder=None) as shelf:
+            docs = shelf.store.list_documents(limit=10_000)
+            unfinished = [d.id for d in docs if d.status not in ("complete", "failed")]
+            print(f"queue drained:      {not unfinished} ({len(unfinished)} unfinished)")
+            print(f"duplicates:         {len(docs) - args.distinct} ({len(docs)} documents)")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from docshelf.api.schema import errors
 from docshelf.blobs import BlobStore, BlobWriter
 from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
 from docshelf.ingest.sync import unsupported_type_message
-from docshelf.ingest.uploads import UploadResult, sanitize_filename
+from docshelf.ingest.uploads import UploadResult, intake_of, sanitize_filename
 from docshelf.model import User
 from docshelf.parse import file_type_for
 from docshelf.shelf import Shelf
@@ -154,7 +154,8 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
     started = time.perf_counter()
     outcome = "refused"
     try:
-        result = await _upload(request, shelf, user)
+        with intake_of(shelf.runtime).receiving():  # this process's workers let it pass
+            result = await _upload(request, shelf, user)
         outcome = "created" if result.created else "existing"  # for operators, not callers
         # 202 whether or not the bytes were known: the answer must not tell who holds what
         return JSONResponse(views.upload(result), status_code=202)

@@ -61,12 +61,17 @@ class TempWriter:
 
     def commit(self) -> str:
         assert self._file is not None, "writer already closed"
+        self.sha256 = self._hash.hexdigest()
+        if self.stored(self.sha256):
+            # The same bytes are there, whole (placed only after their fsync): no fsync,
+            # no rename, no folder fsync for a duplicate upload.
+            self.abort()
+            return self.sha256
         with _storage_errors("the uploaded file"):
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
         self._file = None
-        self.sha256 = self._hash.hexdigest()
         try:
             with _storage_errors("the uploaded file"):
                 self.place(self._tmp, self.sha256)
@@ -76,6 +81,10 @@ class TempWriter:
 
     def place(self, tmp: Path, sha256: str) -> None:
         raise NotImplementedError
+
+    def stored(self, sha256: str) -> bool:
+        """Whether these bytes are stored already (then ``commit`` only drops its copy)."""
+        return False
 
     def abort(self) -> None:
         if self._file is not None:
@@ -99,6 +108,9 @@ class _LocalWriter(TempWriter):
     def __init__(self, store: LocalBlobStore, max_bytes: int) -> None:
         super().__init__(store.tmp, max_bytes)
         self._store = store
+
+    def stored(self, sha256: str) -> bool:
+        return self._store.exists(sha256)
 
     def place(self, tmp: Path, sha256: str) -> None:
         final = self._store.path(sha256)

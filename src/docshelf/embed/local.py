@@ -74,6 +74,11 @@ class PackagedModel:
         config = json.loads((self._dir / "sentence_bert_config.json").read_text())
         self.window = int(config["max_seq_length"])
 
+    @property
+    def tokenizer_file(self) -> Path:
+        """The tokenizer's file: how ``count_tokens`` goes to another process."""
+        return self._dir / "tokenizer.json"
+
     @cached_property
     def _tokenizer(self) -> Any:
         from tokenizers import Tokenizer

@@ -4,10 +4,17 @@
 ``Embedding`` turns retrieval texts into vectors through the embedding cache;
 the caller (sync) batches files so the model sees many texts at once, and the
 writer (``ingest/writer.py``) writes each document in its own transaction.
+
+``chunk_file`` parses *and* chunks a large file (over ``parse.IN_PROCESS_BYTES``)
+in the parser sandbox's child, so the caller's process (``serve``: its event
+loop, its health endpoints) spends neither the time nor the memory of it: it
+gets the chunks back in batches, never the body.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import os
 import stat as stat_mod
@@ -17,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import docshelf.parse as parse_mod
 from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.model import Chunk, Document, ParsedDocument, Tier, document_id, fingerprint
-from docshelf.parse import parse
+from docshelf.parse import parse, parse_here
 from docshelf.parse.links import WikiLink, wikilinks
 
 if TYPE_CHECKING:
@@ -30,6 +38,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.embed import Embedder
+    from docshelf.parse.sandbox import Batched
     from docshelf.store.base import Store
 
 
@@ -112,6 +121,152 @@ def chunk_parsed(parsed: ParsedDocument, *, fp: str, title: str, chunking: Chunk
 
 
 @dataclass(frozen=True)
+class ChunkedFile:
+    """A file parsed and chunked, without its body: what the writer needs."""
+
+    fields: dict[str, Any]  # Chunked.fields()
+    chunks: list[Chunk]
+    links: list[WikiLink]
+    aliases: tuple[str, ...]
+    warnings: tuple[str, ...]
+    characters: int  # of the parsed body
+    pid: int  # the process that parsed and chunked it (the sandbox's child for a large file)
+
+    @classmethod
+    def of(cls, chunked: Chunked, file_type: str) -> ChunkedFile:
+        parsed = chunked.parsed
+        return cls(
+            chunked.fields(),
+            chunked.chunks,
+            chunked.links(file_type),
+            parsed.aliases,
+            parsed.warnings,
+            len(parsed.body),
+            os.getpid(),
+        )
+
+
+def chunk_file(
+    data: bytes | Path,
+    *,
+    file_type: str,
+    fp: str,
+    title: str | None,
+    fallback_title: str,
+    chunking: Chunking,
+    limits: ParseLimits | None = None,
+    on_chunks: Callable[[ChunkedFile, list[Chunk]], None] | None = None,
+    batch: int = 2_000,
+) -> ChunkedFile:
+    """Parse and chunk a file's bytes. Its title: ``title``, else the one the parse
+    finds, else ``fallback_title``.
+
+    Over ``parse.IN_PROCESS_BYTES`` both run in the sandbox's child under
+    ``limits``, when the token counter can go there (``portable_counter``); the
+    chunks come back in batches (``sandbox.Batched``). Smaller files, and a
+    counter that cannot leave this process, are parsed (under limits where
+    ``parse`` applies them) and chunked here. With ``on_chunks``, the chunks go
+    to ``on_chunks(head, batch)`` ``batch`` at a time (the head: the answer without
+    chunks), never all held here at once, and the answer's ``chunks`` are empty.
+    ``data`` may be a file's path instead of its bytes: a large one is then read by
+    the child only (a server holds no copy of it)."""
+    counter = portable_counter(chunking.count_tokens)
+    size = data.stat().st_size if isinstance(data, Path) else len(data)
+    if size <= parse_mod.IN_PROCESS_BYTES or counter is None:
+        if isinstance(data, Path):
+            data = data.read_bytes()
+        parsed = parse(data, file_type, limits)
+        named = title or parsed.title or fallback_title
+        done = ChunkedFile.of(
+            chunk_parsed(parsed, fp=fp, title=named, chunking=chunking), file_type
+        )
+        if on_chunks is None:
+            return done
+        bare = dataclasses.replace(done, chunks=[])
+        for start in range(0, len(done.chunks), batch):
+            on_chunks(bare, done.chunks[start : start + batch])
+        return bare
+    from docshelf.parse.sandbox import run_limited
+
+    limits = limits or ParseLimits.from_env()
+    portable = Chunking(chunking.settings, counter, chunking.taxonomy)
+    job = functools.partial(
+        _chunk_in_child, file_type, fp, title, fallback_title, portable, limits.pdf_password, batch
+    )
+    source: Any = str(data) if isinstance(data, Path) else data  # a path: the child reads it
+    batched = run_limited(
+        job,
+        source,
+        file_type,
+        timeout_s=limits.timeout_s,
+        memory_mb=limits.memory_mb,
+        on_part=on_chunks,
+    )
+    head: ChunkedFile = batched.head
+    return dataclasses.replace(head, chunks=batched.items)
+
+
+def _chunk_in_child(
+    file_type: str,
+    fp: str,
+    title: str | None,
+    fallback_title: str,
+    chunking: Chunking,
+    pdf_password: str | None,
+    batch: int,
+    data: bytes | str,
+) -> Batched[ChunkedFile]:
+    """In the sandbox's child: parse and chunk; the chunks travel apart from the head.
+    ``data``: the bytes, or the path to read them from (then they go once parsed)."""
+    from docshelf.parse.sandbox import Batched, next_phase
+
+    if isinstance(data, str):
+        raw = Path(data).read_bytes()
+        parsed = parse_here(raw, file_type, pdf_password)
+        del raw
+    else:
+        parsed = parse_here(data, file_type, pdf_password)
+    next_phase()  # parsed: the chunking gets a time limit of its own
+    named = title or parsed.title or fallback_title
+    chunked = chunk_parsed(parsed, fp=fp, title=named, chunking=chunking)
+    del parsed
+    whole = ChunkedFile.of(chunked, file_type)
+    del chunked
+    return Batched(dataclasses.replace(whole, chunks=[]), whole.chunks, batch)
+
+
+def portable_counter(count: Callable[[str], int]) -> Callable[[str], int] | None:
+    """``count`` in a form that can be sent to a child process, or None.
+
+    A plain function goes as it is (by name). A model's counter is a method of an
+    object holding the model, which must not be pickled: it goes as the model's
+    tokenizer file (``tokenizer_file``), loaded once in the child."""
+    owner = getattr(count, "__self__", None)
+    if owner is None:  # by name: not from __main__, not a closure or a lambda
+        named = getattr(count, "__module__", "__main__") != "__main__"
+        return count if named and "<" not in getattr(count, "__qualname__", "<") else None
+    tokenizer_file = getattr(owner, "tokenizer_file", None)
+    if tokenizer_file is None:
+        return None
+    return functools.partial(_count_with, str(tokenizer_file))
+
+
+@functools.cache
+def _tokenizer(path: str) -> Any:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(path)
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def _count_with(tokenizer_file: str, text: str) -> int:
+    """The packaged model's ``count_tokens``, from its tokenizer file."""
+    return len(_tokenizer(tokenizer_file).encode(text, add_special_tokens=False).ids)
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A parsed and chunked file, ready to embed and write."""
 
@@ -143,12 +298,14 @@ def prepare(
     """Parse (under ``limits``), chunk and map concepts for one file's bytes (``fp``:
     their fingerprint, when the caller has it already)."""
     fp = fp or fingerprint(data)
-    parsed = parse(data, file_type, limits)
-    chunked = chunk_parsed(
-        parsed,
+    chunked = chunk_file(
+        data,
+        file_type=file_type,
         fp=fp,
-        title=title or parsed.title or Path(rel_path).stem or rel_path,
+        title=title,
+        fallback_title=Path(rel_path).stem or rel_path,
         chunking=chunking,
+        limits=limits,
     )
     now = time.time()
     doc = Document(
@@ -164,9 +321,9 @@ def prepare(
         updated_at=now,
         status="complete",
         embedding_model=embedding_model,
-        **chunked.fields(),
+        **chunked.fields,
     )
-    return Prepared(doc, chunked.chunks, parsed.warnings, chunked.links(file_type), parsed.aliases)
+    return Prepared(doc, chunked.chunks, chunked.warnings, chunked.links, chunked.aliases)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,11 @@ document deleted.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,6 +56,53 @@ def _cut_name(name: str, limit: int = MAX_NAME_CHARS) -> str:
     if not dot or not stem or len(ext) >= limit // 2:
         return name[:limit].rstrip()
     return f"{stem[: limit - len(ext) - 1].rstrip()}.{ext}"
+
+
+class Intake:
+    """The uploads a process is receiving now, so that its own ingest workers let them
+    pass first: a worker waits for a quiet moment (at most ``quiet``'s timeout, so a
+    steady stream of uploads cannot starve it) before each stage and each batch it
+    embeds. An upload's request is then its own work only, not a model's batch
+    competing for the GIL and the cores (issue 20: upload p95 with the model loaded)."""
+
+    def __init__(self) -> None:
+        self._receiving = 0
+        self._changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def receiving(self) -> Iterator[None]:
+        with self._changed:
+            self._receiving += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._receiving -= 1
+                if not self._receiving:
+                    self._changed.notify_all()
+
+    @property
+    def busy(self) -> int:
+        return self._receiving
+
+    def quiet(self, timeout: float) -> bool:
+        """Wait until no upload is being received (True), or ``timeout`` s (False)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._receiving, timeout)
+
+
+_intakes: weakref.WeakKeyDictionary[object, Intake] = weakref.WeakKeyDictionary()
+_intakes_lock = threading.Lock()
+
+
+def intake_of(runtime: Runtime) -> Intake:
+    """The library's :class:`Intake` in this process (the API and the in-process workers
+    share one runtime, so they share it)."""
+    with _intakes_lock:
+        intake = _intakes.get(runtime)
+        if intake is None:
+            intake = _intakes[runtime] = Intake()
+        return intake
 
 
 class Uploads:

@@ -28,13 +28,23 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import docshelf.parse as parse_mod
 from docshelf import telemetry
 from docshelf.backoff import Backoff
 from docshelf.errors import DocshelfError, InvalidInput
-from docshelf.ingest.prepare import chunk_parsed, embed_texts
-from docshelf.model import Block, BlockKind, Document, Job, ParsedDocument, Stage, Tier
+from docshelf.ingest.prepare import (
+    ChunkedFile,
+    Chunking,
+    chunk_file,
+    chunk_parsed,
+    embed_texts,
+    portable_counter,
+)
+from docshelf.ingest.uploads import intake_of
+from docshelf.model import Block, BlockKind, Chunk, Document, Job, ParsedDocument, Stage, Tier
 from docshelf.parse import parse
 
 if TYPE_CHECKING:
@@ -64,6 +74,10 @@ class WorkerSettings:
     backoff_base: float = 2.0  # seconds before the first retry; doubles each attempt
     backoff_cap: float = 300.0
     embed_batch: int = 64  # snippets embedded and committed per step of the embedding stage
+    # before each stage and embedding batch: wait at most this long for the uploads this
+    # process is receiving to be answered (``ingest.uploads.Intake``)
+    yield_seconds: float = 1.0
+    write_batch: int = 2_000  # chunks of a large file written per transaction
 
     def backoff(self, attempts: int) -> float:
         """Exponential backoff with full jitter in [0.5, 1.5) of the nominal delay."""
@@ -96,6 +110,7 @@ class Worker:
         )
         self.stopping = threading.Event()  # ``run``'s stop: set, the job in flight is released
         self.gauges = telemetry.WorkerGauges(self.name)
+        self.intake = intake_of(self.rt)
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -171,6 +186,7 @@ class Worker:
                 return
             if self.on_stage:
                 self.on_stage(job, stage)
+            self.intake.quiet(self.settings.yield_seconds)
             started = time.perf_counter()
             try:
                 with telemetry.span(f"ingest.{stage.value}", document_id=job.document_id):
@@ -226,15 +242,84 @@ class Worker:
 
     # -- the stages --------------------------------------------------------------------------
     def _parse(self, job: Job) -> Stage:
+        chunking = self.rt.chunking()
+        local = self._blob_path(job.blob_sha256)
+        if local is not None and portable_counter(chunking.count_tokens):
+            return self._parse_and_chunk(job, local, chunking)
+        data = self.rt.blobs.read(job.blob_sha256)
+        if len(data) > parse_mod.IN_PROCESS_BYTES and portable_counter(chunking.count_tokens):
+            return self._parse_and_chunk(job, data, chunking)
         # No more copies of a large file alive at once than needed: the bytes go once
         # parsed, the parsed document once it is JSON.
-        parsed = parse(self.rt.blobs.read(job.blob_sha256), job.file_type, self.rt.settings.parse)
+        parsed = parse(data, job.file_type, self.rt.settings.parse)
+        del data
         characters = len(parsed.body)
         payload = json.dumps(asdict(parsed)).encode("utf-8")
         del parsed
         with self.store.transaction():
             self.store.put_payload(job.document_id, Stage.PARSING.value, payload)
             return self._move(job, Stage.CHUNKING, f"parsed {characters} characters")
+
+    def _blob_path(self, sha256: str) -> Path | None:
+        """A large blob's file in a local blob store (the sandbox's child reads it, not
+        this process), else None."""
+        path = getattr(self.rt.blobs, "path", None)
+        if path is None:
+            return None
+        try:
+            local = Path(path(sha256))
+            return local if local.stat().st_size > parse_mod.IN_PROCESS_BYTES else None
+        except OSError:
+            return None  # read() below says what is wrong
+
+    def _parse_and_chunk(self, job: Job, data: bytes | Path, chunking: Chunking) -> Stage:
+        """A large file: parsed and chunked in the sandbox's child (``chunk_file``), so
+        neither the time nor the memory is this process's (a server's event loop shares
+        its GIL); the chunks are written with both stage moves, no payload between."""
+        doc = self._document(job)
+        started = False
+
+        def write(head: ChunkedFile, chunks: list[Chunk]) -> None:
+            # The first batch with the document and the move to chunking, each further
+            # one in its own transaction: one over all of a huge file's chunks would hold
+            # the store (SQLite: its one connection) for seconds, and every request with
+            # it. Killed in between, the job is at chunking without a payload: it parses
+            # again, and ``put`` replaces what was written.
+            nonlocal started
+            if started:
+                self.intake.quiet(self.settings.yield_seconds)
+                with self.store.transaction():
+                    self._owned(job)
+                    self.rt.writer.add_chunks(doc, chunks)
+                return
+            with self.store.transaction():
+                self._move(job, Stage.CHUNKING, f"parsed {head.characters} characters")
+                self.rt.writer.put(
+                    dataclasses.replace(doc, **head.fields, status=Stage.CHUNKING.value),
+                    chunks,
+                    links=head.links,
+                    aliases=head.aliases,
+                )
+                self.store.delete_payload(job.document_id)
+            started = True
+
+        head = chunk_file(
+            data,
+            file_type=job.file_type,
+            fp=doc.sha256,
+            title=None,
+            fallback_title=doc.title,
+            chunking=chunking,
+            limits=self.rt.settings.parse,
+            on_chunks=write,
+            batch=self.settings.write_batch,
+        )
+        del data
+        if not started:  # no chunks at all
+            write(head, [])
+        with self.store.transaction():
+            snippets = head.fields["chunk_counts"]["snippet"]
+            return self._move(job, Stage.EMBEDDING, f"{snippets} snippets to embed")
 
     def _chunk(self, job: Job) -> Stage:
         raw = self.store.get_payload(job.document_id, Stage.PARSING.value)
@@ -274,6 +359,7 @@ class Worker:
                 if self.stopping.is_set():  # the batches committed so far stay done
                     return Stage.EMBEDDING
                 self.rt.rate_limit.wait()
+                self.intake.quiet(self.settings.yield_seconds)
                 counts_before = (self.rt.embed_counts.cached, self.rt.embed_counts.computed)
                 vectors = embed_texts(
                     self.store, embedder, [c.retrieval_text for c in todo], self.rt.embed_counts
@@ -408,6 +494,17 @@ def _parsed_from_json(raw: bytes) -> ParsedDocument:
     )
 
 
+def _load_model(embedder: object) -> None:
+    """Load a packaged local model now (a remote one has nothing to load; a failure is
+    the first job's to report, as it would have been)."""
+    if type(embedder).__module__ != "docshelf.embed.local":
+        return
+    try:
+        embedder.embed(["warm up"])  # type: ignore[attr-defined]
+    except Exception as exc:
+        log.warning("could not load the embedding model before serving: %s", exc)
+
+
 class WorkerPool:
     """``n`` workers in threads of this process (what ``serve`` runs)."""
 
@@ -417,6 +514,11 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        """Load the embedding model, then start the workers. ``serve`` calls this before
+        it accepts a connection, so the model's start-up (seconds of imports holding the
+        GIL) never competes with a request, nor a request with it."""
+        if self.workers:
+            _load_model(self.workers[0].rt.embedder)
         for w in self.workers:
             t = threading.Thread(target=w.run, args=(self._stop,), name=w.name, daemon=True)
             t.start()

@@ -53,6 +53,12 @@ class DocumentWriter:
         if file is not None:
             self.point_file(file, previous)
 
+    def add_chunks(self, doc: Document, chunks: Sequence[Chunk]) -> None:
+        """More chunks of ``doc``, written by ``put`` with the first of them: a large
+        document's chunks go in several transactions, so that no one holds the store
+        for the whole of it (call while ``doc`` is not complete: search does not see it)."""
+        self.store.add_chunks(doc.id, chunks)
+
     def point_file(self, record: FileRecord, previous: FileRecord | None = None) -> None:
         """Record which document a file holds (and give the source's owner access to it);
         the document it held before goes if now orphaned."""

@@ -17,7 +17,9 @@ time and memory limit (``parse.sandbox``), so one hostile file cannot take
 down the caller. Their modules are imported only when a file of their type is
 parsed. Markdown and plain text are parsed in-process up to
 ``IN_PROCESS_BYTES`` (a note's parse costs far less than a child process
-would), larger ones under the same limits.
+would), larger ones under the same limits. ``parse_here`` is the parse
+without a child, for code that already runs in one (the worker's preparation
+of a large file: parse and chunk together in the sandbox, ``ingest.prepare``).
 """
 
 from __future__ import annotations
@@ -126,6 +128,27 @@ def parse(data: bytes, file_type: str, limits: ParseLimits | None = None) -> Par
     return run_limited(func, data, file_type, timeout_s=timeout_s, memory_mb=memory_mb)
 
 
+def parse_here(data: bytes, file_type: str, pdf_password: str | None = None) -> ParsedDocument:
+    """Parse in this process, whatever the size: for a caller that is itself the
+    sandbox's child (its limits apply to all it does)."""
+    parser = _PARSERS.get(file_type)
+    if parser is not None:
+        return parser(decode_text(data))
+    limited = _LIMITED.get(file_type)
+    if limited is None:
+        supported = ", ".join(sorted({*_PARSERS, *_LIMITED}))
+        raise InvalidInput(f"unsupported file type {file_type!r}; supported types: {supported}")
+    module, name, library, is_text = limited
+    func = _load(module, name, library)
+    if file_type == "pdf":
+        func = functools.partial(func, password=pdf_password)
+    if is_text:
+        return func(decode_text(data))
+    if not data.strip():
+        raise InvalidInput("empty file")
+    return func(data)
+
+
 def _decode_and_parse(parser: Callable[[str], ParsedDocument], data: bytes) -> ParsedDocument:
     return parser(decode_text(data))
 
@@ -140,4 +163,4 @@ def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]
     return parser
 
 
-__all__ = ["FILE_TYPES", "decode_text", "file_type_for", "parse"]
+__all__ = ["FILE_TYPES", "decode_text", "file_type_for", "parse", "parse_here"]

@@ -17,6 +17,12 @@ Limits are the caller's (``Settings.parse``), else read from the environment
 - ``DOCSHELF_PARSE_TIMEOUT_S`` (default 60): wall-clock seconds per file;
 - ``DOCSHELF_PARSE_MEMORY_MB`` (default 1024): address space the parser may
   add on top of the parser process's start-up size.
+
+A function may answer a :class:`Batched` (a head and a long list, e.g. a large
+file's chunks): the child sends the head, then the list in batches, so the
+parent never unpickles one huge message (a single C call that holds the GIL,
+and with it every other thread of a server, for as long as it takes), and with
+``on_part`` it can use each batch (write it) and let it go as it arrives.
 """
 
 from __future__ import annotations
@@ -25,15 +31,16 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "run_limited"]
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "Batched", "next_phase", "run_limited"]
 
 DEFAULT_TIMEOUT_S = ParseLimits.timeout_s
 DEFAULT_MEMORY_MB = ParseLimits.memory_mb
@@ -44,12 +51,23 @@ _PRELOAD = [
     "docshelf.parse.html",
     "docshelf.parse.docx",
     "docshelf.parse.rst",
+    "docshelf.ingest.prepare",  # parse and chunk together (a large file's whole preparation)
 ]
 
 _PROCESS_NAME = "docshelf-parser"
 _Input = TypeVar("_Input", bytes, str)
 _Output = TypeVar("_Output")  # a ParsedDocument for parsers; a page image for the reader
 _context: ForkServerContext | SpawnContext | None = None
+_to_parent: list[Connection] = []  # in the child: its pipe, for next_phase()
+
+
+@dataclass
+class Batched(Generic[_Output]):
+    """An answer sent in pieces: ``head`` (small) and ``items`` (long)."""
+
+    head: _Output
+    items: list[Any] = field(default_factory=list)
+    batch: int = 2_000  # items per message
 
 
 def run_limited(
@@ -59,12 +77,17 @@ def run_limited(
     *,
     timeout_s: float | None = None,
     memory_mb: int | None = None,
+    on_part: Callable[[Any, list[Any]], None] | None = None,
 ) -> _Output:
     """``func(data)`` in a child process under the limits (from the environment by default).
 
     ``func`` must be importable by name from a module other than ``__main__``
     (or a ``functools.partial`` of one). Raises InvalidInput naming the limit
-    that was exceeded, or the parser's reason.
+    that was exceeded, or the parser's reason. A :class:`Batched` answer comes
+    back whole, or with ``on_part`` as ``on_part(head, batch)`` calls while it
+    arrives (then its ``items`` are empty); the time limit runs until the head
+    has come (the child's work is done then), then again for each batch; a
+    child that calls ``next_phase()`` starts it again (parse, then chunk).
     """
     if getattr(func, "__module__", None) == "__main__":
         raise ValueError("run_limited() needs a function importable from a module, not __main__")
@@ -81,20 +104,36 @@ def run_limited(
     try:
         process.start()
         sender.close()
-        if not receiver.poll(timeout):
-            raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
-        try:
-            status, payload = receiver.recv()
-        except (EOFError, OSError):
-            process.join(5)
-            raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+        items: list[Any] = []
+        head: Any = None
+        status, payload = "head", None
+        while status in ("head", "part", "phase"):
+            if not receiver.poll(timeout):
+                raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
+            try:
+                status, payload = receiver.recv()
+            except (EOFError, OSError):
+                process.join(5)
+                raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+            if status == "phase":  # the child finished one phase: the limit starts again
+                continue
+            if status == "head":
+                head = payload
+            elif status == "part" and on_part is not None:
+                on_part(head, payload)
+            elif status == "part":
+                items.extend(payload)
+        if status == "batched":
+            payload = Batched(head, items)
+            status = "ok"
     finally:
         receiver.close()
         if process.is_alive():
             process.kill()
         if process.pid is not None:
             process.join(5)
-    return cast(_Output, _result(file_type, status, payload, memory))
+    answer: _Output = _result(file_type, status, payload, memory)
+    return answer
 
 
 def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> Any:
@@ -157,10 +196,26 @@ def _skip_main_in_children() -> None:
 # -- in the child --------------------------------------------------------------------------
 
 
+def next_phase() -> None:
+    """In the child: one phase of the work is done (a parse, before the chunking), so
+    the time limit starts again for the next; elsewhere, nothing."""
+    if _to_parent:
+        _to_parent[0].send(("phase", None))
+
+
 def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> None:
     _limit_memory(mb)
+    _to_parent[:] = [conn]
     try:
-        answer: tuple[str, Any] = ("ok", func(data))
+        result = func(data)
+        if isinstance(result, Batched):
+            conn.send(("head", result.head))
+            items, batch = result.items, max(1, result.batch)
+            for start in range(0, len(items), batch):
+                conn.send(("part", items[start : start + batch]))
+            answer: tuple[str, Any] = ("batched", None)
+        else:
+            answer = ("ok", result)
     except InvalidInput as exc:
         answer = ("invalid", exc.message)
     except MemoryError:

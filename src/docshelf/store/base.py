@@ -171,6 +171,11 @@ class Store(Protocol):
         """
         ...
 
+    def add_chunks(self, document_id: str, chunks: Sequence[Chunk]) -> None:
+        """Add chunks to a document that ``put_document`` wrote (a large document's rest,
+        in more transactions than one, while it is not yet complete and so not seen)."""
+        ...
+
     def update_document_path(self, document_id: str, path: str, rel_path: str) -> None: ...
     def delete_document(self, document_id: str) -> None:
         """Remove a document with its chunks, vectors and index entries."""

@@ -199,6 +199,17 @@ class CatalogueSQL(SQLBase):
                 self._insert_vectors([c.id for c in snippets], vectors)
             self._bump_generation()
 
+    def add_chunks(self, document_id: str, chunks: Sequence[Chunk]) -> None:
+        if any(c.document_id != document_id for c in chunks):
+            raise ValueError(f"chunks of another document than {document_id}")
+        encode = self.dialect.encode_list
+        with self.transaction():
+            self._xm(
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+                (chunk_row(c, encode) for c in chunks),
+            )
+            self._bump_generation()
+
     def update_document_path(self, document_id: str, path: str, rel_path: str) -> None:
         with self.transaction():
             self._x(
