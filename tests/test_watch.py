@@ -51,6 +51,8 @@ def test_changes_are_followed(shelf: Shelf, notes: Path, watching: list[SyncRepo
     assert "todo.txt" not in paths(shelf)
     (notes / "cooking.md").unlink()
     wait_for(lambda: "cooking.md" not in paths(shelf))
+    # (its sync's report reaches on_sync just after the commit)
+    wait_for(lambda: any(r.removed for r in watching))
     # hidden folders do not wake the watcher up
     before = len(watching)
     (notes / ".obsidian" / "workspace.json").write_text("{}")
@@ -64,7 +66,14 @@ def test_a_burst_is_a_few_syncs(shelf: Shelf, notes: Path, watching: list[SyncRe
     burst.mkdir()
     for i in range(1000):
         (burst / f"n{i:04}.md").write_text(f"# Note {i}\n\nBurst note number {i}.\n")
-    wait_for(lambda: len(shelf.documents(limit=2000)) == 1003, timeout=60)
+    # The documents are committed before the sync's report reaches on_sync: wait for both.
+    wait_for(
+        lambda: (
+            len(shelf.documents(limit=2000)) == 1003
+            and sum(r.added for r in watching[before:]) == 1000
+        ),
+        timeout=60,
+    )
     syncs = len(watching) - before
     assert 1 <= syncs <= 5, f"{syncs} syncs for one burst"
     assert sum(r.added for r in watching[before:]) == 1000
