@@ -379,6 +379,7 @@ ALL_ENDPOINTS = [
     ("GET", "/v1/chunks/{chunk}/view"),
     ("GET", "/v1/sources"),
     ("GET", "/v1/failures"),
+    ("GET", "/v1/facets"),
 ]
 
 

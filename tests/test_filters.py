@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+
 import pytest
 
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import configured_taxonomy
 from docshelf.search.filters import (
+    DATE_PATTERN,
     FILTER_KEYS,
     SEARCH_MODES,
     Filters,
     SearchFilters,
     concept_group,
+    date_range,
     with_query_fields,
 )
 from docshelf.search.query import parse_query
 
 
 def test_the_vocabulary_and_the_modes() -> None:
-    assert FILTER_KEYS == ("source", "path", "type", "doctype", "tag", "concept")
+    assert FILTER_KEYS == ("source", "path", "type", "doctype", "tag", "concept", "date")
     assert SEARCH_MODES == ("hybrid", "lexical", "vector")
     assert tuple(Filters.model_fields) == FILTER_KEYS
 
@@ -31,7 +36,7 @@ def test_key_value_strings_parse_and_repeat() -> None:
     assert store.concept_groups == (concept_group(configured_taxonomy(), "Food"),)
     assert "food" in store.concept_groups[0]
     for bad in ("tag", "tag=", "colour=red", "Tag=x"):
-        keys = "KEY one of source, path, type, doctype, tag, concept"
+        keys = "KEY one of source, path, type, doctype, tag, concept, date"
         with pytest.raises(InvalidInput, match=keys):
             Filters.parse([bad])
 
@@ -108,3 +113,50 @@ def test_every_face_offers_every_filter() -> None:
     assert set(FILTER_KEYS) <= set(mcp_server.SearchFiltersArg.model_fields)
     old_name = mcp_server.SearchFiltersArg(tags=["a"], tag=["b"])
     assert old_name.to_search_filters(configured_taxonomy()).tags == ("b", "a")
+
+
+def _utc(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def test_a_date_is_a_year_or_a_month_or_a_range_of_them() -> None:
+    assert date_range("2026") == (_utc("2026-01-01"), _utc("2027-01-01"))
+    assert date_range("2026-02") == (_utc("2026-02-01"), _utc("2026-03-01"))
+    assert date_range("2026-12") == (_utc("2026-12-01"), _utc("2027-01-01"))
+    assert date_range("2025..2026-03") == (_utc("2025-01-01"), _utc("2026-04-01"))
+    assert date_range("2026-03..2025") == (_utc("2025-01-01"), _utc("2026-04-01"))
+    assert date_range("2025-06..") == (_utc("2025-06-01"), None)
+    assert date_range("..2025") == (None, _utc("2026-01-01"))
+    assert date_range("..") == (None, None)
+    for bad in ("", "26", "2026-13", "2026-00", "2026-1", "2026-03-05", " 2026", "soon", "2026..."):
+        with pytest.raises(InvalidInput, match="Bad date"):
+            date_range(bad)
+
+
+def test_the_date_filter_in_every_spelling() -> None:
+    taxonomy = configured_taxonomy()
+    given = Filters.parse(["date=2026-03"]).to_search_filters(taxonomy)
+    assert (given.dated_from, given.dated_before) == (_utc("2026-03-01"), _utc("2026-04-01"))
+    assert not given.empty
+    parsed = parse_query("raft date:2025")
+    assert parsed.text == "raft" and parsed.fields == (("dated", "2025"),)
+    merged = with_query_fields(given, parsed.fields, None, taxonomy)
+    assert (merged.dated_from, merged.dated_before) == (_utc("2025-01-01"), _utc("2026-01-01"))
+    kept = with_query_fields(given, (), None, taxonomy)
+    assert kept.dated_from == given.dated_from
+    with pytest.raises(InvalidInput, match="Bad date 'soon'"):
+        parse_query("raft date:soon")
+    with pytest.raises(ValueError, match="Bad date"):
+        Filters.from_mapping({"date": "2026-99"})
+    assert re.fullmatch(DATE_PATTERN, "2024..2025-06") and not re.fullmatch(DATE_PATTERN, "2026-9")
+
+
+def test_filetype_is_the_file_type_named_apart_from_doctype() -> None:
+    assert Filters.parse(["filetype=md"]).type == "markdown"
+    assert Filters.from_mapping({"filetype": "pdf"}).as_json() == {"type": "pdf"}
+    assert Filters.model_validate({"filetype": "rst"}).type == "rst"
+    assert parse_query("x filetype:PDF").fields == (("file_type", "pdf"),)
+    with pytest.raises(ValueError, match="type or filetype, not both"):
+        Filters.model_validate({"type": "pdf", "filetype": "rst"})
+    with pytest.raises(InvalidInput, match="use doctype:paper"):
+        Filters.parse(["filetype=paper"])

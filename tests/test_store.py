@@ -1163,3 +1163,116 @@ def test_concept_filters_tag_counts_and_listing_by_id(store: Store) -> None:
     assert store.tag_counts() == {"papers": 2, "consensus": 1}
     listed = store.list_documents(document_ids=(b.id, "doc_missing"))
     assert [d.id for d in listed] == [b.id]
+
+
+# -- the library's facets, the date filter and the library list ---------------------------
+
+
+def _library(store: Store) -> dict[str, Document]:
+    """Four documents: two in a folder (files with known times), two uploads."""
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    store.add_source(Source("src_2", "/other", "folder", "h", 1.0))
+    store.put_user(user("u1", "ann"), None)
+    y2024 = 1_710_000_000  # 2024-03-09 UTC
+    y2025 = 1_740_000_000  # 2025-02-19 UTC
+    docs = {}
+    specs: list[tuple[int, dict[str, Any], tuple[str, ...], str | None, float | None]] = [
+        (
+            1,
+            {"file_type": "markdown", "tags": ("Raft", "papers"), "source_id": "src_1"},
+            ("ds",),
+            "paper",
+            y2024,
+        ),
+        (
+            2,
+            {"file_type": "pdf", "tags": ("papers",), "source_id": "src_1", "title": "Bigtable"},
+            ("ds", "storage"),
+            "paper",
+            y2025,
+        ),
+        (3, {"file_type": "pdf", "status": "failed", "source_id": "src_2"}, (), None, None),
+        (4, {"file_type": "text", "title": "shopping list"}, ("food",), "note", None),
+    ]
+    for n, kw, concepts, doctype, mtime in specs:
+        doc, chunks = make_doc(n, f"words of {n}", rel_path=f"dir{n % 2}/d{n}.md", **kw)
+        doc = dataclasses.replace(
+            doc,
+            concept_ids=concepts,
+            document_type=doctype,
+            added_at=1_767_000_000.0 + n,  # 2025-12-29 UTC: when they arrived
+            size_bytes=100 * n,
+        )
+        with store.transaction():
+            store.put_document(doc, chunks, vecs(2, seed=n))
+            if mtime is not None:
+                store.put_file(FileRecord(doc.path, "src_1", doc.id, 1, int(mtime * 1e9)))
+        docs[str(n)] = doc
+    store.grant("u1", docs["2"].id)
+    store.grant("u1", docs["4"].id)
+    return docs
+
+
+def test_facet_counts_cover_the_whole_matching_set(store: Store) -> None:
+    docs = _library(store)
+    counts = store.facet_counts(SearchFilters())
+    assert counts == {
+        "type": {"pdf": 2, "markdown": 1, "text": 1},
+        "doctype": {"paper": 2, "note": 1},
+        "source": {"src_1": 2, "src_2": 1},
+        "tag": {"papers": 2, "Raft": 1},
+        "concept": {"ds": 2, "food": 1, "storage": 1},
+        "date": {"2025": 3, "2024": 1},  # a file's change, else the upload's arrival
+    }
+    mine = store.facet_counts(SearchFilters(user_id="u1"), ["type", "date"])
+    assert mine == {"type": {"pdf": 1, "text": 1}, "date": {"2025": 2}}
+    pdf = store.facet_counts(SearchFilters(file_type="pdf"), ["source", "concept"])
+    assert pdf == {"source": {"src_1": 1, "src_2": 1}, "concept": {"ds": 1, "storage": 1}}
+    assert store.facet_counts(SearchFilters(tags=("nothing",))) == {
+        f: {} for f in ("type", "doctype", "source", "tag", "concept", "date")
+    }
+    with pytest.raises(ValueError, match="Unknown facets"):
+        store.facet_counts(SearchFilters(), ["colour"])
+    assert docs
+
+
+def test_the_date_filter_reads_a_file_s_change_or_an_upload_s_arrival(store: Store) -> None:
+    docs = _library(store)
+    y2025 = SearchFilters(dated_from=1_735_689_600.0, dated_before=1_767_225_600.0)
+    assert store.documents_matching(y2025) == {docs[n].id for n in ("2", "3", "4")}
+    before = SearchFilters(dated_before=1_735_689_600.0)  # up to the end of 2024
+    assert store.documents_matching(before) == {docs["1"].id}
+    assert doc_of(store.lexical_search(["words"], 10, before)) == {"1"}
+    assert not SearchFilters(dated_from=0.0).empty
+
+
+def test_the_library_list_narrows_sorts_and_counts_exactly(store: Store) -> None:
+    from docshelf.store import Listing
+
+    docs = _library(store)
+
+    def ids(listing: Listing, **kw: Any) -> list[str]:
+        found = store.list_documents(listing=listing, **kw)
+        assert store.count_documents(listing=listing, user_id=kw.get("user_id")) == len(found)
+        return [n for d in found for n, doc in docs.items() if doc.id == d.id]
+
+    assert ids(Listing()) == ["2", "4", "1", "3"]  # by path: dir0/, then dir1/
+    assert ids(Listing(order="title")) == ["2", "1", "3", "4"]  # Bigtable, Doc 1, Doc 3, shop…
+    assert ids(Listing(order="size")) == ["4", "3", "2", "1"]
+    assert ids(Listing(order="added")) == ["4", "3", "2", "1"]
+    assert ids(Listing(order="type")) == ["1", "2", "3", "4"]
+    assert ids(Listing(status="failed")) == ["3"]
+    assert ids(Listing(matching="BIG")) == ["2"]
+    assert ids(Listing(matching="list shop")) == ["4"]  # every word, in any order
+    assert ids(Listing(matching="dir1/")) == ["1", "3"]  # the path counts too
+    assert ids(Listing(matching="100%")) == []  # LIKE wildcards are literal
+    assert ids(Listing(filters=SearchFilters(file_type="pdf")), user_id="u1") == ["2"]
+    assert ids(Listing(filters=SearchFilters(concept_groups=(("ds",),)), order="size")) == [
+        "2",
+        "1",
+    ]
+    assert store.list_documents(listing=Listing(order="size"), limit=1, offset=1)[0].id == (
+        docs["3"].id
+    )
+    with pytest.raises(ValueError, match="Unknown order"):
+        store.list_documents(listing=Listing(order="colour"))

@@ -3,13 +3,14 @@ links and claims as a user sees it, and the library's status."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from docshelf.accounts.access import visible
 from docshelf.model import Chunk, Distillate, Document, Failure, Tier
 from docshelf.parse.links import WikiLink
-from docshelf.store import Store
+from docshelf.store import FACETS, Listing, SearchFilters, Store
 
 if TYPE_CHECKING:
     from docshelf.runtime import Runtime
@@ -99,3 +100,40 @@ def status(rt: Runtime) -> Status:
         vector_index=rt.vector_index.state() if rt.vector_index else {"path": "native"},
         lexical_index=rt.lexical_index.state() if rt.lexical_index else {"path": "native"},
     )
+
+
+# Clearing a single-valued facet's own filter before counting it keeps its other values
+# in sight (choosing "PDF" must not hide "Markdown"); tags and concepts add up, so their
+# counts are within what is chosen.
+_OWN_FILTER: dict[str, tuple[str, ...]] = {
+    "type": ("file_type",),
+    "doctype": ("document_type",),
+    "source": ("source_id",),
+    "date": ("dated_from", "dated_before"),
+}
+
+
+@dataclass(frozen=True)
+class Facets:
+    """Document counts per facet value over a library narrowed by filters, and how many
+    documents match all the filters (``total``)."""
+
+    counts: dict[str, dict[str, int]]
+    total: int
+
+
+def library_facets(store: Store, filters: SearchFilters) -> Facets:
+    """The facets (``store.FACETS``) of the documents matching ``filters`` (give its
+    ``user_id``: only what that user may read is counted). Each single-valued facet is
+    counted without its own filter, so the other values of a chosen facet stay
+    choosable; every count is exact, over the whole matching set."""
+    counts: dict[str, dict[str, int]] = {}
+    plain = [f for f in FACETS if all(getattr(filters, k) is None for k in _OWN_FILTER.get(f, ()))]
+    counts.update(store.facet_counts(filters, plain))
+    for facet in FACETS:
+        if facet not in counts:
+            cleared: dict[str, Any] = dict.fromkeys(_OWN_FILTER[facet])
+            widened = dataclasses.replace(filters, **cleared)
+            counts.update(store.facet_counts(widened, [facet]))
+    total = store.count_documents(listing=Listing(filters=filters))
+    return Facets({f: counts[f] for f in FACETS}, total)

@@ -12,6 +12,7 @@ The facade delegates: the wiring lives in ``Runtime`` (runtime.py), sources in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -21,7 +22,7 @@ from docshelf import catalogue
 from docshelf.accounts import access
 from docshelf.accounts import users as users_mod
 from docshelf.blobs import BlobStore
-from docshelf.catalogue import DocumentView, Status
+from docshelf.catalogue import DocumentView, Facets, Status
 from docshelf.chunk import ChunkSettings
 from docshelf.config import Settings
 from docshelf.embed import Embedder
@@ -43,7 +44,7 @@ from docshelf.search.results import ContextResult, SearchResult
 from docshelf.search.retriever import Retriever
 from docshelf.shared import Broadcast
 from docshelf.shared.caches import SummaryCache
-from docshelf.store import SearchFilters, Store
+from docshelf.store import Listing, SearchFilters, Store
 from docshelf.telemetry import Metrics, RateLimiter
 from docshelf.transport import Transport
 
@@ -168,13 +169,22 @@ class Shelf:
         user_id: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        listing: Listing | None = None,
     ) -> list[Document]:
         """Documents (only ``user_id``'s when given, under their own names; all for the
-        local caller)."""
+        local caller), narrowed and sorted by ``listing``."""
         docs = self.store.list_documents(
-            source_id=source_id, user_id=user_id, limit=limit, offset=offset
+            source_id=source_id, user_id=user_id, limit=limit, offset=offset, listing=listing
         )
         return self._seen_by(docs, user_id)
+
+    def facets(self, filters: SearchFilters | None = None, user_id: str | None = None) -> Facets:
+        """Counts per file type, document type, source, tag, concept and year over the
+        library (``user_id``'s documents only when given) narrowed by ``filters``."""
+        filters = filters or SearchFilters()
+        if user_id is not None:
+            filters = dataclasses.replace(filters, user_id=user_id)
+        return catalogue.library_facets(self.store, filters)
 
     def _visible(self, document_id: str, user_id: str | None) -> Document:
         return access.visible(self.store, document_id, user_id)

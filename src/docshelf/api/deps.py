@@ -65,10 +65,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', 'invalid')}"
-            for e in exc.errors()
-        )
+        problems = "; ".join(_problem(e) for e in exc.errors())
         return error_response(400, "invalid_input", problems or "invalid request")
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -83,6 +80,16 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DocshelfError, docshelf_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
+
+
+def _problem(error: Any) -> str:
+    """One validation error as ``where: what``: a value check's own message (``filters.type:
+    Unknown file type 'x'; file types are …``), never pydantic's "Value error, " wrapping."""
+    loc = [str(p) for p in error.get("loc", ())]
+    where = ".".join(loc[1:] if len(loc) > 1 and loc[0] in ("body", "query", "path") else loc)
+    cause = (error.get("ctx") or {}).get("error")
+    what = str(cause) if isinstance(cause, Exception) else error.get("msg", "invalid")
+    return f"{where}: {what}" if where else what
 
 
 _METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")

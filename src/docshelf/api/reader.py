@@ -22,7 +22,7 @@ from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.catalogue import DocumentView
 from docshelf.errors import NotFound
-from docshelf.model import Chunk, Source
+from docshelf.model import Chunk, Document, Source
 from docshelf.shelf import Shelf
 
 router = APIRouter()
@@ -53,6 +53,13 @@ def _page_in(doc_view: DocumentView, page: int) -> None:
     count = doc_view.document.page_count
     if count is not None and not 1 <= page <= count:
         raise NotFound(f"No page {page}: the document has {count}")
+
+
+def _obsidian(shelf: Shelf, doc: Document) -> str | None:
+    source = shelf.store.get_source(doc.source_id) if doc.source_id else None
+    if source is None or not reading.vault_roots([source]):
+        return None
+    return reading.obsidian_uri(doc.file_type, doc.rel_path, source.path)
 
 
 def _original(shelf: Shelf, view: DocumentView) -> reading.Original:
@@ -103,6 +110,7 @@ def _view(shelf: Shelf, doc_view: DocumentView, chunk: str | None, page: int | N
         "chunk_id": cited.id if cited else None,
         "heading_path": list(cited.heading_path) if cited else [],
         "download": f"/v1/documents/{quote(doc.id, safe='')}/blob",
+        "obsidian": _obsidian(shelf, doc),
     }
     limits = shelf.settings.parse
     if doc.file_type == "pdf":

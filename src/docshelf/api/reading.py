@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
+from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -45,10 +46,12 @@ __all__ = [
     "attachment_present",
     "is_attachment",
     "link_spellings",
+    "obsidian_uri",
     "original_bytes",
     "page_image",
     "page_view",
     "text_view",
+    "vault_roots",
 ]
 
 JSON = dict[str, Any]
@@ -498,3 +501,33 @@ def is_attachment(target: str) -> bool:
     """A link to a file that is not a note (an image, a PDF): it never names a document."""
     suffix = PurePosixPath(target).suffix.lower()
     return bool(suffix) and suffix not in _NOTE_SUFFIXES and len(suffix) <= 6
+
+
+# -- Obsidian -----------------------------------------------------------------------------
+
+OBSIDIAN_NOTES = ("markdown",)
+
+
+def is_vault(folder: str) -> bool:
+    """A folder Obsidian opened as a vault: it holds ``.obsidian/``."""
+    try:
+        return (Path(folder) / ".obsidian").is_dir()
+    except OSError:
+        return False
+
+
+def obsidian_uri(file_type: str, rel_path: str, vault_root: str | None) -> str | None:
+    """``obsidian://open?vault=NAME&file=PATH`` for a note of a vault (a source folder
+    with ``.obsidian/``), or None. Obsidian names a vault by its folder's name and a
+    note by its path in the vault; both are percent-encoded whole."""
+    if file_type not in OBSIDIAN_NOTES or not vault_root or not rel_path:
+        return None
+    name = PurePosixPath(vault_root).name
+    if not name:
+        return None
+    return f"obsidian://open?vault={quote(name, safe='')}&file={quote(rel_path, safe='')}"
+
+
+def vault_roots(sources: Iterable[Any]) -> dict[str, str]:
+    """The folders among ``sources`` (``Source`` records) that are Obsidian vaults, by id."""
+    return {s.id: s.path for s in sources if s.kind == "folder" and is_vault(s.path)}

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -23,10 +23,18 @@ from docshelf.api.schema import errors
 from docshelf.catalogue import DocumentView
 from docshelf.errors import Conflict, Forbidden, NotFound
 from docshelf.ingest.reindex import ReindexRunner
-from docshelf.model import User
-from docshelf.search.filters import Filters, SearchMode
+from docshelf.model import Document, User
+from docshelf.search.filters import (
+    DATE_PATTERN,
+    Filters,
+    SearchMode,
+    document_types,
+    file_type_names,
+    meaning,
+)
 from docshelf.search.results import MAX_LIMIT, ContextMode
 from docshelf.shelf import Shelf
+from docshelf.store import Listing
 
 router = APIRouter()
 
@@ -35,22 +43,118 @@ JSON = dict[str, Any]
 # fail (SQLite: OverflowError), and no library has a billion documents to page through.
 MAX_OFFSET = 1_000_000_000
 NOT_BLANK = r"\S"  # at least one character that is not white space
+# The known values, in the description (checked by Filters, which names them on a miss).
+_FILE_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": list(file_type_names())}}
+_DOC_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": list(document_types())}}
+ListOrder = Literal["path", "title", "type", "status", "added", "size"]  # store.LIST_ORDERS
 
 
-@router.get("/documents", summary="The caller's documents (a page of them, and the total)")
+def query_filters(
+    type: Annotated[str | None, Query(description=meaning("type"), **_FILE_TYPES)] = None,
+    doctype: Annotated[str | None, Query(description=meaning("doctype"), **_DOC_TYPES)] = None,
+    source: Annotated[str | None, Query(max_length=200, description=meaning("source"))] = None,
+    path: Annotated[str | None, Query(max_length=2000, description=meaning("path"))] = None,
+    tag: Annotated[list[str] | None, Query(max_length=200, description=meaning("tag"))] = None,
+    concept: Annotated[
+        list[str] | None, Query(max_length=200, description=meaning("concept"))
+    ] = None,
+    date: Annotated[
+        str | None,
+        Query(description=meaning("date"), json_schema_extra={"pattern": DATE_PATTERN}),
+    ] = None,
+) -> Filters:
+    """The filter vocabulary as query parameters (``?type=pdf&tag=a&tag=b``); the file
+    type is ``type`` here, as in the search request's ``filters``."""
+    single = {
+        "type": type,
+        "doctype": doctype,
+        "source": source,
+        "path": path,
+        "date": date,
+    }
+    # An empty value is a filter not given (a form's empty field), as in a query string.
+    items = [f"{k}={v}" for k, v in single.items() if v]
+    items += [f"tag={t}" for t in tag or () if t] + [f"concept={c}" for c in concept or () if c]
+    return Filters.parse(items)
+
+
+QueryFilters = Annotated[Filters, Depends(query_filters)]
+
+
+@router.get(
+    "/documents",
+    summary="The caller's documents (a page of them, and the total), filtered and sorted",
+    description="Filters as in search (`?type=pdf&tag=x&date=2026`), `q`: words the "
+    "title or path holds, `status` (e.g. `failed`), `sort`. `total` counts every "
+    "document that matches; `library_total` the caller's whole library.",
+)
 def list_documents(
     shelf: ShelfDep,
     user: UserDep,
+    filters: QueryFilters,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    q: Annotated[
+        str | None, Query(max_length=500, description="Words in the title or path")
+    ] = None,
+    status: Annotated[
+        Literal["queued", "parsing", "chunking", "embedding", "indexing", "complete", "failed"]
+        | None,
+        Query(description="Only documents in this state"),
+    ] = None,
+    sort: Annotated[
+        ListOrder,
+        Query(description="path, title, type, status; added and size: newest, largest first"),
+    ] = "path",
 ) -> JSON:
-    docs = shelf.documents(user_id=user.id, limit=limit, offset=offset)
-    total = shelf.store.count_documents(user_id=user.id)
+    listing = Listing(
+        filters=filters.to_search_filters(shelf.taxonomy), matching=q, status=status, order=sort
+    )
+    docs = shelf.documents(user_id=user.id, limit=limit, offset=offset, listing=listing)
+    total = shelf.store.count_documents(user_id=user.id, listing=listing)
+    out = [views.document(d) for d in docs]
+    vaults = reading.vault_roots(shelf.sources())
+    for doc, item in zip(docs, out, strict=True):
+        item["obsidian"] = _obsidian(doc, vaults)
+    failed = [o for o in out if o["status"] == "failed"]
+    for item in failed:  # why it failed, and whether a retry can help
+        job = shelf.store.get_job(item["id"])
+        item["error"] = job.last_error if job else None
+        item["retryable"] = views.retryable(item["error"])
     return {
-        "documents": [views.document(d) for d in docs],
+        "documents": out,
         "limit": limit,
         "offset": offset,
         "total": total,
+        "library_total": shelf.store.count_documents(user_id=user.id),
+    }
+
+
+@router.get(
+    "/facets",
+    summary="Counts per file type, document type, source, tag, concept and year over the "
+    "caller's library, narrowed by the filters given",
+    description="Each single-valued facet (type, doctype, source, date) is counted without "
+    "its own filter, so its other values stay choosable; tags and concepts within the "
+    "filters. Counts are documents, exact, over the whole matching set; `total` is how "
+    "many documents match every filter. Values are what a filter takes; `labels` names "
+    "sources and concepts.",
+)
+def facets(shelf: ShelfDep, user: UserDep, filters: QueryFilters) -> JSON:
+    found = shelf.facets(filters.to_search_filters(shelf.taxonomy), user_id=user.id)
+    sources = {s.id: s.path for s in shelf.sources() if s.user_id == user.id}
+    concepts = shelf.taxonomy.concepts
+    concept_labels = {
+        cid: concepts[cid].label if cid in concepts else cid for cid in found.counts["concept"]
+    }
+    return {
+        "facets": found.counts,
+        "labels": {
+            "source": {sid: sources.get(sid, sid) for sid in found.counts["source"]},
+            "concept": concept_labels,
+        },
+        "total": found.total,
+        "filters": filters.as_json(),
     }
 
 
@@ -62,12 +166,19 @@ def list_documents(
 def get_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     doc_view = shelf.document(document_id, user.id)
     out = views.document_view(doc_view)
+    out["obsidian"] = _obsidian(doc_view.document, reading.vault_roots(shelf.sources()))
     _links_as_written(shelf, doc_view, out["links"])
     try:
         out["job"] = views.job(shelf.job(document_id, user.id))
     except NotFound:  # it came from a source: no ingest job
         out["job"] = None
     return out
+
+
+def _obsidian(doc: Document, vaults: dict[str, str]) -> str | None:
+    """The ``obsidian://`` link of a note from an Obsidian vault source, else None."""
+    root = vaults.get(doc.source_id or "")
+    return reading.obsidian_uri(doc.file_type, doc.rel_path, root) if root else None
 
 
 def _links_as_written(shelf: Shelf, doc_view: DocumentView, links: list[JSON]) -> None:

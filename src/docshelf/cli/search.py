@@ -41,11 +41,17 @@ def search(
         list[str] | None,
         typer.Option(
             "--filter",
-            help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=TYPE, tag=TAG, concept=C.",
+            help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=FILETYPE (or "
+            "filetype=; markdown, pdf, …), doctype=DOCTYPE (paper, note, …), tag=TAG, "
+            "concept=C, date=2026 (or 2026-03, 2025..2026).",
         ),
     ] = None,
     group: Annotated[
-        str, typer.Option(help="One hit per snippet, section or document.")
+        str,
+        typer.Option(
+            help="snippet: the best snippet per cited place (file and heading or page); "
+            "section: one per section; document: one per document; all: every snippet."
+        ),
     ] = "snippet",
     expand: Annotated[
         str | None, typer.Option(help="parent-section: include each hit's section text.")
@@ -53,7 +59,8 @@ def search(
 ) -> Outcome:
     """Hybrid search over snippets; every hit is cited.
 
-    The query may hold "exact phrases", -exclusions and tag:X path:P type:T source:S filters.
+    The query may hold "exact phrases", -exclusions and filters: tag:X path:P type:T (or
+    filetype:T) doctype:D source:S concept:C date:2026.
     """
     from docshelf import views
     from docshelf.search.filters import Filters

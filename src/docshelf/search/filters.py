@@ -10,11 +10,20 @@ behind the others (MCP and LangChain once lacked the concept filter).
 
 from __future__ import annotations
 
+import calendar
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
@@ -23,6 +32,8 @@ from docshelf.parse import FILE_TYPES
 from docshelf.store.base import SearchFilters
 
 __all__ = [
+    "ALIASES",
+    "DATE_PATTERN",
     "FILTER_KEYS",
     "SEARCH_MODES",
     "VOCABULARY",
@@ -31,6 +42,8 @@ __all__ = [
     "SearchFilters",
     "SearchMode",
     "concept_group",
+    "date_range",
+    "meaning",
     "query_field",
     "with_query_fields",
 ]
@@ -61,13 +74,64 @@ VOCABULARY: tuple[FilterName, ...] = (
     ),
     FilterName("tag", "tags", True, "Tags the document must all have"),
     FilterName("concept", "concepts", True, "Concepts (ids or labels; narrower ones included)"),
+    FilterName(
+        "date",
+        "dated",
+        False,
+        "The document's date (its file's last change; an upload's arrival), UTC: a year "
+        "or month, or a range of them: 2026, 2026-03, 2025..2026-06, 2025.., ..2026",
+    ),
 )
 FILTER_KEYS: tuple[str, ...] = tuple(f.key for f in VOCABULARY)
+# Other names for a filter: ``filetype`` says what ``type`` means, beside ``doctype``.
+ALIASES: dict[str, str] = {"filetype": "type"}
 _BY_KEY = {f.key: f for f in VOCABULARY}
 
 
-def _meaning(key: str) -> str:
+def _lookup(key: str) -> FilterName | None:
+    return _BY_KEY.get(ALIASES.get(key, key))
+
+
+# A date filter: a year or a month (UTC), or a range FROM..TO of them (either end may be
+# left out). Every value the pattern admits means something, so the HTTP schema's
+# pattern says exactly what is accepted.
+_PERIOD = r"[0-9]{4}(?:-(?:0[1-9]|1[0-2]))?"
+DATE_PATTERN = rf"^(?:{_PERIOD}|(?:{_PERIOD})?\.\.(?:{_PERIOD})?)$"
+_DATE = re.compile(DATE_PATTERN)
+
+
+def _period(text: str) -> tuple[float, float]:
+    """A year or month (UTC) as ``(start, end)`` in epoch seconds, end excluded."""
+    year, _, month = text.partition("-")
+    y, m = int(year), int(month or 1)
+    end = (y + 1, 1) if not month else (y + (m == 12), m % 12 + 1)
+    return float(calendar.timegm((y, m, 1, 0, 0, 0))), float(calendar.timegm((*end, 1, 0, 0, 0)))
+
+
+def date_range(value: str) -> tuple[float | None, float | None]:
+    """A ``date`` filter's value as ``(from, before)`` epoch seconds (None: open):
+    ``2026`` is that year, ``2026-03`` that month (UTC); ``A..B`` from the start of A to
+    the end of B (in either order), ``A..`` from A on, ``..B`` up to B's end, ``..`` any
+    date. InvalidInput for anything else."""
+    if _DATE.fullmatch(value) is None:
+        raise InvalidInput(
+            f"Bad date {value!r}; use YYYY or YYYY-MM, or a range FROM..TO of them "
+            "(either end may be left out): 2026, 2026-03, 2024..2025-06"
+        )
+    if ".." not in value:
+        return _period(value)
+    low, _, high = value.partition("..")
+    if low and high and _period(high)[1] <= _period(low)[0]:
+        low, high = high, low
+    return (_period(low)[0] if low else None, _period(high)[1] if high else None)
+
+
+def meaning(key: str) -> str:
+    """What the filter ``key`` means, in a sentence (for help texts and schemas)."""
     return _BY_KEY[key].meaning
+
+
+_meaning = meaning
 
 
 def file_types() -> tuple[str, ...]:
@@ -121,11 +185,14 @@ def query_field(key: str, value: str) -> tuple[str, str] | None:
     """``tag:x`` in a query as a ``(field, value)`` pair, or None when ``key`` names no
     filter (then the token is plain text). Keys are matched in any case; the ``#`` of a
     tag written ``tag:#x`` is dropped."""
-    found = _BY_KEY.get(key.lower())
+    found = _lookup(key.lower())
     if found is None or not value:
         return None
     if found.key in ("type", "doctype"):
         return found.field, known_value(found.key, value)
+    if found.key == "date":
+        date_range(value)  # checked now: a bad date is the query's error
+        return found.field, value
     return found.field, value.lstrip("#") if found.key == "tag" else value
 
 
@@ -150,6 +217,34 @@ class Filters(BaseModel):
     )
     tag: list[str] = Field(default_factory=list, description=_meaning("tag"))
     concept: list[str] = Field(default_factory=list, description=_meaning("concept"))
+    date: str | None = Field(
+        default=None,
+        description=_meaning("date"),
+        json_schema_extra={"pattern": DATE_PATTERN},  # checked by _date, in its own words
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        """``filetype`` is ``type`` (named apart from ``doctype``); both at once is an error."""
+        if isinstance(data, dict) and any(a in data for a in ALIASES):
+            data = dict(data)
+            for alias, key in ALIASES.items():
+                if alias in data:
+                    if key in data:
+                        raise ValueError(f"Give {key} or {alias}, not both: they are one filter")
+                    data[key] = data.pop(alias)
+        return data
+
+    @field_validator("date")
+    @classmethod
+    def _date(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                date_range(value)
+            except InvalidInput as exc:
+                raise ValueError(exc.message) from None
+        return value
 
     @field_validator("type", "doctype")
     @classmethod
@@ -166,15 +261,15 @@ class Filters(BaseModel):
         values: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
-            found = _BY_KEY.get(key)
+            found = _lookup(key)
             if not sep or found is None or not value:
                 raise InvalidInput(
                     f"Bad filter {item!r}; use KEY=VALUE with KEY one of {', '.join(FILTER_KEYS)}"
                 )
             if found.repeatable:
-                values[key] = [*values.get(key, []), value]
+                values[found.key] = [*values.get(found.key, []), value]
             else:
-                values[key] = value
+                values[found.key] = value
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -184,11 +279,13 @@ class Filters(BaseModel):
     def from_mapping(cls, given: Mapping[str, Any]) -> Filters:
         """A plain mapping (the LangChain retriever's ``filters``): a tag or concept may be
         one string or a list. Raises ValueError naming an unknown key."""
-        unknown = sorted(set(given) - set(FILTER_KEYS))
+        unknown = sorted(set(given) - set(FILTER_KEYS) - set(ALIASES))
         if unknown:
             raise ValueError(f"Unknown filter {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}")
         values = {
-            key: [value] if _BY_KEY[key].repeatable and isinstance(value, str) else value
+            key: [value]
+            if _BY_KEY[ALIASES.get(key, key)].repeatable and isinstance(value, str)
+            else value
             for key, value in given.items()
             if value is not None
         }
@@ -203,7 +300,8 @@ class Filters(BaseModel):
 
     def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
         """The store's form: tags without ``#``, each concept as the group of concept ids
-        it matches in ``taxonomy``."""
+        it matches in ``taxonomy``, the date as its range."""
+        dated_from, dated_before = date_range(self.date) if self.date else (None, None)
         return SearchFilters(
             source_id=self.source,
             path_prefix=self.path,
@@ -211,6 +309,8 @@ class Filters(BaseModel):
             document_type=self.doctype,
             tags=tuple(t.lstrip("#") for t in self.tag),
             concept_groups=tuple(concept_group(taxonomy, c) for c in self.concept),
+            dated_from=dated_from,
+            dated_before=dated_before,
         )
 
 
@@ -241,6 +341,9 @@ def with_query_fields(
     tags = (*filters.tags, *(value for name, value in pairs if name == "tags"))
     concepts = [value for name, value in pairs if name == "concepts"]
     groups = (*filters.concept_groups, *(concept_group(taxonomy, c) for c in concepts))
+    dated = (filters.dated_from, filters.dated_before)
+    if "dated" in given:
+        dated = date_range(given["dated"])
     return SearchFilters(
         user_id=user_id if user_id is not None else filters.user_id,
         source_id=given.get("source_id", filters.source_id),
@@ -250,4 +353,6 @@ def with_query_fields(
         tags=tags,
         document_ids=filters.document_ids,
         concept_groups=groups,
+        dated_from=dated[0],
+        dated_before=dated[1],
     )

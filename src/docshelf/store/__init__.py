@@ -7,7 +7,10 @@ from urllib.parse import urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.store.base import (
+    FACETS,
+    LIST_ORDERS,
     FileRecord,
+    Listing,
     SearchFilters,
     SidecarFeed,
     Store,
@@ -43,7 +46,10 @@ def open_store(url: str) -> Store:
 
 
 __all__ = [
+    "FACETS",
+    "LIST_ORDERS",
     "FileRecord",
+    "Listing",
     "SearchFilters",
     "SidecarFeed",
     "Store",

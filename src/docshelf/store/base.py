@@ -59,11 +59,17 @@ class SearchFilters:
     # Each group: concept ids of which a document must have at least one (a concept
     # and its narrower ones); all groups must match.
     concept_groups: tuple[tuple[str, ...], ...] = ()
+    # The document's date (DATE_SQL: its file's last change, an upload's arrival), in
+    # epoch seconds: at or after ``dated_from``, before ``dated_before``.
+    dated_from: float | None = None
+    dated_before: float | None = None
 
     @property
     def empty(self) -> bool:
         return not (
             self.user_id
+            or self.dated_from is not None
+            or self.dated_before is not None
             or self.source_id
             or self.path_prefix
             or self.file_type
@@ -72,6 +78,26 @@ class SearchFilters:
             or self.document_ids
             or self.concept_groups
         )
+
+
+# How a library list may be sorted (``Listing.order``): by path, title, type, status,
+# newest first, largest first.
+LIST_ORDERS: tuple[str, ...] = ("path", "title", "type", "status", "added", "size")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A library list narrowed and sorted: by ``filters`` (the search filters), words
+    in the title or path (``matching``, any case), a ``status``, in ``order``."""
+
+    filters: SearchFilters = field(default_factory=SearchFilters)
+    matching: str | None = None
+    status: str | None = None
+    order: str = "path"
+
+
+# The facets a library can be counted by (``Store.facet_counts``), by their filter names.
+FACETS: tuple[str, ...] = ("type", "doctype", "source", "tag", "concept", "date")
 
 
 @dataclass
@@ -153,8 +179,15 @@ class Store(Protocol):
         document_ids: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
+        listing: Listing | None = None,
     ) -> list[Document]: ...
-    def count_documents(self, *, source_id: str | None = None, user_id: str | None = None) -> int:
+    def count_documents(
+        self,
+        *,
+        source_id: str | None = None,
+        user_id: str | None = None,
+        listing: Listing | None = None,
+    ) -> int:
         """How many documents ``list_documents`` would list with no limit (a page's total)."""
         ...
 
@@ -205,6 +238,13 @@ class Store(Protocol):
         ...
 
     def documents_matching(self, filters: SearchFilters) -> set[str]: ...
+    def facet_counts(
+        self, filters: SearchFilters, facets: Sequence[str] = FACETS
+    ) -> dict[str, dict[str, int]]:
+        """For each of ``facets`` (``FACETS``), how many documents matching ``filters``
+        have each value: file type, document type, source id, tag, concept id, and the
+        year (UTC) of the document's date. A document without a value is not counted."""
+        ...
 
     # -- embedding cache -----------------------------------------------------
     def cached_embeddings(

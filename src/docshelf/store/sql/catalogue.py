@@ -3,12 +3,21 @@ with their chunks and vectors, the embedding cache and the counts of ``status``.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf.model import Chunk, Document, Failure, Source, Tier
-from docshelf.store.base import FileRecord, SearchFilters, StoreStats, VectorSnapshot
+from docshelf.store.base import (
+    FACETS,
+    LIST_ORDERS,
+    FileRecord,
+    Listing,
+    SearchFilters,
+    StoreStats,
+    VectorSnapshot,
+)
 from docshelf.store.rows import (
     CHUNK_COLUMNS,
     DOCUMENT_COLUMNS,
@@ -19,10 +28,11 @@ from docshelf.store.rows import (
     chunk_row,
     document_from_row,
     document_row,
+    like_prefix,
     source_from_row,
     source_row,
 )
-from docshelf.store.sql.core import Rows, SQLBase
+from docshelf.store.sql.core import DATE_SQL, Rows, SQLBase
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,6 +44,17 @@ _DOC_SELECT = (
     + ", (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.tier = 'section')"
     + ", (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.tier = 'snippet')"
 )
+
+
+# The ORDER BY of each ``Listing.order`` (then by path, for a stable order).
+_ORDER_SQL = {
+    "path": "",
+    "title": "lower(d.title) /*C*/, ",
+    "type": "d.file_type /*C*/, ",
+    "status": "d.status /*C*/, ",
+    "added": "d.added_at DESC, ",
+    "size": "d.size_bytes DESC, ",
+}
 
 
 class CatalogueSQL(SQLBase):
@@ -155,21 +176,56 @@ class CatalogueSQL(SQLBase):
         document_ids: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
+        listing: Listing | None = None,
     ) -> list[Document]:
-        where, params = self._filters(
-            SearchFilters(source_id=source_id, user_id=user_id, document_ids=tuple(document_ids))
-        )
+        listing = listing or Listing()
+        where, params = self._listing(listing, source_id, user_id, document_ids)
+        order = _ORDER_SQL[listing.order]
         rows = self._q(
             f"SELECT {_DOC_SELECT} FROM documents d WHERE 1 = 1 {where} "
-            "ORDER BY d.rel_path /*C*/, d.id /*C*/ LIMIT ? OFFSET ?",
+            f"ORDER BY {order}d.rel_path /*C*/, d.id /*C*/ LIMIT ? OFFSET ?",
             [*params, self.dialect.no_limit if limit is None else limit, offset],
         )
         return [self._document(r) for r in rows]
 
-    def count_documents(self, *, source_id: str | None = None, user_id: str | None = None) -> int:
-        where, params = self._filters(SearchFilters(source_id=source_id, user_id=user_id))
+    def count_documents(
+        self,
+        *,
+        source_id: str | None = None,
+        user_id: str | None = None,
+        listing: Listing | None = None,
+    ) -> int:
+        where, params = self._listing(listing or Listing(), source_id, user_id, ())
         rows = self._q(f"SELECT COUNT(*) FROM documents d WHERE 1 = 1 {where}", params)
         return int(rows[0][0])
+
+    def _listing(
+        self,
+        listing: Listing,
+        source_id: str | None,
+        user_id: str | None,
+        document_ids: Sequence[str],
+    ) -> tuple[str, list[Any]]:
+        if listing.order not in LIST_ORDERS:
+            raise ValueError(f"Unknown order {listing.order!r}; orders are {LIST_ORDERS}")
+        f = listing.filters
+        where, params = self._filters(
+            dataclasses.replace(
+                f,
+                source_id=source_id or f.source_id,
+                user_id=user_id or f.user_id,
+                document_ids=tuple(document_ids) or f.document_ids,
+            )
+        )
+        if listing.status:
+            where += " AND d.status = ?"
+            params.append(listing.status)
+        for word in (listing.matching or "").split():
+            pattern = "%" + like_prefix(word)
+            like = self.dialect.like_prefix
+            where += f" AND ({like('d.title')} OR {like('d.rel_path')})"
+            params += [pattern, pattern]
+        return where, params
 
     def put_document(
         self,
@@ -245,6 +301,44 @@ class CatalogueSQL(SQLBase):
         where, params = self._filters(filters)
         rows = self._q(f"SELECT d.id FROM documents d WHERE 1 = 1 {where}", params)
         return {r[0] for r in rows}
+
+    def facet_counts(
+        self, filters: SearchFilters, facets: Sequence[str] = FACETS
+    ) -> dict[str, dict[str, int]]:
+        unknown = set(facets) - set(FACETS)
+        if unknown:
+            raise ValueError(f"Unknown facets {sorted(unknown)}; facets are {FACETS}")
+        where, params = self._filters(filters)
+        columns = {"type": "d.file_type", "doctype": "d.document_type", "source": "d.source_id"}
+        lists = {"tag": "d.tags", "concept": "d.concept_ids"}
+        out: dict[str, dict[str, int]] = {}
+        with self._reads() as q:
+            for facet in facets:
+                if facet in columns:
+                    column = columns[facet]
+                    rows = q(
+                        f"SELECT {column}, COUNT(*) FROM documents d "
+                        f"WHERE {column} IS NOT NULL {where} GROUP BY {column}",
+                        params,
+                    )
+                elif facet in lists:
+                    rows = q(
+                        f"SELECT value, COUNT(*) FROM documents d, "
+                        f"{self.dialect.elements(lists[facet])} WHERE 1 = 1 {where} "
+                        "GROUP BY value",
+                        params,
+                    )
+                else:  # date: by year, counted here (no portable SQL for a calendar year)
+                    years: dict[str, int] = {}
+                    dates = f"SELECT {DATE_SQL} FROM documents d WHERE 1 = 1 {where}"
+                    for (when,) in q(dates, params):
+                        year = str(time.gmtime(float(when)).tm_year)
+                        years[year] = years.get(year, 0) + 1
+                    rows = list(years.items())
+                counts = {str(r[0]): int(r[1]) for r in rows}
+                order = (lambda kv: kv[0]) if facet == "date" else (lambda kv: (-kv[1], kv[0]))
+                out[facet] = dict(sorted(counts.items(), key=order, reverse=facet == "date"))
+        return out
 
     # -- chunks and vectors -------------------------------------------------------------------
     def _chunks(self, rows: Rows) -> list[Chunk]:

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 Rows = list[Any]
+# A document's date, in epoch seconds: the newest change of a file holding it, or (an
+# upload, which has no file) when it arrived. On the ``documents d`` alias.
+DATE_SQL = (
+    "COALESCE((SELECT MAX(f.mtime_ns) FROM files f WHERE f.document_id = d.id) / 1e9, d.added_at)"
+)
 Query = Callable[[str, Sequence[Any]], Rows]
 
 
@@ -116,6 +121,12 @@ class SQLBase(ABC):
             condition, values = d.overlaps("d.concept_ids", group)
             parts.append(condition)
             params.extend(values)
+        if f.dated_from is not None:
+            parts.append(f"{DATE_SQL} >= ?")
+            params.append(f.dated_from)
+        if f.dated_before is not None:
+            parts.append(f"{DATE_SQL} < ?")
+            params.append(f.dated_before)
         if f.document_ids:
             condition, values = d.among("d.id", f.document_ids)
             parts.append(condition)

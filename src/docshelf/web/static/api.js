@@ -22,6 +22,22 @@ export class ApiError extends Error {
   }
 }
 
+/** fetch(), with a network failure (no answer at all) as an ApiError of status 0 that the
+ * views offer to retry; an abort stays an abort. */
+async function send(path, init) {
+  try {
+    return await fetch(path, init);
+  } catch (error) {
+    if (init?.signal?.aborted) throw error;
+    throw new ApiError(0, "network", "Cannot reach the docshelf server; check the connection.");
+  }
+}
+
+/** Whether trying again may help: no answer, or the server was unavailable. */
+export function retryable(error) {
+  return error instanceof ApiError && (error.status === 0 || error.status >= 500);
+}
+
 const sleep = (ms, signal) =>
   new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -48,7 +64,7 @@ export class Api {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(json);
     }
-    const response = await fetch(path, init);
+    const response = await send(path, init);
     if (!response.ok) {
       const error = await ApiError.from(response);
       if (error.status === 401) this.onUnauthorized(error);
@@ -64,7 +80,7 @@ export class Api {
   /** A grounded answer as Server-Sent Events (`sources`, `text`..., `done`), each passed
    * to `onEvent({event, data})`. Not resumed: a new question is a new request. */
   async askStream(question, signal, onEvent) {
-    const response = await fetch("/v1/ask", {
+    const response = await send("/v1/ask", {
       method: "POST",
       headers: this.headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
       body: JSON.stringify({ question }),
@@ -83,9 +99,21 @@ export class Api {
     return this.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/context?${query}`);
   }
 
-  documents({ limit = 200, offset = 0 } = {}) {
-    const query = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+  /** A page of the caller's documents; `filters` in the search vocabulary, `q` words of
+   * the title or path, `status`, `sort` (path, title, type, status, added, size). */
+  documents({ limit = 200, offset = 0, filters = {}, q = "", status = "", sort = "" } = {}) {
+    const query = filterParams(filters);
+    query.set("limit", String(limit));
+    query.set("offset", String(offset));
+    if (q) query.set("q", q);
+    if (status) query.set("status", status);
+    if (sort) query.set("sort", sort);
     return this.request("GET", `/v1/documents?${query}`);
+  }
+
+  /** Document counts per facet over the library narrowed by `filters` (/v1/facets). */
+  facets(filters = {}, signal) {
+    return this.request("GET", `/v1/facets?${filterParams(filters)}`, { signal });
   }
 
   document(documentId) {
@@ -108,7 +136,7 @@ export class Api {
   /** The bytes at an API path (a page image, a download) as a Blob: fetched with the
    * token, since an <img src> or a link cannot send the Authorization header. */
   async blob(path, signal) {
-    const response = await fetch(path, { headers: this.headers(), signal });
+    const response = await send(path, { headers: this.headers(), signal });
     if (!response.ok) {
       const error = await ApiError.from(response);
       if (error.status === 401) this.onUnauthorized(error);
@@ -177,7 +205,7 @@ export class Api {
       try {
         const headers = this.headers({ Accept: "text/event-stream" });
         if (last) headers["Last-Event-ID"] = last;
-        const response = await fetch(path, { headers, signal, cache: "no-store" });
+        const response = await send(path, { headers, signal, cache: "no-store" });
         if (!response.ok) {
           const error = await ApiError.from(response);
           if (error.status === 401) this.onUnauthorized(error);
@@ -198,6 +226,17 @@ export class Api {
     }
     return last;
   }
+}
+
+/** Filters as in a search request (`{type, tag: [...]}`) as query parameters. */
+export function filterParams(filters) {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(filters)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      if (v !== null && v !== undefined && v !== "") query.append(key, String(v));
+    }
+  }
+  return query;
 }
 
 /** Parse a text/event-stream body (the WHATWG format: `field: value` lines, events end at

@@ -147,3 +147,31 @@ export function statusBadge(status) {
     status === "complete" ? "ok" : status === "failed" ? "bad" : status ? "busy" : "unknown";
   return h("span", { class: `badge badge-${kind}` }, status || "unknown");
 }
+
+/** An error message, with a Retry button when trying again may help (the server could
+ * not be reached, or was unavailable): a failed request never leaves a dead page. */
+export function failure(error, retry, { canRetry = true } = {}) {
+  const again = canRetry && retry && (error?.status === 0 || error?.status >= 500);
+  return h(
+    "span",
+    { class: "failure", role: "alert" },
+    h("span", { class: "error" }, error?.message ?? String(error)),
+    again
+      ? [
+          " ",
+          h(
+            "button",
+            {
+              type: "button",
+              class: "retry-request",
+              onclick: (event) => {
+                event.currentTarget.disabled = true;
+                retry();
+              },
+            },
+            "Retry",
+          ),
+        ]
+      : null,
+  );
+}

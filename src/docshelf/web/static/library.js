@@ -1,13 +1,23 @@
-// The library view: the caller's documents (the count is the library's, not the page's)
-// with status and pages without text, and the folder files that could not be added with
-// their reason; one document's record, summary, type, concepts and key claims, ingest job
-// (a retry button only when a retry can succeed), delete (confirmed in the page), sections,
-// links and backlinks.
+// The library view: the caller's documents — found by words of the title or path, by
+// file type and state, sorted; the counts are exact (the library's and the matching
+// set's, never the page's) — with status and pages without text, failures (uploads and
+// folder files) with their reason and a retry only where a retry can succeed; one
+// document's record, summary, type, concepts and key claims, ingest job, delete for an
+// upload (confirmed in the page; a folder's file goes when it leaves the folder),
+// "Open in Obsidian" for a vault's note, sections, links and backlinks.
 
-import { append, formatBytes, formatDate, h, replace, statusBadge } from "./dom.js";
-import { openHref } from "./open.js";
+import { append, debounce, failure, formatBytes, formatDate, h, replace, statusBadge } from "./dom.js";
+import { obsidianHref, openHref } from "./open.js";
 
 const PAGE = 200;
+const TYPE_NAMES = {
+  markdown: "Markdown",
+  text: "Text",
+  pdf: "PDF",
+  html: "HTML",
+  docx: "DOCX",
+  rst: "reStructuredText",
+};
 
 export class LibraryView {
   constructor(api, catalog, { onDeleted = () => {} } = {}) {
@@ -23,8 +33,39 @@ export class LibraryView {
     this.more = document.getElementById("library-more");
     this.documents = [];
     this.selected = null;
+    this.libraryTotal = 0;
+    this.failedTotal = 0;
+    this.sequence = 0;
+    this.find = document.getElementById("library-q");
+    this.show = document.getElementById("library-show");
+    this.type = document.getElementById("library-type");
+    this.sort = document.getElementById("library-sort");
+    const again = debounce(() => this.load(0), 200);
+    this.find.addEventListener("input", () => again());
+    for (const select of [this.show, this.type, this.sort]) {
+      select.addEventListener("change", () => again.flush());
+    }
+    document.getElementById("library-filter").addEventListener("submit", (event) => {
+      event.preventDefault();
+      again.flush();
+    });
     document.getElementById("library-refresh").addEventListener("click", () => this.refresh());
     this.more.addEventListener("click", () => this.load(this.documents.length));
+  }
+
+  /** What the list is narrowed and sorted by, as /v1/documents takes it. */
+  query() {
+    return {
+      q: this.find.value.trim(),
+      status: this.show.value,
+      filters: this.type.value ? { type: this.type.value } : {},
+      sort: this.sort.value,
+    };
+  }
+
+  get narrowed() {
+    const q = this.query();
+    return Boolean(q.q || q.status || q.filters.type);
   }
 
   async refresh() {
@@ -33,44 +74,82 @@ export class LibraryView {
   }
 
   async load(offset) {
-    replace(this.status, "Loading…");
+    const sequence = ++this.sequence;
+    this.body.closest("table").setAttribute("aria-busy", "true");
+    replace(this.status, h("span", { class: "pending" }, "Loading…"));
+    const query = this.query();
     try {
-      const [page, failures] = await Promise.all([
-        this.api.documents({ limit: PAGE, offset }),
+      const [page, failures, failed, facets] = await Promise.all([
+        this.api.documents({ limit: PAGE, offset, ...query }),
         offset ? null : this.api.failures(),
+        offset ? null : this.api.documents({ limit: 1, status: "failed" }),
+        offset ? null : this.api.facets(),
       ]);
+      if (sequence !== this.sequence) return;
       this.documents = offset ? [...this.documents, ...page.documents] : page.documents;
       this.total = page.total ?? this.documents.length;
-      if (failures) this.failures = failures.failures;
+      this.libraryTotal = page.library_total ?? this.total;
+      if (failures) {
+        this.failures = failures.failures;
+        this.failuresTotal = failures.total ?? failures.failures.length;
+      }
+      if (failed) this.failedTotal = failed.total;
+      if (facets) this.renderTypes(facets.facets.type ?? {});
       for (const doc of page.documents) this.catalog.remember(doc);
       this.more.hidden = this.documents.length >= this.total;
       this.renderTable();
       this.renderFailures();
     } catch (error) {
-      replace(this.status, h("span", { class: "error" }, error.message));
+      if (sequence !== this.sequence) return;
+      replace(this.status, failure(error, () => this.load(offset)));
+    } finally {
+      if (sequence === this.sequence) this.body.closest("table").removeAttribute("aria-busy");
     }
+  }
+
+  /** The file types of the library, with their counts, as the type filter's choices. */
+  renderTypes(counts) {
+    const chosen = this.type.value;
+    replace(
+      this.type,
+      h("option", { value: "" }, "Any file type"),
+      Object.entries(counts).map(([type, n]) =>
+        h("option", { value: type, selected: type === chosen }, `${TYPE_NAMES[type] ?? type} (${n})`),
+      ),
+    );
+    if (chosen && !(chosen in counts)) this.type.append(h("option", { value: chosen, selected: true }, chosen));
+  }
+
+  /** Folder files not added that the words of the find box name (all when it is empty). */
+  shownFailures() {
+    const words = this.find.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    if (this.show.value === "complete" || this.type.value) return [];
+    return this.failures.filter((f) => words.every((w) => f.path.toLowerCase().includes(w)));
   }
 
   renderTable() {
     const n = this.total;
+    const all = this.libraryTotal;
     const shown = this.documents.length;
-    const failed = this.documents.filter((d) => d.status === "failed").length;
-    const files = this.failures.length;
+    const failed = this.failedTotal;
+    const files = this.failuresTotal ?? this.failures.length;
+    const plural = (k, word) => `${k} ${word}${k === 1 ? "" : "s"}`;
     const notice = this.notice ?? "";
     this.notice = null;
+    const counts = [
+      failed ? ` · ${failed} failed` : "",
+      files ? ` · ${plural(files, "file")} not added` : "",
+    ].join("");
     replace(
       this.status,
       notice,
-      n
-        ? [
-            `${n} document${n === 1 ? "" : "s"}`,
-            failed ? ` · ${failed} failed` : "",
-            files ? ` · ${files} file${files === 1 ? "" : "s"} not added` : "",
-            shown < n ? ` · showing ${shown}` : "",
-          ].join("")
-        : files
-          ? `No documents yet · ${files} file${files === 1 ? "" : "s"} not added`
-          : "No documents yet: add some on the Upload page, or with `docshelf add`.",
+      this.narrowed
+        ? `${n} of ${plural(all, "document")} match${shown < n ? ` · showing ${shown}` : ""}${counts}`
+        : n
+          ? `${plural(n, "document")}${counts}${shown < n ? ` · showing ${shown}` : ""}`
+          : files
+            ? `No documents yet · ${plural(files, "file")} not added`
+            : "No documents yet: add some on the Upload page, or with `docshelf add`.",
     );
     replace(
       this.body,
@@ -84,7 +163,17 @@ export class LibraryView {
             h("a", { href: `#library/${encodeURIComponent(doc.id)}` }, doc.title || doc.id),
           ),
           h("td", {}, doc.file_type),
-          h("td", { class: "nowrap" }, statusBadge(doc.status)),
+          h(
+            "td",
+            { class: "state" },
+            statusBadge(doc.status),
+            doc.status === "failed" && doc.error
+              ? h("span", { class: "error failure-reason" }, doc.error)
+              : null,
+            doc.status === "failed" && doc.retryable === false
+              ? h("span", { class: "muted" }, "Not retried: it would fail the same way.")
+              : null,
+          ),
           h(
             "td",
             { class: "num" },
@@ -103,8 +192,9 @@ export class LibraryView {
 
   renderFailures() {
     const box = this.failuresBox;
-    box.hidden = !this.failures.length;
-    if (!this.failures.length) return;
+    const failures = this.shownFailures();
+    box.hidden = !failures.length;
+    if (!failures.length) return;
     replace(
       box,
       h("h2", {}, "Files not added"),
@@ -117,7 +207,7 @@ export class LibraryView {
       h(
         "ul",
         { class: "failures" },
-        this.failures.map((f) =>
+        failures.map((f) =>
           h(
             "li",
             {},
@@ -167,7 +257,16 @@ export class LibraryView {
         "div",
         { class: "detail-actions" },
         h("a", { class: "button", href: openHref(doc.id) }, "Open"),
-        this.deleteControl(doc),
+        obsidianHref(doc.obsidian)
+          ? h("a", { class: "button obsidian", href: obsidianHref(doc.obsidian) }, "Open in Obsidian")
+          : null,
+        uploaded
+          ? this.deleteControl(doc)
+          : h(
+              "span",
+              { class: "hint" },
+              "From a folder: delete or move the file there, and the next sync removes it here.",
+            ),
       ),
       doc.summary ? h("p", { class: "summary" }, doc.summary) : null,
       h(

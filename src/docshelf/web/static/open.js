@@ -4,9 +4,14 @@
 // built here from the server's blocks with DOM calls (text nodes only), scrolled to the
 // cited heading with the cited blocks marked.
 
-import { h, replace } from "./dom.js";
+import { failure, h, replace } from "./dom.js";
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
+
+/** The `obsidian://open?…` link the server made for a vault's note (nothing else passes). */
+export function obsidianHref(uri) {
+  return typeof uri === "string" && uri.startsWith("obsidian://open?") ? uri : null;
+}
 
 export function openHref(documentId, chunkId = null, page = null) {
   const parts = [documentId, chunkId ?? "", page ?? ""].map((p) => encodeURIComponent(p));
@@ -46,7 +51,7 @@ export class OpenView {
       replace(
         this.root,
         h("h1", {}, "Cannot open this document"),
-        h("p", { class: "error", role: "alert" }, error.message),
+        h("p", {}, failure(error, () => this.show(documentId, chunkId, page))),
       );
       return;
     }
@@ -99,6 +104,9 @@ export class OpenView {
         "div",
         { class: "open-actions" },
         download,
+        obsidianHref(view.obsidian)
+          ? h("a", { class: "button obsidian", href: obsidianHref(view.obsidian) }, "Open in Obsidian")
+          : null,
         h("a", { href: `#library/${encodeURIComponent(view.document_id)}` }, "Document details"),
       ),
     );
@@ -163,7 +171,7 @@ export class OpenView {
         ),
       );
     } catch (error) {
-      figure.append(h("p", { class: "error" }, error.message));
+      figure.append(h("p", {}, failure(error, () => this.show(view.document_id, view.chunk_id, view.page))));
     }
     return h("div", { class: "page-view" }, pager, figure);
   }

@@ -1,10 +1,14 @@
 // The search view: instant (debounced) results with highlighted matches and citations,
 // grouped by document (a document's best hit leads, its other hits fold under it), score
-// parts on demand, one-click context expansion, and filters with facet counts.
+// parts on demand, one-click context expansion, and filters over the whole library:
+// file type, document type, concept, source, tag and year, with exact document counts
+// from /v1/facets, choosable before a word is typed.
 
 import {
   append,
+  basename,
   debounce,
+  failure,
   formatScore,
   h,
   highlighted,
@@ -12,7 +16,7 @@ import {
   queryTerms,
   replace,
 } from "./dom.js";
-import { openHref } from "./open.js";
+import { obsidianHref, openHref } from "./open.js";
 
 const LIMIT = 20;
 const DEBOUNCE_MS = 200;
@@ -44,7 +48,9 @@ export class SearchView {
     this.status = document.getElementById("search-status");
     this.results = document.getElementById("results");
     this.facets = document.getElementById("facets");
-    this.filters = { type: null, source: null, tags: new Set() };
+    this.filters = emptyFilters();
+    this.facetData = null;
+    this.facetController = null;
     this.controller = null;
     this.sequence = 0;
     this.run = debounce(() => this.search(), DEBOUNCE_MS);
@@ -55,6 +61,7 @@ export class SearchView {
       this.run.flush();
     });
     this.showIdle();
+    this.loadFacets();
   }
 
   focus() {
@@ -62,27 +69,66 @@ export class SearchView {
   }
 
   get filtering() {
-    return Boolean(this.filters.type || this.filters.source || this.filters.tags.size);
+    const f = this.filters;
+    return Boolean(
+      f.type || f.doctype || f.source || f.date || f.tag.size || f.concept.size,
+    );
   }
 
   requestFilters() {
     const filters = {};
-    if (this.filters.type) filters.type = this.filters.type;
-    if (this.filters.source) filters.source = this.filters.source;
-    if (this.filters.tags.size) filters.tag = [...this.filters.tags];
+    for (const key of SINGLE) if (this.filters[key]) filters[key] = this.filters[key];
+    for (const key of MULTI) if (this.filters[key].size) filters[key] = [...this.filters[key]];
     return filters;
+  }
+
+  /** A filter chosen or cleared: new counts, and the search again (or the idle line). */
+  filtersChanged() {
+    this.loadFacets();
+    this.run.flush();
+  }
+
+  /** The library changed (an upload, a delete): counts again. */
+  refresh() {
+    this.loadFacets();
+    if (this.input.value.trim()) this.run.flush();
   }
 
   showIdle() {
     const count = this.catalog.total;
+    const matching = this.facetData?.total;
+    const plural = (n) => `${n} document${n === 1 ? "" : "s"}`;
     replace(
       this.status,
-      count
-        ? `Type to search your ${count} document${count === 1 ? "" : "s"}.`
-        : "Type to search. Your library is empty: add files on the Upload page.",
+      !count
+        ? "Type to search. Your library is empty: add files on the Upload page."
+        : this.filtering && matching !== undefined
+          ? `${matching} of your ${plural(count)} match these filters. Type to search them.`
+          : `Type to search your ${plural(count)}, or choose filters first.`,
     );
     replace(this.results);
-    replace(this.facets);
+  }
+
+  async loadFacets() {
+    this.facetController?.abort();
+    const controller = new AbortController();
+    this.facetController = controller;
+    this.facets.setAttribute("aria-busy", "true");
+    try {
+      this.facetData = await this.api.facets(this.requestFilters(), controller.signal);
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      replace(
+        this.facets,
+        h("h2", { class: "facets-title" }, "Filters"),
+        failure(error, () => this.loadFacets()),
+      );
+      return;
+    } finally {
+      if (this.facetController === controller) this.facets.removeAttribute("aria-busy");
+    }
+    this.renderFacets(this.facetData);
+    if (!this.input.value.trim()) this.showIdle();
   }
 
   async search() {
@@ -98,22 +144,22 @@ export class SearchView {
     const started = performance.now();
     this.results.setAttribute("aria-busy", "true");
     replace(this.status, h("span", { class: "pending" }, `Searching for “${query}”…`));
-    const body = { query, limit: LIMIT, mode: this.mode.value, filters: this.requestFilters() };
+    const body = {
+      query,
+      limit: LIMIT,
+      mode: this.mode.value,
+      filters: this.requestFilters(),
+      facets: false, // the facets are the library's (loadFacets), not the top hits'
+    };
     try {
-      // Facet counts come from the unfiltered hits, so other values stay visible.
-      const [result, unfiltered] = await Promise.all([
-        this.api.search(body, signal),
-        this.filtering ? this.api.search({ ...body, filters: {} }, signal) : null,
-      ]);
-      const base = unfiltered ?? result;
-      await this.catalog.ensure(base.hits.map((hit) => hit.document_id));
+      const result = await this.api.search(body, signal);
+      await this.catalog.ensure(result.hits.map((hit) => hit.document_id));
       if (sequence !== this.sequence) return;
       this.render(result, Math.round(performance.now() - started));
-      this.renderFacets(base.hits);
     } catch (error) {
       if (signal.aborted || sequence !== this.sequence) return;
       replace(this.results);
-      replace(this.status, h("span", { class: "error" }, error.message));
+      replace(this.status, failure(error, () => this.run.flush()));
     } finally {
       if (sequence === this.sequence) this.results.removeAttribute("aria-busy");
     }
@@ -236,6 +282,9 @@ export class SearchView {
           "div",
           { class: "hit-actions" },
           h("div", { class: "expand", role: "group", "aria-label": "Expand" }, buttons),
+          obsidianHref(doc?.obsidian)
+            ? h("a", { class: "obsidian", href: obsidianHref(doc.obsidian) }, "Open in Obsidian")
+            : null,
           scores,
         ),
         panel,
@@ -283,63 +332,51 @@ export class SearchView {
     }
   }
 
-  renderFacets(hits) {
-    const count = (key) => {
-      const counts = new Map();
-      for (const hit of hits) {
-        const doc = this.catalog.docs.get(hit.document_id);
-        if (!doc) continue;
-        for (const value of key(doc)) counts.set(value, (counts.get(value) ?? 0) + 1);
-      }
-      return [...counts].sort((a, b) => b[1] - a[1] || String(a[0]).localeCompare(b[0]));
-    };
-    const groups = [
-      {
-        name: "type",
-        legend: "Type",
-        values: count((d) => [d.file_type]),
-        label: (v) => TYPE_NAMES[v] ?? v,
-        active: (v) => this.filters.type === v,
-        toggle: (v) => {
-          this.filters.type = this.filters.type === v ? null : v;
-        },
+  renderFacets(data) {
+    const labels = data.labels ?? {};
+    const single = (key) => ({
+      active: (v) => this.filters[key] === v,
+      toggle: (v) => {
+        this.filters[key] = this.filters[key] === v ? null : v;
       },
+      chosen: () => (this.filters[key] ? [this.filters[key]] : []),
+    });
+    const multi = (key) => ({
+      active: (v) => this.filters[key].has(v),
+      toggle: (v) => {
+        if (!this.filters[key].delete(v)) this.filters[key].add(v);
+      },
+      chosen: () => [...this.filters[key]],
+    });
+    const groups = [
+      { name: "type", legend: "File type", label: (v) => TYPE_NAMES[v] ?? v, ...single("type") },
+      { name: "doctype", legend: "Document type", label: (v) => v, ...single("doctype") },
       {
-        name: "tag",
-        legend: "Tag",
-        values: count((d) => d.tags ?? []),
-        label: (v) => `#${v}`,
-        active: (v) => this.filters.tags.has(v),
-        toggle: (v) => {
-          if (!this.filters.tags.delete(v)) this.filters.tags.add(v);
-        },
+        name: "concept",
+        legend: "Concept",
+        label: (v) => labels.concept?.[v] ?? v,
+        ...multi("concept"),
       },
       {
         name: "source",
         legend: "Source",
-        values: count((d) => (d.source_id ? [d.source_id] : [])),
-        label: (v) => this.catalog.sourceLabel(v),
-        active: (v) => this.filters.source === v,
-        toggle: (v) => {
-          this.filters.source = this.filters.source === v ? null : v;
-        },
+        label: (v) => basename(labels.source?.[v] ?? this.catalog.sourceLabel(v)),
+        ...single("source"),
       },
+      { name: "tag", legend: "Tag", label: (v) => `#${v}`, ...multi("tag") },
+      { name: "date", legend: "Year", label: (v) => v, ...single("date") },
     ];
-    // Keep active filters visible even when the unfiltered hits no longer contain them.
     for (const group of groups) {
-      const active = {
-        type: this.filters.type ? [this.filters.type] : [],
-        tag: [...this.filters.tags],
-        source: this.filters.source ? [this.filters.source] : [],
-      }[group.name];
-      for (const value of active) {
+      group.values = Object.entries(data.facets?.[group.name] ?? {});
+      // A chosen value stays in sight (and can be cleared) even when nothing matches it.
+      for (const value of group.chosen()) {
         if (!group.values.some(([v]) => v === value)) group.values.push([value, 0]);
       }
     }
     const shown = groups.filter((g) => g.values.length);
     replace(
       this.facets,
-      shown.length ? h("h2", { class: "facets-title" }, "Filter the top hits") : null,
+      shown.length ? h("h2", { class: "facets-title" }, "Filter your library") : null,
       shown.map((group) =>
         h(
           "fieldset",
@@ -361,11 +398,15 @@ export class SearchView {
                     dataset: { value },
                     onclick: () => {
                       group.toggle(value);
-                      this.run.flush();
+                      this.filtersChanged();
                     },
                   },
                   h("span", { class: "facet-label" }, group.label(value)),
-                  h("span", { class: "count", "aria-label": `${n} hits` }, String(n)),
+                  h(
+                    "span",
+                    { class: "count", "aria-label": `${n} document${n === 1 ? "" : "s"}` },
+                    String(n),
+                  ),
                 ),
               ),
             ),
@@ -379,8 +420,8 @@ export class SearchView {
               type: "button",
               class: "quiet clear-filters",
               onclick: () => {
-                this.filters = { type: null, source: null, tags: new Set() };
-                this.run.flush();
+                this.filters = emptyFilters();
+                this.filtersChanged();
               },
             },
             "Clear filters",
@@ -388,6 +429,20 @@ export class SearchView {
         : null,
     );
   }
+}
+
+const SINGLE = ["type", "doctype", "source", "date"];
+const MULTI = ["tag", "concept"];
+
+function emptyFilters() {
+  return {
+    type: null,
+    doctype: null,
+    source: null,
+    date: null,
+    tag: new Set(),
+    concept: new Set(),
+  };
 }
 
 /** Hits grouped by document, in the order of each document's best hit. */
