@@ -142,6 +142,7 @@ class App {
 
   documentsChanged({ reloadLibrary = true } = {}) {
     this.catalog.load().catch(() => undefined);
+    this.views.search.refresh();
     if (reloadLibrary && !$("library-view").hidden) this.views.library.load(0);
   }
 

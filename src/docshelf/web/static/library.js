@@ -140,11 +140,16 @@ export class LibraryView {
       failed ? ` · ${failed} failed` : "",
       files ? ` · ${plural(files, "file")} not added` : "",
     ].join("");
+    const showing = shown < n ? ` · showing ${shown}` : "";
+    this.body.closest("table").hidden = !shown;
     replace(
       this.status,
       notice,
-      this.narrowed
-        ? `${n} of ${plural(all, "document")} match${shown < n ? ` · showing ${shown}` : ""}${counts}`
+      this.show.value === "failed"
+        ? `${plural(n, "failed document")}${showing} · ${plural(files, "file")} not added ` +
+            `(of ${plural(all, "document")})`
+        : this.narrowed
+        ? `${n} of ${plural(all, "document")} match${showing}${counts}`
         : n
           ? `${plural(n, "document")}${counts}${shown < n ? ` · showing ${shown}` : ""}`
           : files

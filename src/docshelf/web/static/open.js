@@ -61,7 +61,9 @@ export class OpenView {
     if (sequence !== this.sequence) return;
     replace(this.root, this.renderHead(view), body);
     if (view.kind === "page") {
-      this.root.querySelector(".page-figure .hl")?.scrollIntoView({ block: "center" });
+      this.zoomStart?.();
+      this.zoomStart = null;
+      this.root.querySelector(".page-figure .hl")?.scrollIntoView({ block: "center", inline: "nearest" });
     } else if (view.target) {
       const target = document.getElementById(`open-${view.target}`);
       target?.scrollIntoView({ block: "start" });
@@ -159,6 +161,25 @@ export class OpenView {
         frame.append(box);
       }
       figure.append(frame);
+      const zoom = passageZoom(view.boxes);
+      if (zoom.factor > 1.15) {
+        // A whole page on a phone is too small to read: there, it opens zoomed to the
+        // cited lines' width (scrolling sideways inside the figure); a button toggles.
+        const toggle = h("button", { type: "button", class: "zoom", "aria-pressed": "false" });
+        const apply = (on) => {
+          toggle.setAttribute("aria-pressed", String(on));
+          toggle.textContent = on ? "Whole page" : "Zoom to the passage";
+          figure.classList.toggle("zoomed", on);
+          frame.style.width = on ? `${zoom.factor * 100}%` : "";
+          // The cited lines in the middle of the figure's width.
+          const width = frame.offsetWidth;
+          const span = (zoom.right - zoom.left) * width;
+          figure.scrollLeft = on ? zoom.left * width - (figure.clientWidth - span) / 2 : 0;
+        };
+        toggle.addEventListener("click", () => apply(toggle.getAttribute("aria-pressed") !== "true"));
+        pager.append(toggle);
+        this.zoomStart = () => apply(window.matchMedia("(max-width: 800px)").matches);
+      }
       figure.append(
         h(
           "figcaption",
@@ -219,6 +240,15 @@ export class OpenView {
         return h("p", attrs, block.inlines ? runs(block.inlines) : block.text);
     }
   }
+}
+
+/** How much wider than the figure the page must be for the cited lines to fill it (at
+ * most 3 times; 1 with no boxes), and where those lines start and end (page fractions). */
+function passageZoom(boxes) {
+  if (!boxes.length) return { factor: 1, left: 0, right: 1 };
+  const left = Math.min(...boxes.map(([x]) => x));
+  const right = Math.max(...boxes.map(([x, , w]) => x + w));
+  return { factor: Math.min(3, 0.96 / Math.max(right - left, 0.05)), left, right };
 }
 
 /** Inline runs as nodes: text, <strong>/<em>/<code>, and links to http(s)/mailto only. */

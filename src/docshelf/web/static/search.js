@@ -374,9 +374,26 @@ export class SearchView {
       }
     }
     const shown = groups.filter((g) => g.values.length);
-    replace(
-      this.facets,
-      shown.length ? h("h2", { class: "facets-title" }, "Filter your library") : null,
+    // Folded on a narrow screen until asked for (the hits come first), open on a wide one;
+    // once the reader opens or folds it, it stays so.
+    const open = this.facetsOpen ?? !window.matchMedia("(max-width: 800px)").matches;
+    const chosen = groups.reduce((n, g) => n + g.chosen().length, 0);
+    const box = h(
+      "details",
+      { class: "facets-box", open },
+      h(
+        "summary",
+        { class: "facets-title" },
+        "Filter your library",
+        chosen ? h("span", { class: "chosen-count" }, ` · ${chosen} chosen`) : null,
+      ),
+    );
+    box.addEventListener("toggle", () => {
+      this.facetsOpen = box.open;
+    });
+    replace(this.facets, shown.length ? box : null);
+    append(
+      box,
       shown.map((group) =>
         h(
           "fieldset",
