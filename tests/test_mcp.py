@@ -5,9 +5,10 @@ API served by uvicorn, behind the bearer tokens, scoped to the caller)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,49 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
 def error_text(result: CallToolResult) -> str:
     assert result.is_error
     return " ".join(c.text for c in result.content if c.type == "text")
+
+
+# -- both transports: the same library, the same client, the same answers -------------------
+
+Prepare = Callable[[Shelf, "str | None"], None]
+
+
+@contextmanager
+def mcp_library(transport: str, home: Path, prepare: Prepare) -> Iterator[Callable[[], Any]]:
+    """A lexical-only library made by ``prepare(shelf, user_id)``, and how to reach its MCP
+    server: ``docshelf mcp`` in a subprocess over stdio (the local admin), or ``/mcp`` of
+    the API served by uvicorn over streamable HTTP (a user's bearer token)."""
+    with Shelf(home, embedder=None) as shelf:
+        if transport == "stdio":
+            prepare(shelf, None)
+        else:
+            user, token = shelf.create_user("agent")
+            prepare(shelf, user.id)
+            with serve(create_app(shelf)) as url:
+                yield http_connect(url, token)
+            return
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "docshelf.cli", "mcp"],
+        env={"DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": "none"},
+    )
+    yield lambda: stdio_client(params)
+
+
+def http_connect(url: str, token: str | None) -> Callable[[], Any]:
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            httpx2.AsyncClient(headers=headers) as client,
+            streamable_http_client(f"{url}/mcp", http_client=client) as streams,
+        ):
+            yield streams
+
+    return connect
+
+
+TRANSPORTS = pytest.mark.parametrize("transport", ["stdio", "http"])
 
 
 # -- stdio: `docshelf mcp` in a subprocess ---------------------------------------------------
@@ -141,20 +185,18 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
 PAXOS = "---\ntags: [consensus]\n---\n# Paxos\n\nAcceptors promise ballots.\n"
 
 
-def test_stdio_search_takes_every_filter_of_the_vocabulary(
-    isolated_home: Path, notes: Path
+@TRANSPORTS
+def test_search_takes_every_filter_of_the_vocabulary(
+    isolated_home: Path, notes: Path, transport: str
 ) -> None:
-    """The concept and the type filter (search/filters.py), as the CLI and HTTP have them."""
+    """Every filter (search/filters.py) as the CLI and HTTP have them, over both transports."""
     (notes / "paxos.md").write_text(PAXOS)  # its tag maps to distributed-systems
-    with Shelf(isolated_home, embedder=None) as shelf:
-        shelf.add(notes)
-        shelf.enrich()  # offline: each gets a document type
+    os.utime(notes / "paxos.md", (1_710_000_000, 1_710_000_000))  # changed in March 2024
+
+    def prepare(shelf: Shelf, user_id: str | None) -> None:
+        shelf.add(notes, user_id=user_id)
+        shelf.enrich(user_id=user_id)  # offline: each gets a document type
         assert {d.document_type for d in shelf.documents()} == {"note"}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "docshelf.cli", "mcp"],
-        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
-    )
 
     async def labels(session: ClientSession, query: str, **filters: Any) -> list[str]:
         found = await call(session, "search_documents", query=query, filters=filters)
@@ -199,29 +241,34 @@ def test_stdio_search_takes_every_filter_of_the_vocabulary(
             "todo (todo.txt#0)",
         ]
         assert await labels(session, words, doctype="paper") == []
+        assert await labels(session, words, date="2024") == ["Paxos (paxos.md#0)"]
+        assert await labels(session, words, date="2024-04..", type="text") == ["todo (todo.txt#0)"]
+        assert await labels(session, words, filetype="text") == ["todo (todo.txt#0)"]
+        when = await session.call_tool(
+            "search_documents", {"query": "flour", "filters": {"date": "March"}}
+        )
+        assert error_text(when).startswith("invalid_input: Bad date 'March'; use YYYY")
 
-    run(body, lambda: stdio_client(params))
+    with mcp_library(transport, isolated_home, prepare) as connect:
+        run(body, connect)
 
 
 LONG_WORDS = "The gossip protocol spreads updates to random peers every round. "
 
 
-def test_stdio_results_are_compact_within_budget_and_paged(
-    isolated_home: Path, notes: Path
+@TRANSPORTS
+def test_results_are_compact_within_budget_and_paged(
+    isolated_home: Path, notes: Path, transport: str
 ) -> None:
-    """The budgets an agent relies on: compact JSON, at most max_chars characters, the
-    section text once and readable on with offset, no internal fields, list paging,
-    refused arguments as one short line."""
+    """The budgets an agent relies on, over both transports: compact JSON, at most
+    max_chars characters, the section text once and readable on with offset, no internal
+    fields, list paging, refused arguments as one short line."""
     (notes / "gossip.md").write_text("# Gossip\n\n## Rounds\n\n" + LONG_WORDS * 400)
     for i in range(12):
         (notes / f"n{i:02}.md").write_text(f"# Note {i}\n\nGossip note number {i}.\n")
-    with Shelf(isolated_home, embedder=None) as shelf:
-        shelf.add(notes)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "docshelf.cli", "mcp"],
-        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
-    )
+
+    def prepare(shelf: Shelf, user_id: str | None) -> None:
+        shelf.add(notes, user_id=user_id)
 
     async def raw(session: ClientSession, tool: str, **arguments: Any) -> tuple[str, Any]:
         result = await session.call_tool(tool, arguments)
@@ -299,7 +346,8 @@ def test_stdio_results_are_compact_within_budget_and_paged(
         skill = await session.read_resource("docshelf://skill")
         assert "search_documents" in skill.contents[0].text  # type: ignore[union-attr]
 
-    run(body, lambda: stdio_client(params), seconds=60)
+    with mcp_library(transport, isolated_home, prepare) as connect:
+        run(body, connect, seconds=60)
 
 
 # -- streamable HTTP: /mcp in the API --------------------------------------------------------
