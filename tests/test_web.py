@@ -30,7 +30,7 @@ from tests.live_server import serve
 from tests.optional import require_module, require_program
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Dialog, FilePayload, Page
+    from playwright.sync_api import Browser, Dialog, FilePayload, Locator, Page, Route
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -44,6 +44,7 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",  # containers have a small /dev/shm
 ]
 SCREENSHOTS = os.environ.get("DOCSHELF_TEST_SCREENSHOTS")
+YEAR_2024 = 1_710_000_000  # 2024-03-09 UTC
 HANDBOOK = "# Handbook\n\n" + "".join(
     f"## Part {i}\n\nPart {i} explains topic{i} in detail. {FILLER}\n\n" for i in range(8)
 )
@@ -272,18 +273,19 @@ def test_search_highlights_cites_and_expands_context(page: Page, site: Site) -> 
     hit.get_by_role("button", name="Window").click()  # a second click folds it away
     assert panel.is_hidden()
 
-    # Filters with facet counts: "flour" is in a Markdown note and a text file.
+    # Filters with the library's counts: "flour" is in a Markdown note and a text file;
+    # the library holds two Markdown notes and one text file.
     page.get_by_label("Search mode").select_option("lexical")
     page.get_by_label("Search your documents").fill("flour")
     wait_for_citations(page, ["todo (todo.txt#0)", "Bread (cooking.md#0)"])
     facet = page.locator('fieldset[data-facet="type"]')
-    assert facet.locator('[data-value="markdown"] .count').inner_text() == "1"
+    assert facet.locator('[data-value="markdown"] .count').inner_text() == "2"
     assert facet.locator('[data-value="text"] .count').inner_text() == "1"
     assert page.locator('fieldset[data-facet="tag"] [data-value="baking"]').is_visible()
     facet.locator('[data-value="text"]').click()
     wait_for_citations(page, ["todo (todo.txt#0)"])
     assert facet.locator('[data-value="text"]').get_attribute("aria-pressed") == "true"
-    assert facet.locator('[data-value="markdown"]').is_visible()  # counts stay unfiltered
+    assert facet.locator('[data-value="markdown"]').is_visible()  # other types stay choosable
     page.get_by_role("button", name="Clear filters").click()
     wait_for_citations(page, ["todo (todo.txt#0)", "Bread (cooking.md#0)"])
 
@@ -549,14 +551,29 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
     )
     view.locator(".page-frame .hl").first.wait_for()
 
-    # On a phone the page fits the width, and the boxes still sit on the cited lines.
+    # On a phone a whole page is too small to read: it opens zoomed to the cited lines,
+    # which fill the width (the page scrolls sideways inside its figure, never the view).
     page.set_viewport_size({"width": 390, "height": 800})
+    page.reload()
+    view.locator(".page-frame img").wait_for()
+    page.wait_for_function("() => document.querySelector('.page-frame img').naturalWidth > 0")
+    zoom = view.get_by_role("button", name="Whole page")
+    assert zoom.get_attribute("aria-pressed") == "true"
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     frame = view.locator(".page-frame").bounding_box()
-    box = view.locator(".page-frame .hl").first.bounding_box()
+    lines = view.locator(".page-frame .hl")
+    assert frame is not None and frame["width"] > 1.5 * 390
+    for i in range(lines.count()):
+        box = lines.nth(i).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
+    screenshot(page, "web-open-pdf-narrow.png")
+    zoom.click()  # the whole page again: it fits the width, boxes still on the lines
+    assert view.get_by_role("button", name="Zoom to the passage").is_visible()
+    frame = view.locator(".page-frame").bounding_box()
+    box = lines.first.bounding_box()
     assert frame is not None and box is not None and frame["width"] <= 390
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
-    screenshot(page, "web-open-pdf-narrow.png")
 
 
 def test_a_markdown_hit_opens_the_note_scrolled_to_its_heading(page: Page, site: Site) -> None:
@@ -682,7 +699,16 @@ def test_library_counts_the_whole_library_lists_failures_and_deletes_in_the_page
     with page.expect_response(lambda r: r.url.endswith(f"/v1/documents/{raft.id}")):
         page.go_back()  # the library again, which reloads this document
     detail.locator("h2", has_text="Raft").wait_for()
+    # A folder's document goes when its file leaves the folder: no Delete, a hint instead.
+    assert detail.get_by_role("button", name="Delete").count() == 0
+    assert "the next sync removes it" in detail.locator(".detail-actions").inner_text()
 
+    minutes = site.upload("minutes.md", b"# Minutes\n\nWe met. " + FILLER.encode())
+    site.wait_for(minutes, "complete")
+    page.get_by_role("button", name="Refresh").click()
+    page.locator("#library-table tbody tr").filter(has_text="Minutes").get_by_role("link").click()
+    detail.locator("h2", has_text="Minutes").wait_for()
+    assert "8 documents" in page.locator("#library-status").inner_text()
     detail.get_by_role("button", name="Delete").click()
     confirm = detail.get_by_role("group", name="Confirm delete")
     confirm.get_by_role("button", name="Cancel").click()
@@ -693,6 +719,191 @@ def test_library_counts_the_whole_library_lists_failures_and_deletes_in_the_page
             "button", name="Yes, delete"
         ).click()
     assert deleted.value.status == 200
-    page.locator("#library-status").filter(has_text="Deleted “Raft”").wait_for()
-    assert "6 documents" in page.locator("#library-status").inner_text()
-    assert page.locator("#library-table tbody tr").filter(has_text="Raft").count() == 0
+    page.locator("#library-status").filter(has_text="Deleted “Minutes”").wait_for()
+    assert "7 documents" in page.locator("#library-status").inner_text()
+    assert page.locator("#library-table tbody tr").filter(has_text="Minutes").count() == 0
+
+
+def facet_value(page: Page, facet: str, value: str) -> Locator:
+    return page.locator(f'fieldset[data-facet="{facet}"] .facet-value[data-value="{value}"]')
+
+
+def test_facets_over_the_whole_library_are_chosen_before_searching(
+    page: Page, site: Site, notes: Path
+) -> None:
+    os.utime(notes / "projects" / "raft.md", (YEAR_2024, YEAR_2024))
+    site.shelf.sync()  # raft.md's date is now its file's change, in 2024
+    this_year = str(time.gmtime().tm_year)
+    sign_in(page, site.token)
+    status = page.locator("#search-status")
+    assert status.inner_text() == "Type to search your 3 documents, or choose filters first."
+    # Before a word is typed: every facet of the library, with exact document counts.
+    facet_value(page, "date", "2024").wait_for()
+    counts = {
+        (f, v): facet_value(page, f, v).locator(".count").inner_text()
+        for f, v in [
+            ("type", "markdown"),
+            ("type", "text"),
+            ("tag", "baking"),
+            ("concept", "food"),
+            ("date", "2024"),
+            ("date", this_year),
+        ]
+    }
+    assert counts == {
+        ("type", "markdown"): "2",
+        ("type", "text"): "1",
+        ("tag", "baking"): "1",
+        ("concept", "food"): "1",
+        ("date", "2024"): "1",
+        ("date", this_year): "2",
+    }
+    assert facet_value(page, "concept", "food").inner_text().startswith("Food and cooking")
+    source = page.locator('fieldset[data-facet="source"] .facet-value')
+    assert source.count() == 1 and source.locator(".facet-label").inner_text() == "notes"
+
+    facet_value(page, "date", "2024").click()
+    status.filter(has_text="1 of your 3 documents match these filters").wait_for()
+    assert facet_value(page, "date", this_year).is_visible()  # the year's others stay
+    assert facet_value(page, "type", "text").count() == 0  # no text file of 2024
+    screenshot(page, "web-facets.png")
+    page.get_by_label("Search mode").select_option("lexical")
+    page.get_by_label("Search your documents").fill("flour")
+    status.filter(has_text="No hits for “flour” with these filters").wait_for()
+    page.get_by_label("Search your documents").fill("leader election")
+    page.locator(".hit").first.wait_for()
+    labels = page.locator(".hit .citation").all_inner_texts()
+    assert labels and all(label.startswith("Raft (") for label in labels)
+
+    page.get_by_role("button", name="Clear filters").click()
+    page.get_by_label("Search your documents").fill("")
+    status.filter(has_text="Type to search your 3 documents").wait_for()
+    facet_value(page, "concept", "food").click()  # a concept, chosen before the query
+    status.filter(has_text="1 of your 3 documents match").wait_for()
+    assert facet_value(page, "concept", "food").get_attribute("aria-pressed") == "true"
+    page.get_by_label("Search your documents").fill("flour")
+    wait_for_citations(page, ["Bread (cooking.md#0)"])
+
+
+def test_library_finds_filters_sorts_and_lists_failures_with_reasons(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
+    folder = tmp_path / "more"
+    folder.mkdir()
+    (folder / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    (folder / "long.md").write_text("# Long\n\n" + FILLER * 20 + "\n")
+    site.shelf.add(folder, user_id=site.user.id)
+    broken = site.upload("broken.md", BAD_UTF8)
+    blob = site.upload("blob.md", b"\x00\x01\x02 binary")
+    site.wait_for(broken, "failed")
+    site.wait_for(blob, "failed")
+
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Library").click()
+    rows = page.locator("#library-table tbody tr")
+    rows.nth(5).wait_for()
+    status = page.locator("#library-status")
+    assert status.inner_text() == "6 documents · 2 failed · 1 file not added"
+
+    page.get_by_label("Show").select_option("failed")
+    status.filter(has_text="2 failed documents").wait_for()
+    assert rows.count() == 2
+    assert "invalid UTF-8" in rows.filter(has_text="broken").locator(".state").inner_text()
+    blob_state = rows.filter(has_text="blob").locator(".state").inner_text()
+    assert "binary content" in blob_state and "Not retried" in blob_state
+    assert "Not retried" not in rows.filter(has_text="broken").locator(".state").inner_text()
+    failures = page.locator("#library-failures")
+    assert "binary.md" in failures.inner_text() and "binary content" in failures.inner_text()
+    screenshot(page, "web-library-failures.png")
+
+    page.get_by_label("Show").select_option("")
+    page.get_by_role("searchbox", name="Find").fill("raft")
+    status.filter(has_text="1 of 6 documents match").wait_for()
+    assert rows.all_inner_texts()[0].startswith("Raft")
+    assert failures.is_hidden()  # no folder failure is named "raft"
+    page.get_by_role("searchbox", name="Find").fill("")
+    page.get_by_label("Sort").select_option("size")
+    page.wait_for_function(
+        "() => document.querySelector('#library-table tbody th')?.textContent === 'Long'"
+    )
+    page.get_by_label("Type").select_option("text")
+    status.filter(has_text="1 of 6 documents match").wait_for()
+    assert rows.count() == 1 and rows.first.inner_text().startswith("todo")
+
+
+def test_a_vault_note_opens_in_obsidian_from_its_hit_and_its_page(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_label("Search your documents").fill("leader election")
+    hit = page.locator(".hit").first
+    hit.wait_for()
+    link = hit.get_by_role("link", name="Open in Obsidian").first
+    href = link.get_attribute("href")
+    assert href == "obsidian://open?vault=notes&file=projects%2Fraft.md"
+    hit.locator(".citation").first.click()
+    page.locator("#open-view .reader").wait_for()
+    assert (
+        page.locator("#open-view")
+        .get_by_role("link", name="Open in Obsidian")
+        .get_attribute("href")
+        == href
+    )
+    page.goto(f"{site.url}/#library")
+    page.locator("#library-table tbody tr").filter(has_text="todo").get_by_role("link").click()
+    page.locator("#doc-detail h2", has_text="todo").wait_for()
+    assert page.locator("#doc-detail").get_by_role("link", name="Open in Obsidian").count() == 0
+
+
+def test_a_network_error_offers_a_retry_not_a_dead_page(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    failed: list[str] = []
+
+    def drop(route: Route) -> None:
+        failed.append(route.request.url)
+        route.abort("connectionrefused")
+
+    page.route("**/v1/search", drop)
+    page.get_by_label("Search your documents").fill("leader election")
+    status = page.locator("#search-status")
+    status.get_by_role("alert").filter(has_text="Cannot reach the docshelf server").wait_for()
+    assert failed
+    page.unroute("**/v1/search")
+    status.get_by_role("button", name="Retry").click()
+    page.locator(".hit").first.wait_for()
+    assert "hits" in status.inner_text()
+
+    page.route("**/v1/documents?*", lambda route: route.abort("connectionrefused"))
+    page.get_by_role("link", name="Library").click()
+    library = page.locator("#library-status")
+    library.get_by_role("button", name="Retry").wait_for()
+    page.unroute("**/v1/documents?*")
+    library.get_by_role("button", name="Retry").click()
+    page.locator("#library-table tbody tr").nth(2).wait_for()
+    assert library.inner_text().startswith("3 documents")
+
+
+def test_the_narrow_layout_folds_the_filters_and_never_scrolls_sideways(
+    browser: Browser, site: Site
+) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(site.url)
+    sign_in(page, site.token)
+    box = page.locator("#facets details.facets-box")
+    box.wait_for()
+    assert box.get_attribute("open") is None  # the hits come first on a phone
+    box.locator("summary").click()
+    facet_value(page, "type", "text").click()
+    page.locator("#search-status").filter(has_text="1 of your 3 documents match").wait_for()
+    assert box.get_attribute("open") == ""  # opened by the reader, it stays open
+    page.get_by_label("Search your documents").fill("plumber")
+    page.locator(".hit").first.wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "web-search-narrow.png")
+    page.get_by_role("link", name="Library").click()
+    page.locator("#library-table tbody tr").nth(2).wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    find = page.get_by_role("searchbox", name="Find").bounding_box()
+    assert find is not None and find["x"] + find["width"] <= 390
+    screenshot(page, "web-library-narrow.png")
+    context.close()

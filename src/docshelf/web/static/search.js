@@ -392,8 +392,7 @@ export class SearchView {
       this.facetsOpen = box.open;
     });
     replace(this.facets, shown.length ? box : null);
-    append(
-      box,
+    append(box, [
       shown.map((group) =>
         h(
           "fieldset",
@@ -413,8 +412,12 @@ export class SearchView {
                     class: "facet-value",
                     "aria-pressed": String(group.active(value)),
                     dataset: { value },
-                    onclick: () => {
+                    onclick: (event) => {
                       group.toggle(value);
+                      // At once, not when the new counts come: the choice is seen now.
+                      for (const b of event.currentTarget.closest("ul").querySelectorAll("button")) {
+                        b.setAttribute("aria-pressed", String(group.active(b.dataset.value)));
+                      }
                       this.filtersChanged();
                     },
                   },
@@ -444,7 +447,7 @@ export class SearchView {
             "Clear filters",
           )
         : null,
-    );
+    ]);
   }
 }
 
