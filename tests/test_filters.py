@@ -128,6 +128,11 @@ def test_a_date_is_a_year_or_a_month_or_a_range_of_them() -> None:
     assert date_range("2025-06..") == (_utc("2025-06-01"), None)
     assert date_range("..2025") == (None, _utc("2026-01-01"))
     assert date_range("..") == (None, None)
+    # Every year the pattern admits, where the calendar module would give up.
+    assert date_range("0000")[1] == _utc("0001-01-01")
+    assert date_range("9999-12") == (_utc("9999-12-01"), _utc("9999-12-31") + 86400)
+    assert date_range("1900-02") == (_utc("1900-02-01"), _utc("1900-03-01"))
+    assert date_range("2024-02") == (_utc("2024-02-01"), _utc("2024-03-01"))
     for bad in ("", "26", "2026-13", "2026-00", "2026-1", "2026-03-05", " 2026", "soon", "2026..."):
         with pytest.raises(InvalidInput, match="Bad date"):
             date_range(bad)

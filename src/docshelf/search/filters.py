@@ -10,7 +10,6 @@ behind the others (MCP and LangChain once lacked the concept filter).
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -100,12 +99,23 @@ DATE_PATTERN = rf"^(?:{_PERIOD}|(?:{_PERIOD})?\.\.(?:{_PERIOD})?)$"
 _DATE = re.compile(DATE_PATTERN)
 
 
+def _month_start(year: int, month: int) -> float:
+    """The first second of a month (UTC) in epoch seconds, for any year (0000 and 9999
+    too, where the calendar module gives up): days from the civil date."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    return float(days * 86400)
+
+
 def _period(text: str) -> tuple[float, float]:
     """A year or month (UTC) as ``(start, end)`` in epoch seconds, end excluded."""
     year, _, month = text.partition("-")
     y, m = int(year), int(month or 1)
     end = (y + 1, 1) if not month else (y + (m == 12), m % 12 + 1)
-    return float(calendar.timegm((y, m, 1, 0, 0, 0))), float(calendar.timegm((*end, 1, 0, 0, 0)))
+    return _month_start(y, m), _month_start(*end)
 
 
 def date_range(value: str) -> tuple[float | None, float | None]:

@@ -332,7 +332,10 @@ class CatalogueSQL(SQLBase):
                     years: dict[str, int] = {}
                     dates = f"SELECT {DATE_SQL} FROM documents d WHERE 1 = 1 {where}"
                     for (when,) in q(dates, params):
-                        year = str(time.gmtime(float(when)).tm_year)
+                        try:
+                            year = str(time.gmtime(float(when)).tm_year)
+                        except (OverflowError, OSError, ValueError):  # no calendar date
+                            continue
                         years[year] = years.get(year, 0) + 1
                     rows = list(years.items())
                 counts = {str(r[0]): int(r[1]) for r in rows}
