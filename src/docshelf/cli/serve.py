@@ -35,14 +35,24 @@ def worker(
     probe_host: Annotated[
         str, typer.Option(help="Interface for --probe-port (0.0.0.0 in a container).")
     ] = "127.0.0.1",
+    lifeline: Annotated[
+        bool, typer.Option("--lifeline", hidden=True, help="Run as `serve`'s worker process.")
+    ] = False,
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
+    import threading
+
     from docshelf.ingest.worker import Worker, WorkerSettings
     from docshelf.shutdown import run_workers
     from docshelf.telemetry import configure_tracing
 
     shelf = open_shelf_or_exit(state(ctx))
     configure_tracing()
+    stop = threading.Event()
+    if lifeline:  # serve's child: stdin wakes it and ends it (ingest/worker_process.py)
+        from docshelf.ingest.worker_process import lifeline as follow_lifeline
+
+        follow_lifeline(stop, shelf.transport, shelf.store.notices)
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
     probes: list[WorkerProbe] = []
 
@@ -59,6 +69,7 @@ def worker(
             shelf.settings.drain_seconds,
             lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
             prepare=open_probe,
+            stop=stop,
         )
     finally:
         for probe in probes:
@@ -104,13 +115,22 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8750,
     workers: Annotated[
         int | None,
-        typer.Option(help="In-process ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
+        typer.Option(help="Ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
     ] = None,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--in-process-workers",
+            help="Run the workers as threads of the server (by default they run in a "
+            "process of their own, so ingest never holds up a request).",
+        ),
+    ] = False,
     watch_sources: Annotated[
         bool, typer.Option("--watch", help="Also follow the registered sources live.")
     ] = False,
 ) -> None:
-    """Serve the HTTP API (and the web page) with background ingest workers."""
+    """Serve the HTTP API (and the web page) with background ingest workers (in a child
+    process, started and stopped with the server)."""
     from docshelf.telemetry import configure_tracing
 
     try:
@@ -133,7 +153,8 @@ def serve(
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
     drain = shelf.settings.drain_seconds
-    code = serve_until_stopped(create_app(shelf, workers=n), host, port, drain)  # shutdown.py
+    app = create_app(shelf, workers=n, worker_process=not in_process)
+    code = serve_until_stopped(app, host, port, drain)  # shutdown.py
     shelf.close()
     if code:
         raise typer.Exit(code)
