@@ -18,10 +18,14 @@ before the burst; without it the burst meets a freshly started server. Prints:
   over it and every process below it).
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
-        [--shape process,thread] [--rounds 1] [--warm]
+        [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx]
 
 With several shapes and rounds, the runs alternate (process, thread, process, …)
 so a busy machine weighs on both alike; a table of every run ends the output.
+`process@0` runs the worker process at the server's own CPU priority (serve's
+`--worker-nice`, default 10). The client sends prepared request bytes on
+connections opened before the clock starts (`--client raw`), so the times are
+the server's; `--client httpx` is the previous client.
 
 Bounded: one request per file, and the whole run stops after --timeout seconds.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -87,6 +92,51 @@ class Answer:
     seconds: float
 
 
+BOUNDARY = "docshelf-bench-boundary"
+
+
+def raw_request(upload: Upload, token: str) -> bytes:
+    """The whole upload request as bytes, built before the clock starts."""
+    body = (
+        (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; '
+            f'filename="{upload.name}"\r\nContent-Type: text/markdown\r\n\r\n'
+        ).encode()
+        + upload.data
+        + f"\r\n--{BOUNDARY}--\r\n".encode()
+    )
+    head = (
+        "POST /v1/documents HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\n"
+        f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def send_raw(
+    streams: tuple[asyncio.StreamReader, asyncio.StreamWriter], upload: Upload, request: bytes
+) -> Answer:
+    """One request on an open connection, its bytes prepared: the client's own work is a
+    write and a read, so the time is the server's (httpx spends ~2 ms of CPU per upload
+    here, which on 2 shared cores queues the burst in the client)."""
+    reader, writer = streams
+    started = time.perf_counter()
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == b"content-length":
+            length = int(value)
+    body = await reader.readexactly(length)
+    seconds = time.perf_counter() - started
+    status = int(head.split(b" ", 2)[1])
+    if status not in (200, 202):
+        raise SystemExit(f"upload {upload.name} answered {status}: {body[:300]!r}")
+    return Answer(upload, status, json.loads(body)["document_id"], seconds)
+
+
 def markdown(i: int, rng: random.Random) -> bytes:
     parts = []
     for j in range(rng.randrange(3, 7)):
@@ -125,6 +175,8 @@ def start_server(home: Path, embedder: str, shape: str) -> tuple[subprocess.Pope
     cmd = [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port)]
     if shape == "thread":
         cmd.append("--in-process-workers")
+    elif "@" in shape:  # process@N: the worker process at nice N (serve's default 10)
+        cmd += ["--worker-nice", shape.split("@", 1)[1]]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     return proc, f"http://127.0.0.1:{port}"
 
@@ -237,12 +289,24 @@ async def run(
         if args.warm:  # one upload ingested first: the model is loaded and has embedded
             warm = Upload("alice", "warm.md", markdown(10_000, random.Random(1)))
             await wait_complete(client, [await send(client, warm, tokens["alice"])], tokens)
+        host, port = base_url.rsplit("//", 1)[1].split(":")
+        if args.client == "raw":  # connected and built before the clock starts
+            requests = [raw_request(u, tokens[u.user]) for u in uploads]
+            conns = [await asyncio.open_connection(host, int(port)) for _ in uploads]
         t0 = time.perf_counter()
         server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
-        answers = await asyncio.gather(*(send(client, u, tokens[u.user]) for u in uploads))
+        if args.client == "raw":
+            answers = await asyncio.gather(
+                *(send_raw(c, u, r) for c, u, r in zip(conns, uploads, requests, strict=True))
+            )
+        else:
+            answers = await asyncio.gather(*(send(client, u, tokens[u.user]) for u in uploads))
         sent = time.perf_counter() - t0
         server_cpu = cpu_seconds(proc.pid) - server_cpu
         client_cpu = time.process_time() - client_cpu
+        if args.client == "raw":
+            for _, w in conns:
+                w.close()
         final = await wait_complete(client, answers, tokens)
         all_complete = time.perf_counter() - t0
         metrics = (await client.get("/metrics")).text
@@ -280,9 +344,14 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=35, help="distinct files")
     parser.add_argument("--duplicates", type=int, default=15, help="copies of earlier files")
     parser.add_argument("--timeout", type=float, default=120.0, help="stop after this many s")
-    parser.add_argument("--shape", default="process", help="process, thread, or both: a,b")
+    parser.add_argument(
+        "--shape", default="process", help="process, process@NICE, thread, or several: a,b"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="runs of each shape, alternated")
     parser.add_argument("--warm", action="store_true", help="ingest one upload before the burst")
+    parser.add_argument(
+        "--client", choices=["raw", "httpx"], default="raw", help="raw: prepared bytes"
+    )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
     rows = []
@@ -292,9 +361,9 @@ def main() -> None:
             rows.append(one_run(args, shape))
     print(
         "\n| workers | idle RSS server / tree | upload p50 | p95 | max | all complete "
-        "| queue drained | duplicates |"
+        "| server CPU / upload | queue drained | duplicates |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['shape']} | {r.get('idle', '')} | {r.get('p50', '')} | {r.get('p95', '')} "

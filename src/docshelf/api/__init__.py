@@ -30,7 +30,7 @@ from docshelf.api.schema import errors
 from docshelf.api.wakeups import Wakeups
 from docshelf.ingest.reindex import ReindexRunner
 from docshelf.ingest.worker import WorkerPool, WorkerSettings
-from docshelf.ingest.worker_process import WorkerProcess
+from docshelf.ingest.worker_process import NICE, WorkerProcess
 from docshelf.shelf import Shelf
 
 __all__ = ["app_from_env", "create_app"]
@@ -41,6 +41,7 @@ def create_app(
     *,
     workers: int = 0,
     worker_process: bool = False,
+    worker_nice: int = NICE,
     worker_settings: WorkerSettings | None = None,
     sse_poll: float | None = None,
     sse_ping: float = 10.0,
@@ -64,6 +65,7 @@ def create_app(
                 workers,
                 transport=shelf.transport,
                 publish=shelf.broadcast.publish,
+                nice=worker_nice,
             )
             app.state.pool.start()
         elif workers > 0:

@@ -35,6 +35,10 @@ def worker(
     probe_host: Annotated[
         str, typer.Option(help="Interface for --probe-port (0.0.0.0 in a container).")
     ] = "127.0.0.1",
+    nice: Annotated[
+        int,
+        typer.Option(help="Lower this process's CPU priority by this much (0-19).", min=0, max=19),
+    ] = 0,
     lifeline: Annotated[
         bool, typer.Option("--lifeline", hidden=True, help="Run as `serve`'s worker process.")
     ] = False,
@@ -46,6 +50,10 @@ def worker(
     from docshelf.shutdown import run_workers
     from docshelf.telemetry import configure_tracing
 
+    if nice:
+        import os
+
+        os.nice(nice)
     shelf = open_shelf_or_exit(state(ctx))
     configure_tracing()
     stop = threading.Event()
@@ -125,6 +133,15 @@ def serve(
             "process of their own, so ingest never holds up a request).",
         ),
     ] = False,
+    worker_nice: Annotated[
+        int,
+        typer.Option(
+            help="The worker process's CPU priority below the server's (0-19): on a busy "
+            "machine requests come first.",
+            min=0,
+            max=19,
+        ),
+    ] = 10,
     watch_sources: Annotated[
         bool, typer.Option("--watch", help="Also follow the registered sources live.")
     ] = False,
@@ -153,7 +170,7 @@ def serve(
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
     drain = shelf.settings.drain_seconds
-    app = create_app(shelf, workers=n, worker_process=not in_process)
+    app = create_app(shelf, workers=n, worker_process=not in_process, worker_nice=worker_nice)
     code = serve_until_stopped(app, host, port, drain)  # shutdown.py
     shelf.close()
     if code:
