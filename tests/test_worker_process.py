@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from docshelf.ingest.uploads import Intake
 from docshelf.ingest.worker_process import WorkerProcess, lifeline
 from docshelf.shelf import Shelf
 from docshelf.store.notices import CommitNotices
@@ -176,7 +177,8 @@ def test_the_lifeline_relays_wakeups_and_commit_news_and_stops_at_eof() -> None:
     notices = CommitNotices()
     told: list[Sequence[str]] = []
     notices.listener = told.append
-    lifeline(stop, transport, notices, stdin=stdin, stdout=out)
+    intake = Intake()
+    lifeline(stop, transport, notices, intake, stdin=stdin, stdout=out)
 
     notices.tell(["doc_a", "doc_b"])
     assert told == [["doc_a", "doc_b"]]  # the listener already there still hears it
@@ -186,19 +188,34 @@ def test_the_lifeline_relays_wakeups_and_commit_news_and_stops_at_eof() -> None:
     to_child.flush()
     assert consumer.wait(10)  # the child's own workers are woken
     assert not stop.is_set()
-    to_child.close()  # the server stopped, or died
+
+    # the server is receiving uploads: the child's workers wait for it to be done
+    assert intake.quiet(0)
+    to_child.write(b"busy\n")
+    to_child.flush()
+    assert intake.wait_busy(10) and not intake.quiet(0.2)
+    to_child.write(b"quiet\n")
+    to_child.flush()
+    assert intake.quiet(10)
+    to_child.write(b"busy\n")
+    to_child.flush()
+    assert intake.wait_busy(10)
+    to_child.close()  # the server stopped, or died: nothing is held back any more
     assert stop.wait(10)
+    assert intake.quiet(10)
 
 
 def test_the_server_side_publishes_the_childs_news_and_wakes_it(tmp_path: Path) -> None:
-    """A stand-in child (a script in place of `docshelf worker`) that echoes each wake-up
-    as commit news, and exits when its stdin closes."""
+    """A stand-in child (a script in place of `docshelf worker`) that echoes each line it
+    is sent (a wake-up, the server's uploads starting and ending) as commit news, and
+    exits when its stdin closes."""
     script = tmp_path / "child.py"
     script.write_text(
         "import signal, sys\n"
         "signal.signal(signal.SIGTERM, lambda *a: None)  # it ends when its stdin does\n"
         "for line in sys.stdin.buffer:\n"
-        "    sys.stdout.write('events doc_woken\\n'); sys.stdout.flush()\n"
+        "    word = line.decode().strip()\n"
+        "    sys.stdout.write('events doc_' + word + '\\n'); sys.stdout.flush()\n"
     )
     published: list[list[str]] = []
     got = threading.Event()
@@ -208,11 +225,13 @@ def test_the_server_side_publishes_the_childs_news_and_wakes_it(tmp_path: Path) 
         got.set()
 
     transport = LocalTransport()
+    intake = Intake()
     process = WorkerProcess(
         tmp_path,
         1,
         transport=transport,
         publish=publish,
+        intake=intake,
         command=[sys.executable, str(script)],
     )
     process.start()
@@ -223,7 +242,16 @@ def test_the_server_side_publishes_the_childs_news_and_wakes_it(tmp_path: Path) 
             assert time.monotonic() < deadline, "no news came back"
             transport.notify("doc_x")
             got.wait(0.2)
-        assert published[0] == ["doc_woken"]
+        assert published[0] == ["doc_wake"]
+        with intake.receiving():  # an upload arrives, then is answered
+            deadline = time.monotonic() + 10
+            while ["doc_busy"] not in published:
+                assert time.monotonic() < deadline, "the child was not told of the upload"
+                time.sleep(0.02)
+        deadline = time.monotonic() + 10
+        while ["doc_quiet"] not in published:
+            assert time.monotonic() < deadline, "the child was not told the upload ended"
+            time.sleep(0.02)
     finally:
         assert process.stop(10)
     assert not process.alive

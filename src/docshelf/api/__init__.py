@@ -29,6 +29,7 @@ from docshelf.api.mcp import McpEndpoint
 from docshelf.api.schema import errors
 from docshelf.api.wakeups import Wakeups
 from docshelf.ingest.reindex import ReindexRunner
+from docshelf.ingest.uploads import intake_of
 from docshelf.ingest.worker import WorkerPool, WorkerSettings
 from docshelf.ingest.worker_process import NICE, WorkerProcess
 from docshelf.shelf import Shelf
@@ -65,6 +66,7 @@ def create_app(
                 workers,
                 transport=shelf.transport,
                 publish=shelf.broadcast.publish,
+                intake=intake_of(shelf.runtime),
                 nice=worker_nice,
             )
             app.state.pool.start()

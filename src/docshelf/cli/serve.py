@@ -58,9 +58,10 @@ def worker(
     configure_tracing()
     stop = threading.Event()
     if lifeline:  # serve's child: stdin wakes it and ends it (ingest/worker_process.py)
+        from docshelf.ingest.uploads import intake_of
         from docshelf.ingest.worker_process import lifeline as follow_lifeline
 
-        follow_lifeline(stop, shelf.transport, shelf.store.notices)
+        follow_lifeline(stop, shelf.transport, shelf.store.notices, intake_of(shelf.runtime))
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
     probes: list[WorkerProbe] = []
 

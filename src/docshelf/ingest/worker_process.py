@@ -11,6 +11,10 @@ The child's stdin and stdout are a small protocol with the server, one line each
 
 - server → child: ``wake`` when a job was queued here (local wake-ups do not cross
   processes; the child also polls the store, so a lost line costs a poll);
+- server → child: ``busy`` when it starts receiving uploads, ``quiet`` when none is
+  left, so the child's workers let them pass first (``ingest.uploads.Intake``, as
+  in-process workers do): before each stage and embedding batch they wait (≤ 1 s)
+  for ``quiet``;
 - child → server: ``events <document id> …`` after each commit with events, which
   the server hands to its broadcast, so SSE streams see a worker's progress at once
   (they also read the store every ``DOCSHELF_SSE_POLL_SECONDS``).
@@ -38,12 +42,15 @@ from typing import IO, TYPE_CHECKING
 from docshelf.backoff import Backoff
 
 if TYPE_CHECKING:
+    from docshelf.ingest.uploads import Intake
     from docshelf.store.notices import CommitNotices
     from docshelf.transport import Transport
 
 log = logging.getLogger("docshelf.worker")
 
 WAKE = b"wake\n"
+BUSY = b"busy\n"
+QUIET = b"quiet\n"
 EVENTS = "events"
 HEALTHY_SECONDS = 60.0  # a child that ran this long before it died is restarted at once
 # The child's CPU priority below the server's (``docshelf worker --nice``): on a busy
@@ -66,6 +73,7 @@ class WorkerProcess:
         *,
         transport: Transport,
         publish: Callable[[Sequence[str]], None],
+        intake: Intake | None = None,
         env: Mapping[str, str] | None = None,
         command: Sequence[str] | None = None,
         nice: int = NICE,
@@ -74,6 +82,7 @@ class WorkerProcess:
         self.count = count
         self.transport = transport
         self.publish = publish
+        self.intake = intake
         self.env = dict(os.environ if env is None else env)
         self.command = list(command or [sys.executable, "-m", "docshelf.cli"])
         self.nice = nice
@@ -90,6 +99,8 @@ class WorkerProcess:
         self._thread(self._supervise, "worker-process-supervisor")
         if getattr(self.transport, "url", "") == "local":
             self._thread(self._relay_wakeups, "worker-process-wakeups")
+        if self.intake is not None:
+            self._thread(self._relay_intake, "worker-process-intake")
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Close the lifeline and SIGTERM the child; wait ``timeout`` s for its drain,
@@ -180,6 +191,19 @@ class WorkerProcess:
         finally:
             consumer.close()
 
+    def _relay_intake(self) -> None:
+        """``busy`` when this server starts receiving uploads, ``quiet`` when it is done."""
+        intake = self.intake
+        assert intake is not None
+        while not self._stopping.is_set():
+            if not intake.wait_busy(1.0):
+                continue
+            self._send(BUSY)
+            while not intake.quiet(1.0):
+                if self._stopping.is_set():
+                    return
+            self._send(QUIET)
+
     def _send(self, line: bytes) -> None:
         with self._lock:
             proc = self.process
@@ -216,12 +240,14 @@ def lifeline(
     stop: threading.Event,
     transport: Transport,
     notices: CommitNotices,
+    intake: Intake | None = None,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
 ) -> None:
-    """In ``docshelf worker --lifeline``: wake-ups from stdin go to ``transport``, EOF
-    on stdin (the server stopped or died) sets ``stop``; each commit's documents are
-    written to stdout for the server's broadcast (after the listener already there)."""
+    """In ``docshelf worker --lifeline``: wake-ups from stdin go to ``transport`` and the
+    server's uploads to ``intake``; EOF on stdin (the server stopped or died) sets
+    ``stop``; each commit's documents are written to stdout for the server's broadcast
+    (after the listener already there)."""
     source = stdin if stdin is not None else sys.stdin.buffer
     sink = stdout if stdout is not None else sys.stdout.buffer
     write_lock = threading.Lock()
@@ -243,10 +269,14 @@ def lifeline(
     def read() -> None:
         try:
             for line in source:
-                if line.strip() == WAKE.strip():
+                if line == WAKE:
                     transport.notify("")
+                elif line in (BUSY, QUIET) and intake is not None:
+                    intake.set_remote(line == BUSY)
         except (OSError, ValueError):
             pass
+        if intake is not None:
+            intake.set_remote(False)
         stop.set()  # EOF: the server closed the lifeline, or died
         transport.notify("")  # idle workers wake and see the stop
 
