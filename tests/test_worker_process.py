@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -27,6 +28,12 @@ from docshelf.store.notices import CommitNotices
 from docshelf.transport.local import LocalTransport
 from tests.test_cluster import STAGES, free_port
 from tests.test_shutdown import env, until
+from tests.test_web import HANDBOOK, browser, sign_in
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+__all__ = ["browser"]  # the browser fixture, shared with tests/test_web.py
 
 
 def children(pid: int) -> list[int]:
@@ -256,3 +263,58 @@ def test_the_server_side_publishes_the_childs_news_and_wakes_it(tmp_path: Path) 
         assert process.stop(10)
     assert not process.alive
     assert process.starts == 1  # stopping is not a crash: no restart
+
+
+# -- the web page, its upload followed to the end by a worker in another process ------------
+
+
+def test_the_web_page_follows_an_upload_ingested_by_the_worker_process(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, browser: Browser
+) -> None:
+    from docshelf.api import create_app
+    from tests.live_server import serve
+
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "none")  # the child reads the same environment
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    with Shelf(isolated_home) as shelf:
+        _, token = shelf.create_user("alice")
+        app = create_app(shelf, workers=1, worker_process=True, worker_nice=0)
+        with serve(app) as url:
+            context = browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url)
+            sign_in(page, token)
+            page.get_by_role("link", name="Upload").click()
+            page.evaluate(
+                """() => {
+                    window.stagesShown = [];
+                    new MutationObserver((records) => {
+                        for (const r of records) window.stagesShown.push(r.oldValue);
+                    }).observe(document.getElementById("uploads"), {
+                        subtree: true, attributes: true, attributeOldValue: true,
+                        attributeFilter: ["data-stage"],
+                    });
+                }"""
+            )
+            page.evaluate(
+                """(text) => {
+                    const data = new DataTransfer();
+                    data.items.add(new File([text], "handbook.md", {type: "text/markdown"}));
+                    const zone = document.getElementById("dropzone");
+                    zone.dispatchEvent(
+                        new DragEvent("drop", {dataTransfer: data, bubbles: true}));
+                }""",
+                HANDBOOK,
+            )
+            done = page.locator('.upload[data-stage="complete"]').filter(has_text="handbook.md")
+            done.wait_for()
+            shown = [*page.evaluate("window.stagesShown"), "complete"]
+            context.close()
+            process = app.state.pool
+            assert isinstance(process, WorkerProcess) and process.alive
+        assert not process.alive  # stopped with the app
+    assert errors == []
+    assert shown[-1] == "complete" and "queued" in shown, shown
