@@ -285,3 +285,24 @@ def test_each_phase_of_the_childs_work_gets_the_time_limit() -> None:
     assert run_limited(_two_phases, b"yes", "markdown", timeout_s=5.0) == "done"
     with pytest.raises(InvalidInput, match="exceeded the 5 s time limit"):
         run_limited(_two_phases, b"no", "markdown", timeout_s=5.0)
+
+
+def test_cutting_a_huge_block_renews_the_childs_time_limit_as_it_advances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In the child: one phase mark after the parse, then one per PHASE_CHARACTERS cut (in
+    either tier's pass), so a 25 MB line that is being cut is not failed for taking longer
+    than one limit; the chunks are those of an ordinary chunking."""
+    import docshelf.ingest.prepare as prepare
+    import docshelf.parse.sandbox as sandbox
+
+    marks: list[int] = []
+    monkeypatch.setattr(sandbox, "next_phase", lambda: marks.append(1))
+    monkeypatch.setattr(prepare, "PHASE_CHARACTERS", 100_000)
+    body = " ".join(f"word{i % 50}" for i in range(60_000))  # ~0.4 MB on one line
+    chunking = Chunking(ChunkSettings(), approx_tokens)
+    answer = prepare._chunk_in_child("text", "f" * 64, "t", "t", chunking, None, 500, body.encode())
+    # parsed, then both passes cut about the whole line: ~4 marks each
+    assert 1 + 6 <= len(marks) <= 1 + 2 * len(body) // 100_000
+    want = chunk_parsed(parse(body.encode(), "text"), fp="f" * 64, title="t", chunking=chunking)
+    assert [c.id for c in answer.items] == [c.id for c in want.chunks]

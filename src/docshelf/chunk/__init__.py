@@ -270,9 +270,12 @@ _COUNT_CACHE = 256  # texts whose counts chunk_document remembers (a few MB at m
 class _Cutter:
     """Cuts the largest prefix that fits a budget off a unit, at the coarsest boundary."""
 
-    def __init__(self, body: str, count: TokenCounter) -> None:
+    def __init__(
+        self, body: str, count: TokenCounter, on_cut: Callable[[int], None] | None = None
+    ) -> None:
         self.body = body
         self.count = count
+        self.on_cut = on_cut  # told the characters each cut takes off (progress)
         # approx_tokens adds up across whitespace exactly, so a cut found by adding up
         # segments needs no second count (a tokenizer's is checked)
         self.additive = getattr(count, "__wrapped__", count) is approx_tokens
@@ -287,6 +290,8 @@ class _Cutter:
             if at is not None:
                 head = self._piece(unit, unit.start, at, limit)
                 rest = self._piece(unit, at, unit.end, limit)
+                if self.on_cut is not None:
+                    self.on_cut(at - unit.start)
                 return head, rest
         return None
 
@@ -346,12 +351,19 @@ class _Cutter:
 class _Packer:
     """Greedy, structure-aware packing of units into groups of at most ``limit`` tokens."""
 
-    def __init__(self, body: str, count: TokenCounter, limit: int, min_tokens: int) -> None:
+    def __init__(
+        self,
+        body: str,
+        count: TokenCounter,
+        limit: int,
+        min_tokens: int,
+        on_cut: Callable[[int], None] | None = None,
+    ) -> None:
         self.body = body
         self.count = count
         self.limit = limit
         self.min_tokens = min_tokens
-        self.cutter = _Cutter(body, count)
+        self.cutter = _Cutter(body, count, on_cut)
         self.pending: deque[_Unit] = deque()
         self.groups: list[list[_Unit]] = []
         self.current: list[_Unit] = []
@@ -431,11 +443,14 @@ def chunk_document(
     settings: ChunkSettings,
     count_tokens: TokenCounter = approx_tokens,
     concepts: Sequence[str] = (),
+    on_cut: Callable[[int], None] | None = None,
 ) -> list[Chunk]:
     """All sections (index 0..), then all snippets (index 0..), linked within and across tiers.
 
     ``fp`` is the document's fingerprint (ids derive from it); ``title`` and
     ``concepts`` go into each chunk's header. A document without content gives [].
+    ``on_cut(n)`` hears of each cut of a block too big for a chunk (``n`` characters
+    cut off): the progress of a huge one (the sandbox's child renews its time limit).
     """
     # The same text is counted more than once (a group checked when packed is a chunk
     # whose count is stored; a section that fits is a snippet too): count it once. The
@@ -444,10 +459,10 @@ def chunk_document(
     limit = max(settings.section_max_tokens, settings.snippet_max_tokens)
     units = _units(doc, count_tokens, limit)
     sections = _Packer(
-        doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens
+        doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens, on_cut
     ).pack(units)
     snippet_packer = _Packer(
-        doc.body, count_tokens, settings.snippet_max_tokens, settings.snippet_min_tokens
+        doc.body, count_tokens, settings.snippet_max_tokens, settings.snippet_min_tokens, on_cut
     )
     snippets: list[list[_Unit]] = []
     parents: list[str] = []

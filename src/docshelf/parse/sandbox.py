@@ -87,7 +87,8 @@ def run_limited(
     back whole, or with ``on_part`` as ``on_part(head, batch)`` calls while it
     arrives (then its ``items`` are empty); the time limit runs until the head
     has come (the child's work is done then), then again for each batch; a
-    child that calls ``next_phase()`` starts it again (parse, then chunk).
+    child that calls ``next_phase()`` starts it again (parse, then chunk, then
+    each further megabyte of a huge block cut: ``ingest.prepare._chunk_in_child``).
     """
     if getattr(func, "__module__", None) == "__main__":
         raise ValueError("run_limited() needs a function importable from a module, not __main__")
