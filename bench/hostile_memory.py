@@ -87,7 +87,9 @@ class Peaks:
                 continue
             alive += 1
             self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), status.get("VmHWM", 0))
-            self.names.setdefault(pid, cmdline(pid))
+            self.names[pid] = cmdline(
+                pid
+            )  # the last seen: a new child shows its parent's until exec
             total += status.get("VmRSS", 0)
             pss += read_pss(pid)
         self.max_sum_rss_kb = max(self.max_sum_rss_kb, total)
@@ -97,7 +99,11 @@ class Peaks:
     def report(self, root: int) -> str:
         main = self.hwm_kb.get(root, 0) / 1024
         others = sorted(
-            ((kb / 1024, self.names[pid]) for pid, kb in self.hwm_kb.items() if pid != root),
+            (
+                (kb / 1024, f"{self.names[pid]} [pid {pid}]")
+                for pid, kb in self.hwm_kb.items()
+                if pid != root
+            ),
             reverse=True,
         )
         parts = [f"main process peak {main:.0f} MB"]
