@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -83,7 +82,7 @@ class WorkerProcess:
         self.transport = transport
         self.publish = publish
         self.intake = intake
-        self.env = dict(os.environ if env is None else env)
+        self.env = None if env is None else dict(env)  # None: this process's environment
         self.command = list(command or [sys.executable, "-m", "docshelf.cli"])
         self.nice = nice
         self.process: subprocess.Popen[bytes] | None = None
