@@ -147,8 +147,9 @@ def serve(
         bool, typer.Option("--watch", help="Also follow the registered sources live.")
     ] = False,
 ) -> None:
-    """Serve the HTTP API (and the web page) with background ingest workers (in a child
-    process, started and stopped with the server)."""
+    """Serve the HTTP API (and the web page) with background ingest workers.
+
+    The workers run in a child process, started and stopped with the server."""
     from docshelf.telemetry import configure_tracing
 
     try:
