@@ -3,8 +3,8 @@
 Two real processes, each started as a user starts it:
 
 - ``docshelf add FILE`` (``--json``);
-- ``docshelf serve`` with one ingest worker (in its own process, as serve runs
-  it; ``--serve-workers thread`` for a thread of the server), the file uploaded
+- ``docshelf serve`` with one ingest worker (in its own process, ``--worker-process``;
+  ``--serve-workers thread`` for a thread of the server), the file uploaded
   over HTTP and its stage events followed (SSE) until its job completes or
   fails, while ``/healthz`` is polled.
 
@@ -232,7 +232,7 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
     token = json.loads(made.stdout)["result"]["token"]
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    shape = ["--in-process-workers"] if SHAPE["serve"] == "thread" else []
+    shape = ["--in-process-workers"] if SHAPE["serve"] == "thread" else ["--worker-process"]
     proc = subprocess.Popen(
         [*docshelf(), "serve", "--port", str(port), "--workers", "1", *shape],
         env=env,
@@ -336,7 +336,7 @@ def main() -> None:
         "--serve-workers",
         choices=("process", "thread"),
         default="process",
-        help="serve's worker in a process of its own (its default) or a thread of it",
+        help="serve's worker in a process of its own (--worker-process) or a thread of it",
     )
     args = ap.parse_args()
     LIMITS["cap_mb"] = args.cap_mb

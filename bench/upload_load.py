@@ -1,8 +1,8 @@
 """Upload load benchmark: concurrent uploads against a real server on loopback.
 
 Starts `docshelf serve` in a subprocess (a fresh temporary DOCSHELF_HOME, one
-ingest worker: in a process of its own, as serve runs it by default, or with
-`--shape thread` as a thread of the server, `--in-process-workers`), creates two
+ingest worker: in a process of its own, `--worker-process`, or with `--shape
+thread` as a thread of the server, serve's default), creates two
 users, and sends all uploads at once: new Markdown files plus duplicates of some
 of them (a few by the second user, who gets an access link). With `--warm` one
 upload is sent and ingested first, so the model is loaded (and has embedded)
@@ -175,7 +175,9 @@ def start_server(home: Path, embedder: str, shape: str) -> tuple[subprocess.Pope
     cmd = [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port)]
     if shape == "thread":
         cmd.append("--in-process-workers")
-    elif "@" in shape:  # process@N: the worker process at nice N (serve's default 10)
+    else:
+        cmd.append("--worker-process")
+    if "@" in shape:  # process@N: the worker process at nice N (serve's default 10)
         cmd += ["--worker-nice", shape.split("@", 1)[1]]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     return proc, f"http://127.0.0.1:{port}"

@@ -1,4 +1,5 @@
-"""`docshelf serve` runs its ingest workers in a child process (ingest/worker_process.py):
+"""`docshelf serve --worker-process` runs its ingest workers in a child process
+(ingest/worker_process.py):
 uploads are ingested there and their progress reaches SSE clients of the server; the
 child stops with the server (SIGTERM: both drain, exit 0), never outlives it (SIGKILL
 of the server: the child sees its lifeline close and exits), and is started again when
@@ -76,7 +77,7 @@ def served(isolated_home: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, 
         _, token = shelf.create_user("alice")
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port), "--worker-process"],
         env=env(DOCSHELF_HOME=str(isolated_home), DOCSHELF_EMBEDDER="none"),
         stderr=subprocess.DEVNULL,
     )

@@ -126,19 +126,20 @@ def serve(
         int | None,
         typer.Option(help="Ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
     ] = None,
-    in_process: Annotated[
+    worker_process: Annotated[
         bool,
         typer.Option(
-            "--in-process-workers",
-            help="Run the workers as threads of the server (by default they run in a "
-            "process of their own, so ingest never holds up a request).",
+            "--worker-process/--in-process-workers",
+            help="Run the workers in a process of their own, started and stopped with the "
+            "server (ingest never holds the server's GIL; serve's /metrics then lacks the "
+            "workers' series), or as threads of the server (the default).",
         ),
     ] = False,
     worker_nice: Annotated[
         int,
         typer.Option(
-            help="The worker process's CPU priority below the server's (0-19): on a busy "
-            "machine requests come first.",
+            help="With --worker-process: its CPU priority below the server's (0-19); on a "
+            "busy machine requests come first.",
             min=0,
             max=19,
         ),
@@ -149,7 +150,8 @@ def serve(
 ) -> None:
     """Serve the HTTP API (and the web page) with background ingest workers.
 
-    The workers run in a child process, started and stopped with the server."""
+    With --worker-process they run in a child process, started and stopped with the
+    server."""
     from docshelf.telemetry import configure_tracing
 
     try:
@@ -172,7 +174,7 @@ def serve(
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
     drain = shelf.settings.drain_seconds
-    app = create_app(shelf, workers=n, worker_process=not in_process, worker_nice=worker_nice)
+    app = create_app(shelf, workers=n, worker_process=worker_process, worker_nice=worker_nice)
     code = serve_until_stopped(app, host, port, drain)  # shutdown.py
     shelf.close()
     if code:
