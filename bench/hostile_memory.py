@@ -3,13 +3,15 @@
 Two real processes, each started as a user starts it:
 
 - ``docshelf add FILE`` (``--json``);
-- ``docshelf serve`` with one ingest worker, the file uploaded over HTTP and
-  its stage events followed (SSE) until its job completes or fails, while
-  ``/healthz`` is polled.
+- ``docshelf serve`` with one ingest worker (in its own process, ``--worker-process``;
+  ``--serve-workers thread`` for a thread of the server), the file uploaded
+  over HTTP and its stage events followed (SSE) until its job completes or
+  fails, while ``/healthz`` is polled.
 
 While each runs, this process samples ``/proc`` every 20 ms: the high-water
-mark (VmHWM) of the main process and of every process below it (the parser
-child of the sandbox), and the largest sum of their current RSS. It prints
+mark (VmHWM) of the main process and of every process below it (serve's worker
+process, the sandbox's fork server and its parser child), and the largest sum
+of their current RSS and of their PSS (shared pages counted once). It prints
 those peaks, the wall time, the outcome (chunks indexed, or the failure
 reason) and, for ``serve``, the ``/healthz`` and ``/readyz`` answer times
 (p50, p99, slowest) during the upload.
@@ -44,6 +46,7 @@ import httpx
 
 SAMPLE_S = 0.02
 LIMITS = {"cap_mb": 4096}  # --cap-mb
+SHAPE = {"serve": "process"}  # --serve-workers
 
 
 def capped() -> None:
@@ -73,29 +76,42 @@ class Peaks:
     hwm_kb: dict[int, int] = field(default_factory=dict)  # pid -> VmHWM
     names: dict[int, str] = field(default_factory=dict)
     max_sum_rss_kb: int = 0
+    max_sum_pss_kb: int = 0  # shared pages (a fork server's and its child's) counted once
+    processes: int = 0  # the most processes the tree had at once
 
     def sample(self, root: int) -> None:
-        total = 0
+        total = pss = alive = 0
         for pid in tree(root):
             status = read_status(pid)
             if not status:
                 continue
+            alive += 1
             self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), status.get("VmHWM", 0))
-            self.names.setdefault(pid, cmdline(pid))
+            self.names[pid] = cmdline(
+                pid
+            )  # the last seen: a new child shows its parent's until exec
             total += status.get("VmRSS", 0)
+            pss += read_pss(pid)
         self.max_sum_rss_kb = max(self.max_sum_rss_kb, total)
+        self.max_sum_pss_kb = max(self.max_sum_pss_kb, pss)
+        self.processes = max(self.processes, alive)
 
     def report(self, root: int) -> str:
         main = self.hwm_kb.get(root, 0) / 1024
         others = sorted(
-            ((kb / 1024, self.names[pid]) for pid, kb in self.hwm_kb.items() if pid != root),
+            (
+                (kb / 1024, f"{self.names[pid]} [pid {pid}]")
+                for pid, kb in self.hwm_kb.items()
+                if pid != root
+            ),
             reverse=True,
         )
         parts = [f"main process peak {main:.0f} MB"]
-        if others:
-            mb, name = others[0]
-            parts.append(f"largest child peak {mb:.0f} MB ({name})")
-        parts.append(f"largest sum of the tree's RSS {self.max_sum_rss_kb / 1024:.0f} MB")
+        parts += [f"{name}: peak {mb:.0f} MB" for mb, name in others]
+        parts.append(
+            f"largest sum of the tree's RSS {self.max_sum_rss_kb / 1024:.0f} MB, of its PSS "
+            f"{self.max_sum_pss_kb / 1024:.0f} MB (up to {self.processes} processes at once)"
+        )
         return "; ".join(parts)
 
 
@@ -130,6 +146,17 @@ def read_status(pid: int) -> dict[str, int]:
         if key in ("VmHWM", "VmRSS"):
             out[key] = int(value.split()[0])
     return out
+
+
+def read_pss(pid: int) -> int:
+    """Proportional set size in kB: each shared page split among the processes mapping it."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def cmdline(pid: int) -> str:
@@ -205,8 +232,9 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
     token = json.loads(made.stdout)["result"]["token"]
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    shape = ["--in-process-workers"] if SHAPE["serve"] == "thread" else ["--worker-process"]
     proc = subprocess.Popen(
-        [*docshelf(), "serve", "--port", str(port), "--workers", "1"],
+        [*docshelf(), "serve", "--port", str(port), "--workers", "1", *shape],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -219,7 +247,9 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
     health: dict[str, list[float]] = {"/healthz": [], "/readyz": []}
     try:
         wait_ready(base, proc)
+        time.sleep(2.0)  # the worker process starts too
         idle = read_status(proc.pid).get("VmRSS", 0) / 1024
+        idle_tree = sum(read_status(p).get("VmRSS", 0) for p in tree(proc.pid)) / 1024
         headers = {"Authorization": f"Bearer {token}"}
         started = time.perf_counter()
         with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
@@ -238,7 +268,10 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
         proc.terminate()
         proc.wait(60)
         sampler.join()
-    print(f"serve: idle RSS {idle:.0f} MB; upload to {state} in {elapsed:.1f} s")
+    print(
+        f"serve: idle RSS {idle:.0f} MB, {idle_tree:.0f} MB with its children; "
+        f"upload to {state} in {elapsed:.1f} s"
+    )
     print(f"serve: {peaks.report(proc.pid)}")
     for path, times in health.items():
         print(f"serve: {path} polled {len(times)} times during ingest, {percentiles(times)}")
@@ -299,8 +332,15 @@ def main() -> None:
     ap.add_argument("--embedder", default="none", choices=("none", "local"))
     ap.add_argument("--only", choices=("add", "serve"))
     ap.add_argument("--cap-mb", type=int, default=LIMITS["cap_mb"], help="per-process cap")
+    ap.add_argument(
+        "--serve-workers",
+        choices=("process", "thread"),
+        default="process",
+        help="serve's worker in a process of its own (--worker-process) or a thread of it",
+    )
     args = ap.parse_args()
     LIMITS["cap_mb"] = args.cap_mb
+    SHAPE["serve"] = args.serve_workers
     env = {
         **os.environ,
         "DOCSHELF_EMBEDDER": args.embedder,

@@ -1,18 +1,31 @@
 """Upload load benchmark: concurrent uploads against a real server on loopback.
 
-Starts `uvicorn --factory docshelf.api:app_from_env` in a subprocess (a fresh
-temporary DOCSHELF_HOME, one in-process ingest worker), creates two users, and
-sends all uploads at once: new Markdown files plus duplicates of some of them
-(a few by the second user, who gets an access link). Prints:
+Starts `docshelf serve` in a subprocess (a fresh temporary DOCSHELF_HOME, one
+ingest worker: in a process of its own, `--worker-process`, or with `--shape
+thread` as a thread of the server, serve's default), creates two
+users, and sends all uploads at once: new Markdown files plus duplicates of some
+of them (a few by the second user, who gets an access link). With `--warm` one
+upload is sent and ingested first, so the model is loaded (and has embedded)
+before the burst; without it the burst meets a freshly started server. Prints:
 - p50 / p95 / max of the upload response time (the request only: parsing and
   embedding happen in the worker);
 - the time from the first upload until every document is `complete`;
 - dedup hits: the server's `upload_dedup` counter from /metrics (every upload
   answers 202, known bytes or not);
 - the queue drained (jobs left unfinished) and duplicates: documents in the
-  store beyond one per distinct file, read from the store after the run.
+  store beyond one per distinct file, read from the store after the run;
+- the server's idle memory once ready (the server process's RSS, and the sum
+  over it and every process below it).
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
+        [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx]
+
+With several shapes and rounds, the runs alternate (process, thread, process, …)
+so a busy machine weighs on both alike; a table of every run ends the output.
+`process@0` runs the worker process at the server's own CPU priority (serve's
+`--worker-nice`, default 10). The client sends prepared request bytes on
+connections opened before the clock starts (`--client raw`), so the times are
+the server's; `--client httpx` is the previous client.
 
 Bounded: one request per file, and the whole run stops after --timeout seconds.
 """
@@ -21,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -78,6 +92,51 @@ class Answer:
     seconds: float
 
 
+BOUNDARY = "docshelf-bench-boundary"
+
+
+def raw_request(upload: Upload, token: str) -> bytes:
+    """The whole upload request as bytes, built before the clock starts."""
+    body = (
+        (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; '
+            f'filename="{upload.name}"\r\nContent-Type: text/markdown\r\n\r\n'
+        ).encode()
+        + upload.data
+        + f"\r\n--{BOUNDARY}--\r\n".encode()
+    )
+    head = (
+        "POST /v1/documents HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\n"
+        f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def send_raw(
+    streams: tuple[asyncio.StreamReader, asyncio.StreamWriter], upload: Upload, request: bytes
+) -> Answer:
+    """One request on an open connection, its bytes prepared: the client's own work is a
+    write and a read, so the time is the server's (httpx spends ~2 ms of CPU per upload
+    here, which on 2 shared cores queues the burst in the client)."""
+    reader, writer = streams
+    started = time.perf_counter()
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == b"content-length":
+            length = int(value)
+    body = await reader.readexactly(length)
+    seconds = time.perf_counter() - started
+    status = int(head.split(b" ", 2)[1])
+    if status not in (200, 202):
+        raise SystemExit(f"upload {upload.name} answered {status}: {body[:300]!r}")
+    return Answer(upload, status, json.loads(body)["document_id"], seconds)
+
+
 def markdown(i: int, rng: random.Random) -> bytes:
     parts = []
     for j in range(rng.randrange(3, 7)):
@@ -100,10 +159,8 @@ def plan(new: int, duplicates: int, seed: int = 7) -> list[Upload]:
     return uploads
 
 
-def start_server(home: Path, embedder: str) -> tuple[subprocess.Popen[bytes], str]:
-    """The real server on a free loopback port. (Not `uvicorn --fd`: it wraps the
-    socket as AF_UNIX, so asyncio skips TCP_NODELAY and every response waits ~40 ms
-    for a delayed ACK.)"""
+def start_server(home: Path, embedder: str, shape: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`docshelf serve` on a free loopback port, its workers in a process or threads."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -111,22 +168,56 @@ def start_server(home: Path, embedder: str) -> tuple[subprocess.Popen[bytes], st
         **os.environ,
         "DOCSHELF_HOME": str(home),
         "DOCSHELF_EMBEDDER": embedder,
+        "DOCSHELF_ENRICH": "off",
         "DOCSHELF_WORKERS": "1",
+        "HF_HUB_OFFLINE": "1",
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--factory",
-        "docshelf.api:app_from_env",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    return subprocess.Popen(cmd, env=env), f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port)]
+    if shape == "thread":
+        cmd.append("--in-process-workers")
+    else:
+        cmd.append("--worker-process")
+    if "@" in shape:  # process@N: the worker process at nice N (serve's default 10)
+        cmd += ["--worker-nice", shape.split("@", 1)[1]]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
 
 
 async def wait_ready(client: httpx.AsyncClient, proc: subprocess.Popen[bytes]) -> None:
@@ -185,15 +276,39 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-async def run(args: argparse.Namespace, base_url: str, proc: subprocess.Popen[bytes]) -> None:
+async def run(
+    args: argparse.Namespace, base_url: str, proc: subprocess.Popen[bytes], row: dict[str, str]
+) -> None:
     tokens = args.tokens
     uploads = plan(args.new, args.duplicates)
     limits = httpx.Limits(max_connections=len(uploads), max_keepalive_connections=len(uploads))
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
         await wait_ready(client, proc)
+        await asyncio.sleep(2.0)  # the worker process started too
+        server, everything = rss_mb(proc.pid), sum(rss_mb(p) for p in tree(proc.pid))
+        print(f"idle RSS:           server {server:.0f} MB; with its children {everything:.0f} MB")
+        row["idle"] = f"{server:.0f} / {everything:.0f} MB"
+        if args.warm:  # one upload ingested first: the model is loaded and has embedded
+            warm = Upload("alice", "warm.md", markdown(10_000, random.Random(1)))
+            await wait_complete(client, [await send(client, warm, tokens["alice"])], tokens)
+        host, port = base_url.rsplit("//", 1)[1].split(":")
+        if args.client == "raw":  # connected and built before the clock starts
+            requests = [raw_request(u, tokens[u.user]) for u in uploads]
+            conns = [await asyncio.open_connection(host, int(port)) for _ in uploads]
         t0 = time.perf_counter()
-        answers = await asyncio.gather(*(send(client, u, tokens[u.user]) for u in uploads))
+        server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
+        if args.client == "raw":
+            answers = await asyncio.gather(
+                *(send_raw(c, u, r) for c, u, r in zip(conns, uploads, requests, strict=True))
+            )
+        else:
+            answers = await asyncio.gather(*(send(client, u, tokens[u.user]) for u in uploads))
         sent = time.perf_counter() - t0
+        server_cpu = cpu_seconds(proc.pid) - server_cpu
+        client_cpu = time.process_time() - client_cpu
+        if args.client == "raw":
+            for _, w in conns:
+                w.close()
         final = await wait_complete(client, answers, tokens)
         all_complete = time.perf_counter() - t0
         metrics = (await client.get("/metrics")).text
@@ -207,11 +322,22 @@ async def run(args: argparse.Namespace, base_url: str, proc: subprocess.Popen[by
     print(f"upload p95:         {ms(p95)}")
     print(f"upload max:         {ms(times[-1])}")
     print(f"all answered after: {ms(sent)}")
+    print(
+        f"CPU while answering: server process {ms(server_cpu)} "
+        f"({ms(server_cpu / len(answers))} per upload), this client {ms(client_cpu)}"
+    )
     print(f"all complete after: {ms(all_complete)} (from the first upload)")
     print(f"documents:          {len(final)} ({sum(s == 'complete' for s in final.values())} ok)")
     print(f"distinct files:     {distinct}; distinct document ids {len(final)}")
     print(f"upload_dedup:       {dedup_counter(metrics)}")
-    args.distinct = distinct
+    args.distinct = distinct + (1 if args.warm else 0)
+    row.update(
+        p50=ms(statistics.median(times)),
+        p95=ms(p95),
+        max=ms(times[-1]),
+        cpu=ms(server_cpu / len(answers)),
+        complete=f"{all_complete:.1f} s",
+    )
 
 
 def main() -> None:
@@ -220,21 +346,50 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=35, help="distinct files")
     parser.add_argument("--duplicates", type=int, default=15, help="copies of earlier files")
     parser.add_argument("--timeout", type=float, default=120.0, help="stop after this many s")
+    parser.add_argument(
+        "--shape", default="process", help="process, process@NICE, thread, or several: a,b"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each shape, alternated")
+    parser.add_argument("--warm", action="store_true", help="ingest one upload before the burst")
+    parser.add_argument(
+        "--client", choices=["raw", "httpx"], default="raw", help="raw: prepared bytes"
+    )
     args = parser.parse_args()
+    shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
+    rows = []
+    for _ in range(args.rounds):
+        for shape in shapes:
+            print(f"-- workers in a {shape}")
+            rows.append(one_run(args, shape))
+    print(
+        "\n| workers | idle RSS server / tree | upload p50 | p95 | max | all complete "
+        "| server CPU / upload | queue drained | duplicates |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['shape']} | {r.get('idle', '')} | {r.get('p50', '')} | {r.get('p95', '')} "
+            f"| {r.get('max', '')} | {r.get('complete', '')} | {r.get('cpu', '')} "
+            f"| {r.get('drained', '')} "
+            f"| {r.get('duplicates', '')} |"
+        )
 
+
+def one_run(args: argparse.Namespace, shape: str) -> dict[str, str]:
+    row = {"shape": shape}
     with tempfile.TemporaryDirectory(prefix="docshelf-upload-bench-") as tmp:
         home = Path(tmp) / "home"
         with Shelf(home, embedder=None) as shelf:
             args.tokens = {name: shelf.create_user(name)[1] for name in ("alice", "bob")}
-        proc, base_url = start_server(home, args.embedder)
+        proc, base_url = start_server(home, args.embedder, shape)
         try:
-            asyncio.run(asyncio.wait_for(run(args, base_url, proc), timeout=args.timeout))
+            asyncio.run(asyncio.wait_for(run(args, base_url, proc, row), timeout=args.timeout))
         except TimeoutError:
             raise SystemExit(f"stopped: the run took over {args.timeout:g} s") from None
         finally:
             proc.terminate()
             try:
-                proc.wait(15)
+                proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -243,6 +398,9 @@ def main() -> None:
             unfinished = [d.id for d in docs if d.status not in ("complete", "failed")]
             print(f"queue drained:      {not unfinished} ({len(unfinished)} unfinished)")
             print(f"duplicates:         {len(docs) - args.distinct} ({len(docs)} documents)")
+            row["drained"] = "yes" if not unfinished else f"no ({len(unfinished)} left)"
+            row["duplicates"] = str(len(docs) - args.distinct)
+    return row
 
 
 if __name__ == "__main__":

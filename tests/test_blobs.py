@@ -130,3 +130,43 @@ def test_uploads_through_s3_end_to_end(
         assert not (isolated_home / "blobs" / "ab").exists()
         assert shelf.delete_document(up.document_id, user)
         assert not shelf.blobs.exists(up.fingerprint)
+
+
+def test_a_small_upload_touches_the_disk_only_at_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to SPOOL_BYTES the bytes wait in memory (the event loop writes no file while an
+    upload streams in); past it they spill to the temporary file; either way the blob is
+    placed whole at commit, and an abort leaves no file behind."""
+    import docshelf.blobs.local as local
+
+    monkeypatch.setattr(local, "SPOOL_BYTES", 1000)
+    store = LocalBlobStore(tmp_path / "blobs")
+
+    def temp_files() -> list[Path]:
+        return list(store.tmp.glob("upload-*")) if store.tmp.exists() else []
+
+    small = store.writer(10_000)
+    small.write(b"a" * 600)
+    assert temp_files() == []
+    sha = small.commit()
+    assert store.read(sha) == b"a" * 600 and temp_files() == []
+
+    large = store.writer(10_000)
+    large.write(b"b" * 600)
+    large.write(b"b" * 600)  # over the spool: now a temporary file
+    assert len(temp_files()) == 1
+    large.write(b"b" * 10)
+    sha = large.commit()
+    assert store.read(sha) == b"b" * 1210 and temp_files() == []
+
+    for size in (600, 1200):
+        dropped = store.writer(10_000)
+        dropped.write(b"c" * size)
+        dropped.abort()
+        assert temp_files() == []
+    with pytest.raises(TooLarge):
+        too_big = store.writer(1100)
+        too_big.write(b"d" * 600)
+        too_big.write(b"d" * 600)
+    assert temp_files() == []

@@ -278,6 +278,27 @@ def test_chunking_a_huge_line_never_counts_a_huge_text() -> None:
     assert longest[0] <= 8 * (settings.section_max_tokens + 1) + 64 * 8
 
 
+def test_a_huge_line_of_few_tokens_per_character_is_cut_in_linear_work() -> None:
+    """A line whose words sit far apart (runs of spaces count no tokens): a span's count
+    is probed in growing steps, never taken over the whole rest at every cut (which
+    counted 25x the text here, and grows with the square of its length)."""
+    body = " ".join(f"word{i % 50}" + " " * 40 for i in range(20_000))  # ~0.9 MB
+    parsed = parse(body.encode(), "text")
+    counted, longest = [0], [0]
+
+    def counting(text: str) -> int:
+        counted[0] += len(text)
+        longest[0] = max(longest[0], len(text))
+        return approx_tokens(text)
+
+    chunks = chunk_document(
+        parsed, fp="f" * 64, title="t", settings=ChunkSettings(), count_tokens=counting
+    )
+    assert len(chunks) > 100
+    assert counted[0] < 10 * len(body)
+    assert longest[0] < len(body) / 10
+
+
 def test_headings_keep_their_plain_text_without_parsing_the_body_inline() -> None:
     parsed = parse(b"# A *bold* `code` title\n\nBody with *emphasis* [link](x).\n", "markdown")
     assert parsed.title == "A bold code title"

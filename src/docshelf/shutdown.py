@@ -67,12 +67,13 @@ def run_workers(
     drain_seconds: float,
     started: Callable[[], None] | None = None,
     prepare: Callable[[Sequence[threading.Thread]], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
     """Run ``workers`` in threads until SIGTERM or SIGINT, then drain them: the exit status.
     ``prepare`` sees the threads before they start (a health probe watches them; it may
     raise to stop before any work); ``started`` is called once the signals are ours (a
-    "ready" message)."""
-    stop = threading.Event()
+    "ready" message). ``stop`` may also be set by the caller (``serve``'s lifeline)."""
+    stop = stop or threading.Event()
     threads = [
         threading.Thread(target=w.run, args=(stop,), name=w.name, daemon=True) for w in workers
     ]

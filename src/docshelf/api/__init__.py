@@ -29,7 +29,9 @@ from docshelf.api.mcp import McpEndpoint
 from docshelf.api.schema import errors
 from docshelf.api.wakeups import Wakeups
 from docshelf.ingest.reindex import ReindexRunner
+from docshelf.ingest.uploads import intake_of
 from docshelf.ingest.worker import WorkerPool, WorkerSettings
+from docshelf.ingest.worker_process import NICE, WorkerProcess
 from docshelf.shelf import Shelf
 
 __all__ = ["app_from_env", "create_app"]
@@ -39,13 +41,18 @@ def create_app(
     shelf: Shelf,
     *,
     workers: int = 0,
+    worker_process: bool = False,
+    worker_nice: int = NICE,
     worker_settings: WorkerSettings | None = None,
     sse_poll: float | None = None,
     sse_ping: float = 10.0,
     close_shelf: bool = False,
 ) -> FastAPI:
     """The API over ``shelf``. With ``workers > 0`` the app runs an ingest worker pool
-    for its lifetime; ``close_shelf`` closes the shelf on shutdown (for app factories).
+    for its lifetime: threads of this process, or with ``worker_process`` a child
+    process (``docshelf worker`` on the shelf's home and this environment, so the
+    request path never waits for the model or the chunker on the GIL);
+    ``close_shelf`` closes the shelf on shutdown (for app factories).
     SSE streams wake on the shelf's broadcast and read the store at least every
     ``sse_poll`` seconds (default ``DOCSHELF_SSE_POLL_SECONDS``)."""
     mcp_endpoint = McpEndpoint(shelf)
@@ -53,14 +60,24 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if workers > 0:
+        if workers > 0 and worker_process:
+            app.state.pool = WorkerProcess(
+                shelf.settings.home,
+                workers,
+                transport=shelf.transport,
+                publish=shelf.broadcast.publish,
+                intake=intake_of(shelf.runtime),
+                nice=worker_nice,
+            )
+            app.state.pool.start()
+        elif workers > 0:
             app.state.pool = WorkerPool(shelf, workers, worker_settings)
             app.state.pool.start()
         try:
             async with shelf.broadcast.listening(wakeups.notify), mcp_endpoint.running():
                 yield
         finally:
-            pool: WorkerPool | None = app.state.pool
+            pool: WorkerPool | WorkerProcess | None = app.state.pool
             if pool is not None:
                 await run_in_threadpool(pool.stop, shelf.settings.drain_seconds)
                 app.state.pool = None
@@ -106,6 +123,7 @@ def create_app(
 
 def app_from_env() -> FastAPI:
     """An app factory for ``uvicorn --factory docshelf.api:app_from_env``: the shelf and
-    the number of in-process workers come from the environment (DOCSHELF_*)."""
+    the number of ingest workers come from the environment (DOCSHELF_*); the workers
+    run in a child process, as ``docshelf serve`` runs them."""
     shelf = Shelf()
-    return create_app(shelf, workers=shelf.settings.workers, close_shelf=True)
+    return create_app(shelf, workers=shelf.settings.workers, worker_process=True, close_shelf=True)

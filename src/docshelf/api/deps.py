@@ -105,7 +105,9 @@ def _allowed_methods(request: Request) -> list[str]:
     return allowed
 
 
-def get_shelf(request: Request) -> Shelf:
+async def get_shelf(request: Request) -> Shelf:
+    # async, as known_query: no I/O, so no thread hop (a sync dependency is run in the
+    # threadpool, and each hop is a GIL hand-over on every request)
     shelf: Shelf = request.app.state.shelf
     return shelf
 
@@ -137,7 +139,7 @@ def _query_names(dependant: Any) -> set[str]:
     return names
 
 
-def known_query(request: Request) -> None:
+async def known_query(request: Request) -> None:
     """Refuse query parameters the route does not declare (a typo such as ``?limt=5``
     would otherwise be ignored without a word)."""
     route = request.scope.get("route")

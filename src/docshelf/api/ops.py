@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from docshelf.api.deps import ShelfDep
 from docshelf.errors import from_os_error
 from docshelf.ingest.worker import WorkerPool
+from docshelf.ingest.worker_process import WorkerProcess
 from docshelf.model import Stage
 from docshelf.shelf import Shelf
 
@@ -70,7 +71,7 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
     except Exception as exc:  # any failure means not ready; say which
         problems.append(f"store: {exc}")
     problems += _write_problems(shelf)
-    pool: WorkerPool | None = request.app.state.pool
+    pool: WorkerPool | WorkerProcess | None = request.app.state.pool
     if request.app.state.workers and (pool is None or not pool.alive):
         problems.append("workers: the ingest worker pool is not running")
     if problems:

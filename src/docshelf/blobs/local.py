@@ -32,8 +32,16 @@ def _storage_errors(what: str) -> Iterator[None]:
         raise ours from exc
 
 
+# An upload up to this size stays in memory until ``commit``, which then writes it to its
+# temporary file, fsyncs and places it in one go — on the threadpool, where the API calls
+# it — so the event loop makes no file system call for it (under a busy disk a mkstemp
+# or a write can take milliseconds, and every request waits behind the loop).
+SPOOL_BYTES = 1 << 20
+
+
 class TempWriter:
-    """Streams bytes to a temporary file, hashing them and enforcing a size limit.
+    """Streams bytes to a temporary file (after the first ``SPOOL_BYTES`` held in memory),
+    hashing them and enforcing a size limit.
 
     ``commit`` fsyncs the file and hands it to ``place(tmp_path, sha256)``, which
     moves it where it belongs (subclasses: a rename, an upload)."""
@@ -41,42 +49,67 @@ class TempWriter:
     def __init__(self, tmp_dir: Path, max_bytes: int) -> None:
         self._max = max_bytes
         self._hash = hashlib.sha256()
-        with _storage_errors("the uploaded file"):
-            tmp_dir.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
-        self._file: BinaryIO | None = os.fdopen(fd, "wb")
-        self._tmp = Path(name)
+        self._dir = tmp_dir
+        self._memory: bytearray | None = bytearray()  # until spilled to the file
+        self._file: BinaryIO | None = None
+        self._tmp: Path | None = None
+        self._closed = False
         self.size = 0
         self.sha256 = ""
 
+    def _spill(self) -> None:
+        """Open the temporary file and move what is held in memory to it."""
+        with _storage_errors("the uploaded file"):
+            self._dir.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=self._dir, prefix="upload-")
+            self._file = os.fdopen(fd, "wb")
+            self._tmp = Path(name)
+            if self._memory:
+                self._file.write(self._memory)
+        self._memory = None
+
     def write(self, data: bytes) -> None:
-        assert self._file is not None, "writer already closed"
+        assert not self._closed, "writer already closed"
         self.size += len(data)
         if self.size > self._max:
             self.abort()
             raise TooLarge(f"file is over the {self._max / 2**20:.0f} MB upload limit")
         self._hash.update(data)
+        if self._memory is not None:
+            self._memory += data
+            if len(self._memory) > SPOOL_BYTES:
+                self._spill()
+            return
+        assert self._file is not None
         with _storage_errors("the uploaded file"):
             self._file.write(data)
 
     def commit(self) -> str:
-        assert self._file is not None, "writer already closed"
+        assert not self._closed, "writer already closed"
         self.sha256 = self._hash.hexdigest()
         if self.stored(self.sha256):
-            # The same bytes are there, whole (placed only after their fsync): no fsync,
-            # no rename, no folder fsync for a duplicate upload.
+            # The same bytes are there, whole (placed only after their fsync): no file,
+            # no fsync, no rename, no folder fsync for a duplicate upload.
             self.abort()
             return self.sha256
-        with _storage_errors("the uploaded file"):
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-        self._file = None
         try:
+            if self._memory is not None:
+                self._spill()
+            assert self._file is not None and self._tmp is not None
+            with _storage_errors("the uploaded file"):
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._file.close()
+            self._file = None
+            self._closed = True
             with _storage_errors("the uploaded file"):
                 self.place(self._tmp, self.sha256)
+        except BaseException:
+            self.abort()
+            raise
         finally:
-            self._tmp.unlink(missing_ok=True)
+            if self._tmp is not None:
+                self._tmp.unlink(missing_ok=True)
         return self.sha256
 
     def place(self, tmp: Path, sha256: str) -> None:
@@ -87,12 +120,15 @@ class TempWriter:
         return False
 
     def abort(self) -> None:
+        self._closed = True
+        self._memory = None
         if self._file is not None:
             with contextlib.suppress(OSError):  # flushing what is dropped anyway: a full disk
                 self._file.close()
             self._file = None
-        with contextlib.suppress(OSError):  # a read-only disk keeps it; nothing refers to it
-            self._tmp.unlink(missing_ok=True)
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):  # a read-only disk keeps it; nothing refers to it
+                self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> TempWriter:
         return self
@@ -100,7 +136,7 @@ class TempWriter:
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._file is not None:
+        if not self._closed:
             self.abort()
 
 

@@ -193,9 +193,11 @@ def _capped_count(count: TokenCounter, body: str, start: int, end: int, limit: i
     fit the limit need an exact count: a span whose opening alone is over the
     limit is not counted further.
     """
-    probe = min(end, start + _PROBE_CHARS_PER_TOKEN * (limit + 1))
-    if probe < end and count(body[start:probe]) > limit:
-        return limit + 1
+    size = _PROBE_CHARS_PER_TOKEN * (limit + 1)
+    while start + size < end:  # growing probes: text of few tokens per character (long
+        if count(body[start : start + size]) > limit:  # runs of spaces) is not counted
+            return limit + 1  # whole at every cut of it, which would be quadratic
+        size *= 4
     return count(body[start:end])
 
 
@@ -260,16 +262,23 @@ _CUTS: dict[BlockKind, tuple[CutFinder, ...]] = {
 }
 _LINES_FIRST = (_LINES, _WORDS, _any_char)  # code, tables, quotes, other
 
-_PROBE_CHARS_PER_TOKEN = 8  # see _capped_count
+_PROBE_CHARS_PER_TOKEN = 5  # see _capped_count: prose has ~4 characters per token
+_SEGMENT_GROUP = 16  # whitespace segments counted per call by _sum_segments
 _COUNT_CACHE = 256  # texts whose counts chunk_document remembers (a few MB at most)
 
 
 class _Cutter:
     """Cuts the largest prefix that fits a budget off a unit, at the coarsest boundary."""
 
-    def __init__(self, body: str, count: TokenCounter) -> None:
+    def __init__(
+        self, body: str, count: TokenCounter, on_cut: Callable[[int], None] | None = None
+    ) -> None:
         self.body = body
         self.count = count
+        self.on_cut = on_cut  # told the characters each cut takes off (progress)
+        # approx_tokens adds up across whitespace exactly, so a cut found by adding up
+        # segments needs no second count (a tokenizer's is checked)
+        self.additive = getattr(count, "__wrapped__", count) is approx_tokens
 
     def cut(self, unit: _Unit, budget: int, limit: int) -> tuple[_Unit, _Unit] | None:
         """(head, rest) with head's count <= budget, or None if not even a character fits."""
@@ -281,12 +290,16 @@ class _Cutter:
             if at is not None:
                 head = self._piece(unit, unit.start, at, limit)
                 rest = self._piece(unit, at, unit.end, limit)
+                if self.on_cut is not None:
+                    self.on_cut(at - unit.start)
                 return head, rest
         return None
 
     def _window_end(self, unit: _Unit, budget: int) -> int:
         """An end such that every prefix fitting the budget ends before it."""
-        size = max(64, 8 * budget)
+        # the first window is the span _capped_count probed when it counted this unit (the
+        # rest of the last cut), so its count is a hit in chunk_document's count cache
+        size = max(64, _PROBE_CHARS_PER_TOKEN * (budget + 1))
         while True:
             stop = min(unit.end, unit.start + size)
             if stop == unit.end or self.count(self.body[unit.start : stop]) > budget:
@@ -297,7 +310,9 @@ class _Cutter:
         """The last cut whose prefix fits the budget (None if even the first does not)."""
         if isinstance(cuts, list):  # whitespace boundaries: try adding up the segments first
             guess = self._sum_segments(start, cuts, budget)
-            if guess is not None and self.count(self.body[start:guess]) <= budget:
+            if guess is not None and (
+                self.additive or self.count(self.body[start:guess]) <= budget
+            ):
                 return guess
         k = _largest(lambda k: self.count(self.body[start : cuts[k - 1]]) <= budget, len(cuts))
         return cuts[k - 1] if k else None
@@ -309,11 +324,19 @@ class _Cutter:
         and WordPiece both do); the caller checks the result either way.
         """
         total, previous, best = 0, start, None
-        for cut in cuts:
-            total += self.count(self.body[previous:cut])
-            if total > budget:
+        i, step = 0, _SEGMENT_GROUP
+        while i < len(cuts):
+            # a group of segments in one call (counts add up across whitespace), then,
+            # once a group would pass the budget, its segments one by one: a 25 MB line
+            # is cut in ~8x fewer calls than one per word
+            j = min(len(cuts), i + step)
+            tokens = self.count(self.body[previous : cuts[j - 1]])
+            if total + tokens <= budget:
+                total, previous, best, i = total + tokens, cuts[j - 1], cuts[j - 1], j
+            elif step > 1:
+                step = 1
+            else:
                 break
-            previous, best = cut, cut
         return best
 
     def _piece(self, unit: _Unit, start: int, end: int, limit: int) -> _Unit:
@@ -328,12 +351,19 @@ class _Cutter:
 class _Packer:
     """Greedy, structure-aware packing of units into groups of at most ``limit`` tokens."""
 
-    def __init__(self, body: str, count: TokenCounter, limit: int, min_tokens: int) -> None:
+    def __init__(
+        self,
+        body: str,
+        count: TokenCounter,
+        limit: int,
+        min_tokens: int,
+        on_cut: Callable[[int], None] | None = None,
+    ) -> None:
         self.body = body
         self.count = count
         self.limit = limit
         self.min_tokens = min_tokens
-        self.cutter = _Cutter(body, count)
+        self.cutter = _Cutter(body, count, on_cut)
         self.pending: deque[_Unit] = deque()
         self.groups: list[list[_Unit]] = []
         self.current: list[_Unit] = []
@@ -413,11 +443,14 @@ def chunk_document(
     settings: ChunkSettings,
     count_tokens: TokenCounter = approx_tokens,
     concepts: Sequence[str] = (),
+    on_cut: Callable[[int], None] | None = None,
 ) -> list[Chunk]:
     """All sections (index 0..), then all snippets (index 0..), linked within and across tiers.
 
     ``fp`` is the document's fingerprint (ids derive from it); ``title`` and
     ``concepts`` go into each chunk's header. A document without content gives [].
+    ``on_cut(n)`` hears of each cut of a block too big for a chunk (``n`` characters
+    cut off): the progress of a huge one (the sandbox's child renews its time limit).
     """
     # The same text is counted more than once (a group checked when packed is a chunk
     # whose count is stored; a section that fits is a snippet too): count it once. The
@@ -426,10 +459,10 @@ def chunk_document(
     limit = max(settings.section_max_tokens, settings.snippet_max_tokens)
     units = _units(doc, count_tokens, limit)
     sections = _Packer(
-        doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens
+        doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens, on_cut
     ).pack(units)
     snippet_packer = _Packer(
-        doc.body, count_tokens, settings.snippet_max_tokens, settings.snippet_min_tokens
+        doc.body, count_tokens, settings.snippet_max_tokens, settings.snippet_min_tokens, on_cut
     )
     snippets: list[list[_Unit]] = []
     parents: list[str] = []

@@ -35,14 +35,33 @@ def worker(
     probe_host: Annotated[
         str, typer.Option(help="Interface for --probe-port (0.0.0.0 in a container).")
     ] = "127.0.0.1",
+    nice: Annotated[
+        int,
+        typer.Option(help="Lower this process's CPU priority by this much (0-19).", min=0, max=19),
+    ] = 0,
+    lifeline: Annotated[
+        bool, typer.Option("--lifeline", hidden=True, help="Run as `serve`'s worker process.")
+    ] = False,
 ) -> None:
     """Run ingest workers against the store until interrupted (Ctrl-C or SIGTERM)."""
+    import threading
+
     from docshelf.ingest.worker import Worker, WorkerSettings
     from docshelf.shutdown import run_workers
     from docshelf.telemetry import configure_tracing
 
+    if nice:
+        import os
+
+        os.nice(nice)
     shelf = open_shelf_or_exit(state(ctx))
     configure_tracing()
+    stop = threading.Event()
+    if lifeline:  # serve's child: stdin wakes it and ends it (ingest/worker_process.py)
+        from docshelf.ingest.uploads import intake_of
+        from docshelf.ingest.worker_process import lifeline as follow_lifeline
+
+        follow_lifeline(stop, shelf.transport, shelf.store.notices, intake_of(shelf.runtime))
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
     probes: list[WorkerProbe] = []
 
@@ -59,6 +78,7 @@ def worker(
             shelf.settings.drain_seconds,
             lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
             prepare=open_probe,
+            stop=stop,
         )
     finally:
         for probe in probes:
@@ -104,13 +124,34 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8750,
     workers: Annotated[
         int | None,
-        typer.Option(help="In-process ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
+        typer.Option(help="Ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
     ] = None,
+    worker_process: Annotated[
+        bool,
+        typer.Option(
+            "--worker-process/--in-process-workers",
+            help="Run the workers in a process of their own, started and stopped with the "
+            "server (ingest never holds the server's GIL; serve's /metrics then lacks the "
+            "workers' series), or as threads of the server (the default).",
+        ),
+    ] = False,
+    worker_nice: Annotated[
+        int,
+        typer.Option(
+            help="With --worker-process: its CPU priority below the server's (0-19); on a "
+            "busy machine requests come first.",
+            min=0,
+            max=19,
+        ),
+    ] = 10,
     watch_sources: Annotated[
         bool, typer.Option("--watch", help="Also follow the registered sources live.")
     ] = False,
 ) -> None:
-    """Serve the HTTP API (and the web page) with background ingest workers."""
+    """Serve the HTTP API (and the web page) with background ingest workers.
+
+    With --worker-process they run in a child process, started and stopped with the
+    server."""
     from docshelf.telemetry import configure_tracing
 
     try:
@@ -133,7 +174,8 @@ def serve(
         watch_in_background(shelf, lambda report: None)
     err_console.print(f"docshelf on http://{host}:{port}/  (API docs at /docs, {n} worker(s))")
     drain = shelf.settings.drain_seconds
-    code = serve_until_stopped(create_app(shelf, workers=n), host, port, drain)  # shutdown.py
+    app = create_app(shelf, workers=n, worker_process=worker_process, worker_nice=worker_nice)
+    code = serve_until_stopped(app, host, port, drain)  # shutdown.py
     shelf.close()
     if code:
         raise typer.Exit(code)

@@ -106,7 +106,14 @@ class Chunked:
         return wikilinks(self.parsed) if file_type == "markdown" else []
 
 
-def chunk_parsed(parsed: ParsedDocument, *, fp: str, title: str, chunking: Chunking) -> Chunked:
+def chunk_parsed(
+    parsed: ParsedDocument,
+    *,
+    fp: str,
+    title: str,
+    chunking: Chunking,
+    on_cut: Callable[[int], None] | None = None,
+) -> Chunked:
     """The chunk and concept stages: what ``prepare`` and the worker's chunking share."""
     concepts = Concepts.of(parsed.tags, chunking.taxonomy)
     chunks = chunk_document(
@@ -116,6 +123,7 @@ def chunk_parsed(parsed: ParsedDocument, *, fp: str, title: str, chunking: Chunk
         settings=chunking.settings,
         count_tokens=chunking.count_tokens,
         concepts=concepts.labels,
+        on_cut=on_cut,
     )
     return Chunked(parsed, title, chunks, concepts)
 
@@ -206,6 +214,9 @@ def chunk_file(
     return dataclasses.replace(head, chunks=batched.items)
 
 
+PHASE_CHARACTERS = 1_000_000  # cut in the sandbox's child per renewal of its time limit
+
+
 def _chunk_in_child(
     file_type: str,
     fp: str,
@@ -228,7 +239,18 @@ def _chunk_in_child(
         parsed = parse_here(data, file_type, pdf_password)
     next_phase()  # parsed: the chunking gets a time limit of its own
     named = title or parsed.title or fallback_title
-    chunked = chunk_parsed(parsed, fp=fp, title=named, chunking=chunking)
+    cut = [0]
+
+    def on_cut(characters: int) -> None:
+        # a huge block being cut is progress, not a hang: each further PHASE_CHARACTERS
+        # cut gets the time limit afresh (a 25 MB line took longer than one limit to cut
+        # on a busy machine; a block that stops advancing still fails at the limit)
+        cut[0] += characters
+        if cut[0] >= PHASE_CHARACTERS:
+            cut[0] = 0
+            next_phase()
+
+    chunked = chunk_parsed(parsed, fp=fp, title=named, chunking=chunking, on_cut=on_cut)
     del parsed
     whole = ChunkedFile.of(chunked, file_type)
     del chunked

@@ -67,12 +67,14 @@ class Intake:
 
     def __init__(self) -> None:
         self._receiving = 0
+        self._remote = False
         self._changed = threading.Condition()
 
     @contextlib.contextmanager
     def receiving(self) -> Iterator[None]:
         with self._changed:
             self._receiving += 1
+            self._changed.notify_all()
         try:
             yield
         finally:
@@ -89,6 +91,20 @@ class Intake:
         """Wait until no upload is being received (True), or ``timeout`` s (False)."""
         with self._changed:
             return self._changed.wait_for(lambda: not self._receiving, timeout)
+
+    def wait_busy(self, timeout: float) -> bool:
+        """Wait until an upload is being received (True), or ``timeout`` s (False)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._receiving > 0, timeout)
+
+    def set_remote(self, busy: bool) -> None:
+        """Another process (``serve``'s server, for its worker process) is receiving
+        uploads (True) or is done (False): counted as one upload being received here."""
+        with self._changed:
+            if busy != self._remote:
+                self._remote = busy
+                self._receiving += 1 if busy else -1
+            self._changed.notify_all()
 
 
 _intakes: weakref.WeakKeyDictionary[object, Intake] = weakref.WeakKeyDictionary()
