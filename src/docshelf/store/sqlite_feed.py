@@ -69,16 +69,9 @@ class SQLiteSidecarFeed(CatalogueSQL):
     def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for those seqs that search may show: a snippet with a
         vector, of a complete document matching the filters."""
-        where, params = self._filters(filters)
-        rows = self._each_among(
-            "c.seq",
-            list(seqs),
-            "SELECT c.seq, c.id FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq "
-            "JOIN documents d ON d.id = c.document_id "
-            f"WHERE {{}} AND d.status = 'complete' {where}",
-            after=params,
+        return self._visible(
+            "vector", seqs, filters, "JOIN vectors v ON v.chunk_seq = c.seq", "1 = 1"
         )
-        return {int(r[0]): r[1] for r in rows}
 
     def vectors_matching(self, filters: SearchFilters) -> SeqMatrix:
         """The vectors search may show under these filters (for very selective ones)."""
@@ -133,20 +126,35 @@ class SQLiteSidecarFeed(CatalogueSQL):
     def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for those seqs lexical search may show: a snippet of a
         complete document matching the filters."""
+        return self._visible("lexical", seqs, filters, "", "c.tier = 'snippet'")
+
+    def _visible(
+        self, side: str, seqs: Sequence[int], filters: SearchFilters, join: str, test: str
+    ) -> dict[int, str]:
+        """The two visibility checks, one statement per batch of seqs, each answer kept
+        in the memo of reads (per filter set)."""
         where, params = self._filters(filters)
-        rows = self._each_among(
-            "c.seq",
-            list(seqs),
-            "SELECT c.seq, c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE {{}} AND c.tier = 'snippet' AND d.status = 'complete' {where}",
-            after=params,
-        )
-        return {int(r[0]): r[1] for r in rows}
+
+        def read(batch: list[int]) -> dict[int, str]:
+            rows = self._each_among(
+                "c.seq",
+                batch,
+                f"SELECT c.seq, c.id FROM chunks c {join} "
+                "JOIN documents d ON d.id = c.document_id "
+                f"WHERE {{}} AND {test} AND d.status = 'complete' {where}",
+                after=params,
+            )
+            return {int(r[0]): r[1] for r in rows}
+
+        return self._memo_many(("visible", side, filters), list(dict.fromkeys(seqs)), read)
 
     # -- the two logs ---------------------------------------------------------------------
     def _log_position(self, log: str) -> int:
-        rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = ?", (log,))
-        return int(rows[0][0]) if rows else 0
+        def read() -> int:
+            rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = ?", (log,))
+            return int(rows[0][0]) if rows else 0
+
+        return self._memo(("log_position", log), read)
 
     def _log_changes(self, log: str, after: int) -> tuple[int, list[int]]:
         rows = self._q(f"SELECT seq, chunk_seq FROM {log} WHERE seq > ? ORDER BY seq", (after,))

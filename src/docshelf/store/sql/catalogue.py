@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf.model import Chunk, Document, Failure, Source, Tier
-from docshelf.store.base import FileRecord, SearchFilters, StoreStats, VectorSnapshot
+from docshelf.store.base import (
+    ChunkPlace,
+    FileRecord,
+    SearchFilters,
+    StoreStats,
+    VectorSnapshot,
+)
 from docshelf.store.rows import (
     CHUNK_COLUMNS,
     DOCUMENT_COLUMNS,
@@ -42,8 +48,11 @@ class CatalogueSQL(SQLBase):
         return int(self._q("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0])
 
     def get_meta(self, key: str) -> str | None:
-        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(rows[0][0]) if rows else None
+        def read() -> str | None:
+            rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+            return str(rows[0][0]) if rows else None
+
+        return self._memo(("meta", key), read)
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction():
@@ -144,8 +153,16 @@ class CatalogueSQL(SQLBase):
         return document_from_row(r, counts, self.dialect.decode_list)
 
     def get_document(self, document_id: str) -> Document | None:
-        rows = self._q(f"SELECT {_DOC_SELECT} FROM documents d WHERE d.id = ?", (document_id,))
-        return self._document(rows[0]) if rows else None
+        return self.get_documents([document_id]).get(document_id)
+
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        def read(ids: list[str]) -> dict[str, Document]:
+            rows = self._each_among(
+                "d.id", ids, f"SELECT {_DOC_SELECT} FROM documents d WHERE {{}}"
+            )
+            return {d.id: d for d in map(self._document, rows)}
+
+        return self._memo_many("document", list(dict.fromkeys(document_ids)), read)
 
     def list_documents(
         self,
@@ -254,6 +271,27 @@ class CatalogueSQL(SQLBase):
         rows = self._each_among("id", chunk_ids, f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {{}}")
         found = {c.id: c for c in self._chunks(rows)}
         return [found[i] for i in chunk_ids if i in found]
+
+    def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
+        decode = self.dialect.decode_list
+
+        def read(ids: list[str]) -> dict[str, ChunkPlace]:
+            rows = self._each_among(
+                "id",
+                ids,
+                "SELECT id, document_id, parent_id, heading_path, page_start FROM chunks WHERE {}",
+            )
+            paths: dict[Any, tuple[str, ...]] = {}  # a section's snippets share one path
+            out = {}
+            for r in rows:
+                raw = r[3] if isinstance(r[3], str) else tuple(r[3])
+                path = paths.get(raw)
+                if path is None:
+                    path = paths[raw] = tuple(decode(r[3]))
+                out[r[0]] = ChunkPlace(r[1], r[2], path, r[4])
+            return out
+
+        return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(
