@@ -79,7 +79,8 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         self.notices = CommitNotices()
         self._commits = 0  # this connection's commits (data_version counts only others')
         self._memo_stamp: tuple[int, int] | None = None
-        self._memo_entries: dict[Hashable, Any] = {}
+        self._memo_kinds: dict[Hashable, dict[Hashable, Any]] = {}  # kind -> key -> answer
+        self._memo_size = 0
         try:
             # Private: all text and the token hashes are in it. SQLite gives its -wal
             # and -shm files the database file's permissions.
@@ -174,9 +175,9 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             yield self._q
 
     # -- the memo of reads ------------------------------------------------------
-    def _memo_table(self) -> dict[Hashable, Any] | None:
-        """The answers that still hold (call under ``self._lock``): kept while no
-        connection has committed — SQLite's ``data_version`` moves when another
+    def _memo_table(self, kind: Hashable) -> dict[Hashable, Any] | None:
+        """The answers of one kind that still hold (call under ``self._lock``): kept
+        while no connection has committed — SQLite's ``data_version`` moves when another
         connection (any process) commits, ``_commits`` when this one does. None inside
         a transaction, whose reads may see its own uncommitted writes."""
         if self._depth:
@@ -186,19 +187,24 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc
         stamp = (version, self._commits)
-        if stamp != self._memo_stamp or len(self._memo_entries) > MEMO_ENTRIES:
-            self._memo_entries = {}
+        if stamp != self._memo_stamp or self._memo_size > MEMO_ENTRIES:
+            self._memo_kinds = {}
+            self._memo_size = 0
             self._memo_stamp = stamp
-        return self._memo_entries
+        table = self._memo_kinds.get(kind)
+        if table is None:
+            table = self._memo_kinds[kind] = {}
+        return table
 
     def _memo(self, key: Hashable, read: Callable[[], V]) -> V:
         with self._lock:
-            table = self._memo_table()
+            table = self._memo_table(None)
             if table is None:
                 return read()
             found = table.get(key, _ABSENT)
             if found is _ABSENT:
                 found = table[key] = read()
+                self._memo_size += 1
             return found  # type: ignore[no-any-return]
 
     def _memo_many(
@@ -208,13 +214,13 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         read: Callable[[list[K]], Mapping[K, V]],
     ) -> dict[K, V]:
         with self._lock:
-            table = self._memo_table()
+            table = self._memo_table(kind)
             if table is None:
                 return dict(read(list(keys)))
             out: dict[K, V] = {}
             missing: list[K] = []
             for key in keys:
-                found = table.get((kind, key), _ABSENT)
+                found = table.get(key, _ABSENT)
                 if found is _ABSENT:
                     missing.append(key)
                 elif found is not None:
@@ -222,7 +228,8 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             if missing:
                 got = read(missing)
                 for key in missing:
-                    table[(kind, key)] = got.get(key)
+                    table[key] = got.get(key)
+                self._memo_size += len(missing)
                 out.update(got)
             return out
 
