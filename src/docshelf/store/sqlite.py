@@ -38,8 +38,11 @@ if TYPE_CHECKING:
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-MEMO_ENTRIES = 250_000  # answers kept at most (then all dropped): tens of MB at worst
+# Answers kept at most, then all dropped (tens of MB at worst; the chunk places a
+# visibility check adds by the way are not counted, and are at most as many again).
+MEMO_ENTRIES = 250_000
 _ABSENT = object()  # a key read and found to have no answer
+MMAP_BYTES = 1 << 31
 
 # bm25() weights of the index's columns (title, headings, text): store/lexical_fields.py.
 _BM25_WEIGHTS = (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body)
@@ -92,6 +95,11 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            # Read the database through a memory map (as the ANN index is read): a search
+            # reads a few hundred rows at random, and mapped pages skip a copy out of the
+            # page cache each (BENCHMARKS.md, issue 20). SQLite caps it at its build's
+            # maximum; writes still go through the WAL.
+            self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._migrate()
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from docshelf.store.base import SearchFilters
-from docshelf.store.sql.catalogue import CatalogueSQL
+from docshelf.store.sql.catalogue import _PLACE_COLUMNS, CatalogueSQL
 from docshelf.store.sql.core import Rows
 
 if TYPE_CHECKING:
@@ -132,18 +132,23 @@ class SQLiteSidecarFeed(CatalogueSQL):
         self, side: str, seqs: Sequence[int], filters: SearchFilters, join: str, test: str
     ) -> dict[int, str]:
         """The two visibility checks, one statement per batch of seqs, each answer kept
-        in the memo of reads (per filter set)."""
+        in the memo of reads (per filter set), and each visible chunk's place with it
+        (what ``chunk_places`` will be asked next, from the rows read here anyway)."""
         where, params = self._filters(filters)
 
         def read(batch: list[int]) -> dict[int, str]:
+            places = self._memo_table("chunk_place")  # taken before the rows are read
             rows = self._each_among(
                 "c.seq",
                 batch,
-                f"SELECT c.seq, c.id FROM chunks c {join} "
+                f"SELECT c.seq, c.id, {_PLACE_COLUMNS} FROM chunks c {join} "
                 "JOIN documents d ON d.id = c.document_id "
                 f"WHERE {{}} AND {test} AND d.status = 'complete' {where}",
                 after=params,
             )
+            if places is not None:
+                for r in rows:
+                    places[r[1]] = self._place(r, 2)
             return {int(r[0]): r[1] for r in rows}
 
         return self._memo_many(("visible", side, filters), list(dict.fromkeys(seqs)), read)

@@ -42,6 +42,14 @@ _DOC_SELECT = (
 )
 
 
+# What ``chunk_places`` reads of each chunk (``_place`` turns it into a ChunkPlace).
+_PLACE_COLUMNS = "c.document_id, c.parent_id, c.heading_path, c.page_start"
+
+
+# A heading path as stored (JSON text in SQLite, an array in PostgreSQL) -> decoded.
+_PATHS: dict[Any, tuple[str, ...]] = {}
+
+
 class CatalogueSQL(SQLBase):
     # -- meta -------------------------------------------------------------------------
     def schema_version(self) -> int:
@@ -273,25 +281,25 @@ class CatalogueSQL(SQLBase):
         return [found[i] for i in chunk_ids if i in found]
 
     def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
-        decode = self.dialect.decode_list
-
         def read(ids: list[str]) -> dict[str, ChunkPlace]:
             rows = self._each_among(
-                "id",
-                ids,
-                "SELECT id, document_id, parent_id, heading_path, page_start FROM chunks WHERE {}",
+                "c.id", ids, f"SELECT c.id, {_PLACE_COLUMNS} FROM chunks c WHERE {{}}"
             )
-            paths: dict[Any, tuple[str, ...]] = {}  # a section's snippets share one path
-            out = {}
-            for r in rows:
-                raw = r[3] if isinstance(r[3], str) else tuple(r[3])
-                path = paths.get(raw)
-                if path is None:
-                    path = paths[raw] = tuple(decode(r[3]))
-                out[r[0]] = ChunkPlace(r[1], r[2], path, r[4])
-            return out
+            return {r[0]: self._place(r, 1) for r in rows}
 
         return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
+
+    def _place(self, r: Sequence[Any], at: int) -> ChunkPlace:
+        """A ``ChunkPlace`` from ``_PLACE_COLUMNS`` starting at column ``at`` (heading
+        paths decoded once each: a section's snippets share theirs)."""
+        raw = r[at + 2]
+        key = raw if isinstance(raw, str) else tuple(raw)
+        path = _PATHS.get(key)
+        if path is None:
+            if len(_PATHS) > 20_000:
+                _PATHS.clear()
+            path = _PATHS[key] = tuple(self.dialect.decode_list(raw))
+        return ChunkPlace(r[at], r[at + 1], path, r[at + 3])
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(

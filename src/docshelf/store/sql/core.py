@@ -77,6 +77,11 @@ class SQLBase(ABC):
         """``read()``, or what it returned for ``key`` while nothing has committed since."""
         return read()
 
+    def _memo_table(self, kind: Hashable) -> dict[Hashable, Any] | None:
+        """The answers of ``kind`` held now, to add to what a read taught by the way
+        (take it before that read); None when nothing is held."""
+        return None
+
     def _memo_many(
         self,
         kind: Hashable,
