@@ -318,7 +318,9 @@ def report_against(home: Path, args: argparse.Namespace) -> None:
         for r in range(args.rounds):
             for label, src in (("before", args.baseline), ("after", None)):
                 dump = Path(tmp) / f"{label}-{r}.json"
-                got = child(home, None, False, src=src, dump=dump, engines=label == "after")
+                last = label == "after" and r == args.rounds - 1
+                model = last and not args.no_model  # the figures with the model: once
+                got = child(home, None, model, src=src, dump=dump, engines=label == "after")
                 rounds[label].append(got)
                 print(
                     f"    round {r + 1} {label:>6}: hybrid excluding embedding p50/p95 "
@@ -327,6 +329,15 @@ def report_against(home: Path, args: argparse.Namespace) -> None:
                 )
                 stages = ", ".join(f"{k} {fmt(v)}" for k, v in got["excluding"]["stages"].items())
                 print(f"        per stage p50/p95 ms: {stages}", flush=True)
+                if "including" in got:
+                    inc = got["including"]
+                    stages = ", ".join(f"{k} {fmt(v)}" for k, v in inc["stages"].items())
+                    print(
+                        f"    round {r + 1} {label:>6}, including the query embedding (the "
+                        f"local model): p50/p95 {fmt(inc['total'])} ms; per stage {stages}; "
+                        f"peak RSS {got['rss_with_model_mb']:.0f} MB",
+                        flush=True,
+                    )
             n = same_results(Path(tmp) / f"before-{r}.json", Path(tmp) / f"after-{r}.json")
             print(f"    round {r + 1}: the {n} results are identical (hits, scores, pools)")
     for label, runs in rounds.items():

@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-# Answers kept at most, then all dropped (tens of MB at worst; the chunk places a
-# visibility check adds by the way are not counted, and are at most as many again).
-MEMO_ENTRIES = 250_000
+# Answers kept at most, then all dropped: some 25 MB at worst. A document counts as
+# ten (its record is ~1 KB); the chunk places a visibility check adds by the way are
+# not counted, and are at most as many as the visibility answers.
+MEMO_ENTRIES = 200_000
+_MEMO_WEIGHT = {"document": 10}
 _ABSENT = object()  # a key read and found to have no answer
 MMAP_BYTES = 1 << 31
 
@@ -237,7 +239,9 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
                 got = read(missing)
                 for key in missing:
                     table[key] = got.get(key)
-                self._memo_size += len(missing)
+                self._memo_size += len(missing) * (
+                    _MEMO_WEIGHT.get(kind, 1) if isinstance(kind, str) else 1
+                )
                 out.update(got)
             return out
 
