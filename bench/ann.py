@@ -55,9 +55,12 @@ from docshelf.store.base import SearchFilters
 N_QUERIES = 200
 
 
-def peak_rss_mb() -> float:
+def peak_rss_mb(field: str = "VmHWM") -> float:
+    """Peak RSS (``VmHWM``), or another field of /proc/self/status: ``RssAnon`` leaves
+    out the pages of mapped files (the ANN graph, the database), which the page cache
+    holds once for every process."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -149,7 +152,9 @@ def cuts(values: list[float]) -> tuple[float, float]:
     return c[49], c[94]
 
 
-def measure(shelf: Shelf, queries: list[str]) -> dict[str, Any]:
+def measure(shelf: Shelf, queries: list[str], keep: list[Any] | None = None) -> dict[str, Any]:
+    """p50/p95 of whole searches and of their stages; ``keep`` gets each result's hits
+    (chunk id and scores) and candidate pool, to compare two code paths."""
     for q in queries[:20]:
         shelf.search(q, limit=10)
     times: list[float] = []
@@ -160,10 +165,70 @@ def measure(shelf: Shelf, queries: list[str]) -> dict[str, Any]:
         times.append((time.perf_counter() - t) * 1000)
         for stage, ms in result.timings_ms.items():
             stages.setdefault(stage, []).append(ms)
-    return {"total": cuts(times), "stages": {k: cuts(v) for k, v in stages.items()}}
+        if keep is not None:
+            hits = [(h.chunk.id, h.score, h.scores.lexical, h.scores.vector) for h in result.hits]
+            keep.append({"query": q, "hits": hits, "candidates": result.candidates})
+    return {
+        "total": cuts(times),
+        "stages": {k: cuts(v) for k, v in stages.items()},
+        "times": times,
+    }
 
 
-def search(home: Path, with_model: bool) -> dict[str, Any]:
+def engine_times(
+    shelf: Shelf, texts: list[str], vectors: npt.NDArray[np.float32]
+) -> dict[str, Any]:
+    """The engines' own time on each benchmark query, called directly as search calls
+    them (tantivy: the same query object, 110 hits; usearch: the same graph, ef and k,
+    for the query vector and for the feedback pass's moved vector), everything around
+    them (building the query, the moved vector) done outside the clock."""
+    from docshelf.search.fusion import feedback_query, fuse
+    from docshelf.search.query import lexical_terms, parse_query
+
+    lexical, vector, retriever = shelf.lexical_index, shelf.vector_index, shelf.retriever
+    assert lexical is not None and vector is not None
+    if lexical.path != "tantivy" or vector.path != "ann":
+        return {}
+    none = SearchFilters()
+    searcher = lexical._index.searcher()
+    graph = vector._graph
+    k = 110  # what search asks of either engine, unfiltered: 100 candidates + 10
+    graph.expansion_search = max(ann_module.expansion_search(len(graph)), k)
+    lex_ms: list[float] = []
+    ann_ms: list[float] = []
+    both_ms: list[float] = []
+    for n, (text, q) in enumerate(
+        [*zip(texts[:20], vectors[:20], strict=True), *zip(texts, vectors, strict=True)]
+    ):
+        terms = lexical_terms(parse_query(text).text)
+        query = lexical._query(terms)
+        fused = fuse(
+            retriever.lexical_recall(terms, 100, none),
+            retriever.vector_recall(q, 100, none),
+            retriever.fusion,
+        )
+        top = [f.id for f in fused[: retriever.fusion.feedback_docs]]
+        found = shelf.store.get_vectors(top)
+        moved = feedback_query(
+            q, [found[i] for i in top if i in found], retriever.fusion.feedback_weight
+        )
+        t0 = time.perf_counter()
+        searcher.search(query, k, count=False)
+        t1 = time.perf_counter()
+        graph.search(q, k)
+        t2 = time.perf_counter()
+        graph.search(moved, k)
+        t3 = time.perf_counter()
+        if n >= 20:  # the first 20: warm-up, as for the searches
+            lex_ms.append((t1 - t0) * 1000)
+            ann_ms.extend([(t2 - t1) * 1000, (t3 - t2) * 1000])
+            both_ms.append((t3 - t0) * 1000)
+    return {"tantivy": cuts(lex_ms), "ann": cuts(ann_ms), "engines": cuts(both_ms)}
+
+
+def search(
+    home: Path, with_model: bool, dump: Path | None = None, engines: bool = False
+) -> dict[str, Any]:
     texts = json.loads((home / "queries.json").read_text())
     vectors = np.load(home / "queries.npy")
     fixed = FixedQueries(dict(zip(texts, vectors, strict=True)))
@@ -173,8 +238,14 @@ def search(home: Path, with_model: bool) -> dict[str, Any]:
         out["path"] = shelf.vector_index.path
         assert shelf.lexical_index is not None
         out["lexical_path"] = shelf.lexical_index.path
-        out["excluding"] = measure(shelf, texts)
+        kept: list[Any] = []
+        out["excluding"] = measure(shelf, texts, kept)
+        if dump is not None:
+            dump.write_text(json.dumps(kept))
         out["rss_mb"] = peak_rss_mb()
+        out["anon_mb"] = peak_rss_mb("RssAnon")
+        if engines:
+            out["engines"] = engine_times(shelf, texts, vectors)
         if with_model:
             from docshelf.embed.local import LocalEmbedder
 
@@ -187,16 +258,31 @@ def search(home: Path, with_model: bool) -> dict[str, Any]:
 
 
 def child(
-    home: Path, threshold: int | None, with_model: bool, lexical_threshold: int | None = None
+    home: Path,
+    threshold: int | None,
+    with_model: bool,
+    lexical_threshold: int | None = None,
+    *,
+    src: Path | None = None,
+    dump: Path | None = None,
+    engines: bool = False,
 ) -> dict[str, Any]:
+    """One searching process; ``src``: import docshelf from that source tree instead
+    (the code before a change), ``dump``: write each result there."""
     env = dict(os.environ, DOCSHELF_RETRIEVAL_CACHE_SECONDS="0")
     if threshold is not None:
         env["DOCSHELF_ANN_THRESHOLD"] = str(threshold)
     if lexical_threshold is not None:
         env["DOCSHELF_LEXICAL_THRESHOLD"] = str(lexical_threshold)
+    if src is not None:
+        env["PYTHONPATH"] = str(src.resolve())
     cmd = [sys.executable, __file__, "--search", str(home)]
     if with_model:
         cmd.append("--model")
+    if dump is not None:
+        cmd += ["--dump", str(dump)]
+    if engines:
+        cmd.append("--engines")
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return result
@@ -217,7 +303,70 @@ def report_build(size: int, b: dict[str, Any]) -> None:
     )
 
 
+def same_results(a: Path, b: Path) -> int:
+    """Assert that two dumps hold the same hits (ids and every score) and candidate
+    pools, query by query; the number of queries compared."""
+    left, right = json.loads(a.read_text()), json.loads(b.read_text())
+    assert len(left) == len(right), (len(left), len(right))
+    for x, y in zip(left, right, strict=True):
+        assert x == y, f"results differ for {x['query']!r}:\n{x}\n{y}"
+    return len(left)
+
+
+def report_against(home: Path, args: argparse.Namespace) -> None:
+    """The code before the change (``--baseline SRC``) and this code, ``--rounds``
+    times each, interleaved, in fresh processes on the same library; every result of
+    the two must be the same. Then the engines' own time, from this code's process."""
+    rounds: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for label, src in (("before", args.baseline), ("after", None)):
+                dump = Path(tmp) / f"{label}-{r}.json"
+                last = label == "after" and r == args.rounds - 1
+                model = last and not args.no_model  # the figures with the model: once
+                got = child(home, None, model, src=src, dump=dump, engines=label == "after")
+                rounds[label].append(got)
+                print(
+                    f"    round {r + 1} {label:>6}: hybrid excluding embedding p50/p95 "
+                    f"{fmt(got['excluding']['total'])} ms; peak RSS {got['rss_mb']:.0f} MB "
+                    f"(anonymous now: {got['anon_mb']:.0f} MB)",
+                    flush=True,
+                )
+                stages = ", ".join(f"{k} {fmt(v)}" for k, v in got["excluding"]["stages"].items())
+                print(f"        per stage p50/p95 ms: {stages}", flush=True)
+                if "including" in got:
+                    inc = got["including"]
+                    stages = ", ".join(f"{k} {fmt(v)}" for k, v in inc["stages"].items())
+                    print(
+                        f"    round {r + 1} {label:>6}, including the query embedding (the "
+                        f"local model): p50/p95 {fmt(inc['total'])} ms; per stage {stages}; "
+                        f"peak RSS {got['rss_with_model_mb']:.0f} MB",
+                        flush=True,
+                    )
+            n = same_results(Path(tmp) / f"before-{r}.json", Path(tmp) / f"after-{r}.json")
+            print(f"    round {r + 1}: the {n} results are identical (hits, scores, pools)")
+    for label, runs in rounds.items():
+        times = [t for run in runs for t in run["excluding"]["times"]]
+        print(
+            f"    all rounds {label:>6}: p50/p95 {fmt(cuts(times))} ms over {len(times)} searches"
+        )
+    eng = [run["engines"] for run in rounds["after"] if run.get("engines")]
+    if eng:
+        e = eng[-1]
+        after = cuts([t for run in rounds["after"] for t in run["excluding"]["times"]])
+        print(
+            f"    engines alone (last round): tantivy p50/p95 {fmt(e['tantivy'])} ms, "
+            f"usearch {fmt(e['ann'])} ms per search; per hybrid query (1 tantivy + 2 usearch) "
+            f"{fmt(e['engines'])} ms; docshelf / engines: p50 {after[0] / e['engines'][0]:.1f}x, "
+            f"p95 {after[1] / e['engines'][1]:.1f}x",
+            flush=True,
+        )
+
+
 def report_searches(home: Path, args: argparse.Namespace) -> None:
+    if args.baseline:
+        report_against(home, args)
+        return
     ann = child(home, None, with_model=not args.no_model)
     including = "" if args.no_model else f"; including {fmt(ann['including']['total'])} ms"
     print(
@@ -258,9 +407,18 @@ def main() -> None:
     ap.add_argument("--skip-build", action="store_true", help="reuse the library in --home")
     ap.add_argument("--no-search", action="store_true", help="build only")
     ap.add_argument("--ef", type=int, nargs="+", help="recall and latency at these ef")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a source tree (its src/) of the code before a change: time both, "
+        "interleaved, and assert the same results",
+    )
+    ap.add_argument("--rounds", type=int, default=2, help="with --baseline: rounds of each")
+    ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--engines", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.search:
-        print(json.dumps(search(args.search, args.model)))
+        print(json.dumps(search(args.search, args.model, args.dump, args.engines)))
         return
     for size in args.sizes:
         with contextlib.ExitStack() as stack:

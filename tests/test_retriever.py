@@ -11,7 +11,7 @@ import pytest
 
 from docshelf.config import Settings
 from docshelf.knowledge.taxonomy import configured_taxonomy
-from docshelf.model import Document
+from docshelf.model import Chunk, Citation, Document
 from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import RetrievalCache
 from docshelf.search.engines import (
@@ -20,14 +20,15 @@ from docshelf.search.engines import (
     StoreLexicalSearch,
     engines_for,
 )
-from docshelf.search.fusion import FusionSettings, fuse
+from docshelf.search.fusion import Fused, FusionSettings, fuse
 from docshelf.search.lexical import SidecarLexicalIndex
-from docshelf.search.query import lexical_terms, parse_query
+from docshelf.search.query import ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.results import CANDIDATE_POOL, SearchResult
-from docshelf.search.retriever import Retriever
+from docshelf.search.retriever import Retriever, group_key
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters, Store
 from docshelf.telemetry import Metrics
+from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
 
 QUERIES = ["leader election heartbeat", "starter flour", "plumber leak", "replicated log"]
@@ -140,3 +141,82 @@ def test_a_library_of_another_model_is_searched_lexically(
     assert result.mode == "lexical" and result.notice and result.hits
     assert not other.embedded  # no query vector from a model the library was not made with
     assert _own_retriever(shelf, embedder, shelf.fusion).can_embed_queries()
+
+
+def _hits_reading_everything(
+    retriever: Retriever, fused: Sequence[Fused], limit: int, parsed: ParsedQuery, group: str
+) -> tuple[list[tuple[str, float, str]], list[str]]:
+    """The hits stage as it was before it read only what the page needs: every
+    candidate's chunk read first, one document read per hit (the reference)."""
+    store = retriever.store
+    chunks = {c.id: c for c in store.get_chunks([f.id for f in fused])}
+    pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
+    groups: set[object] = set()
+    texts: set[str] = set()
+    out: list[tuple[str, float, str]] = []
+    for f in fused:
+        chunk = chunks.get(f.id)
+        if chunk is None or (parsed.constrained and not satisfies(chunk.text, parsed)):
+            continue
+        same_text = " ".join(chunk.text.casefold().split())[:400]
+        key = group_key(chunk, group)
+        if same_text in texts or key in groups:
+            continue
+        doc = store.get_document(chunk.document_id)
+        if doc is None:
+            continue
+        texts.add(same_text)
+        groups.add(key)
+        out.append((chunk.id, f.score, Citation.for_chunk(chunk, doc).label))
+        if len(out) == limit:
+            break
+    return out, pool
+
+
+def test_hits_read_only_what_the_page_needs_and_answer_as_reading_everything(
+    shelf: Shelf, tmp_path: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every candidate's place is read, the text only of those that may become hits; the
+    hits and the pool are those of reading every candidate, in every grouping, with
+    phrases and exclusions, at small and large limits."""
+    root = tmp_path / "lib"
+    root.mkdir()
+    for n in range(6):  # many snippets under few headings; some texts repeated exactly
+        sections = "\n\n".join(
+            f"## Part {p}\n\n"
+            + "\n\n".join(
+                f"Raft log entry {n}-{p}-{i} replicated to followers. "
+                + ("The same sentence in every note. " if i == 0 else f"Words {i} {p}. ")
+                + FILLER
+                for i in range(4)
+            )
+            for p in range(3)
+        )
+        shared = "## Shared\n\nRaft followers keep the same replicated log, word for word."
+        (root / f"note{n}.md").write_text(f"# Note {n}\n\n{sections}\n\n{shared}\n")
+    shelf.add(root)
+    retriever = _own_retriever(shelf, embedder, dataclasses.replace(shelf.fusion, feedback_docs=0))
+    asked: list[str] = []
+    store_get_chunks = shelf.store.get_chunks
+
+    def counting(ids: Sequence[str]) -> list[Chunk]:
+        asked.extend(ids)
+        return store_get_chunks(ids)
+
+    monkeypatch.setattr(shelf.store, "get_chunks", counting)
+    none = SearchFilters()
+    for text in ["raft log replicated", '"same sentence" raft', "followers -Part", "entry words"]:
+        parsed = parse_query(text)
+        lexical = retriever.lexical_recall(lexical_terms(parsed.text), CANDIDATE_POOL, none)
+        qvec = np.asarray(embedder.embed([parsed.text])[0], dtype=np.float32)
+        fused = fuse(lexical, retriever.vector_recall(qvec, CANDIDATE_POOL, none), shelf.fusion)
+        assert len(fused) > 20, text
+        for group in ("snippet", "section", "document", "all"):
+            for limit in (1, 3, 10, 200):
+                want = _hits_reading_everything(retriever, fused, limit, parsed, group)
+                asked.clear()
+                hits, pool = retriever.hits(fused, limit, parsed, group, None)
+                got = [(h.chunk.id, h.score, h.citation.label) for h in hits]
+                assert (got, pool) == want, (text, group, limit)
+                if limit <= 3 and group != "all":
+                    assert len(set(asked)) < len(fused) // 2, (text, group, limit)

@@ -200,6 +200,31 @@ def test_document_round_trip(store: Store) -> None:
     assert store.get_document("doc_nope") is None
 
 
+def test_chunk_places_and_documents_by_id(store: Store) -> None:
+    """What search reads of every candidate (its place) and of the hits it cites (their
+    documents, in one read): the chunks' own fields, unknown ids left out."""
+    from docshelf.store.base import ChunkPlace
+
+    one, two = put(store, 1, "alpha"), put(store, 2, "beta")
+    chunks = [
+        *store.chunks_of_document(one.id, Tier.SNIPPET),
+        *store.chunks_of_document(two.id, Tier.SECTION),
+    ]
+    places = store.chunk_places([c.id for c in chunks] + ["chunk_nope_0", chunks[0].id])
+    assert places == {
+        c.id: ChunkPlace(c.document_id, c.parent_id, c.heading_path, c.page_start) for c in chunks
+    }
+    assert places[chunks[0].id].heading_path == ("H",)
+    assert places[chunks[-1].id] == ChunkPlace(two.id, None, (), None)
+    assert store.chunk_places([]) == {}
+    docs = store.get_documents([two.id, "doc_nope", one.id, two.id])
+    assert docs == {one.id: store.get_document(one.id), two.id: store.get_document(two.id)}
+    assert store.get_documents([]) == {}
+    store.delete_document(one.id)
+    assert store.get_documents([one.id, two.id]).keys() == {two.id}
+    assert store.chunk_places([c.id for c in chunks]).keys() == {chunks[-1].id}
+
+
 def test_every_document_field_round_trips(store: Store) -> None:
     doc, chunks = make_doc(1, "x")
     full = dataclasses.replace(
@@ -897,6 +922,57 @@ def test_the_sqlite_store_feeds_the_sidecar_indexes(tmp_path: Path) -> None:
         )
     finally:
         store.close()
+
+
+def test_the_sqlite_memo_of_reads_never_outlives_a_commit(tmp_path: Path) -> None:
+    """Reads the search path repeats are answered from memory only while nothing has
+    committed: a commit by another connection (another process), one by this store,
+    and this store's own writes inside an open transaction are all seen at once."""
+    from docshelf.store.sqlite import SQLiteStore
+
+    path = tmp_path / "docshelf.db"
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    try:
+        doc = put(writer, 1, "raft consensus")
+        seqs = [seq for batch in reader.iter_snippets() for seq, _, _ in batch]
+        none = SearchFilters()
+        snippet_ids = sorted(c.id for c in reader.chunks_of_document(doc.id, Tier.SNIPPET))
+        # asked twice: the second answer comes from the memo
+        for _ in range(2):
+            assert sorted(reader.visible_snippets(seqs, none).values()) == snippet_ids
+            assert sorted(reader.lexical_visible(seqs, none).values()) == snippet_ids
+            assert reader.get_meta("embedding_model") is None
+            assert reader.get_document(doc.id) == writer.get_document(doc.id)
+        # another connection commits: every answer is read again
+        writer.set_meta("embedding_model", "m1")
+        writer.set_document_status(doc.id, "embedding")
+        assert reader.get_meta("embedding_model") == "m1"
+        assert reader.visible_snippets(seqs, none) == {}
+        assert reader.lexical_visible(seqs, none) == {}
+        got = reader.get_document(doc.id)
+        assert got is not None and got.status == "embedding"
+        # this connection commits
+        reader.set_document_status(doc.id, "complete")
+        assert sorted(reader.lexical_visible(seqs, none).values()) == snippet_ids
+        # the filters are part of what is remembered
+        assert reader.lexical_visible(seqs, SearchFilters(tags=("nope",))) == {}
+        assert sorted(reader.lexical_visible(seqs, none).values()) == snippet_ids
+        # inside a transaction its own writes are seen; a rollback leaves the memo right
+        with pytest.raises(RuntimeError), reader.transaction():
+            reader.set_meta("embedding_model", "m2")
+            assert reader.get_meta("embedding_model") == "m2"
+            reader.delete_document(doc.id)
+            assert reader.lexical_visible(seqs, none) == {}
+            raise RuntimeError
+        assert reader.get_meta("embedding_model") == "m1"
+        assert sorted(reader.lexical_visible(seqs, none).values()) == snippet_ids
+        writer.delete_document(doc.id)
+        assert reader.get_document(doc.id) is None
+        assert reader.chunk_places(snippet_ids) == {}
+        assert reader.lexical_visible(seqs, none) == {}
+    finally:
+        reader.close()
+        writer.close()
 
 
 def test_bad_database_file(tmp_path: Path) -> None:

@@ -100,6 +100,8 @@ class SidecarVectorIndex(SidecarIndex):
         self._looking: object = None  # _version() the running maintain() looks at
         self._checkpoint: Checkpoint | None = None
         self._graph: Any = None  # usearch.index.Index (a read-only view)
+        self._graph_size = 0  # len(self._graph), read once when it is opened
+        self._ef = 0  # the search depth last set on the graph
         self._position = 0
         self._delta: dict[int, npt.NDArray[np.float32]] = {}  # seq -> current vector
         self._changed: set[int] = set()  # seqs the graph must not answer for
@@ -149,10 +151,19 @@ class SidecarVectorIndex(SidecarIndex):
         import numpy as np
 
         scores: dict[int, float] = {}
-        self._graph.expansion_search = max(expansion_search(len(self._graph)), k)
+        size = self._graph_size  # a read-only view: its size is fixed while it is open
+        ef = max(expansion_search(size), k)
+        if ef != self._ef:
+            self._graph.expansion_search = self._ef = ef
         want = k + len(self._changed) if len(self._changed) < k else 2 * k
-        found = self._graph.search(q, min(want, len(self._graph)))
-        for key, distance in zip(found.keys.tolist(), found.distances.tolist(), strict=True):
+        found = self._graph.search(q, min(want, size))
+        keys, distances = found.keys.tolist(), found.distances.tolist()
+        if not self._changed:  # nothing to leave out or add: the graph's order, best first
+            return sorted(
+                ((key, 1.0 - distance) for key, distance in zip(keys, distances, strict=True)),
+                key=lambda kv: -kv[1],
+            )[:k]
+        for key, distance in zip(keys, distances, strict=True):
             if key not in self._changed:
                 scores[int(key)] = 1.0 - float(distance)  # ip distance is 1 - dot
         if len(self._delta_keys):
@@ -258,6 +269,8 @@ class SidecarVectorIndex(SidecarIndex):
             log.warning("cannot open the vector index %s: %s", checkpoint.file, exc)
             self._graph = None
         self._checkpoint = checkpoint if self._graph is not None else None
+        self._graph_size = len(self._graph) if self._graph is not None else 0
+        self._ef = 0
         self._position = checkpoint.position
         self._delta = {}
         self._changed = set()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -44,7 +44,7 @@ from docshelf.search.results import (
     ContextResult,
     SearchResult,
 )
-from docshelf.store.base import SearchFilters, Store
+from docshelf.store.base import ChunkPlace, SearchFilters, Store
 from docshelf.store.lexical_fields import header_fields
 
 if TYPE_CHECKING:
@@ -255,30 +255,56 @@ class Retriever:
         """Fused candidates to cited hits, in order: the concept boost, phrase/exclusion
         checks, near-identical snippets dropped, one hit per group, optionally with the
         parent section. Also the document ids of all the candidates, in fused order (what
-        evaluation measures)."""
-        chunks = {c.id: c for c in self.store.get_chunks([f.id for f in fused])}
+        evaluation measures).
+
+        Every candidate's place (document, section, heading path, page) is read, but the
+        text only of those that could still become a hit — a candidate whose group has
+        its hit already is passed over unread — a few at a time, in fused order."""
+        ids = [f.id for f in fused]
+        chunks: dict[str, Chunk] = {}
+        if self.fusion.heading_boost or self.fusion.section_evidence:
+            chunks = {c.id: c for c in self.store.get_chunks(ids)}  # headings of all
+            places = {i: chunk_place(c) for i, c in chunks.items()}
+        else:
+            places = self.store.chunk_places(ids)
         if concepts:
-            fused = self.boost_concepts(fused, chunks, concepts)
+            fused = self.boost_concepts(fused, places, concepts)
         fused = self.sections_first(fused, chunks, parsed)
-        pool = [chunks[f.id].document_id for f in fused if f.id in chunks]
+        pool = [places[f.id].document_id for f in fused if f.id in places]
         docs: dict[str, Document] = {}
         groups: set[Hashable] = set()
         texts: set[str] = set()
         hits: list[Hit] = []
-        for f in fused:
+        read: set[str] = set()  # the candidates looked at for a hit (text and document)
+        for n, f in enumerate(fused):
+            where = places.get(f.id)
+            if where is None:
+                continue  # deleted between recall and fetch
+            key = place_key(f.id, where, group)
+            if key in groups:
+                continue
+            if f.id not in read:  # read the next few candidates that may become hits
+                wanted = self._next_unread(
+                    fused[n:], places, groups, group, read, limit - len(hits)
+                )
+                unread = [i for i in wanted if i not in chunks]
+                if unread:
+                    chunks.update((c.id, c) for c in self.store.get_chunks(unread))
+                read.update(wanted)
+                missing = {chunks[i].document_id for i in wanted if i in chunks} - docs.keys()
+                if missing:
+                    docs.update(self.store.get_documents(sorted(missing)))
             chunk = chunks.get(f.id)
             if chunk is None:
                 continue  # deleted between recall and fetch
             if parsed.constrained and not satisfies(chunk.text, parsed):
                 continue
             same_text = " ".join(chunk.text.casefold().split())[:400]
-            key = group_key(chunk, group)
-            if same_text in texts or key in groups:
+            if same_text in texts:
                 continue
-            doc = docs.get(chunk.document_id) or self.store.get_document(chunk.document_id)
+            doc = docs.get(chunk.document_id)
             if doc is None:
                 continue
-            docs[doc.id] = doc
             texts.add(same_text)
             groups.add(key)
             hits.append(
@@ -300,6 +326,35 @@ class Retriever:
                 dataclasses.replace(h, context=parents.get(h.chunk.parent_id or "")) for h in hits
             ]
         return hits, pool
+
+    @staticmethod
+    def _next_unread(
+        ahead: Sequence[Fused],
+        places: dict[str, ChunkPlace],
+        groups: set[Hashable],
+        group: str,
+        read: set[str],
+        short: int,
+    ) -> list[str]:
+        """The next candidates whose text is needed: not read yet, and of a group with no
+        hit yet (one per group: the first may be dropped by a later check, so each group
+        gets a second look in the next read, if it comes to that). A few more than the
+        hits still missing, as checks drop some."""
+        want = max(8, 2 * short)
+        taken: set[Hashable] = set()
+        out: list[str] = []
+        for f in ahead:
+            where = places.get(f.id)
+            if where is None or f.id in read:
+                continue
+            key = place_key(f.id, where, group)
+            if key in groups or key in taken:
+                continue
+            taken.add(key)
+            out.append(f.id)
+            if len(out) == want:
+                break
+        return out
 
     def sections_first(
         self, fused: Sequence[Fused], chunks: dict[str, Chunk], parsed: ParsedQuery
@@ -333,10 +388,10 @@ class Retriever:
         return tuple(sorted({c for n in named for c in self.taxonomy.narrower_or_same(n)}))
 
     def boost_concepts(
-        self, fused: Sequence[Fused], chunks: dict[str, Chunk], concepts: tuple[str, ...]
+        self, fused: Sequence[Fused], places: Mapping[str, ChunkPlace], concepts: tuple[str, ...]
     ) -> list[Fused]:
         """Raise the candidates whose document carries one of ``concepts`` (SPEC §4)."""
-        docs = list(dict.fromkeys(c.document_id for c in chunks.values()))
+        docs = list(dict.fromkeys(p.document_id for p in places.values()))
         marked: set[str] = set()
         for start in range(0, len(docs), 400):
             marked |= self.store.documents_matching(
@@ -344,7 +399,7 @@ class Retriever:
                     document_ids=tuple(docs[start : start + 400]), concept_groups=(concepts,)
                 )
             )
-        ids = {f.id for f in fused if f.id in chunks and chunks[f.id].document_id in marked}
+        ids = {f.id for f in fused if f.id in places and places[f.id].document_id in marked}
         return boost(fused, ids, self.fusion.concept_boost)
 
     def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
@@ -479,6 +534,10 @@ def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
     return chunk.document_id, chunk.heading_path, chunk.page_start
 
 
+def chunk_place(chunk: Chunk) -> ChunkPlace:
+    return ChunkPlace(chunk.document_id, chunk.parent_id, chunk.heading_path, chunk.page_start)
+
+
 def own_heading(chunk: Chunk) -> str:
     """The heading a snippet sits under: the last of its heading path; for the top of a
     file without headings (page 1 of a PDF, say), the document's title."""
@@ -493,13 +552,18 @@ def group_key(chunk: Chunk, group: str) -> Hashable:
     """One hit per key: per cited place (``snippet``, the default: the best snippet of
     each file and heading path or page), per ``section`` chunk, per ``document``, or
     every snippet (``all``)."""
+    return place_key(chunk.id, chunk_place(chunk), group)
+
+
+def place_key(chunk_id: str, where: ChunkPlace, group: str) -> Hashable:
+    """``group_key`` of the chunk ``chunk_id`` that sits at ``where``."""
     if group == "document":
-        return chunk.document_id
+        return where.document_id
     if group == "section":
-        return chunk.parent_id or chunk.id
+        return where.parent_id or chunk_id
     if group == "all":
-        return chunk.id
-    return place(chunk)
+        return chunk_id
+    return where.document_id, where.heading_path, where.page_start
 
 
 def _check_search(query: str, limit: int, mode: str, group: str, expand: str | None) -> None:

@@ -128,6 +128,17 @@ class StoreStats:
     by_enrichment: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ChunkPlace:
+    """Where a chunk sits: what search needs of every candidate before it reads the
+    text of the few it cites (their document, section, heading path and page)."""
+
+    document_id: str
+    parent_id: str | None
+    heading_path: tuple[str, ...]
+    page_start: int | None
+
+
 class Store(Protocol):
     """What the rest of docshelf may ask of a store."""
 
@@ -171,6 +182,10 @@ class Store(Protocol):
 
     # -- documents and chunks ----------------------------------------------
     def get_document(self, document_id: str) -> Document | None: ...
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        """Documents by id (the ones that exist), in one read; for citing hits."""
+        ...
+
     def list_documents(
         self,
         *,
@@ -216,6 +231,11 @@ class Store(Protocol):
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in the order asked; unknown ids are skipped."""
+        ...
+
+    def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
+        """chunk id -> where it sits, for the chunks that exist, without their text
+        (search groups and pools every candidate, but cites only a few)."""
         ...
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...

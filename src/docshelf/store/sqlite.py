@@ -7,7 +7,8 @@ writer at a time, readers never blocked under WAL) or a savepoint when nested.
 
 The SQL both stores share is in store/sql/; the sidecar indexes' feed in
 store/sqlite_feed.py. Here: the connection, transactions, migrations, FTS5
-ranking, the vector BLOBs and the claims of leased work.
+ranking, the vector BLOBs, the claims of leased work, and the memo of reads that
+holds while nothing commits (``_memo``: see ``_memo_table``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshelf.durable import private_dir, private_file
 from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
@@ -34,6 +35,16 @@ from docshelf.store.sqlite_schema import MIGRATIONS
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+# Answers kept at most, then all dropped: some 25 MB at worst. A document counts as
+# ten (its record is ~1 KB); the chunk places a visibility check adds by the way are
+# not counted, and are at most as many as the visibility answers.
+MEMO_ENTRIES = 200_000
+_MEMO_WEIGHT = {"document": 10}
+_ABSENT = object()  # a key read and found to have no answer
+MMAP_BYTES = 1 << 31
 
 # bm25() weights of the index's columns (title, headings, text): store/lexical_fields.py.
 _BM25_WEIGHTS = (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body)
@@ -71,6 +82,10 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         self._lock = threading.RLock()
         self._depth = 0
         self.notices = CommitNotices()
+        self._commits = 0  # this connection's commits (data_version counts only others')
+        self._memo_stamp: tuple[int, int] | None = None
+        self._memo_kinds: dict[Hashable, dict[Hashable, Any]] = {}  # kind -> key -> answer
+        self._memo_size = 0
         try:
             # Private: all text and the token hashes are in it. SQLite gives its -wal
             # and -shm files the database file's permissions.
@@ -82,6 +97,11 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            # Read the database through a memory map (as the ANN index is read): a search
+            # reads a few hundred rows at random, and mapped pages skip a copy out of the
+            # page cache each (BENCHMARKS.md, issue 20). SQLite caps it at its build's
+            # maximum; writes still go through the WAL.
+            self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._migrate()
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc
@@ -121,6 +141,9 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             except sqlite3.Error as exc:
                 self.notices.discard()
                 raise _translate(exc, self.url) from exc
+            finally:
+                if depth == 0:
+                    self._commits += 1  # the memo of reads no longer holds
             committed = self.notices.take() if depth == 0 else []
         self.notices.tell(committed)
 
@@ -160,6 +183,67 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         # between two statements, which is as much as the snapshot ever promised here.
         with self._lock:
             yield self._q
+
+    # -- the memo of reads ------------------------------------------------------
+    def _memo_table(self, kind: Hashable) -> dict[Hashable, Any] | None:
+        """The answers of one kind that still hold (call under ``self._lock``): kept
+        while no connection has committed — SQLite's ``data_version`` moves when another
+        connection (any process) commits, ``_commits`` when this one does. None inside
+        a transaction, whose reads may see its own uncommitted writes."""
+        if self._depth:
+            return None
+        try:
+            version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.url) from exc
+        stamp = (version, self._commits)
+        if stamp != self._memo_stamp or self._memo_size > MEMO_ENTRIES:
+            self._memo_kinds = {}
+            self._memo_size = 0
+            self._memo_stamp = stamp
+        table = self._memo_kinds.get(kind)
+        if table is None:
+            table = self._memo_kinds[kind] = {}
+        return table
+
+    def _memo(self, key: Hashable, read: Callable[[], V]) -> V:
+        with self._lock:
+            table = self._memo_table(None)
+            if table is None:
+                return read()
+            found = table.get(key, _ABSENT)
+            if found is _ABSENT:
+                found = table[key] = read()
+                self._memo_size += 1
+            return found  # type: ignore[no-any-return]
+
+    def _memo_many(
+        self,
+        kind: Hashable,
+        keys: Sequence[K],
+        read: Callable[[list[K]], Mapping[K, V]],
+    ) -> dict[K, V]:
+        with self._lock:
+            table = self._memo_table(kind)
+            if table is None:
+                return dict(read(list(keys)))
+            out: dict[K, V] = {}
+            missing: list[K] = []
+            for key in keys:
+                found = table.get(key, _ABSENT)
+                if found is _ABSENT:
+                    missing.append(key)
+                elif found is not None:
+                    out[key] = found
+            if missing:
+                got = read(missing)
+                for key in missing:
+                    table[key] = got.get(key)
+                self._memo_size += len(missing) * (
+                    _MEMO_WEIGHT.get(kind, 1) if isinstance(kind, str) else 1
+                )
+                out.update(got)
+            return out
 
     def _require_tx(self) -> None:
         if self._depth == 0:

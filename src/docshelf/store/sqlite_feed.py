@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from docshelf.store.base import SearchFilters
-from docshelf.store.sql.catalogue import CatalogueSQL
+from docshelf.store.sql.catalogue import _PLACE_COLUMNS, CatalogueSQL
 from docshelf.store.sql.core import Rows
 
 if TYPE_CHECKING:
@@ -69,16 +69,9 @@ class SQLiteSidecarFeed(CatalogueSQL):
     def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for those seqs that search may show: a snippet with a
         vector, of a complete document matching the filters."""
-        where, params = self._filters(filters)
-        rows = self._each_among(
-            "c.seq",
-            list(seqs),
-            "SELECT c.seq, c.id FROM chunks c JOIN vectors v ON v.chunk_seq = c.seq "
-            "JOIN documents d ON d.id = c.document_id "
-            f"WHERE {{}} AND d.status = 'complete' {where}",
-            after=params,
+        return self._visible(
+            "vector", seqs, filters, "JOIN vectors v ON v.chunk_seq = c.seq", "1 = 1"
         )
-        return {int(r[0]): r[1] for r in rows}
 
     def vectors_matching(self, filters: SearchFilters) -> SeqMatrix:
         """The vectors search may show under these filters (for very selective ones)."""
@@ -133,20 +126,40 @@ class SQLiteSidecarFeed(CatalogueSQL):
     def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for those seqs lexical search may show: a snippet of a
         complete document matching the filters."""
+        return self._visible("lexical", seqs, filters, "", "c.tier = 'snippet'")
+
+    def _visible(
+        self, side: str, seqs: Sequence[int], filters: SearchFilters, join: str, test: str
+    ) -> dict[int, str]:
+        """The two visibility checks, one statement per batch of seqs, each answer kept
+        in the memo of reads (per filter set), and each visible chunk's place with it
+        (what ``chunk_places`` will be asked next, from the rows read here anyway)."""
         where, params = self._filters(filters)
-        rows = self._each_among(
-            "c.seq",
-            list(seqs),
-            "SELECT c.seq, c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE {{}} AND c.tier = 'snippet' AND d.status = 'complete' {where}",
-            after=params,
-        )
-        return {int(r[0]): r[1] for r in rows}
+
+        def read(batch: list[int]) -> dict[int, str]:
+            places = self._memo_table("chunk_place")  # taken before the rows are read
+            rows = self._each_among(
+                "c.seq",
+                batch,
+                f"SELECT c.seq, c.id, {_PLACE_COLUMNS} FROM chunks c {join} "
+                "JOIN documents d ON d.id = c.document_id "
+                f"WHERE {{}} AND {test} AND d.status = 'complete' {where}",
+                after=params,
+            )
+            if places is not None:
+                for r in rows:
+                    places[r[1]] = self._place(r, 2)
+            return {int(r[0]): r[1] for r in rows}
+
+        return self._memo_many(("visible", side, filters), list(dict.fromkeys(seqs)), read)
 
     # -- the two logs ---------------------------------------------------------------------
     def _log_position(self, log: str) -> int:
-        rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = ?", (log,))
-        return int(rows[0][0]) if rows else 0
+        def read() -> int:
+            rows = self._q("SELECT seq FROM sqlite_sequence WHERE name = ?", (log,))
+            return int(rows[0][0]) if rows else 0
+
+        return self._memo(("log_position", log), read)
 
     def _log_changes(self, log: str, after: int) -> tuple[int, list[int]]:
         rows = self._q(f"SELECT seq, chunk_seq FROM {log} WHERE seq > ? ORDER BY seq", (after,))

@@ -12,6 +12,7 @@ from docshelf.model import Chunk, Document, Failure, Source, Tier
 from docshelf.store.base import (
     FACETS,
     LIST_ORDERS,
+    ChunkPlace,
     FileRecord,
     Listing,
     SearchFilters,
@@ -57,14 +58,25 @@ _ORDER_SQL = {
 }
 
 
+# What ``chunk_places`` reads of each chunk (``_place`` turns it into a ChunkPlace).
+_PLACE_COLUMNS = "c.document_id, c.parent_id, c.heading_path, c.page_start"
+
+
+# A heading path as stored (JSON text in SQLite, an array in PostgreSQL) -> decoded.
+_PATHS: dict[Any, tuple[str, ...]] = {}
+
+
 class CatalogueSQL(SQLBase):
     # -- meta -------------------------------------------------------------------------
     def schema_version(self) -> int:
         return int(self._q("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0])
 
     def get_meta(self, key: str) -> str | None:
-        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(rows[0][0]) if rows else None
+        def read() -> str | None:
+            rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+            return str(rows[0][0]) if rows else None
+
+        return self._memo(("meta", key), read)
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction():
@@ -165,8 +177,16 @@ class CatalogueSQL(SQLBase):
         return document_from_row(r, counts, self.dialect.decode_list)
 
     def get_document(self, document_id: str) -> Document | None:
-        rows = self._q(f"SELECT {_DOC_SELECT} FROM documents d WHERE d.id = ?", (document_id,))
-        return self._document(rows[0]) if rows else None
+        return self.get_documents([document_id]).get(document_id)
+
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        def read(ids: list[str]) -> dict[str, Document]:
+            rows = self._each_among(
+                "d.id", ids, f"SELECT {_DOC_SELECT} FROM documents d WHERE {{}}"
+            )
+            return {d.id: d for d in map(self._document, rows)}
+
+        return self._memo_many("document", list(dict.fromkeys(document_ids)), read)
 
     def list_documents(
         self,
@@ -351,6 +371,27 @@ class CatalogueSQL(SQLBase):
         rows = self._each_among("id", chunk_ids, f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {{}}")
         found = {c.id: c for c in self._chunks(rows)}
         return [found[i] for i in chunk_ids if i in found]
+
+    def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
+        def read(ids: list[str]) -> dict[str, ChunkPlace]:
+            rows = self._each_among(
+                "c.id", ids, f"SELECT c.id, {_PLACE_COLUMNS} FROM chunks c WHERE {{}}"
+            )
+            return {r[0]: self._place(r, 1) for r in rows}
+
+        return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
+
+    def _place(self, r: Sequence[Any], at: int) -> ChunkPlace:
+        """A ``ChunkPlace`` from ``_PLACE_COLUMNS`` starting at column ``at`` (heading
+        paths decoded once each: a section's snippets share theirs)."""
+        raw = r[at + 2]
+        key = raw if isinstance(raw, str) else tuple(raw)
+        path = _PATHS.get(key)
+        if path is None:
+            if len(_PATHS) > 20_000:
+                _PATHS.clear()
+            path = _PATHS[key] = tuple(self.dialect.decode_list(raw))
+        return ChunkPlace(r[at], r[at + 1], path, r[at + 3])
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshelf.store.base import SearchFilters
 from docshelf.store.notices import CommitNotices
@@ -24,6 +24,8 @@ DATE_SQL = (
     "COALESCE((SELECT MAX(f.mtime_ns) FROM files f WHERE f.document_id = d.id) / 1e9, d.added_at)"
 )
 Query = Callable[[str, Sequence[Any]], Rows]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class SQLBase(ABC):
@@ -69,6 +71,31 @@ class SQLBase(ABC):
     def _insert_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         """Store (or replace) the vectors of these snippets, inside ``transaction()``."""
         raise NotImplementedError
+
+    # -- reads answered from memory while nothing has committed ------------------------
+    # The search path asks the same small questions many times (meta, which candidates
+    # are visible, which document a chunk belongs to, the document to cite). An engine
+    # that can tell cheaply whether anything committed since (SQLite: its data_version)
+    # keeps the answers until then; here, with no such signal, every read goes to the
+    # store.
+    def _memo(self, key: Hashable, read: Callable[[], V]) -> V:
+        """``read()``, or what it returned for ``key`` while nothing has committed since."""
+        return read()
+
+    def _memo_table(self, kind: Hashable) -> dict[Hashable, Any] | None:
+        """The answers of ``kind`` held now, to add to what a read taught by the way
+        (take it before that read); None when nothing is held."""
+        return None
+
+    def _memo_many(
+        self,
+        kind: Hashable,
+        keys: Sequence[K],
+        read: Callable[[list[K]], Mapping[K, V]],
+    ) -> dict[K, V]:
+        """``read(keys)`` (a mapping that leaves out the keys with no answer), with the
+        keys answered while nothing has committed since left out of the read."""
+        return dict(read(list(keys)))
 
     # -- helpers over the dialect ----------------------------------------------------
     def _each_among(
