@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from fastapi.testclient import TestClient
 
+from docshelf import views
 from docshelf.api import create_app
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
@@ -151,7 +152,7 @@ def test_failures_are_listed_with_their_reason_and_whether_a_retry_can_help(
     failed, body = titles(alice, status="failed")
     assert failed == ["broken"] and body["total"] == 1
     [doc] = body["documents"]
-    assert doc["error"].startswith("invalid UTF-8") and doc["retryable"] is True
+    assert doc["error"].startswith("invalid UTF-8") and doc["retryable"] is False
     assert alice.upload("blob.md", b"\x00\x01\x02 binary").is_success
     drain(shelf)
     _, body = titles(alice, status="failed", sort="title")
@@ -193,3 +194,21 @@ def test_a_vault_note_opens_in_obsidian_and_nothing_else_does(
         "file": ["note & more.md"],
     }
     assert " " not in uri_text and "&file=note%20%26%20more.md" in uri_text
+
+
+@pytest.mark.parametrize(
+    ("reason", "can_help"),
+    [
+        ("binary content (NUL bytes)", False),
+        ("invalid UTF-8 at byte 31", False),
+        ("no text layer on any of 3 pages (scanned?)", False),
+        ("no readable text on any of 2 pages: 2 with an unreadable text layer", False),
+        ("malformed PDF: none of its 4 pages can be loaded", False),
+        ("encrypted PDF (set DOCSHELF_PDF_PASSWORD)", True),
+        ("parse exceeded its time limit of 60 s", True),
+        ("database or disk is full", True),
+        (None, True),
+    ],
+)
+def test_retry_is_offered_only_where_it_can_help(reason: str | None, can_help: bool) -> None:
+    assert views.retryable(reason) is can_help

@@ -18,7 +18,7 @@ from docshelf.api import create_app, reading
 from docshelf.model import Chunk, Tier
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
-from tests.fixtures_formats import paged_pdf
+from tests.fixtures_formats import encrypted_pdf, paged_pdf
 from tests.test_api import Api, drain
 
 HOSTILE = (
@@ -217,15 +217,21 @@ def test_documents_list_has_the_total_and_failures_are_listed_for_their_owner(
 ) -> None:
     (notes / "blob.md").write_bytes(b"\x00\x01binary")
     (notes / "bad.md").write_bytes(b"# Bad\n\n\xff\xfe\n")
+    (notes / "locked.pdf").write_bytes(encrypted_pdf())
     shelf.add(notes, user_id=alice.user.id)
     page = alice.get("/v1/documents", params={"limit": 1}).json()
     assert len(page["documents"]) == 1 and page["total"] == 3
     assert bob.get("/v1/documents").json()["total"] == 0
     failures = alice.get("/v1/failures").json()
     by_name = {Path(f["path"]).name: f for f in failures["failures"]}
-    assert failures["total"] == 2
+    assert failures["total"] == 3
     assert by_name["blob.md"]["retryable"] is False and "binary" in by_name["blob.md"]["reason"]
-    assert by_name["bad.md"]["retryable"] is True
+    # The same bytes never decode; an encrypted PDF opens once a password is configured.
+    assert by_name["bad.md"]["retryable"] is False
+    assert (
+        by_name["locked.pdf"]["retryable"] is True
+        and "encrypted" in by_name["locked.pdf"]["reason"]
+    )
     assert bob.get("/v1/failures").json() == {"failures": [], "total": 0}
 
 

@@ -25,7 +25,7 @@ from docshelf.model import User
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
-from tests.fixtures_formats import paged_pdf
+from tests.fixtures_formats import encrypted_pdf, paged_pdf
 from tests.live_server import serve
 from tests.optional import require_module, require_program
 
@@ -374,13 +374,14 @@ def test_failed_upload_shows_its_reason_and_a_retry_button(page: Page, site: Sit
     sign_in(page, site.token)
     page.get_by_role("link", name="Upload").click()
     files: list[FilePayload] = [
-        {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
+        # A failure a retry can help: it opens once DOCSHELF_PDF_PASSWORD is set.
+        {"name": "locked.pdf", "mimeType": "application/pdf", "buffer": encrypted_pdf()},
         {"name": "meeting.md", "mimeType": "text/markdown", "buffer": HANDBOOK.encode()},
     ]
     page.get_by_label("Choose files").set_input_files(files)
-    broken = page.locator(".upload").filter(has_text="broken.md")
-    page.locator('.upload[data-stage="failed"]').filter(has_text="broken.md").wait_for()
-    assert "invalid UTF-8" in broken.locator(".stage-message").inner_text()
+    broken = page.locator(".upload").filter(has_text="locked.pdf")
+    page.locator('.upload[data-stage="failed"]').filter(has_text="locked.pdf").wait_for()
+    assert "encrypted" in broken.locator(".stage-message").inner_text()
     assert broken.locator(".stepper li.now").inner_text() == "parsing"  # where it stopped
     page.locator('.upload[data-stage="complete"]').filter(has_text="meeting.md").wait_for()
     screenshot(page, "web-upload.png")
@@ -407,16 +408,18 @@ def test_a_failure_no_retry_can_change_offers_no_retry(page: Page, site: Site) -
     files: list[FilePayload] = [
         {"name": "blob.md", "mimeType": "text/markdown", "buffer": b"\x00\x01\x02 binary"},
         {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
+        {"name": "locked.pdf", "mimeType": "application/pdf", "buffer": encrypted_pdf()},
     ]
     page.get_by_label("Choose files").set_input_files(files)
-    blob = page.locator(".upload").filter(has_text="blob.md")
-    page.locator('.upload[data-stage="failed"]').filter(has_text="blob.md").wait_for()
-    blob.get_by_text("Not retried").wait_for()
-    assert "binary content" in blob.locator(".stage-message").inner_text()
-    assert blob.get_by_role("button", name="Retry").count() == 0
-    # Other failures keep their button (the test above retries one).
-    broken = page.locator(".upload").filter(has_text="broken.md")
-    broken.get_by_role("button", name="Retry").wait_for()
+    for name, reason in (("blob.md", "binary content"), ("broken.md", "invalid UTF-8")):
+        failed = page.locator(".upload").filter(has_text=name)
+        page.locator('.upload[data-stage="failed"]').filter(has_text=name).wait_for()
+        failed.get_by_text("Not retried").wait_for()
+        assert reason in failed.locator(".stage-message").inner_text()
+        assert failed.get_by_role("button", name="Retry").count() == 0
+    # A failure a retry can help keeps its button (the test above retries one).
+    locked = page.locator(".upload").filter(has_text="locked.pdf")
+    locked.get_by_role("button", name="Retry").wait_for()
 
 
 def test_document_text_is_shown_as_text_never_run(page: Page, site: Site, tmp_path: Path) -> None:
@@ -463,9 +466,9 @@ def test_library_lists_status_pages_without_text_links_and_backlinks(
     scan = site.upload(
         "scan.pdf", paged_pdf([["A scanned report, page one."], [], ["Page three."]])
     )
-    broken = site.upload("broken.md", BAD_UTF8)
+    locked = site.upload("locked.pdf", encrypted_pdf())
     site.wait_for(scan, "complete")
-    site.wait_for(broken, "failed")
+    site.wait_for(locked, "failed")
 
     sign_in(page, site.token)
     page.get_by_role("link", name="Library").click()
@@ -475,7 +478,7 @@ def test_library_lists_status_pages_without_text_links_and_backlinks(
     scan_row = rows.filter(has_text="scan")
     assert scan_row.locator(".badge").inner_text() == "complete"
     assert scan_row.locator("td.num").first.inner_text() == "1 of 3"
-    assert rows.filter(has_text="broken").locator(".badge").inner_text() == "failed"
+    assert rows.filter(has_text="locked").locator(".badge").inner_text() == "failed"
 
     rows.filter(has_text="Ideas").get_by_role("link").click()
     detail = page.locator("#doc-detail")
@@ -492,9 +495,9 @@ def test_library_lists_status_pages_without_text_links_and_backlinks(
     detail.get_by_role("button", name="Raft notes").click()  # read a section in place
     detail.locator(".context", has_text="Leader election in practice").wait_for()
 
-    rows.filter(has_text="broken").get_by_role("link").click()
-    detail.locator("h2", has_text="broken").wait_for()
-    assert "invalid UTF-8" in detail.locator(".job").inner_text()
+    rows.filter(has_text="locked").get_by_role("link").click()
+    detail.locator("h2", has_text="locked").wait_for()
+    assert "encrypted" in detail.locator(".job").inner_text()
     with page.expect_response(lambda r: r.url.endswith("/retry")) as retried:
         detail.get_by_role("button", name="Retry").click()
     assert retried.value.status == 202
@@ -811,7 +814,7 @@ def test_library_finds_filters_sorts_and_lists_failures_with_reasons(
     assert "invalid UTF-8" in rows.filter(has_text="broken").locator(".state").inner_text()
     blob_state = rows.filter(has_text="blob").locator(".state").inner_text()
     assert "binary content" in blob_state and "Not retried" in blob_state
-    assert "Not retried" not in rows.filter(has_text="broken").locator(".state").inner_text()
+    assert "Not retried" in rows.filter(has_text="broken").locator(".state").inner_text()
     failures = page.locator("#library-failures")
     assert "binary.md" in failures.inner_text() and "binary content" in failures.inner_text()
     screenshot(page, "web-library-failures.png")

@@ -220,8 +220,19 @@ def upload(r: UploadResult) -> JSON:
     return {"document_id": r.document_id, "status": r.status, "fingerprint": r.fingerprint}
 
 
-# Failure reasons no retry can change: the same bytes fail the same way.
-PERMANENT_FAILURES = ("binary content", "unsupported file type", "too large", "empty file")
+# Failure reasons no retry can change: the same bytes fail the same way (a folder file
+# that is fixed is picked up by the next sync anyway). An encrypted PDF is not here: it
+# opens once DOCSHELF_PDF_PASSWORD is set; nor time limits or faults of the machine.
+PERMANENT_FAILURES = (
+    "binary content",
+    "unsupported file type",
+    "too large",
+    "empty file",
+    "invalid utf-8",
+    "no text layer",
+    "no readable text",
+    "malformed pdf",
+)
 
 
 def retryable(reason: str | None) -> bool:
