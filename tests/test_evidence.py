@@ -55,9 +55,14 @@ def test_a_remembered_line_is_found_word_for_word() -> None:
     assert has_verbatim(words("don't ask to ask, just ask"), chunk("a", text))
     assert not has_verbatim(words("ask to ask just ask"), chunk("b", "ask to ask, and just ask"))
     assert not has_verbatim(words("just ask"), chunk("c", text))  # too short to tell
-    assert exact_matches("don't ask to ask, just ask", [chunk("a", text), chunk("b", "ask")]) == {
-        "a"
-    }
+    assert exact_matches("don't ask to ask, just ask", [chunk("a", text), chunk("b", "ask")]) == (
+        set(),
+        {"a"},
+    )
+    # a title named in another note's link is a verbatim match; its own heading comes first
+    link = chunk("l", "See [[Dice Roller Tables Collection|Dice Roller Tables Collection]].")
+    own = chunk("o", "I made a collection of tables.", path=("Dice Roller Tables Collection",))
+    assert exact_matches("Dice Roller Tables Collection", [link, own]) == ({"o"}, {"l"})
 
 
 def test_the_heading_share_counts_the_query_words_named() -> None:
@@ -83,13 +88,17 @@ fused_lists = st.tuples(
 )
 
 
-@given(fused=fused_lists, picked=st.sets(st.sampled_from([f"c{i}" for i in range(20)])))
+ids20 = st.sets(st.sampled_from([f"c{i}" for i in range(20)]))
+
+
+@given(fused=fused_lists, named=ids20, picked=ids20)
 def test_exact_matches_come_first_and_the_rest_keep_their_order(
-    fused: list[Fused], picked: set[str]
+    fused: list[Fused], named: set[str], picked: set[str]
 ) -> None:
-    out = exact_first(fused, picked)
+    out = exact_first(fused, named, picked)
     ids = [f.id for f in fused]
-    matched = [i for i in ids if i in picked]
+    matched = [i for i in ids if i in named] + [i for i in ids if i in picked - named]
+    picked = picked | named
     assert [f.id for f in out] == matched + [i for i in ids if i not in picked]
     assert all(f.strong for f in out[: len(matched)])
     assert [f.score for f in out] == sorted((f.score for f in out), reverse=True)

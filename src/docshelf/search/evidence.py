@@ -2,11 +2,12 @@
 (issue 15: exact matches never buried, the right section first).
 
 Pure functions over chunks and the query's words; ``fusion.py`` turns them into an
-order. Three kinds of evidence:
+order. Two kinds of evidence:
 
 ``exact``     the query *is* the candidate's heading (the same content words, at least
-              two), or the whole query (at least ``VERBATIM_WORDS`` words) occurs word
-              for word in its text: what a user who remembers a title or a line types;
+              two), or else the whole query (at least ``VERBATIM_WORDS`` words) occurs
+              word for word in its text: what a user who remembers a title or a line
+              types;
 ``heading``   how much of the query the heading a snippet sits under names (0..1),
               used only to choose among the snippets of one document.
 
@@ -81,11 +82,13 @@ def has_verbatim(query: Sequence[str], chunk: Chunk) -> bool:
     return needle in " " + " ".join(words(chunk.text)) + " "
 
 
-def exact_matches(query: str, chunks: Sequence[Chunk]) -> set[str]:
-    """The ids of ``chunks`` whose heading the query names or whose text holds it."""
+def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[str]]:
+    """The ids of ``chunks`` whose heading the query names, and of those whose text holds
+    it word for word (a title is named in many a link and list; its heading is one)."""
     sequence = words(query)
     content = content_words(query)
-    return {c.id for c in chunks if names_heading(content, c) or has_verbatim(sequence, c)}
+    named = {c.id for c in chunks if names_heading(content, c)}
+    return named, {c.id for c in chunks if has_verbatim(sequence, c)} - named
 
 
 def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
@@ -111,5 +114,5 @@ def by_evidence(
         shares = {i: heading_share(content, c) for i, c in chunks.items()}
         out = within_documents(out, documents, shares, settings.sibling_heading)
     if settings.exact_first:
-        out = fusion_exact_first(out, exact_matches(query, list(chunks.values())))
+        out = fusion_exact_first(out, *exact_matches(query, list(chunks.values())))
     return out

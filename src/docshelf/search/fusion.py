@@ -203,19 +203,24 @@ def by_section(
     return out
 
 
-def exact_first(fused: Sequence[Fused], ids: set[str]) -> list[Fused]:
-    """``fused`` with the candidates in ``ids`` moved to the front in their fused order,
-    marked strong and scored just above the top, so later re-sorts keep them there; the
-    rest keep their order and scores."""
-    if not ids or not fused:
+def exact_first(fused: Sequence[Fused], *tiers: set[str]) -> list[Fused]:
+    """``fused`` with the candidates of each tier of ``tiers`` (the first tier before
+    the second, …; each in its fused order) moved to the front, marked strong and
+    scored just above the top, so later re-sorts keep them there; the rest keep their
+    order and scores."""
+    placed: set[str] = set()
+    first: list[Fused] = []
+    for tier in tiers:
+        first += [f for f in fused if f.id in tier and f.id not in placed]
+        placed |= tier
+    if not first:
         return list(fused)
     top = max(f.score for f in fused)
-    first = [f for f in fused if f.id in ids]
     raised = [
         replace(f, score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
         for n, f in enumerate(first)
     ]
-    return raised + [f for f in fused if f.id not in ids]
+    return raised + [f for f in fused if f.id not in placed]
 
 
 def within_documents(
