@@ -165,3 +165,18 @@ def test_a_note_titled_as_the_query_is_first_in_every_mode(shelf: Shelf, tmp_pat
     for mode in ("lexical", "vector", "hybrid"):
         hits = shelf.search("team meeting notes", mode=mode, limit=3).hits
         assert hits[0].document.rel_path == "meeting.md", mode
+
+
+def test_pages_are_not_re_ordered_by_their_headings() -> None:
+    from docshelf.search.evidence import by_evidence
+    from docshelf.search.fusion import FusionSettings
+
+    settings = FusionSettings(sibling_heading=1.0, exact_first=False)
+    fused = [Fused("a1", 0.9, None, 0.9), Fused("a2", 0.8, None, 0.8)]
+    marked = {
+        "a1": chunk("a1", "kettle", path=("Descaling",)),
+        "a2": chunk("a2", "kettle", path=("Warranty",)),
+    }
+    assert [f.id for f in by_evidence(fused, marked, "kettle warranty", settings)] == ["a2", "a1"]
+    paged = {i: dataclasses.replace(c, page_start=n) for n, (i, c) in enumerate(marked.items())}
+    assert [f.id for f in by_evidence(fused, paged, "kettle warranty", settings)] == ["a1", "a2"]

@@ -110,7 +110,8 @@ def by_evidence(
         named = {i: heading_share(content, c) for i, c in chunks.items()}
         out = by_section(out, places, {i: s for i, s in named.items() if s}, settings)
     if settings.sibling_heading:
-        documents = {i: c.document_id for i, c in chunks.items()}
+        # only where a heading is what is cited: a page of a PDF is cited by its number
+        documents = {i: c.document_id for i, c in chunks.items() if c.page_start is None}
         shares = {i: heading_share(content, c) for i, c in chunks.items()}
         out = within_documents(out, documents, shares, settings.sibling_heading)
     if settings.exact_first:

@@ -71,7 +71,8 @@ class FusionSettings:
     # names (the same content words, at least two), or whose text holds the whole query
     # word for word (at least four words), is put first (search/evidence.py).
     exact_first: bool = False
-    # The right section of a document first (every mode, after fusion): each document's
+    # The right section of a document first (every mode, after fusion, for documents
+    # cited by heading rather than page): each document's
     # candidates are re-ordered among that document's own places in the list by their
     # score + `sibling_heading` x (share of the query's words their heading names) x the
     # top score, so the order of documents is never changed (a corpus of one passage per
