@@ -68,9 +68,10 @@ class FusionSettings:
     heading_boost: float = 0.0
     section_evidence: float = 0.0
     # Exact matches first (every mode, after fusion): a snippet whose heading the query
-    # names (the same content words, at least two), or whose text holds the whole query
-    # word for word (at least four words), is put first (search/evidence.py).
-    exact_first: bool = False
+    # names (the same content words, at least two), then one whose text holds the whole
+    # query word for word (at least four words), is put first (search/evidence.py). On:
+    # measured on docqa-dev and dbpedia-5k together (BENCHMARKS.md, issue 15, this session).
+    exact_first: bool = True
     # The right section of a document first (every mode, after fusion, for documents
     # cited by heading rather than page): each document's
     # candidates are re-ordered among that document's own places in the list by their
