@@ -180,3 +180,18 @@ def test_pages_are_not_re_ordered_by_their_headings() -> None:
     assert [f.id for f in by_evidence(fused, marked, "kettle warranty", settings)] == ["a2", "a1"]
     paged = {i: dataclasses.replace(c, page_start=n) for n, (i, c) in enumerate(marked.items())}
     assert [f.id for f in by_evidence(fused, paged, "kettle warranty", settings)] == ["a1", "a2"]
+
+
+def test_only_the_best_of_several_quoting_snippets_is_put_first() -> None:
+    from docshelf.search.evidence import by_evidence
+    from docshelf.search.fusion import FusionSettings
+
+    line = "where the river meets the sea"
+    fused = [Fused("x", 0.9, None, 0.9), Fused("q1", 0.5, None, 0.5), Fused("q2", 0.4, 0.4, None)]
+    found = {
+        "x": chunk("x", "the sea and the river"),
+        "q1": chunk("q1", f"A town {line}."),
+        "q2": chunk("q2", f"Songs of {line}, again."),
+    }
+    out = by_evidence(fused, found, line, FusionSettings())
+    assert [f.id for f in out] == ["q1", "x", "q2"]

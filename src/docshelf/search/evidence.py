@@ -6,8 +6,8 @@ order. Two kinds of evidence:
 
 ``exact``     the query *is* the candidate's heading (the same content words, at least
               two), or else the whole query (at least ``VERBATIM_WORDS`` words) occurs
-              word for word in its text: what a user who remembers a title or a line
-              types;
+              word for word in its text (only the best such candidate counts): what a
+              user who remembers a title or a line types;
 ``heading``   how much of the query the heading a snippet sits under names (0..1),
               used only to choose among the snippets of one document.
 
@@ -115,5 +115,9 @@ def by_evidence(
         shares = {i: heading_share(content, c) for i, c in chunks.items()}
         out = within_documents(out, documents, shares, settings.sibling_heading)
     if settings.exact_first:
-        out = fusion_exact_first(out, *exact_matches(query, list(chunks.values())))
+        named, verbatim = exact_matches(query, list(chunks.values()))
+        # every snippet under the named heading, but only the best of those that merely
+        # quote the query: a line found in several places is not a line remembered from each
+        quoted = next(({f.id} for f in out if f.id in verbatim), set())
+        out = fusion_exact_first(out, named, quoted)
     return out

@@ -68,8 +68,9 @@ class FusionSettings:
     heading_boost: float = 0.0
     section_evidence: float = 0.0
     # Exact matches first (every mode, after fusion): a snippet whose heading the query
-    # names (the same content words, at least two), then one whose text holds the whole
-    # query word for word (at least four words), is put first (search/evidence.py). On:
+    # names (the same content words, at least two), then the best one whose text holds
+    # the whole query word for word (at least four words), is put first
+    # (search/evidence.py). On:
     # measured on docqa-dev and dbpedia-5k together (BENCHMARKS.md, issue 15, this session).
     exact_first: bool = True
     # The right section of a document first (every mode, after fusion, for documents
