@@ -107,8 +107,8 @@ def by_evidence(
     content = content_words(query)
     if settings.heading_boost or settings.section_evidence:
         places = {i: place(c) for i, c in chunks.items()}
-        named = {i: heading_share(content, c) for i, c in chunks.items()}
-        out = by_section(out, places, {i: s for i, s in named.items() if s}, settings)
+        shared = {i: heading_share(content, c) for i, c in chunks.items()}
+        out = by_section(out, places, {i: s for i, s in shared.items() if s}, settings)
     if settings.sibling_heading:
         # only where a heading is what is cited: a page of a PDF is cited by its number
         documents = {i: c.document_id for i, c in chunks.items() if c.page_start is None}
