@@ -73,22 +73,39 @@ def names_heading(query: frozenset[str], chunk: Chunk) -> bool:
     return len(query) >= 2 and content_words(own_heading(chunk)) == query
 
 
+def verbatim_pattern(query: Sequence[str]) -> re.Pattern[str] | None:
+    """A pattern finding the query's words in order, separated by anything but word
+    characters, in case-folded text; None below ``VERBATIM_WORDS`` words."""
+    if len(query) < VERBATIM_WORDS:
+        return None
+    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, query)) + r"(?!\w)")
+
+
 def has_verbatim(query: Sequence[str], chunk: Chunk) -> bool:
     """The whole query, at least ``VERBATIM_WORDS`` words, occurs word for word in the
     snippet's text (case, punctuation and spacing aside)."""
-    if len(query) < VERBATIM_WORDS:
-        return False
-    needle = " " + " ".join(query) + " "
-    return needle in " " + " ".join(words(chunk.text)) + " "
+    pattern = verbatim_pattern(query)
+    return pattern is not None and _quotes(pattern, max(query, key=len), chunk.text)
+
+
+def _quotes(pattern: re.Pattern[str], longest: str, text: str) -> bool:
+    folded = text.casefold()
+    # the plain substring test first: most texts lack the query's longest word
+    return longest in folded and pattern.search(folded) is not None
 
 
 def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[str]]:
     """The ids of ``chunks`` whose heading the query names, and of those whose text holds
     it word for word (a title is named in many a link and list; its heading is one)."""
-    sequence = words(query)
     content = content_words(query)
     named = {c.id for c in chunks if names_heading(content, c)}
-    return named, {c.id for c in chunks if has_verbatim(sequence, c)} - named
+    sequence = words(query)
+    pattern = verbatim_pattern(sequence)
+    if pattern is None:
+        return named, set()
+    longest = max(sequence, key=len)
+    quoting = {c.id for c in chunks if _quotes(pattern, longest, c.text)}
+    return named, quoting - named
 
 
 def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
