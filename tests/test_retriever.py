@@ -195,7 +195,9 @@ def test_hits_read_only_what_the_page_needs_and_answer_as_reading_everything(
         shared = "## Shared\n\nRaft followers keep the same replicated log, word for word."
         (root / f"note{n}.md").write_text(f"# Note {n}\n\n{sections}\n\n{shared}\n")
     shelf.add(root)
-    retriever = _own_retriever(shelf, embedder, dataclasses.replace(shelf.fusion, feedback_docs=0))
+    # Without text evidence (the exact-match rule reads every candidate's text).
+    settings = dataclasses.replace(shelf.fusion, feedback_docs=0, exact_first=False)
+    retriever = _own_retriever(shelf, embedder, settings)
     asked: list[str] = []
     store_get_chunks = shelf.store.get_chunks
 

@@ -129,8 +129,11 @@ OPTIONS = {
     "adapt": "adaptive_lead",
     "heading": "heading_boost",
     "section": "section_evidence",
+    "exact": "exact_first",
+    "sibling": "sibling_heading",
 }
-ANY_MODE = ("heading", "section")  # options of every mode (the rest are fusion's)
+# options of every mode (the rest are fusion's)
+ANY_MODE = ("heading", "section", "exact", "sibling")
 
 
 def parse_config(config: str) -> tuple[str, FusionSettings | None]:
@@ -147,7 +150,8 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
         name, _, value = option.partition(":")
         if name not in OPTIONS or not (name in ANY_MODE or config.startswith("hybrid")):
             raise InvalidInput(
-                f"Unknown option {option!r}; use +strong:T, +adapt:T, +heading:H or +section:S"
+                f"Unknown option {option!r}; use +strong:T, +adapt:T, +heading:H, "
+                "+section:S, +exact:1 or +sibling:H"
             )
         try:
             number = float(value)
@@ -155,7 +159,7 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
             raise InvalidInput(f"Bad number in {option!r}") from None
         if number < 0:
             raise InvalidInput(f"{option!r} cannot be negative")
-        fusion_options[OPTIONS[name]] = number
+        fusion_options[OPTIONS[name]] = bool(number) if name == "exact" else number
     mode, fusion = _parse_base(config)
     if fusion_options:
         fusion = dataclasses.replace(fusion or FusionSettings(), **fusion_options)

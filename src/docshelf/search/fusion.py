@@ -67,6 +67,19 @@ class FusionSettings:
     # lost on docqa in every mode (BENCHMARKS.md, issue 15).
     heading_boost: float = 0.0
     section_evidence: float = 0.0
+    # Exact matches first (every mode, after fusion): a snippet whose heading the query
+    # names (the same content words, at least two), then the best one whose text holds
+    # the whole query word for word (at least four words), is put first
+    # (search/evidence.py). On:
+    # measured on docqa-dev and dbpedia-5k together (BENCHMARKS.md, issue 15, this session).
+    exact_first: bool = True
+    # The right section of a document first (every mode, after fusion, for documents
+    # cited by heading rather than page): each document's
+    # candidates are re-ordered among that document's own places in the list by their
+    # score + `sibling_heading` x (share of the query's words their heading names) x the
+    # top score, so the order of documents is never changed (a corpus of one passage per
+    # document is left exactly as it was).
+    sibling_heading: float = 0.0
 
     @classmethod
     def configured(cls, concept_boost: float | None) -> FusionSettings:
@@ -190,6 +203,54 @@ def by_section(
 
     out = [replace(f, score=score(f)) for f in fused]
     out.sort(key=lambda f: (not f.strong, -f.score, f.id))
+    return out
+
+
+def exact_first(fused: Sequence[Fused], *tiers: set[str]) -> list[Fused]:
+    """``fused`` with the candidates of each tier of ``tiers`` (the first tier before
+    the second, …; each in its fused order) moved to the front, marked strong and
+    scored just above the top, so later re-sorts keep them there; the rest keep their
+    order and scores."""
+    placed: set[str] = set()
+    first: list[Fused] = []
+    for tier in tiers:
+        first += [f for f in fused if f.id in tier and f.id not in placed]
+        placed |= tier
+    if not first:
+        return list(fused)
+    top = max(f.score for f in fused)
+    raised = [
+        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
+        for n, f in enumerate(first)
+    ]
+    return raised + [f for f in fused if f.id not in placed]
+
+
+def within_documents(
+    fused: Sequence[Fused],
+    documents: Mapping[str, Hashable],
+    evidence: Mapping[str, float],
+    weight: float,
+) -> list[Fused]:
+    """``fused`` with each document's candidates re-ordered among the positions that
+    document already holds, by ``score + weight * evidence * top``; strong candidates
+    and the order of documents stay as they were, scores are kept (a candidate takes the
+    score of the position it moves to, so the list stays sorted)."""
+    if weight == 0 or not fused or not evidence:
+        return list(fused)
+    top = max(abs(f.score) for f in fused) or 1.0
+    slots: dict[Hashable, list[int]] = {}
+    for n, f in enumerate(fused):
+        if f.id in documents and not f.strong:
+            slots.setdefault(documents[f.id], []).append(n)
+    out = list(fused)
+    for positions in slots.values():
+        if len(positions) < 2:
+            continue
+        members = [fused[n] for n in positions]
+        members.sort(key=lambda f: -(f.score + weight * evidence.get(f.id, 0.0) * top))
+        for n, f in zip(positions, members, strict=True):
+            out[n] = replace(f, score=fused[n].score)
     return out
 
 

@@ -14,7 +14,6 @@ nothing of how they were wired.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,16 +23,9 @@ from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
 from docshelf.search.cache import ResultCache
 from docshelf.search.engines import LexicalEngine, VectorEngine
+from docshelf.search.evidence import by_evidence, needs_text
 from docshelf.search.filters import SEARCH_MODES, with_query_fields
-from docshelf.search.fusion import (
-    Fused,
-    FusionSettings,
-    as_fused,
-    boost,
-    by_section,
-    feedback_query,
-    fuse,
-)
+from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, feedback_query, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.results import (
     CACHED_LIMIT,
@@ -45,7 +37,6 @@ from docshelf.search.results import (
     SearchResult,
 )
 from docshelf.store.base import ChunkPlace, SearchFilters, Store
-from docshelf.store.lexical_fields import header_fields
 
 if TYPE_CHECKING:
     import numpy as np
@@ -262,8 +253,8 @@ class Retriever:
         its hit already is passed over unread — a few at a time, in fused order."""
         ids = [f.id for f in fused]
         chunks: dict[str, Chunk] = {}
-        if self.fusion.heading_boost or self.fusion.section_evidence:
-            chunks = {c.id: c for c in self.store.get_chunks(ids)}  # headings of all
+        if needs_text(self.fusion):  # the text evidence weighs every candidate's text
+            chunks = {c.id: c for c in self.store.get_chunks(ids)}
             places = {i: chunk_place(c) for i, c in chunks.items()}
         else:
             places = self.store.chunk_places(ids)
@@ -359,20 +350,10 @@ class Retriever:
     def sections_first(
         self, fused: Sequence[Fused], chunks: dict[str, Chunk], parsed: ParsedQuery
     ) -> list[Fused]:
-        """The section evidence of the fusion settings (``fusion.by_section``): snippets
-        under a heading that names the query's words, and of a place several candidates
-        point at, move up."""
-        if self.fusion.heading_boost == 0 and self.fusion.section_evidence == 0:
-            return list(fused)
-        words = {_stem(w) for w in lexical_terms(parsed.text) if w not in STOPWORDS}
-        places = {i: place(c) for i, c in chunks.items()}
-        named: dict[str, float] = {}
-        if words:
-            for i, c in chunks.items():
-                heading = {_stem(w) for w in _WORDS.findall(own_heading(c).lower())}
-                if heading:
-                    named[i] = len(words & heading) / len(words)
-        return by_section(fused, places, named, self.fusion)
+        """The text evidence of the fusion settings (``evidence.by_evidence``): snippets
+        under a heading that names the query's words, of a place several candidates point
+        at, and exact matches of the query move up."""
+        return by_evidence(fused, chunks, parsed.text, self.fusion)
 
     def named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
         """The concepts the query names — in its words (a label or alternative label of the
@@ -518,34 +499,8 @@ class Retriever:
         return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
 
 
-_WORDS = re.compile(r"\w+")
-
-
-def _stem(word: str) -> str:
-    """A crude English stem, enough to match a query word to a heading word."""
-    for suffix in ("ing", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
-    """Where a citation of ``chunk`` points: its file and heading path, or page."""
-    return chunk.document_id, chunk.heading_path, chunk.page_start
-
-
 def chunk_place(chunk: Chunk) -> ChunkPlace:
     return ChunkPlace(chunk.document_id, chunk.parent_id, chunk.heading_path, chunk.page_start)
-
-
-def own_heading(chunk: Chunk) -> str:
-    """The heading a snippet sits under: the last of its heading path; for the top of a
-    file without headings (page 1 of a PDF, say), the document's title."""
-    if chunk.heading_path:
-        return chunk.heading_path[-1]
-    if chunk.index == 0 and chunk.page_start in (None, 1):
-        return header_fields(chunk.header)[0]
-    return ""
 
 
 def group_key(chunk: Chunk, group: str) -> Hashable:

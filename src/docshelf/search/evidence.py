@@ -1,0 +1,151 @@
+"""What a candidate's own text says about a query, known before any score is trusted
+(issue 15: exact matches never buried, the right section first).
+
+Pure functions over chunks and the query's words; ``fusion.py`` turns them into an
+order. Two kinds of evidence:
+
+``exact``     the query *is* the candidate's heading (the same content words, at least
+              two), or else the whole query (at least ``VERBATIM_WORDS`` words) occurs
+              word for word in its text (only the best such candidate counts): what a
+              user who remembers a title or a line types;
+``heading``   how much of the query the heading a snippet sits under names (0..1),
+              used only to choose among the snippets of one document.
+
+Words are compared case-folded, as runs of word characters, with a crude English stem
+(``stem``), so "Lifecycle" matches "lifecycle" and "plugins" "plugin".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from docshelf.model import Chunk
+from docshelf.search.fusion import Fused, FusionSettings, by_section, within_documents
+from docshelf.search.fusion import exact_first as fusion_exact_first
+from docshelf.search.query import STOPWORDS
+from docshelf.store.lexical_fields import header_fields
+
+_WORDS = re.compile(r"\w+")
+# A query of at least this many words found word for word in a text is a remembered line.
+VERBATIM_WORDS = 4
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, case-folded, in order."""
+    return _WORDS.findall(text.casefold())
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to match a query word to a heading word."""
+    for suffix in ("ing", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The stems of ``text``'s words that are not stopwords."""
+    return frozenset(stem(w) for w in words(text) if w not in STOPWORDS)
+
+
+def own_heading(chunk: Chunk) -> str:
+    """The heading a snippet sits under: the last of its heading path; for the top of a
+    file without headings (page 1 of a PDF, say), the document's title."""
+    if chunk.heading_path:
+        return chunk.heading_path[-1]
+    if chunk.index == 0 and chunk.page_start in (None, 1):
+        return header_fields(chunk.header)[0]
+    return ""
+
+
+def heading_share(query: frozenset[str], chunk: Chunk) -> float:
+    """The share of the query's content words that the snippet's own heading names."""
+    if not query:
+        return 0.0
+    heading = content_words(own_heading(chunk))
+    return len(query & heading) / len(query)
+
+
+def names_heading(query: frozenset[str], chunk: Chunk) -> bool:
+    """The query is the snippet's heading (or, at a file's top, its title): the same
+    content words, at least two of them."""
+    return len(query) >= 2 and content_words(own_heading(chunk)) == query
+
+
+def verbatim_pattern(query: Sequence[str]) -> re.Pattern[str] | None:
+    """A pattern finding the query's words in order, separated by anything but word
+    characters, in case-folded text; None below ``VERBATIM_WORDS`` words."""
+    if len(query) < VERBATIM_WORDS:
+        return None
+    return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, query)) + r"(?!\w)")
+
+
+def has_verbatim(query: Sequence[str], chunk: Chunk) -> bool:
+    """The whole query, at least ``VERBATIM_WORDS`` words, occurs word for word in the
+    snippet's text (case, punctuation and spacing aside)."""
+    pattern = verbatim_pattern(query)
+    return pattern is not None and _quotes(pattern, max(query, key=len), chunk.text)
+
+
+def _quotes(pattern: re.Pattern[str], longest: str, text: str) -> bool:
+    folded = text.casefold()
+    # the plain substring test first: most texts lack the query's longest word
+    return longest in folded and pattern.search(folded) is not None
+
+
+def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[str]]:
+    """The ids of ``chunks`` whose heading the query names, and of those whose text holds
+    it word for word (a title is named in many a link and list; its heading is one)."""
+    content = content_words(query)
+    named = {c.id for c in chunks if names_heading(content, c)}
+    sequence = words(query)
+    pattern = verbatim_pattern(sequence)
+    if pattern is None:
+        return named, set()
+    longest = max(sequence, key=len)
+    quoting = {c.id for c in chunks if _quotes(pattern, longest, c.text)}
+    return named, quoting - named
+
+
+def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
+    """Where a citation of ``chunk`` points: its file and heading path, or page."""
+    return chunk.document_id, chunk.heading_path, chunk.page_start
+
+
+def needs_text(settings: FusionSettings) -> bool:
+    """Whether ``by_evidence`` reads the candidates' text and headings (else search reads
+    only the places of the candidates and the text of those that can become hits)."""
+    return bool(
+        settings.heading_boost
+        or settings.section_evidence
+        or settings.sibling_heading
+        or settings.exact_first
+    )
+
+
+def by_evidence(
+    fused: Sequence[Fused], chunks: Mapping[str, Chunk], query: str, settings: FusionSettings
+) -> list[Fused]:
+    """The text evidence ``settings`` asks for, applied to the fused candidates in turn:
+    section evidence and heading boost (``fusion.by_section``), siblings re-ordered by
+    their headings (``fusion.within_documents``), exact matches first
+    (``fusion.exact_first``)."""
+    out = list(fused)
+    content = content_words(query)
+    if settings.heading_boost or settings.section_evidence:
+        places = {i: place(c) for i, c in chunks.items()}
+        shared = {i: heading_share(content, c) for i, c in chunks.items()}
+        out = by_section(out, places, {i: s for i, s in shared.items() if s}, settings)
+    if settings.sibling_heading:
+        # only where a heading is what is cited: a page of a PDF is cited by its number
+        documents = {i: c.document_id for i, c in chunks.items() if c.page_start is None}
+        shares = {i: heading_share(content, c) for i, c in chunks.items()}
+        out = within_documents(out, documents, shares, settings.sibling_heading)
+    if settings.exact_first:
+        named, verbatim = exact_matches(query, list(chunks.values()))
+        # every snippet under the named heading, but only the best of those that merely
+        # quote the query: a line found in several places is not a line remembered from each
+        quoted = next(({f.id} for f in out if f.id in verbatim), set())
+        out = fusion_exact_first(out, named, quoted)
+    return out
