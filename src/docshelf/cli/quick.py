@@ -1,0 +1,253 @@
+"""``docshelf search`` for a program: its JSON envelope without typer, rich or pydantic.
+
+An agent calling the CLI as a tool, or a script piping its output, pays every import
+on every query; typer (with the pydantic adapters it builds per option), click and
+rich are ~40% of a lexical search's start-up (BENCHMARKS.md, "A search as a new
+process"). :func:`main` recognises the plain shapes of a search whose output is JSON —
+``[--home H] [--json] search QUERY [--limit N | -n N] [--mode M] [--filter F]...
+[--group G] [--expand E] [--json]``, ``--opt=value`` too — and answers it here; any
+other argument line (help, a usage error, a human on a terminal, an unusual spelling)
+is left to the typer app, which gives the same envelope for the same search.
+
+Both paths run :func:`search_json`: the library's resident helper first
+(``cli/resident.py``), then the search in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+from docshelf.cli.resident import SearchRequest
+
+if TYPE_CHECKING:
+    from docshelf.config import Settings
+    from docshelf.shelf import Shelf
+
+# option → the request field it sets (each value one argument; digits only for limit)
+_VALUED = {
+    "--limit": "limit",
+    "-n": "limit",
+    "--mode": "mode",
+    "--filter": "filters",
+    "--group": "group",
+    "--expand": "expand",
+}
+_DEFAULTS: dict[str, Any] = {"limit": 10, "mode": "hybrid", "group": "snippet", "expand": None}
+
+
+@dataclass(frozen=True)
+class QuickSearch:
+    home: Path | None
+    json: bool  # --json given (stdout not being a terminal also means JSON)
+    request: SearchRequest
+
+
+def parse(argv: list[str]) -> QuickSearch | None:
+    """The search ``argv`` asks for, when it is one of the plain shapes; None otherwise
+    (the typer app then parses it, errors and all)."""
+    try:
+        for arg in argv:
+            arg.encode()  # a lone surrogate (an argument not in UTF-8): typer's to judge
+    except UnicodeEncodeError:
+        return None
+    home: Path | None = None
+    as_json = False
+    i = 0
+    while i < len(argv) and argv[i] != "search":  # the root options
+        arg = argv[i]
+        if arg == "--json":
+            as_json, i = True, i + 1
+            continue
+        value, i = _value(argv, i, "--home")
+        if value is None:
+            return None
+        home = Path(value)
+    if i >= len(argv):
+        return None
+    i += 1
+    fields: dict[str, Any] = {}
+    filters: list[str] = []
+    query: str | None = None
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--json":
+            as_json, i = True, i + 1
+            continue
+        if not arg.startswith("-"):
+            if query is not None:
+                return None  # a second argument: a usage error, typer's to word
+            query, i = arg, i + 1
+            continue
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        key = _VALUED.get(name)
+        if key is None:
+            return None
+        value, i = _value(argv, i, name)
+        if value is None:
+            return None
+        if key == "filters":
+            filters.append(value)
+            continue
+        if key in fields or (key == "limit" and not (value.isascii() and value.isdigit())):
+            return None  # a repeated option or a limit typer would have to judge
+        fields[key] = int(value) if key == "limit" else value
+    if query is None:
+        return None
+    values = {**_DEFAULTS, **fields}
+    request = SearchRequest(
+        query, values["limit"], values["mode"], filters, values["group"], values["expand"]
+    )
+    return QuickSearch(home, as_json, request)
+
+
+def _value(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
+    """The value of option ``name`` at ``argv[i]`` (``--name V`` or ``--name=V``) and the
+    next index; None when it is not that option or its value is not plain."""
+    arg = argv[i]
+    if arg == name and i + 1 < len(argv):
+        value = argv[i + 1]
+        i += 2
+    elif name.startswith("--") and arg.startswith(f"{name}="):
+        value = arg[len(name) + 1 :]
+        i += 1
+    else:
+        return None, i
+    if not value or value.startswith("-"):
+        return None, i
+    return value, i
+
+
+class SearchRun(Protocol):
+    """What a search needs of its command's run (``command.Run`` or ``QuickRun``)."""
+
+    def settings(self) -> Settings: ...
+
+    def shelf(self, **kwargs: Any) -> Shelf: ...
+
+    def cmd(self, rest: str) -> str: ...
+
+
+def search_json(run: SearchRun, request: SearchRequest) -> tuple[dict[str, Any], list[Action]]:
+    """The result (``views.search``) and the next actions of one search: answered by the
+    library's resident helper when one is running and trusted, else in this process
+    (which then starts a helper, when ``DOCSHELF_SEARCH_HELPER=auto``)."""
+    from docshelf.cli import resident
+
+    settings = run.settings()
+    helper, absent = resident.policy(settings), False
+    if helper != "off":
+        reply = resident.ask(settings, request)
+        if reply.result is not None:
+            return reply.result, _actions(run, reply.result)
+        absent = reply.refused == "absent"
+    from docshelf import views
+    from docshelf.search.filters import Filters
+
+    shelf = run.shelf(embed_purpose="query")
+    found = shelf.search(
+        request.query,
+        limit=request.limit,
+        mode=request.mode,
+        filters=Filters.parse(request.filters).to_search_filters(shelf.taxonomy),
+        group=request.group,
+        expand=request.expand,
+    )
+    result = views.search(found)
+    if helper == "auto" and absent:
+        resident.start(settings)  # for the next search
+    return result, _actions(run, result)
+
+
+@dataclass
+class Action:
+    command: str
+    description: str
+
+
+def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
+    if not result["hits"]:
+        return [Action(run.cmd("status"), "Check what is indexed")]
+    top = result["hits"][0]
+    return [
+        Action(
+            run.cmd(f"context {top['chunk_id']} --mode parent-section"),
+            "Read the section around the top hit",
+        ),
+        Action(run.cmd(f"show {top['document_id']}"), "Show the top hit's document"),
+    ]
+
+
+class QuickRun:
+    """A search's run without typer: the settings, the shelf (opened on first use)."""
+
+    def __init__(self, home: Path | None) -> None:
+        self.home = home
+        self._settings: Settings | None = None
+        self._shelf: Shelf | None = None
+
+    def settings(self) -> Settings:
+        if self._settings is None:
+            from docshelf.config import Settings
+
+            self._settings = Settings.from_env(self.home)
+        return self._settings
+
+    def shelf(self, **kwargs: Any) -> Shelf:
+        if self._shelf is None:
+            from docshelf.shelf import Shelf
+
+            self._shelf = Shelf(settings=self.settings(), **kwargs)
+        return self._shelf
+
+    def cmd(self, rest: str) -> str:
+        """A command line to suggest, with this run's ``--home`` (as ``command.Run``)."""
+        home = self.home
+        return f"docshelf --home {shlex.quote(str(home))} {rest}" if home else f"docshelf {rest}"
+
+    def close(self) -> None:
+        if self._shelf is not None:
+            self._shelf.close()
+
+
+def main(argv: list[str]) -> bool:
+    """Answer ``argv`` if it is a search whose output is JSON; False to leave it to the
+    typer app. Prints the envelope as ``command.Run`` does; exits 1 on a docshelf
+    error, with the error envelope."""
+    parsed = parse(argv)
+    if parsed is None or not (parsed.json or not sys.stdout.isatty()):
+        return False
+    from docshelf.errors import DocshelfError
+    from docshelf.telemetry import stop_recording_metrics
+
+    stop_recording_metrics()  # nothing scrapes a one-shot process
+    run = QuickRun(parsed.home)
+    try:
+        result, actions = search_json(run, parsed.request)
+    except DocshelfError as exc:
+        _fail(exc.code, exc.message)
+    except KeyboardInterrupt:
+        _fail("interrupted", "Interrupted; committed work is kept, run the command again")
+    finally:
+        run.close()
+    envelope = {
+        "ok": True,
+        "command": "search",
+        "result": result,
+        "next_actions": [a.__dict__ for a in actions],
+        "error": None,
+    }
+    sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    return True
+
+
+def _fail(code: str, message: str) -> NoReturn:
+    error = {"code": code, "message": message}
+    envelope = {"ok": False, "command": "search", "result": None, "next_actions": []}
+    sys.stdout.write(json.dumps({**envelope, "error": error}, ensure_ascii=False) + "\n")
+    raise SystemExit(1)
