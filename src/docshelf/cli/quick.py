@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
 
 from docshelf.cli.resident import SearchRequest
 
 if TYPE_CHECKING:
     from docshelf.config import Settings
+    from docshelf.search.results import SearchResult
     from docshelf.shelf import Shelf
 
 # option → the request field it sets (each value one argument; digits only for limit)
@@ -40,8 +40,7 @@ _VALUED = {
 _DEFAULTS: dict[str, Any] = {"limit": 10, "mode": "hybrid", "group": "snippet", "expand": None}
 
 
-@dataclass(frozen=True)
-class QuickSearch:
+class QuickSearch(NamedTuple):
     home: Path | None
     json: bool  # --json given (stdout not being a terminal also means JSON)
     request: SearchRequest
@@ -146,25 +145,34 @@ def search_json(run: SearchRun, request: SearchRequest) -> tuple[dict[str, Any],
             return reply.result, _actions(run, reply.result)
         absent = reply.refused == "absent"
     from docshelf import views
-    from docshelf.search.filters import Filters
 
-    shelf = run.shelf(embed_purpose="query")
-    found = shelf.search(
-        request.query,
-        limit=request.limit,
-        mode=request.mode,
-        filters=Filters.parse(request.filters).to_search_filters(shelf.taxonomy),
-        group=request.group,
-        expand=request.expand,
-    )
-    result = views.search(found)
+    result = views.search(searched(run.shelf(embed_purpose="query"), request))
     if helper == "auto" and absent:
         resident.start(settings)  # for the next search
     return result, _actions(run, result)
 
 
-@dataclass
-class Action:
+def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
+    """``request`` searched in ``shelf``. Without ``--filter`` options the filters are
+    the empty ones ``Filters`` would give, without loading pydantic for its model."""
+    from docshelf.store import SearchFilters
+
+    filters = SearchFilters()
+    if request.filters:
+        from docshelf.search.filters import Filters
+
+        filters = Filters.parse(request.filters).to_search_filters(shelf.taxonomy)
+    return shelf.search(
+        request.query,
+        limit=request.limit,
+        mode=request.mode,
+        filters=filters,
+        group=request.group,
+        expand=request.expand,
+    )
+
+
+class Action(NamedTuple):
     command: str
     description: str
 
@@ -200,7 +208,9 @@ class QuickRun:
     def shelf(self, **kwargs: Any) -> Shelf:
         if self._shelf is None:
             from docshelf.shelf import Shelf
+            from docshelf.telemetry import stop_recording_metrics
 
+            stop_recording_metrics()  # nothing scrapes a one-shot process
             self._shelf = Shelf(settings=self.settings(), **kwargs)
         return self._shelf
 
@@ -222,9 +232,7 @@ def main(argv: list[str]) -> bool:
     if parsed is None or not (parsed.json or not sys.stdout.isatty()):
         return False
     from docshelf.errors import DocshelfError
-    from docshelf.telemetry import stop_recording_metrics
 
-    stop_recording_metrics()  # nothing scrapes a one-shot process
     run = QuickRun(parsed.home)
     try:
         result, actions = search_json(run, parsed.request)
@@ -238,7 +246,7 @@ def main(argv: list[str]) -> bool:
         "ok": True,
         "command": "search",
         "result": result,
-        "next_actions": [a.__dict__ for a in actions],
+        "next_actions": [a._asdict() for a in actions],
         "error": None,
     }
     sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")

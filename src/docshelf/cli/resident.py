@@ -30,6 +30,7 @@ What keeps a helper from answering what it should not:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,9 +38,8 @@ import socket
 import stat
 import struct
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from docshelf.config import Settings
@@ -55,8 +55,7 @@ CONNECT_TIMEOUT = 1.0  # seconds to reach a helper before searching in-process
 REPLY_TIMEOUT = 30.0  # seconds for its answer (a first search may load the model)
 
 
-@dataclass(frozen=True)
-class SearchRequest:
+class SearchRequest(NamedTuple):  # not a dataclass: a helped search never imports them
     """The arguments of ``docshelf search``, as the command received them."""
 
     query: str
@@ -67,8 +66,7 @@ class SearchRequest:
     expand: str | None
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     """An answer from a helper: the result, or why there is none."""
 
     result: dict[str, Any] | None
@@ -174,21 +172,26 @@ def policy(settings: Settings) -> str:
     return settings.search_helper
 
 
-def trusted_socket(home: Path) -> Path | None:
-    """The helper's socket when it may be used: a socket owned by this user, readable by
-    no one else, in a home owned by this user. None when absent or not to be trusted."""
+def trusted_socket(home: Path) -> tuple[Path | None, str]:
+    """The helper's socket when it may be used — a socket owned by this user, readable
+    by no one else, in a home owned by this user — or None and why not (``absent``:
+    no helper has made one)."""
     path = home / SOCKET
     uid = os.geteuid()
     try:
         st = os.lstat(path)
         home_st = os.stat(home)
-    except OSError:
-        return None
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
-        return None
-    if home_st.st_uid != uid:
-        return None
-    return path
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as exc:
+        return None, f"not usable: {exc.strerror}"
+    if not stat.S_ISSOCK(st.st_mode):
+        return None, "not trusted: not a socket"
+    if st.st_uid != uid or home_st.st_uid != uid:
+        return None, "not trusted: owned by another user"
+    if st.st_mode & 0o077:
+        return None, "not trusted: open to other users"
+    return path, "ok"
 
 
 def ask(settings: Settings, request: SearchRequest) -> Reply:
@@ -197,9 +200,9 @@ def ask(settings: Settings, request: SearchRequest) -> Reply:
     db = database_file(settings)
     if db is None:
         return Reply(None, "not an embedded library")
-    path = trusted_socket(settings.home)
+    path, why = trusted_socket(settings.home)
     if path is None:
-        return Reply(None, "absent")
+        return Reply(None, why)
     try:
         identity = file_identity(db)
         generation = read_generation(db)
@@ -213,7 +216,7 @@ def ask(settings: Settings, request: SearchRequest) -> Reply:
         "home": str(settings.home),
         "database": identity,
         "settings": settings_digest(settings),
-        "search": asdict(request),
+        "search": request._asdict(),
     }
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, _Address(path) as addr:
@@ -273,20 +276,31 @@ class Helper:
         self.home = settings.home
         self.idle_seconds = idle_seconds
         self.poll = poll
-        self.db = database_file(settings)
-        if self.db is None:
+        self.uid = os.geteuid()
+        db = database_file(settings)
+        if db is None:
             raise ValueError("the search helper serves embedded (SQLite) libraries only")
+        self.db = db
+        # Held open, so that no other file can take the database's inode number while
+        # this helper lives: (device, inode) then names this library and no other.
+        self._db_fd: int | None = os.open(db, os.O_RDONLY)
+        st = os.fstat(self._db_fd)
         self.expect = {
             "protocol": PROTOCOL,
             "code": code_stamp(),
             "home": str(self.home),
-            "database": file_identity(self.db),
+            "database": [st.st_dev, st.st_ino],
             "settings": settings_digest(settings),
         }
         self.model = shelf.store.get_meta("embedding_model")
         self.path = self.home / SOCKET
         self._sock: socket.socket | None = None
         self._ino: int | None = None
+        self._stop = False
+
+    def stop(self) -> None:
+        """Leave ``serve`` at its next poll."""
+        self._stop = True
 
     def warm(self) -> None:
         """Load what the first search would: the query model, the sidecar indexes."""
@@ -316,7 +330,6 @@ class Helper:
         try:
             if os.lstat(self.path).st_ino != self._ino:
                 return False
-            assert self.db is not None
             return file_identity(self.db) == self.expect["database"]
         except OSError:
             return False
@@ -334,7 +347,8 @@ class Helper:
                 try:
                     conn, _ = self._sock.accept()
                 except TimeoutError:
-                    if time.monotonic() - last > self.idle_seconds or not self.still_ours():
+                    idle = time.monotonic() - last > self.idle_seconds
+                    if idle or self._stop or not self.still_ours():
                         return
                     continue
                 with conn:
@@ -349,53 +363,53 @@ class Helper:
         under it)."""
         conn.settimeout(REPLY_TIMEOUT)
         try:
-            if peer_uid(conn) != os.geteuid():
+            if peer_uid(conn) != self.uid:
                 return True  # another user: not a word
             message = json.loads(_read_line(conn))
-            reply, go_on = self.reply(message)
-            conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
         except (OSError, ValueError):
             return True
+        try:
+            reply, go_on = self.reply(message)
+        except Exception as exc:  # a bug must not end the helper: that search goes in-process
+            print(f"search helper: {type(exc).__name__}: {exc}", file=sys.stderr)
+            reply, go_on = {"ok": False, "reason": "failed"}, True
+        with contextlib.suppress(OSError):  # the client left: its loss
+            conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
         return go_on
 
     def reply(self, message: Any) -> tuple[dict[str, Any], bool]:
         from docshelf import views
+        from docshelf.cli.quick import searched
         from docshelf.errors import DocshelfError
-        from docshelf.search.filters import Filters
 
+        if not self.still_ours():
+            return {"ok": False, "reason": "the library was replaced"}, False
         if not isinstance(message, dict):
             return {"ok": False, "reason": "not a request"}, True
         for key, want in self.expect.items():
             if message.get(key) != want:
                 return {"ok": False, "reason": f"another {key}"}, True
-        if not self.still_ours():
-            return {"ok": False, "reason": "the library was replaced"}, False
         store = self.shelf.store
         if store.get_meta("embedding_model") != self.model:
             return {"ok": False, "reason": "the library's model changed"}, False
+        request = _request(message.get("search"))
+        if request is None:
+            return {"ok": False, "reason": "a malformed search"}, True
         try:
-            request = SearchRequest(**message["search"])
-            shelf = self.shelf
             for _ in range(3):
                 before = store.generation()
-                result = shelf.search(
-                    request.query,
-                    limit=request.limit,
-                    mode=request.mode,
-                    filters=Filters.parse(request.filters).to_search_filters(shelf.taxonomy),
-                    group=request.group,
-                    expand=request.expand,
-                )
+                result = searched(self.shelf, request)
                 if store.generation() == before:
                     return {"ok": True, "generation": before, "result": views.search(result)}, True
-        except (TypeError, KeyError):
-            return {"ok": False, "reason": "a malformed search"}, True
         except DocshelfError as exc:
             # the in-process search will raise it again, with its envelope
             return {"ok": False, "reason": exc.code}, True
         return {"ok": False, "reason": "the library kept changing"}, True
 
     def close(self) -> None:
+        if self._db_fd is not None:
+            os.close(self._db_fd)
+            self._db_fd = None
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -404,6 +418,25 @@ class Helper:
                     os.unlink(self.path)
             except OSError:
                 pass
+
+
+def _request(given: Any) -> SearchRequest | None:
+    """A search request from the wire, when every field has its type."""
+    if not isinstance(given, dict) or set(given) != set(SearchRequest._fields):
+        return None
+    request = SearchRequest(**given)
+    strings = (request.query, request.mode, request.group)
+    if not all(isinstance(v, str) for v in strings):
+        return None
+    if not isinstance(request.limit, int) or isinstance(request.limit, bool):
+        return None
+    if not isinstance(request.filters, list) or not all(
+        isinstance(f, str) for f in request.filters
+    ):
+        return None
+    if request.expand is not None and not isinstance(request.expand, str):
+        return None
+    return request
 
 
 def run_helper(home: Path) -> int:
@@ -421,13 +454,16 @@ def run_helper(home: Path) -> int:
     lock_path = settings.home / LOCK
     try:
         private_file(lock_path)
-        lock = open(lock_path, "w")  # noqa: SIM115  (held for the helper's life)
+        lock = open(lock_path, "a")  # noqa: SIM115  (held for the helper's life)
     except OSError:
         return 1
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return 0  # another helper serves this library
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")  # which process holds it (for `kill`, and tests)
+    lock.flush()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with Shelf(settings=settings, embed_purpose="query") as shelf:
