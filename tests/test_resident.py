@@ -398,6 +398,14 @@ def test_quick_leaves_everything_else_to_typer(argv: list[str]) -> None:
     assert quick.parse(argv) is None
 
 
+def test_quick_reads_a_plain_sync_and_nothing_more() -> None:
+    assert quick.parse_sync(["sync"]) == (None, False, None)
+    parsed = quick.parse_sync(["--home", "h", "sync", "src_1", "--json"])
+    assert parsed == (Path("h"), True, "src_1")
+    for argv in (["sync", "--progress"], ["sync", "a", "b"], ["sync", "--help"], ["status"]):
+        assert quick.parse_sync(argv) is None
+
+
 def test_quick_prints_what_the_typer_app_prints(
     tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -412,8 +420,11 @@ def test_quick_prints_what_the_typer_app_prints(
         ["--home", str(home), "search", "zebra"],
         ["--home", str(home), "search", "flour", "--mode", "psychic"],  # an error envelope
         ["--home", str(home), "search", "flour", "--filter", "nonsense"],
+        ["--home", str(home), "sync", "--json"],
+        ["--home", str(home), "--json", "sync", "src_nope"],  # an error envelope
     ):
-        with pytest.raises(SystemExit) if "psychic" in argv or "nonsense" in argv else _nothing():
+        failing = {"psychic", "nonsense", "src_nope"} & set(argv)
+        with pytest.raises(SystemExit) if failing else _nothing():
             assert quick.main(argv)
         mine = capsys.readouterr().out
         theirs = runner.invoke(app, argv)

@@ -1,4 +1,5 @@
-"""``docshelf search`` for a program: its JSON envelope without typer, rich or pydantic.
+"""``docshelf search`` (and ``sync``) for a program: the JSON envelope without typer,
+rich or pydantic.
 
 An agent calling the CLI as a tool, or a script piping its output, pays every import
 on every query; typer (with the pydantic adapters it builds per option), click and
@@ -7,7 +8,9 @@ process"). :func:`main` recognises the plain shapes of a search whose output is 
 ``[--home H] [--json] search QUERY [--limit N | -n N] [--mode M] [--filter F]...
 [--group G] [--expand E] [--json]``, ``--opt=value`` too — and answers it here; any
 other argument line (help, a usage error, a human on a terminal, an unusual spelling)
-is left to the typer app, which gives the same envelope for the same search.
+is left to the typer app, which gives the same envelope for the same search. An
+unchanged ``sync`` (``[--home H] [--json] sync [SOURCE] [--json]``) is answered here
+too: most of its start-up was typer's.
 
 Both paths run :func:`search_json`: the library's resident helper first
 (``cli/resident.py``), then the search in this process.
@@ -46,9 +49,10 @@ class QuickSearch(NamedTuple):
     request: SearchRequest
 
 
-def parse(argv: list[str]) -> QuickSearch | None:
-    """The search ``argv`` asks for, when it is one of the plain shapes; None otherwise
-    (the typer app then parses it, errors and all)."""
+def _root(argv: list[str], command: str) -> tuple[Path | None, bool, int] | None:
+    """The root options before ``command`` (``--home H``, ``--json``): the home, whether
+    --json was given, and the index after the command's name; None when ``argv`` is not
+    that command with plain root options."""
     try:
         for arg in argv:
             arg.encode()  # a lone surrogate (an argument not in UTF-8): typer's to judge
@@ -57,7 +61,7 @@ def parse(argv: list[str]) -> QuickSearch | None:
     home: Path | None = None
     as_json = False
     i = 0
-    while i < len(argv) and argv[i] != "search":  # the root options
+    while i < len(argv) and argv[i] != command:
         arg = argv[i]
         if arg == "--json":
             as_json, i = True, i + 1
@@ -68,7 +72,16 @@ def parse(argv: list[str]) -> QuickSearch | None:
         home = Path(value)
     if i >= len(argv):
         return None
-    i += 1
+    return home, as_json, i + 1
+
+
+def parse(argv: list[str]) -> QuickSearch | None:
+    """The search ``argv`` asks for, when it is one of the plain shapes; None otherwise
+    (the typer app then parses it, errors and all)."""
+    root = _root(argv, "search")
+    if root is None:
+        return None
+    home, as_json, i = root
     fields: dict[str, Any] = {}
     filters: list[str] = []
     query: str | None = None
@@ -102,6 +115,30 @@ def parse(argv: list[str]) -> QuickSearch | None:
         query, values["limit"], values["mode"], filters, values["group"], values["expand"]
     )
     return QuickSearch(home, as_json, request)
+
+
+class QuickSync(NamedTuple):
+    home: Path | None
+    json: bool
+    source: str | None
+
+
+def parse_sync(argv: list[str]) -> QuickSync | None:
+    """``[--home H] [--json] sync [SOURCE] [--json]``; None for anything else (``--progress``
+    and a terminal's bars are the typer app's)."""
+    root = _root(argv, "sync")
+    if root is None:
+        return None
+    home, as_json, i = root
+    source: str | None = None
+    for arg in argv[i:]:
+        if arg == "--json":
+            as_json = True
+        elif arg.startswith("-") or source is not None:
+            return None
+        else:
+            source = arg
+    return QuickSync(home, as_json, source)
 
 
 def _value(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
@@ -225,26 +262,30 @@ class QuickRun:
 
 
 def main(argv: list[str]) -> bool:
-    """Answer ``argv`` if it is a search whose output is JSON; False to leave it to the
-    typer app. Prints the envelope as ``command.Run`` does; exits 1 on a docshelf
-    error, with the error envelope."""
-    parsed = parse(argv)
-    if parsed is None or not (parsed.json or not sys.stdout.isatty()):
+    """Answer ``argv`` if it is a search (or a sync) whose output is JSON; False to leave
+    it to the typer app. Prints the envelope as ``command.Run`` does; exits 1 on a
+    docshelf error, with the error envelope."""
+    found = parse(argv) or parse_sync(argv)
+    if found is None or not (found.json or not sys.stdout.isatty()):
         return False
     from docshelf.errors import DocshelfError
 
-    run = QuickRun(parsed.home)
+    name = "search" if isinstance(found, QuickSearch) else "sync"
+    run = QuickRun(found.home)
     try:
-        result, actions = search_json(run, parsed.request)
+        if isinstance(found, QuickSearch):
+            result, actions = search_json(run, found.request)
+        else:
+            result, actions = sync_json(run, found.source)
     except DocshelfError as exc:
-        _fail(exc.code, exc.message)
+        _fail(name, exc.code, exc.message)
     except KeyboardInterrupt:
-        _fail("interrupted", "Interrupted; committed work is kept, run the command again")
+        _fail(name, "interrupted", "Interrupted; committed work is kept, run the command again")
     finally:
         run.close()
     envelope = {
         "ok": True,
-        "command": "search",
+        "command": name,
         "result": result,
         "next_actions": [a._asdict() for a in actions],
         "error": None,
@@ -254,8 +295,16 @@ def main(argv: list[str]) -> bool:
     return True
 
 
-def _fail(code: str, message: str) -> NoReturn:
+def sync_json(run: QuickRun, source: str | None) -> tuple[dict[str, Any], list[Action]]:
+    """``docshelf sync`` as ``cli/library.py`` runs it without progress."""
+    from docshelf import views
+
+    report = run.shelf().sync(source, progress=None)
+    return views.report(report), [Action(run.cmd("status"), "See the library's state")]
+
+
+def _fail(command: str, code: str, message: str) -> NoReturn:
     error = {"code": code, "message": message}
-    envelope = {"ok": False, "command": "search", "result": None, "next_actions": []}
+    envelope = {"ok": False, "command": command, "result": None, "next_actions": []}
     sys.stdout.write(json.dumps({**envelope, "error": error}, ensure_ascii=False) + "\n")
     raise SystemExit(1)
