@@ -125,10 +125,14 @@ def start_helper(home: Path) -> subprocess.Popen[bytes]:
 
 
 def helper_memory(pid: int) -> str:
+    """The helper's resident memory, split into its own (anonymous) pages and the pages
+    of mapped files (the model's weights, the ANN graph: page cache, shared with every
+    process that maps them)."""
     fields = dict(
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
     )
-    return f"RSS {fields['VmRSS'].strip()}, peak {fields['VmHWM'].strip()}"
+    parts = ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem")
+    return ", ".join(f"{k} {fields[k].strip()}" for k in parts if k in fields)
 
 
 def cuts(values: list[float]) -> tuple[float, float]:

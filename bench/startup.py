@@ -93,16 +93,28 @@ def env_for(src: Path, home: Path, helper: str = "off") -> dict[str, str]:
     return env
 
 
+CPU: dict[tuple[str, str], list[float]] = {}  # (command, tree): user + system seconds
+
+
 def docshelf(src: Path, home: Path, args: list[str], helper: str = "off") -> float:
+    """One command as a new process: its wall time (its CPU time into ``LAST_CPU``)."""
     started = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "docshelf.cli", *args],
         env=env_for(src, home, helper),
-        check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    return time.perf_counter() - started
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"docshelf {' '.join(args)} failed ({proc.returncode})")
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
+    return took
+
+
+LAST_CPU = [0.0]
 
 
 def importtime_top(src: Path, home: Path, top: int = 10) -> list[tuple[int, str]]:
@@ -172,16 +184,25 @@ def main() -> None:
                 for command, argv in COMMANDS.items():
                     took = docshelf(src, homes[name], argv)
                     times.setdefault((command, name), []).append(took)
+                    CPU.setdefault((command, name), []).append(LAST_CPU[0])
                 took = docshelf(src, homes[name], COMMANDS["search"], helper="auto")
                 times.setdefault((HELPED, name), []).append(took)
+                CPU.setdefault((HELPED, name), []).append(LAST_CPU[0])
     finally:
         for home in homes.values():
             stop_helper(home)
-    print(f"{args.files} files, {args.runs} runs each, new process per run (seconds)\n")
-    print("| command | tree | p50 | p95 |")
-    print("|---|---|---|---|")
-    for (command, name), values in times.items():
-        print(f"| {command} | {name} | {statistics.median(values):.3f} | {pct(values, 0.95):.3f} |")
+    print(
+        f"{args.files} files, {args.runs} runs each, new process per run (seconds; CPU: user + system)\n"
+    )
+    print("| command | tree | p50 | p95 | CPU p50 |")
+    print("|---|---|---|---|---|")
+    for (command, name), values in sorted(times.items()):
+        cpu = statistics.median(CPU[(command, name)])
+        print(
+            f"| {command} | {name} | {statistics.median(values):.3f} | "
+            f"{pct(values, 0.95):.3f} | {cpu:.3f} |"
+        )
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     for name, src in trees.items():
         print(f"\nimport time of `docshelf sync`, {name} (cumulative µs, ten slowest):")
         for cumulative, module in importtime_top(src, homes[name]):
