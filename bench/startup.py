@@ -191,9 +191,8 @@ def main() -> None:
     finally:
         for home in homes.values():
             stop_helper(home)
-    print(
-        f"{args.files} files, {args.runs} runs each, new process per run (seconds; CPU: user + system)\n"
-    )
+    print(f"{args.files} files, {args.runs} runs each, new process per run (seconds)")
+    print("CPU: the child's user + system time\n")
     print("| command | tree | p50 | p95 | CPU p50 |")
     print("|---|---|---|---|---|")
     for (command, name), values in sorted(times.items()):
