@@ -21,7 +21,8 @@ import typer.testing
 
 from docshelf import views
 from docshelf.cli import app, quick, resident
-from docshelf.cli.resident import Helper, SearchRequest
+from docshelf.cli.quick import SearchRequest
+from docshelf.cli.resident import Helper
 from docshelf.config import Settings
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder

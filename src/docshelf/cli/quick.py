@@ -19,12 +19,9 @@ Both paths run :func:`search_json`: the library's resident helper first
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
-
-from docshelf.cli.resident import SearchRequest
 
 if TYPE_CHECKING:
     from docshelf.config import Settings
@@ -41,6 +38,17 @@ _VALUED = {
     "--expand": "expand",
 }
 _DEFAULTS: dict[str, Any] = {"limit": 10, "mode": "hybrid", "group": "snippet", "expand": None}
+
+
+class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no dataclass
+    """The arguments of ``docshelf search``, as the command received them."""
+
+    query: str
+    limit: int
+    mode: str
+    filters: list[str]
+    group: str
+    expand: str | None
 
 
 class QuickSearch(NamedTuple):
@@ -253,6 +261,8 @@ class QuickRun:
 
     def cmd(self, rest: str) -> str:
         """A command line to suggest, with this run's ``--home`` (as ``command.Run``)."""
+        import shlex
+
         home = self.home
         return f"docshelf --home {shlex.quote(str(home))} {rest}" if home else f"docshelf {rest}"
 

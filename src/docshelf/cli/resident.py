@@ -41,6 +41,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from docshelf.cli.quick import SearchRequest
+
 if TYPE_CHECKING:
     from docshelf.config import Settings
     from docshelf.shelf import Shelf
@@ -53,17 +55,6 @@ POLICIES = ("auto", "use", "off")  # DOCSHELF_SEARCH_HELPER
 MAX_LINE = 4 * 2**20  # a request or a reply larger than this is refused
 CONNECT_TIMEOUT = 1.0  # seconds to reach a helper before searching in-process
 REPLY_TIMEOUT = 30.0  # seconds for its answer (a first search may load the model)
-
-
-class SearchRequest(NamedTuple):  # not a dataclass: a helped search never imports them
-    """The arguments of ``docshelf search``, as the command received them."""
-
-    query: str
-    limit: int
-    mode: str
-    filters: list[str]
-    group: str
-    expand: str | None
 
 
 class Reply(NamedTuple):

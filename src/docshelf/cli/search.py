@@ -55,8 +55,7 @@ def search(
 
     The query may hold "exact phrases", -exclusions and tag:X path:P type:T source:S filters.
     """
-    from docshelf.cli.quick import search_json
-    from docshelf.cli.resident import SearchRequest
+    from docshelf.cli.quick import SearchRequest, search_json
 
     request = SearchRequest(query, limit, mode, filter_ or [], group, expand)
     result, actions = search_json(run, request)  # cli/quick.py: the helper, or in-process
