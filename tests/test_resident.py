@@ -405,6 +405,9 @@ def test_quick_reads_a_plain_sync_and_nothing_more() -> None:
     assert parsed == (Path("h"), True, "src_1")
     for argv in (["sync", "--progress"], ["sync", "a", "b"], ["sync", "--help"], ["status"]):
         assert quick.parse_sync(argv) is None
+    assert quick.parse_status(["--json", "status", "--check"]) == (None, True, True)
+    for argv in (["status", "--check", "--check"], ["status", "x"], ["status", "--help"]):
+        assert quick.parse_status(argv) is None
 
 
 def test_quick_prints_what_the_typer_app_prints(
@@ -423,6 +426,8 @@ def test_quick_prints_what_the_typer_app_prints(
         ["--home", str(home), "search", "flour", "--filter", "nonsense"],
         ["--home", str(home), "sync", "--json"],
         ["--home", str(home), "--json", "sync", "src_nope"],  # an error envelope
+        ["--home", str(home), "status"],
+        ["--home", str(home), "status", "--check", "--json"],
     ):
         failing = {"psychic", "nonsense", "src_nope"} & set(argv)
         with pytest.raises(SystemExit) if failing else _nothing():

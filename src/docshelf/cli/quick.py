@@ -1,5 +1,5 @@
-"""``docshelf search`` (and ``sync``) for a program: the JSON envelope without typer,
-rich or pydantic.
+"""``docshelf search`` (and ``sync``, ``status``) for a program: the JSON envelope
+without typer, rich or pydantic.
 
 An agent calling the CLI as a tool, or a script piping its output, pays every import
 on every query; typer (with the pydantic adapters it builds per option), click and
@@ -9,8 +9,8 @@ process"). :func:`main` recognises the plain shapes of a search whose output is 
 [--group G] [--expand E] [--json]``, ``--opt=value`` too — and answers it here; any
 other argument line (help, a usage error, a human on a terminal, an unusual spelling)
 is left to the typer app, which gives the same envelope for the same search. An
-unchanged ``sync`` (``[--home H] [--json] sync [SOURCE] [--json]``) is answered here
-too: most of its start-up was typer's.
+unchanged ``sync`` (``[--home H] [--json] sync [SOURCE] [--json]``) and ``status [--check]``
+are answered here too: most of their start-up was typer's.
 
 Both paths run :func:`search_json`: the library's resident helper first
 (``cli/resident.py``), then the search in this process.
@@ -149,6 +149,29 @@ def parse_sync(argv: list[str]) -> QuickSync | None:
     return QuickSync(home, as_json, source)
 
 
+class QuickStatus(NamedTuple):
+    home: Path | None
+    json: bool
+    check: bool
+
+
+def parse_status(argv: list[str]) -> QuickStatus | None:
+    """``[--home H] [--json] status [--check] [--json]``; None for anything else."""
+    root = _root(argv, "status")
+    if root is None:
+        return None
+    home, as_json, i = root
+    check = False
+    for arg in argv[i:]:
+        if arg == "--json":
+            as_json = True
+        elif arg == "--check" and not check:
+            check = True
+        else:
+            return None
+    return QuickStatus(home, as_json, check)
+
+
 def _value(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
     """The value of option ``name`` at ``argv[i]`` (``--name V`` or ``--name=V``) and the
     next index; None when it is not that option or its value is not plain."""
@@ -172,6 +195,8 @@ class SearchRun(Protocol):
     def settings(self) -> Settings: ...
 
     def shelf(self, **kwargs: Any) -> Shelf: ...
+
+    def store_shelf(self) -> Shelf: ...
 
     def cmd(self, rest: str) -> str: ...
 
@@ -259,6 +284,10 @@ class QuickRun:
             self._shelf = Shelf(settings=self.settings(), **kwargs)
         return self._shelf
 
+    def store_shelf(self) -> Shelf:
+        """A shelf for commands that never embed: no model is bound or checked."""
+        return self.shelf(embedder=None, check_model=False)
+
     def cmd(self, rest: str) -> str:
         """A command line to suggest, with this run's ``--home`` (as ``command.Run``)."""
         import shlex
@@ -275,18 +304,20 @@ def main(argv: list[str]) -> bool:
     """Answer ``argv`` if it is a search (or a sync) whose output is JSON; False to leave
     it to the typer app. Prints the envelope as ``command.Run`` does; exits 1 on a
     docshelf error, with the error envelope."""
-    found = parse(argv) or parse_sync(argv)
+    found = parse(argv) or parse_sync(argv) or parse_status(argv)
     if found is None or not (found.json or not sys.stdout.isatty()):
         return False
     from docshelf.errors import DocshelfError
 
-    name = "search" if isinstance(found, QuickSearch) else "sync"
+    name = {QuickSearch: "search", QuickSync: "sync", QuickStatus: "status"}[type(found)]
     run = QuickRun(found.home)
     try:
         if isinstance(found, QuickSearch):
             result, actions = search_json(run, found.request)
-        else:
+        elif isinstance(found, QuickSync):
             result, actions = sync_json(run, found.source)
+        else:
+            result, actions = status_json(run, found.check)
     except DocshelfError as exc:
         _fail(name, exc.code, exc.message)
     except KeyboardInterrupt:
@@ -311,6 +342,42 @@ def sync_json(run: QuickRun, source: str | None) -> tuple[dict[str, Any], list[A
 
     report = run.shelf().sync(source, progress=None)
     return views.report(report), [Action(run.cmd("status"), "See the library's state")]
+
+
+def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Action]]:
+    """``docshelf status``: counts, failures (all of them), embedding coverage, and with
+    ``check`` the integrity check's problems."""
+    from docshelf import views
+
+    shelf = run.store_shelf()
+    st = shelf.status()
+    actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
+    if st.enrichment.get("pending"):
+        actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
+    if st.documents == 0:
+        actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
+    result = views.status(st, shelf.check() if check else None)
+    # The status holds the first failures; the command lists them all, as it counts them.
+    if st.failure_count > len(st.failures):
+        every = shelf.store.list_failures(limit=st.failure_count)
+        result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
+    if st.by_status.get("failed"):  # documents whose processing failed count as failures too
+        for doc in shelf.documents():
+            if doc.status == "failed":
+                name, reason = _failed_job(shelf, doc.id)
+                result["failures"].append({"path": name or doc.path, "reason": reason})
+    return result, actions
+
+
+def _failed_job(shelf: Shelf, document_id: str) -> tuple[str | None, str]:
+    """An upload's name and why its processing failed (its job's last error)."""
+    from docshelf.errors import NotFound
+
+    try:
+        job = shelf.job(document_id)
+    except NotFound:
+        return None, "processing failed"
+    return job.name, job.last_error or "processing failed"
 
 
 def _fail(command: str, code: str, message: str) -> NoReturn:
