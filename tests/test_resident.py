@@ -476,3 +476,20 @@ def test_a_json_search_loads_no_typer_and_a_helped_one_not_the_library(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_home_whose_name_needs_quoting(
+    tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "odd ?name #1 %20"
+    monkeypatch.setenv("DOCSHELF_HOME", str(home))
+    with Shelf(home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes)
+        running = Running(Helper(shelf, idle_seconds=600, poll=0.02))
+        try:
+            reply = resident.ask(settings(), REQUESTS[1])
+            assert reply.refused is None, reply
+            shelf._cache.clear()
+            assert reply.result == in_process(shelf, REQUESTS[1])
+        finally:
+            running.stop()

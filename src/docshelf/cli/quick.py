@@ -217,7 +217,7 @@ def search_json(run: SearchRun, request: SearchRequest) -> tuple[dict[str, Any],
     from docshelf import views
 
     result = views.search(searched(run.shelf(embed_purpose="query"), request))
-    if helper == "auto" and absent:
+    if helper == "auto" and absent and resident.SUPPORTED:
         resident.start(settings)  # for the next search
     return result, _actions(run, result)
 

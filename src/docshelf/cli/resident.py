@@ -55,6 +55,8 @@ POLICIES = ("auto", "use", "off")  # DOCSHELF_SEARCH_HELPER
 MAX_LINE = 4 * 2**20  # a request or a reply larger than this is refused
 CONNECT_TIMEOUT = 1.0  # seconds to reach a helper before searching in-process
 REPLY_TIMEOUT = 30.0  # seconds for its answer (a first search may load the model)
+REQUEST_TIMEOUT = 5.0  # seconds the helper waits for a request once connected
+SUPPORTED = hasattr(socket, "AF_UNIX") and hasattr(socket, "SO_PEERCRED")  # Linux
 
 
 class Reply(NamedTuple):
@@ -106,7 +108,7 @@ def read_generation(db: Path) -> int:
     """The store's generation, read-only, without opening the library."""
     import sqlite3
 
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
     finally:
@@ -191,6 +193,8 @@ def ask(settings: Settings, request: SearchRequest) -> Reply:
     db = database_file(settings)
     if db is None:
         return Reply(None, "not an embedded library")
+    if not SUPPORTED:
+        return Reply(None, "no helper on this system")
     path, why = trusted_socket(settings.home)
     if path is None:
         return Reply(None, why)
@@ -352,7 +356,7 @@ class Helper:
     def answer(self, conn: socket.socket) -> bool:
         """Answer one connection; False when this helper must stop (the library changed
         under it)."""
-        conn.settimeout(REPLY_TIMEOUT)
+        conn.settimeout(REQUEST_TIMEOUT)  # one client at a time: none may hold it long
         try:
             if peer_uid(conn) != self.uid:
                 return True  # another user: not a word
@@ -364,6 +368,7 @@ class Helper:
         except Exception as exc:  # a bug must not end the helper: that search goes in-process
             print(f"search helper: {type(exc).__name__}: {exc}", file=sys.stderr)
             reply, go_on = {"ok": False, "reason": "failed"}, True
+        conn.settimeout(REPLY_TIMEOUT)
         with contextlib.suppress(OSError):  # the client left: its loss
             conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
         return go_on
