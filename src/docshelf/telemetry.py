@@ -65,8 +65,8 @@ _RECORDING = True
 
 
 def stop_recording_metrics() -> None:
-    """For a one-shot process (``docshelf search``'s JSON path, cli/quick.py): nothing
-    scrapes it, so metrics not made yet are dropped instead of importing
+    """For a one-shot process (a JSON ``search``, ``sync`` or ``status``, cli/quick.py):
+    nothing scrapes it, so metrics not made yet are dropped instead of importing
     prometheus_client to count them."""
     global _RECORDING
     _RECORDING = False
