@@ -48,7 +48,8 @@ def in_process(shelf: Shelf, r: SearchRequest) -> dict[str, Any]:
         group=r.group,
         expand=r.expand,
     )
-    return json.loads(json.dumps(views.search(found)))  # as it travels
+    travelled: dict[str, Any] = json.loads(json.dumps(views.search(found)))  # as it travels
+    return travelled
 
 
 class Running:
@@ -175,10 +176,10 @@ def test_a_socket_not_owned_by_this_user_is_never_used(
     path = isolated_home / resident.SOCKET
     assert resident.trusted_socket(isolated_home) == (path, "ok")
     real = os.geteuid()
-    monkeypatch.setattr(resident.os, "geteuid", lambda: real + 1)  # we are someone else
+    monkeypatch.setattr(os, "geteuid", lambda: real + 1)  # we are someone else
     reply = resident.ask(settings(), REQUESTS[0])
     assert reply.result is None and reply.refused == "not trusted: owned by another user"
-    monkeypatch.setattr(resident.os, "geteuid", lambda: real)
+    monkeypatch.setattr(os, "geteuid", lambda: real)
     os.chmod(path, 0o666)
     assert resident.ask(settings(), REQUESTS[0]).refused == "not trusted: open to other users"
     os.chmod(path, 0o600)
@@ -199,18 +200,16 @@ def test_the_helper_says_nothing_to_another_user(library: Shelf, helper: Running
 def test_the_helper_keeps_serving_after_hostile_requests(
     library: Shelf, helper: Running, isolated_home: Path
 ) -> None:
-    good = {
-        **helper.helper.expect,
-        "search": REQUESTS[1]._asdict(),
-    }
+    search: dict[str, Any] = REQUESTS[1]._asdict()
+    good: dict[str, Any] = {**helper.helper.expect, "search": search}
     hostile: list[bytes] = [
         b"",
         b"\xff\xfe not json\n",
         b"[1, 2, 3]\n",
         b'"a string"\n',
         json.dumps({**good, "search": {"query": "x"}}).encode() + b"\n",
-        json.dumps({**good, "search": {**good["search"], "limit": "ten"}}).encode() + b"\n",
-        json.dumps({**good, "search": {**good["search"], "mode": "psychic"}}).encode() + b"\n",
+        json.dumps({**good, "search": {**search, "limit": "ten"}}).encode() + b"\n",
+        json.dumps({**good, "search": {**search, "mode": "psychic"}}).encode() + b"\n",
         json.dumps({**good, "search": [1]}).encode() + b"\n",
         b"{" * (resident.MAX_LINE + 10),
         b'{"protocol": 1',  # cut short
@@ -367,7 +366,9 @@ def test_a_second_helper_for_the_same_library_leaves_at_once(tmp_path: Path, not
         ),
     ],
 )
-def test_quick_reads_the_plain_shapes_of_a_search(argv: list[str], expected: tuple) -> None:
+def test_quick_reads_the_plain_shapes_of_a_search(
+    argv: list[str], expected: tuple[Any, ...]
+) -> None:
     parsed = quick.parse(argv)
     assert parsed is not None and tuple(parsed.request) == expected
 
