@@ -1,4 +1,4 @@
-"""``docshelf search`` as a whole new process: wall time and peak RSS, per query runtime.
+"""``docshelf search`` as a whole new process: wall time, CPU time and peak RSS, per path.
 
 What a person at a terminal, or an agent calling the CLI as a tool, pays per query:
 the interpreter, the imports, opening the library and its sidecar indexes, the query
@@ -8,27 +8,33 @@ and tantivy sidecars built) bound to the packaged model's id, so the real CLI em
 each query with the real model. It is cached in ``--dir`` and reused by the next run.
 
 Variants, run round-robin (so a noisy moment hits them alike), after one warm-up each
-(which also writes the ONNX export the ONNX paths share):
+(which also writes the ONNX exports and compiles each tree's modules once):
 
-- ``torch``    ``DOCSHELF_EMBED_BACKEND=torch``: today's default runtime
-- ``default``  no runtime set: today ``torch``; ``lean`` once search asks for a
-               query embedder (``make_embedder(purpose="query")``)
-- ``onnx``     ``DOCSHELF_EMBED_BACKEND=onnx``
-- ``lexical``  ``--mode lexical``: no query vector at all
-- ``lean``     ``DOCSHELF_EMBED_BACKEND=lean`` (embed/lean.py)
+- ``before``       the code before this change (``--before SRC``, e.g. ``git archive
+                   4e2bfed | tar -x -C DIR``): no runtime set, so the lean query model
+- ``before-lex``   the same tree, ``--mode lexical`` (no query vector)
+- ``in-process``   this tree, ``DOCSHELF_SEARCH_HELPER=off``: cli/quick.py, in-process
+- ``lexical``      this tree, in-process, ``--mode lexical``
+- ``resident``     this tree, ``DOCSHELF_SEARCH_HELPER=use``, a helper running
+                   (cli/resident.py, started once before the runs; its RSS reported apart)
+- ``torch``        this tree, ``DOCSHELF_EMBED_BACKEND=torch``, in-process (opt-in)
 
-Peak RSS is each child's own (``os.wait4``); the parent stays small (the library is
-built in a child) so nothing of it is counted. Then ``python -X importtime`` of one
-lean search, its import time summed by top-level package.
+Each child runs ``python -m docshelf.cli search … --json`` with its tree first on
+``PYTHONPATH`` and bytecode caching on, as an installed docshelf does. Wall time, CPU
+time (user + system: less sensitive to a busy machine than wall time) and peak RSS are
+each child's own (``os.wait4``); the parent stays small (the library is built in a
+child). Then ``python -X importtime`` of one in-process search of this tree, its import
+time summed by top-level package.
 
     flock /tmp/docshelf-bench.lock .venv/bin/python bench/cli_search.py \
-        [--snippets 100000] [--runs 20] [--dir DIR] [--variants torch onnx lexical lean]
+        [--snippets 100000] [--runs 20] [--dir DIR] [--before SRC] [--variants ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -36,15 +42,18 @@ import tempfile
 import time
 from pathlib import Path
 
-VARIANTS: dict[str, tuple[dict[str, str | None], list[str]]] = {
-    # name: (environment changes, extra CLI arguments)
-    "torch": ({"DOCSHELF_EMBED_BACKEND": "torch"}, []),
-    "default": ({"DOCSHELF_EMBED_BACKEND": None}, []),
-    "onnx": ({"DOCSHELF_EMBED_BACKEND": "onnx"}, []),
-    "lexical": ({"DOCSHELF_EMBED_BACKEND": None}, ["--mode", "lexical"]),
-    "lean": ({"DOCSHELF_EMBED_BACKEND": "lean"}, []),
+HERE = Path(__file__).resolve().parent.parent / "src"
+# name: (tree, environment changes, extra CLI arguments)
+VARIANTS: dict[str, tuple[str, dict[str, str | None], list[str]]] = {
+    "before": ("before", {}, []),
+    "before-lex": ("before", {}, ["--mode", "lexical"]),
+    "in-process": ("current", {"DOCSHELF_SEARCH_HELPER": "off"}, []),
+    "lexical": ("current", {"DOCSHELF_SEARCH_HELPER": "off"}, ["--mode", "lexical"]),
+    "resident": ("current", {"DOCSHELF_SEARCH_HELPER": "use"}, []),
+    "torch": ("current", {"DOCSHELF_SEARCH_HELPER": "off", "DOCSHELF_EMBED_BACKEND": "torch"}, []),
 }
-BASELINE = "torch"
+DEFAULT_VARIANTS = ["before", "before-lex", "in-process", "lexical", "resident"]
+BASELINE = "before"
 
 
 def build(home: Path, snippets: int) -> None:
@@ -68,8 +77,10 @@ def build(home: Path, snippets: int) -> None:
     print(f"built {snippets:,} snippets in {time.perf_counter() - t:.0f} s", file=sys.stderr)
 
 
-def child_env(home: Path, changes: dict[str, str | None]) -> dict[str, str]:
-    env = {**os.environ, "DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": "local"}
+def child_env(src: Path, home: Path, changes: dict[str, str | None]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules compiled once
+    env.update(PYTHONPATH=str(src), DOCSHELF_HOME=str(home), DOCSHELF_EMBEDDER="local")
     for key, value in changes.items():
         if value is None:
             env.pop(key, None)
@@ -78,14 +89,16 @@ def child_env(home: Path, changes: dict[str, str | None]) -> dict[str, str]:
     return env
 
 
-def run_once(cli: list[str], query: str, home: Path, variant: str) -> tuple[float, float]:
-    """One ``docshelf search`` as a new process: (wall seconds, peak RSS in MB)."""
-    changes, extra = VARIANTS[variant]
+def run_once(
+    trees: dict[str, Path], query: str, home: Path, variant: str
+) -> tuple[float, float, float]:
+    """One ``docshelf search`` as a new process: (wall s, CPU s, peak RSS MB)."""
+    tree, changes, extra = VARIANTS[variant]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         proc = subprocess.Popen(
-            [*cli, "search", query, "--json", *extra],
-            env=child_env(home, changes),
+            [sys.executable, "-m", "docshelf.cli", "search", query, "--json", *extra],
+            env=child_env(trees[tree], home, changes),
             stdout=out,
             stderr=err,
         )
@@ -96,7 +109,30 @@ def run_once(cli: list[str], query: str, home: Path, variant: str) -> tuple[floa
         err.seek(0)
         if proc.returncode != 0 or b'"hits"' not in out.read():
             raise RuntimeError(f"{variant}: docshelf search failed: {err.read().decode()[-800:]}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def start_helper(home: Path) -> subprocess.Popen[bytes]:
+    """This tree's resident helper for the library, listening once it returns."""
+    env = child_env(HERE, home, {"DOCSHELF_SEARCH_HELPER_IDLE": "3600"})
+    proc = subprocess.Popen([sys.executable, "-m", "docshelf.cli.resident", str(home)], env=env)
+    deadline = time.monotonic() + 300
+    while not (home / "search.sock").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the search helper did not start")
+        time.sleep(0.1)
+    return proc
+
+
+def helper_memory(pid: int) -> str:
+    """The helper's resident memory, split into its own (anonymous) pages and the pages
+    of mapped files (the model's weights, the ANN graph: page cache, shared with every
+    process that maps them)."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    parts = ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem")
+    return ", ".join(f"{k} {fields[k].strip()}" for k in parts if k in fields)
 
 
 def cuts(values: list[float]) -> tuple[float, float]:
@@ -106,12 +142,11 @@ def cuts(values: list[float]) -> tuple[float, float]:
     return c[49], c[94]
 
 
-def import_breakdown(cli: list[str], home: Path, top: int) -> None:
-    """Import time of one lean search, self time summed by top-level package."""
-    code = "import sys; from docshelf.cli import main; sys.argv[0] = 'docshelf'; main()"
+def import_breakdown(home: Path, top: int) -> None:
+    """Import time of one in-process search of this tree, self time by top-level package."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code, "search", "term1 term2", "--json"],
-        env=child_env(home, VARIANTS["lean"][0]),
+        [sys.executable, "-X", "importtime", "-m", "docshelf.cli", "search", "term1 term2"],
+        env=child_env(HERE, home, {"DOCSHELF_SEARCH_HELPER": "off"}),
         capture_output=True,
         text=True,
     )
@@ -123,9 +158,7 @@ def import_breakdown(cli: list[str], home: Path, top: int) -> None:
         package = name.split(".")[0]
         by_package[package] = by_package.get(package, 0) + int(self_us)
     total = sum(by_package.values())
-    print(
-        f"\nimport time of one lean `docshelf search` (python -X importtime): {total / 1e3:.0f} ms"
-    )
+    print(f"\nimports of one in-process `docshelf search` (-X importtime): {total / 1e3:.0f} ms")
     print("| package | self time, summed (ms) |\n|---|---|")
     for package, us in sorted(by_package.items(), key=lambda kv: -kv[1])[:top]:
         print(f"| {package} | {us / 1e3:.1f} |")
@@ -136,7 +169,8 @@ def main() -> None:
     ap.add_argument("--snippets", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--dir", type=Path, default=None)
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--before", type=Path, default=None, help="src folder of the old code")
+    ap.add_argument("--variants", nargs="+", default=None, choices=list(VARIANTS))
     ap.add_argument("--top", type=int, default=20, help="packages in the import breakdown")
     ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -164,28 +198,52 @@ def main() -> None:
             env={**os.environ, "PYTHONPATH": str(here.parent.parent)},
         )
         built.write_text(str(args.snippets))
-    cli = [str(Path(sys.executable).with_name("docshelf"))]
-    for variant in args.variants:  # warm-up: exports, page cache, sidecars opened once
-        run_once(cli, "warm up", home, variant)
-    walls: dict[str, list[float]] = {v: [] for v in args.variants}
-    rss: dict[str, list[float]] = {v: [] for v in args.variants}
-    for i in range(args.runs):
-        query = f"term{3 * i + 1} term{7 * i + 2} term{11 * i + 5}"  # distinct per round
-        for variant in args.variants:
-            wall, peak = run_once(cli, query, home, variant)
-            walls[variant].append(wall * 1000)
-            rss[variant].append(peak)
+    trees = {"current": HERE}
+    variants = args.variants or [
+        v for v in DEFAULT_VARIANTS if args.before or VARIANTS[v][0] != "before"
+    ]
+    if args.before:
+        trees["before"] = args.before.resolve()
+    helper = start_helper(home) if "resident" in variants else None
+    try:
+        for variant in variants:  # warm-up: exports, page cache, .pyc files, sidecars
+            run_once(trees, "warm up", home, variant)
+        walls: dict[str, list[float]] = {v: [] for v in variants}
+        cpus: dict[str, list[float]] = {v: [] for v in variants}
+        rss: dict[str, list[float]] = {v: [] for v in variants}
+        for i in range(args.runs):
+            query = f"term{3 * i + 1} term{7 * i + 2} term{11 * i + 5}"  # distinct per round
+            for variant in variants:
+                wall, cpu, peak = run_once(trees, query, home, variant)
+                walls[variant].append(wall * 1000)
+                cpus[variant].append(cpu * 1000)
+                rss[variant].append(peak)
+        held = helper_memory(helper.pid) if helper else ""
+    finally:
+        if helper is not None:
+            helper.send_signal(signal.SIGTERM)
+            helper.wait(timeout=60)
     print(
         f"\n`docshelf search` as a new process, hybrid unless noted, {args.snippets:,} "
-        f"snippets, {args.runs} runs each, round-robin"
+        f"snippets, {args.runs} runs each, round-robin; load average "
+        f"{os.getloadavg()[0]:.1f} at the end"
     )
-    print("| variant | p50 ms | p95 ms | peak RSS MB (max) | p50 ÷ torch |\n|---|---|---|---|---|")
+    print(
+        "| variant | p50 ms | p95 ms | CPU p50 ms | peak RSS MB (max) | p50 ÷ before |\n"
+        "|---|---|---|---|---|---|"
+    )
     base_p50 = cuts(walls[BASELINE])[0] if BASELINE in walls else None
-    for variant in args.variants:
+    for variant in variants:
         p50, p95 = cuts(walls[variant])
         ratio = f"{p50 / base_p50:.2f}" if base_p50 else "—"
-        print(f"| {variant} | {p50:.0f} | {p95:.0f} | {max(rss[variant]):.0f} | {ratio} |")
-    import_breakdown(cli, home, args.top)
+        cpu50 = statistics.median(cpus[variant])
+        print(
+            f"| {variant} | {p50:.0f} | {p95:.0f} | {cpu50:.0f} | {max(rss[variant]):.0f} "
+            f"| {ratio} |"
+        )
+    if held:
+        print(f"\nthe resident helper after the runs: {held}")
+    import_breakdown(home, args.top)
 
 
 if __name__ == "__main__":

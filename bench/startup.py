@@ -6,8 +6,12 @@ the library. One library of ``--files`` small Markdown files (lexical only,
 (so a noisy moment hits every variant alike), after one warm-up each:
 
 - ``sync``     ``docshelf sync`` with nothing changed: must parse and embed nothing
-- ``search``   ``docshelf search "…" --mode lexical``
+- ``search``   ``docshelf search "…" --mode lexical``, in-process
+               (``DOCSHELF_SEARCH_HELPER=off``)
+- ``search-auto``  the same search as by default: answered by the library's resident
+               helper once the first search started it (a tree without one: in-process)
 - ``help``     ``docshelf --help``
+- ``status``   ``docshelf status``
 
 ``--tree NAME=SRC`` adds a code tree to compare (its ``src`` folder put first on
 ``PYTHONPATH``, run by this interpreter): e.g. a copy of the code before a change
@@ -35,7 +39,11 @@ COMMANDS: dict[str, list[str]] = {
     "sync": ["sync"],
     "search": ["search", "retrieval of notes", "--mode", "lexical"],
     "help": ["--help"],
+    "status": ["status"],
 }
+# A search with DOCSHELF_SEARCH_HELPER=auto (the default): the first starts the
+# library's helper, the next are answered by it (cli/resident.py); "search" is in-process.
+HELPED = "search-auto"
 WORDS = [
     "alpha",
     "beta",
@@ -71,7 +79,7 @@ def make_folder(root: Path, files: int) -> None:
         (sub / f"note{n:04d}.md").write_text(f"# Note {n}\n\n{words}\n\n## More\n\n{words}\n")
 
 
-def env_for(src: Path, home: Path) -> dict[str, str]:
+def env_for(src: Path, home: Path, helper: str = "off") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
     # as installed: modules compiled once to .pyc (without it every run recompiles them)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -80,20 +88,33 @@ def env_for(src: Path, home: Path) -> dict[str, str]:
         DOCSHELF_HOME=str(home),
         DOCSHELF_EMBEDDER="none",
         DOCSHELF_ENRICH="off",
+        DOCSHELF_SEARCH_HELPER=helper,
     )
     return env
 
 
-def docshelf(src: Path, home: Path, args: list[str]) -> float:
+CPU: dict[tuple[str, str], list[float]] = {}  # (command, tree): user + system seconds
+
+
+def docshelf(src: Path, home: Path, args: list[str], helper: str = "off") -> float:
+    """One command as a new process: its wall time (its CPU time into ``LAST_CPU``)."""
     started = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "docshelf.cli", *args],
-        env=env_for(src, home),
-        check=True,
+        env=env_for(src, home, helper),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    return time.perf_counter() - started
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"docshelf {' '.join(args)} failed ({proc.returncode})")
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
+    return took
+
+
+LAST_CPU = [0.0]
 
 
 def importtime_top(src: Path, home: Path, top: int = 10) -> list[tuple[int, str]]:
@@ -112,6 +133,18 @@ def importtime_top(src: Path, home: Path, top: int = 10) -> list[tuple[int, str]
         rows.append((int(cumulative.strip()), name.rstrip()[1:]))  # one space, then the depth
     total = sum(c for c, name in rows if not name.startswith(" "))
     return [(total, "(all top-level imports)"), *sorted(rows, reverse=True)[:top]]
+
+
+def stop_helper(home: Path) -> None:
+    """End the resident helper a search started for ``home``, if one runs."""
+    import signal
+
+    try:
+        pid = int((home / "search.lock").read_text().strip())
+        if b"docshelf.cli.resident" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            os.kill(pid, signal.SIGTERM)  # the helper, not a process that reused its pid
+    except (OSError, ValueError):
+        pass
 
 
 def pct(values: list[float], q: float) -> float:
@@ -143,16 +176,32 @@ def main() -> None:
     for name, src in trees.items():  # warm-up: the page cache, .pyc files
         for argv in COMMANDS.values():
             docshelf(src, homes[name], argv)
-    for _ in range(args.runs):
-        for name, src in trees.items():
-            for command, argv in COMMANDS.items():
-                took = docshelf(src, homes[name], argv)
-                times.setdefault((command, name), []).append(took)
-    print(f"{args.files} files, {args.runs} runs each, new process per run (seconds)\n")
-    print("| command | tree | p50 | p95 |")
-    print("|---|---|---|---|")
-    for (command, name), values in times.items():
-        print(f"| {command} | {name} | {statistics.median(values):.3f} | {pct(values, 0.95):.3f} |")
+        docshelf(src, homes[name], COMMANDS["search"], helper="auto")  # starts the helper
+        time.sleep(5)  # let it load
+    try:
+        for _ in range(args.runs):
+            for name, src in trees.items():
+                for command, argv in COMMANDS.items():
+                    took = docshelf(src, homes[name], argv)
+                    times.setdefault((command, name), []).append(took)
+                    CPU.setdefault((command, name), []).append(LAST_CPU[0])
+                took = docshelf(src, homes[name], COMMANDS["search"], helper="auto")
+                times.setdefault((HELPED, name), []).append(took)
+                CPU.setdefault((HELPED, name), []).append(LAST_CPU[0])
+    finally:
+        for home in homes.values():
+            stop_helper(home)
+    print(f"{args.files} files, {args.runs} runs each, new process per run (seconds)")
+    print("CPU: the child's user + system time\n")
+    print("| command | tree | p50 | p95 | CPU p50 |")
+    print("|---|---|---|---|---|")
+    for (command, name), values in sorted(times.items()):
+        cpu = statistics.median(CPU[(command, name)])
+        print(
+            f"| {command} | {name} | {statistics.median(values):.3f} | "
+            f"{pct(values, 0.95):.3f} | {cpu:.3f} |"
+        )
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     for name, src in trees.items():
         print(f"\nimport time of `docshelf sync`, {name} (cumulative µs, ten slowest):")
         for cumulative, module in importtime_top(src, homes[name]):

@@ -25,6 +25,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Enrichment after indexing is tested in test_enrich.py; elsewhere it would only
     # add events and concepts the tests of other features do not expect.
     monkeypatch.setenv("DOCSHELF_ENRICH", "off")
+    # A CLI search would start the library's resident search helper (cli/resident.py),
+    # a process outliving the test; tests/test_resident.py turns it on where it is tested.
+    monkeypatch.setenv("DOCSHELF_SEARCH_HELPER", "off")
     return home
 
 

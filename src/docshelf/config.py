@@ -16,6 +16,7 @@ from docshelf.errors import InvalidInput
 
 EMBEDDERS = ("local", "none")
 ENRICH_MODES = ("auto", "offline", "off")
+SEARCH_HELPER_MODES = ("auto", "use", "off")
 
 
 def default_home() -> Path:
@@ -105,6 +106,10 @@ class Settings:
     taxonomy: str | None = None  # a SKOS-lite JSON file; None: the one that ships
     concept_boost: float | None = None  # None: fusion's default
     parse: ParseLimits = field(default_factory=ParseLimits)
+    # `docshelf search` through a resident helper per library (cli/resident.py): auto
+    # (use one, start one when none answers), use (never start one), off (in-process)
+    search_helper: str = "auto"
+    search_helper_idle: float = 300.0  # seconds without a search before it exits
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -124,6 +129,12 @@ class Settings:
                 f"DOCSHELF_ENRICH={enrich!r} is not known; use one of: {', '.join(ENRICH_MODES)}"
             )
         redis_url = os.environ.get("DOCSHELF_REDIS_URL", "").strip() or None
+        helper = os.environ.get("DOCSHELF_SEARCH_HELPER", "auto").strip().lower() or "auto"
+        if helper not in SEARCH_HELPER_MODES:
+            raise InvalidInput(
+                f"DOCSHELF_SEARCH_HELPER={helper!r} is not known; use one of: "
+                f"{', '.join(SEARCH_HELPER_MODES)}"
+            )
         return cls(
             home=home,
             database_url=db,
@@ -154,6 +165,8 @@ class Settings:
             taxonomy=taxonomy_path(),
             concept_boost=concept_boost(),
             parse=ParseLimits.from_env(),
+            search_helper=helper,
+            search_helper_idle=_number("DOCSHELF_SEARCH_HELPER_IDLE", cls.search_helper_idle),
         )
 
 

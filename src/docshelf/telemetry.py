@@ -44,10 +44,32 @@ class _Lazy:
         return self._metric
 
     def __getattr__(self, name: str) -> Any:
+        if self._metric is None and not _RECORDING:
+            return getattr(_DISCARD, name)
         return getattr(self.realise(), name)
 
 
+class _Discard:
+    """What a metric is in a process that records none: every call is accepted."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+
+_DISCARD = _Discard()
 _LAZY: list[_Lazy] = []
+_RECORDING = True
+
+
+def stop_recording_metrics() -> None:
+    """For a one-shot process (a JSON ``search``, ``sync`` or ``status``, cli/quick.py):
+    nothing scrapes it, so metrics not made yet are dropped instead of importing
+    prometheus_client to count them."""
+    global _RECORDING
+    _RECORDING = False
 
 
 def lazy_metric(kind: str, *args: Any, **kwargs: Any) -> Any:

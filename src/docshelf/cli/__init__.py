@@ -7,7 +7,8 @@ passes through ``terminal.printable`` (file names and document text may hold
 terminal escapes) and is never read as rich markup. Exit status: 0 on success,
 1 on a docshelf error (the envelope's ``error.code`` says which), 2 on a usage
 error. Heavy modules (numpy, the store, the model) are imported inside the
-commands so ``docshelf --help`` stays fast.
+commands so ``docshelf --help`` stays fast, and a JSON search skips typer itself
+(``quick.py``).
 
 Each group of commands has its module (``library``, ``search``, ``upkeep``,
 ``eval``, ``users``, ``serve``); every command runs through ``command.command``,
@@ -16,69 +17,30 @@ which writes the envelope, the errors and the next actions once.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from docshelf.cli import eval as eval_commands
-from docshelf.cli import library, search, serve, upkeep, users
-from docshelf.cli.command import CliState, Command, JsonOpt
+if TYPE_CHECKING:
+    from docshelf.cli.typer_app import app as app
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
-    name="docshelf",
-    help="Index the documents you already keep, search them, and cite every hit.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
-
-
-@app.callback()
-def _main(
-    ctx: typer.Context,
-    home: Annotated[
-        Path | None,
-        typer.Option(
-            "--home", help="Data directory (overrides DOCSHELF_HOME).", show_default=False
-        ),
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    ctx.obj = CliState(home=home, json=json_out)
-
-
-# In this order in `docshelf --help` and docs/cli.md.
-COMMANDS: tuple[Command, ...] = (
-    library.add,
-    library.sync,
-    library.watch,
-    library.list_,
-    library.show,
-    library.status,
-    search.search,
-    search.ask,
-    search.context,
-    library.remove,
-    upkeep.reindex,
-    upkeep.enrich,
-    upkeep.inbox,
-    search.distillates,
-    upkeep.export_,
-    upkeep.import_,
-    eval_commands.eval_,
-    upkeep.retry,
-    upkeep.migrate,
-    serve.worker,
-    serve.serve,
-    serve.mcp,
-)
-for _command in COMMANDS:
-    app.command(_command.name)(_command.callback)
-app.add_typer(users.app, name="users")
-
 
 def main() -> None:
+    """``docshelf``: a search whose output is JSON is answered by ``cli/quick.py``
+    without loading typer, rich or pydantic; everything else by the typer app."""
+    from docshelf.cli import quick
+
+    if quick.main(sys.argv[1:]):
+        return
+    from docshelf.cli.typer_app import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # typer, rich and pydantic load here, not on `import docshelf.cli`
+        from docshelf.cli.typer_app import app
+
+        return app
+    raise AttributeError(f"module 'docshelf.cli' has no attribute {name!r}")

@@ -28,6 +28,7 @@ from rich.text import Text
 from docshelf.terminal import printable, printable_tree
 
 if TYPE_CHECKING:
+    from docshelf.config import Settings
     from docshelf.shelf import Progress, Shelf
 
 # No rich markup: every string shown may come from a file name or a document.
@@ -110,12 +111,21 @@ class Run:
         self.as_json = json_flag or self.state.json or not sys.stdout.isatty()
         self.progress_events = progress_events  # --progress: NDJSON events on stderr
         self._shelf: Shelf | None = None
+        self._settings: Settings | None = None
+
+    def settings(self) -> Settings:
+        """The library's settings (read once per run, before the library is opened)."""
+        if self._settings is None:
+            from docshelf.config import Settings
+
+            self._settings = Settings.from_env(self.state.home)
+        return self._settings
 
     def shelf(self, **kwargs: Any) -> Shelf:
         if self._shelf is None:
             from docshelf.shelf import Shelf
 
-            self._shelf = Shelf(self.state.home, **kwargs)
+            self._shelf = Shelf(settings=self.settings(), **kwargs)
         return self._shelf
 
     def store_shelf(self) -> Shelf:

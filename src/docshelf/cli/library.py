@@ -268,37 +268,10 @@ def status(
     check: Annotated[bool, typer.Option("--check", help="Also run an integrity check.")] = False,
 ) -> Outcome:
     """Counts, failures, embedding coverage (and with --check, integrity)."""
-    from docshelf import views
+    from docshelf.cli.quick import status_json
 
-    shelf = run.store_shelf()
-    st = shelf.status()
-    actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
-    if st.enrichment.get("pending"):
-        actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
-    if st.documents == 0:
-        actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
-    result = views.status(st, shelf.check() if check else None)
-    # The status holds the first failures; the command lists them all, as it counts them.
-    if st.failure_count > len(st.failures):
-        every = shelf.store.list_failures(limit=st.failure_count)
-        result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
-    if st.by_status.get("failed"):  # documents whose processing failed count as failures too
-        for doc in shelf.documents():
-            if doc.status == "failed":
-                name, reason = _failed_job(shelf, doc.id)
-                result["failures"].append({"path": name or doc.path, "reason": reason})
-    return Outcome(result, actions)
-
-
-def _failed_job(shelf: Any, document_id: str) -> tuple[str | None, str]:
-    """An upload's name and why its processing failed (its job's last error)."""
-    from docshelf.errors import NotFound
-
-    try:
-        job = shelf.job(document_id)
-    except NotFound:
-        return None, "processing failed"
-    return job.name, job.last_error or "processing failed"
+    result, actions = status_json(run, check)  # cli/quick.py: also a JSON status's path
+    return Outcome(result, [Action(a.command, a.description) for a in actions])
 
 
 @command(render=report_render("Removed"))

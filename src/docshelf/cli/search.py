@@ -62,30 +62,11 @@ def search(
     The query may hold "exact phrases", -exclusions and filters: tag:X path:P type:T (or
     filetype:T) doctype:D source:S concept:C date:2026.
     """
-    from docshelf import views
-    from docshelf.search.filters import Filters
+    from docshelf.cli.quick import SearchRequest, search_json
 
-    shelf = run.shelf(embed_purpose="query")
-    result = shelf.search(
-        query,
-        limit=limit,
-        mode=mode,
-        filters=Filters.parse(filter_ or []).to_search_filters(shelf.taxonomy),
-        group=group,
-        expand=expand,
-    )
-    if result.hits:
-        top = result.hits[0]
-        actions = [
-            Action(
-                run.cmd(f"context {top.chunk.id} --mode parent-section"),
-                "Read the section around the top hit",
-            ),
-            Action(run.cmd(f"show {top.document.id}"), "Show the top hit's document"),
-        ]
-    else:
-        actions = [Action(run.cmd("status"), "Check what is indexed")]
-    return Outcome(views.search(result), actions)
+    request = SearchRequest(query, limit, mode, filter_ or [], group, expand)
+    result, actions = search_json(run, request)  # cli/quick.py: the helper, or in-process
+    return Outcome(result, [Action(a.command, a.description) for a in actions])
 
 
 def _render_answer(o: Outcome, *, streamed: bool = False) -> None:
