@@ -20,6 +20,7 @@ import { TOKEN_KEY_PREFIX } from "../src/tokens";
 import { DEDUP_MESSAGE } from "../src/upload";
 import { RETRY, Uploads } from "../src/uploads-ui";
 import { FakeSecrets, Uri, fake, resetFake } from "./fake-vscode";
+import { encryptedPdf } from "./fixtures";
 import { type LiveServer, freePort, missingServer, startServer } from "./live-server";
 
 const skip = missingServer();
@@ -243,11 +244,9 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       const carol = await signedIn();
       const uploads = new Uploads(carol);
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-lib-"));
-      fs.writeFileSync(
-        path.join(dir, "zzz-broken.md"),
-        Buffer.concat([BAD_UTF8, Buffer.from("other bytes\n")]),
-      );
-      await uploads.addFiles(Uri.file(path.join(dir, "zzz-broken.md")) as unknown as vscodeTypes.Uri);
+      // A failure a retry can help (an encrypted PDF opens once a password is set).
+      fs.writeFileSync(path.join(dir, "zzz-locked.pdf"), encryptedPdf("library"));
+      await uploads.addFiles(Uri.file(path.join(dir, "zzz-locked.pdf")) as unknown as vscodeTypes.Uri);
       fs.rmSync(dir, { recursive: true, force: true });
 
       const library = new LibraryProvider(carol);
@@ -255,16 +254,16 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       const statuses = documents.map((d) => (d.status === "failed" ? "failed" : "other"));
       expect(statuses).toEqual([...statuses].sort()); // failed ones first
       expect(statuses).toContain("other");
-      const broken = documents.find((d) => d.title === "zzz-broken");
+      const broken = documents.find((d) => d.title === "zzz-locked");
       expect(broken?.status).toBe("failed");
       const item = documentItem(broken!);
       expect(item.contextValue).toBe(FAILED_CONTEXT);
-      expect(item.description).toMatch(/^Failed · markdown$/);
+      expect(item.description).toMatch(/^Failed · pdf$/);
       expect((item.iconPath as { id: string }).id).toBe("error");
       expect(documentItem(documents[documents.length - 1]).contextValue).toBe("docshelf.document");
 
       await library.retry(broken);
-      expect(fake.messages.at(-1)?.text).toMatch(/zzz-broken — retried, failed again/);
+      expect(fake.messages.at(-1)?.text).toMatch(/zzz-locked — retried, failed again/);
     });
   });
 

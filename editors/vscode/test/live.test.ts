@@ -12,6 +12,7 @@ import {
   retryUpload,
   runUpload,
 } from "../src/upload";
+import { encryptedPdf } from "./fixtures";
 import { type LiveServer, freePort, missingServer, startServer } from "./live-server";
 import { cuttingProxy } from "./proxy";
 
@@ -19,13 +20,6 @@ const skip = missingServer();
 if (skip) console.warn(`SKIPPED live-server tests: ${skip}`);
 
 const ORDER = ["queued", "parsing", "chunking", "embedding", "indexing", "complete"];
-const BAD_UTF8 = new Uint8Array([
-  ...Buffer.from("# Broken\n\nThis note is not UTF-8: "),
-  0xff,
-  0xfe,
-  0xfa,
-  0x0a,
-]);
 const fast = { backoff: () => 50 };
 
 let unique = 0;
@@ -153,17 +147,19 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
 
   it("shows a failing file's reason, and Retry runs the job again", async () => {
     const { seen, onState } = states();
-    const failed = await runUpload(alice, "broken.md", () => Promise.resolve(BAD_UTF8), { onState });
+    // A failure a retry can help (bytes that are not UTF-8 are not retried: they fail for good).
+    const locked = encryptedPdf("live");
+    const failed = await runUpload(alice, "locked.pdf", () => Promise.resolve(locked), { onState });
     expect(failed.phase).toBe("failed");
     if (failed.phase !== "failed") return;
-    expect(failed.reason).toMatch(/invalid UTF-8/);
+    expect(failed.reason).toMatch(/encrypted/);
     expect(failed.documentId).toBeDefined();
-    expect(describeState(failed)).toMatch(/^broken\.md: Failed while \w+ — .*invalid UTF-8/);
+    expect(describeState(failed)).toMatch(/^locked\.pdf: Failed while \w+ — .*encrypted/);
     const before = await alice.document(failed.documentId!);
     expect(before.job?.status).toBe("failed");
 
     seen.length = 0;
-    const again = await retryUpload(alice, failed, () => Promise.resolve(BAD_UTF8), { onState });
+    const again = await retryUpload(alice, failed, () => Promise.resolve(locked), { onState });
     // The new attempt's own stages (after the old ones: Last-Event-ID), failing again.
     const stages = seen.flatMap((s) => (s.phase === "processing" ? [s.stage] : []));
     expect(stages[0]).toBe("queued");
@@ -176,7 +172,7 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
     expect(ids.length).toBeGreaterThan(1);
     expect(ids.slice(1).every((id) => id > resumedAfter)).toBe(true);
     expect(again.phase).toBe("failed");
-    expect(again.phase === "failed" && again.reason).toMatch(/invalid UTF-8/);
+    expect(again.phase === "failed" && again.reason).toMatch(/encrypted/);
     const all: StageEvent[] = []; // the whole record, read raw: both attempts
     const response = await alice.openDocumentEvents(failed.documentId!, undefined);
     for await (const message of readEventStream(response.body!)) all.push(stageEvent(message));
