@@ -226,6 +226,7 @@ def test_documents_list_has_the_total_and_failures_are_listed_for_their_owner(
     by_name = {Path(f["path"]).name: f for f in failures["failures"]}
     assert failures["total"] == 3
     assert by_name["blob.md"]["retryable"] is False and "binary" in by_name["blob.md"]["reason"]
+    assert by_name["blob.md"]["label"] == f"{notes.name}/blob.md"  # not the whole path
     # The same bytes never decode; an encrypted PDF opens once a password is configured.
     assert by_name["bad.md"]["retryable"] is False
     assert (

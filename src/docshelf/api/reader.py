@@ -212,12 +212,28 @@ def failures(
 ) -> JSON:
     mine = [s for s in shelf.sources() if s.user_id == user.id]
     found = [
-        f for f in shelf.store.list_failures(limit=100_000) if any(_owns(s, f.path) for s in mine)
+        (f, source)
+        for f in shelf.store.list_failures(limit=100_000)
+        for source in [next((s for s in mine if _owns(s, f.path)), None)]
+        if source is not None
     ]
     return {
         "failures": [
-            {"path": f.path, "reason": f.reason, "retryable": views.retryable(f.reason)}
-            for f in found[:limit]
+            {
+                "path": f.path,
+                "label": _label(source, f.path),
+                "reason": f.reason,
+                "retryable": views.retryable(f.reason),
+            }
+            for f, source in found[:limit]
         ],
         "total": len(found),
     }
+
+
+def _label(source: Source, path: str) -> str:
+    """A failed file as a person finds it: its folder's name, then its path inside it
+    (``notes/drafts/a.md``), not the whole path from the root."""
+    if source.kind == "file":
+        return PurePath(path).name
+    return str(PurePath(PurePath(source.path).name) / PurePath(path).relative_to(source.path))

@@ -216,7 +216,7 @@ export class LibraryView {
           h(
             "li",
             {},
-            h("code", { class: "failure-path" }, f.path),
+            h("code", { class: "failure-path", title: f.path }, f.label ?? f.path),
             h("span", { class: "error failure-reason" }, f.reason),
             f.retryable
               ? null
