@@ -18,6 +18,7 @@ from docshelf.model import Tier, User
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
+from tests.fixtures_formats import encrypted_pdf
 
 RAFT = (
     "# Raft\n\nRaft is a consensus algorithm for managing a replicated log. " + FILLER + "\n\n"
@@ -272,19 +273,24 @@ def sse_events_of(api: Api, url: str) -> list[dict[str, str]]:
 
 
 def test_failed_job_keeps_its_reason_and_can_be_retried(shelf: Shelf, alice: Api) -> None:
-    bad = alice.upload("broken.md", b"# Broken\n\nnot \xff\xfe utf-8\n").json()["document_id"]
+    # An encrypted PDF can succeed on a retry (once DOCSHELF_PDF_PASSWORD is set); bytes
+    # that are not UTF-8 never can, and are refused a retry.
+    bad = alice.upload("locked.pdf", encrypted_pdf()).json()["document_id"]
+    never = alice.upload("broken.md", b"# Broken\n\nnot \xff\xfe utf-8\n").json()["document_id"]
     good = alice.upload("raft.md", RAFT).json()["document_id"]
-    assert drain(shelf) == 2  # the worker kept going after the failure
+    assert drain(shelf) == 3  # the worker kept going after the failures
 
     failed = alice.get(f"/v1/documents/{bad}").json()
     assert failed["status"] == "failed"
-    assert failed["job"]["status"] == "failed"
-    assert "UTF-8" in failed["job"]["last_error"]
+    assert failed["job"]["status"] == "failed" and failed["job"]["retryable"] is True
+    assert "encrypted" in failed["job"]["last_error"]
     assert alice.get(f"/v1/documents/{good}").json()["status"] == "complete"
 
     not_failed = alice.request("POST", f"/v1/documents/{good}/retry")
     assert not_failed.status_code == 409
     assert not_failed.json()["error"]["code"] == "conflict"
+    for_good = alice.request("POST", f"/v1/documents/{never}/retry")
+    assert for_good.status_code == 409 and "UTF-8" in for_good.json()["error"]["message"]
     r = alice.request("POST", f"/v1/documents/{bad}/retry")
     assert r.status_code == 202
     assert r.json()["status"] == "queued"
@@ -295,7 +301,7 @@ def test_failed_job_keeps_its_reason_and_can_be_retried(shelf: Shelf, alice: Api
     events = sse_events(alice.get(f"/v1/documents/{bad}/events").text)
     stages = [json.loads(e["data"])["stage"] for e in events]
     assert stages.count("failed") == 2 and stages[-1] == "failed"
-    assert "UTF-8" in json.loads(events[-1]["data"])["message"]
+    assert "encrypted" in json.loads(events[-1]["data"])["message"]
 
 
 # -- access control ----------------------------------------------------------------------
