@@ -260,3 +260,55 @@ def test_a_cli_search_on_the_lean_runtime(
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "onnxruntime" in imported and "tokenizers" in imported
     assert not {"torch", "transformers", "sentence_transformers", "onnx"} & imported
+
+
+def test_an_index_process_prepares_the_query_model_of_its_own_model_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``add`` makes ready what the next search as a new process embeds with (the export
+    took ~9 s in the first search after an add), only for the library's own model."""
+    from docshelf.shelf import Shelf
+    from tests.fakes import HashEmbedder
+
+    prepared: list[Path] = []
+
+    def model_path(self: LeanEmbedder) -> Path:
+        prepared.append(self._cache_dir)
+        return self._cache_dir / "query.onnx"
+
+    monkeypatch.setattr(LeanEmbedder, "model_path", model_path)
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "local")
+    monkeypatch.delenv("DOCSHELF_EMBED_BACKEND", raising=False)
+    with Shelf(tmp_path / "home") as shelf:  # the local model, from the settings
+        assert shelf.runtime.prepare_query_model()
+    assert prepared == [tmp_path / "home" / "models"]
+    with Shelf(tmp_path / "fake", embedder=HashEmbedder()) as shelf:  # another model
+        assert not shelf.runtime.prepare_query_model()
+    monkeypatch.setenv("DOCSHELF_EMBED_BACKEND", "onnx")  # queries run what is configured
+    with Shelf(tmp_path / "onnx") as shelf:
+        assert not shelf.runtime.prepare_query_model()
+    assert len(prepared) == 1
+
+
+def test_add_on_the_command_line_prepares_the_query_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from docshelf.cli import app
+    from docshelf.runtime import Runtime
+
+    calls: list[Runtime] = []
+
+    def prepare(self: Runtime) -> bool:
+        calls.append(self)
+        return True
+
+    monkeypatch.setattr(Runtime, "prepare_query_model", prepare)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nSome words.\n")
+    monkeypatch.setenv("DOCSHELF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "none")
+    result = CliRunner().invoke(app, ["--json", "add", str(tmp_path / "notes")])
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 1

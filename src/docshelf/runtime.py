@@ -230,6 +230,34 @@ class Runtime:
             raise Conflict(conflict)
         return embedder
 
+    def prepare_query_model(self) -> bool:
+        """Make ready what a new process's search embeds its query with (the lean
+        runtime's export in the home's ``models/``, made once), so the first search
+        after an ``add`` does not pay for it. Only when this process runs the model
+        from the settings and queries would get the lean runtime of the same model;
+        True when it was prepared (or already was)."""
+        if self.embedder is None or self.embed_purpose != "index":
+            return False
+        try:
+            query = make_embedder(
+                self.settings.embedder,
+                home=self.settings.home,
+                library_model=self.store.get_meta("embedding_model"),
+                backend=self.settings.embed_backend,
+                purpose="query",
+            )
+        except DocshelfError:
+            return False
+        from docshelf.embed.lean import LeanEmbedder
+
+        if not isinstance(query, LeanEmbedder) or query.model_id != self.embedder.model_id:
+            return False
+        try:
+            query.model_path()
+        except DocshelfError:
+            return False  # the search prepares it then, or says why it cannot
+        return True
+
     def model_conflict(self, embedder: Embedder | None) -> str | None:
         bound = self.store.get_meta("embedding_model")
         model = embedder.model_id if embedder else "none"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from typing import Annotated, Any
 
 import typer
@@ -39,8 +39,14 @@ def add(
     """Register a file or folder and index it (Markdown and text)."""
     from docshelf import views
 
+    shelf = run.shelf()
     with run.progress("Indexing") as progress:
-        report = run.shelf().add(path, progress=progress, follow_symlinks=follow_symlinks)
+        report = shelf.add(path, progress=progress, follow_symlinks=follow_symlinks)
+    # Once per home: the query model a new `docshelf search` runs (a few seconds, here
+    # rather than in the first search).
+    waiting = nullcontext() if run.as_json else err_console.status("Preparing search…")
+    with waiting:
+        shelf.runtime.prepare_query_model()
     return Outcome(
         views.report(report),
         [
