@@ -175,3 +175,13 @@ export function failure(error, retry, { canRetry = true } = {}) {
       : null,
   );
 }
+
+// File types (the `type` filter's values) as a person names them.
+export const TYPE_NAMES = {
+  markdown: "Markdown",
+  text: "Text",
+  pdf: "PDF",
+  html: "HTML",
+  docx: "DOCX",
+  rst: "reStructuredText",
+};

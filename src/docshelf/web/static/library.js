@@ -6,18 +6,20 @@
 // upload (confirmed in the page; a folder's file goes when it leaves the folder),
 // "Open in Obsidian" for a vault's note, sections, links and backlinks.
 
-import { append, debounce, failure, formatBytes, formatDate, h, replace, statusBadge } from "./dom.js";
+import {
+  TYPE_NAMES,
+  append,
+  debounce,
+  failure,
+  formatBytes,
+  formatDate,
+  h,
+  replace,
+  statusBadge,
+} from "./dom.js";
 import { obsidianHref, openHref } from "./open.js";
 
 const PAGE = 200;
-const TYPE_NAMES = {
-  markdown: "Markdown",
-  text: "Text",
-  pdf: "PDF",
-  html: "HTML",
-  docx: "DOCX",
-  rst: "reStructuredText",
-};
 
 export class LibraryView {
   constructor(api, catalog, { onDeleted = () => {} } = {}) {

@@ -5,6 +5,7 @@
 // from /v1/facets, choosable before a word is typed.
 
 import {
+  TYPE_NAMES,
   append,
   basename,
   debounce,
@@ -29,14 +30,6 @@ const EXPANSIONS = [
     title: "the section with the sections before and after it",
   },
 ];
-const TYPE_NAMES = {
-  markdown: "Markdown",
-  text: "Text",
-  pdf: "PDF",
-  html: "HTML",
-  docx: "DOCX",
-  rst: "reStructuredText",
-};
 
 export class SearchView {
   constructor(api, catalog) {
