@@ -205,6 +205,7 @@ def test_a_vault_note_opens_in_obsidian_and_nothing_else_does(
         ("no readable text on any of 2 pages: 2 with an unreadable text layer", False),
         ("malformed PDF: none of its 4 pages can be loaded", False),
         ("encrypted PDF (set DOCSHELF_PDF_PASSWORD)", True),
+        ("encrypted with an unsupported security handler", False),
         ("parse exceeded its time limit of 60 s", True),
         ("database or disk is full", True),
         (None, True),

@@ -4,8 +4,9 @@ SSE read by a client as it arrives — including a reconnect with Last-Event-ID.
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,10 +36,19 @@ DOC = "# Handbook\n\n" + "".join(
 )
 
 
-class SlowEmbedder(HashEmbedder):
-    """Embedding takes a moment, so a client sees the stages go by."""
+class GatedEmbedder(HashEmbedder):
+    """Embedding waits until ``gate`` opens (a client opens it when it has *seen* an
+    earlier stage: proof that events stream while the job runs), then takes a moment per
+    batch, so the stages go by one by one. A gate never opened fails the test, not hangs it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate_timed_out = False
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not self.gate.wait(timeout=15):
+            self.gate_timed_out = True
         time.sleep(0.08)
         return super().embed(texts)
 
@@ -48,11 +58,13 @@ class Server:
     url: str
     shelf: Shelf
     headers: dict[str, str]
+    embedder: GatedEmbedder
 
 
 @pytest.fixture
 def server(isolated_home: Path) -> Iterator[Server]:
-    shelf = Shelf(isolated_home, embedder=SlowEmbedder())
+    embedder = GatedEmbedder()
+    shelf = Shelf(isolated_home, embedder=embedder)
     _, token = shelf.create_user("alice")
     app = create_app(
         shelf,
@@ -63,7 +75,7 @@ def server(isolated_home: Path) -> Iterator[Server]:
     )
     try:
         with serve(app) as url:
-            yield Server(url, shelf, {"Authorization": f"Bearer {token}"})
+            yield Server(url, shelf, {"Authorization": f"Bearer {token}"}, embedder)
     finally:
         shelf.close()
 
@@ -73,7 +85,6 @@ class SseEvent:
     id: str
     event: str
     data: dict[str, object]
-    at: float  # when it arrived
 
 
 @dataclass
@@ -91,9 +102,11 @@ def read_sse(
     until: str | None = None,
     comment_after_until: bool = False,
     seconds: float = 20.0,
+    on_event: Callable[[SseEvent], None] | None = None,
 ) -> SseRead:
     """Read an SSE stream line by line until the server closes it, an event named
-    ``until`` arrives (then, optionally, one more comment line), or time runs out."""
+    ``until`` arrives (then, optionally, one more comment line), or time runs out;
+    ``on_event`` is called with each event as it arrives."""
     events: list[SseEvent] = []
     comments: list[str] = []
     fields: dict[str, str] = {}
@@ -117,10 +130,11 @@ def read_sse(
                         fields["id"],
                         fields["event"],
                         json.loads(fields["data"]),
-                        time.monotonic(),
                     )
                 )
                 fields = {}
+                if on_event is not None:
+                    on_event(events[-1])
                 if until is not None and events[-1].event == until:
                     seen_until = True
                     if not comment_after_until:
@@ -136,7 +150,19 @@ def test_upload_progress_streams_live_and_resumes(server: Server) -> None:
         assert r.status_code == 202, r.text
         doc_id = r.json()["document_id"]
 
-        live = read_sse(client, f"/v1/documents/{doc_id}/events", server.headers)
+        def open_gate_once_chunking_is_seen(event: SseEvent) -> None:
+            if event.data["stage"] == "chunking":
+                server.embedder.gate.set()
+
+        live = read_sse(
+            client,
+            f"/v1/documents/{doc_id}/events",
+            server.headers,
+            on_event=open_gate_once_chunking_is_seen,
+        )
+        # The worker waited in its first embedding until this client had read "chunking":
+        # the events came while the job ran, not replayed after it.
+        assert server.embedder.gate.is_set() and not server.embedder.gate_timed_out
         assert live.closed_by_server
         stages = [str(e.data["stage"]) for e in live.events]
         assert stages[0] == "queued" and stages[-1] == "complete"
@@ -151,7 +177,6 @@ def test_upload_progress_streams_live_and_resumes(server: Server) -> None:
             e.event == "stage" and set(e.data) == {"stage", "progress_pct", "message"}
             for e in live.events
         )
-        assert live.events[-1].at - live.events[0].at > 0.2, "events came live, not replayed"
 
         mid = len(live.events) // 2
         resumed = read_sse(

@@ -222,7 +222,8 @@ def upload(r: UploadResult) -> JSON:
 
 # Failure reasons no retry can change: the same bytes fail the same way (a folder file
 # that is fixed is picked up by the next sync anyway). An encrypted PDF is not here: it
-# opens once DOCSHELF_PDF_PASSWORD is set; nor time limits or faults of the machine.
+# opens once DOCSHELF_PDF_PASSWORD is set (one whose security handler PDFium lacks never
+# does); nor time limits or faults of the machine.
 PERMANENT_FAILURES = (
     "binary content",
     "unsupported file type",
@@ -232,6 +233,7 @@ PERMANENT_FAILURES = (
     "no text layer",
     "no readable text",
     "malformed pdf",
+    "unsupported security handler",
 )
 
 
