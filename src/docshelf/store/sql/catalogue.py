@@ -59,7 +59,10 @@ _ORDER_SQL = {
 
 
 # What ``chunk_places`` reads of each chunk (``_place`` turns it into a ChunkPlace).
-_PLACE_COLUMNS = "c.document_id, c.parent_id, c.heading_path, c.page_start"
+_PLACE_COLUMNS = (
+    "c.document_id, c.parent_id, c.heading_path, c.page_start, c.ord, "
+    "CASE WHEN c.ord = 0 THEN c.header END"
+)
 
 
 # A heading path as stored (JSON text in SQLite, an array in PostgreSQL) -> decoded.
@@ -391,7 +394,7 @@ class CatalogueSQL(SQLBase):
             if len(_PATHS) > 20_000:
                 _PATHS.clear()
             path = _PATHS[key] = tuple(self.dialect.decode_list(raw))
-        return ChunkPlace(r[at], r[at + 1], path, r[at + 3])
+        return ChunkPlace(r[at], r[at + 1], path, r[at + 3], r[at + 4], r[at + 5])
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(
