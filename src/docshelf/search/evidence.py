@@ -17,6 +17,7 @@ Words are compared case-folded, as runs of word characters, with a crude English
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -63,8 +64,10 @@ def stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
-    """The stems of ``text``'s words that are not stopwords."""
+    """The stems of ``text``'s words that are not stopwords (remembered: a search asks it
+    of the same few headings again and again)."""
     return frozenset(stem(w) for w in words(text) if w not in STOPWORDS)
 
 

@@ -255,15 +255,11 @@ class Retriever:
         chunks: dict[str, Chunk] = {}
         places = self.store.chunk_places(ids)
 
-        def all_texts() -> dict[str, str]:
-            """Every candidate's text, for the exact-match rule (a query long enough to
-            be quoted): the chunks read here are the hits' too."""
-            chunks.update((c.id, c) for c in self.store.get_chunks(ids))
-            return {i: c.text for i, c in chunks.items()}
-
         if concepts:
             fused = self.boost_concepts(fused, places, concepts)
-        fused = self.sections_first(fused, places, parsed, all_texts)
+        # every candidate's text, only for the exact-match rule of a query long enough to
+        # be quoted (the text alone: the few hits are read whole below)
+        fused = self.sections_first(fused, places, parsed, lambda: self.store.chunk_texts(ids))
         pool = [places[f.id].document_id for f in fused if f.id in places]
         docs: dict[str, Document] = {}
         groups: set[Hashable] = set()

@@ -243,6 +243,11 @@ class Store(Protocol):
         (search groups and pools every candidate, but cites only a few)."""
         ...
 
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk id -> its text alone, for the chunks that exist (the exact-match rule
+        looks for a quoted query in every candidate)."""
+        ...
+
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...
     def snippets_without_vectors(
         self, limit: int, document_id: str | None = None

@@ -384,6 +384,10 @@ class CatalogueSQL(SQLBase):
 
         return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
 
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._each_among("id", chunk_ids, "SELECT id, text FROM chunks WHERE {}")
+        return dict(rows)
+
     def _place(self, r: Sequence[Any], at: int) -> ChunkPlace:
         """A ``ChunkPlace`` from ``_PLACE_COLUMNS`` starting at column ``at`` (heading
         paths decoded once each: a section's snippets share theirs)."""
