@@ -232,7 +232,7 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
     may become hits), a longer one reads every candidate's text once, and the hits are
     those of the rule applied to every candidate read whole: headings named (a section's,
     a file's title at its top), lines quoted, or neither."""
-    from docshelf.search.evidence import by_evidence
+    from docshelf.search.evidence import by_evidence, needs_text
 
     root = tmp_path / "lib"
     root.mkdir()
@@ -284,6 +284,7 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
             texts_read.clear()
             hits, pool = retriever.hits(fused, limit, parsed, "snippet", None)
             assert ([(h.chunk.id, h.score, h.citation.label) for h in hits], pool) == want
+            assert needs_text(settings, text) == (len(text.split()) >= 4)
             if len(text.split()) >= 4:
                 assert texts_read == [len(fused)], text
             else:

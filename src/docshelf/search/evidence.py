@@ -183,4 +183,11 @@ def by_evidence(
 
 
 def _texts(chunks: Mapping[str, Placed]) -> dict[str, str]:
-    return {i: c.text for i, c in chunks.items() if isinstance(c, Chunk)}
+    """The texts of ``chunks`` when they are whole chunks (given places, ``by_evidence``
+    must be told how to read the texts)."""
+    out: dict[str, str] = {}
+    for i, c in chunks.items():
+        if not isinstance(c, Chunk):
+            raise TypeError("by_evidence was given places without a reader of their texts")
+        out[i] = c.text
+    return out
