@@ -158,11 +158,13 @@ def measure(shelf: Shelf, queries: list[str], keep: list[Any] | None = None) -> 
     for q in queries[:20]:
         shelf.search(q, limit=10)
     times: list[float] = []
-    stages: dict[str, list[float]] = {}
+    cpu: list[float] = []  # the searching thread's own CPU time: what waiting for a core
+    stages: dict[str, list[float]] = {}  # on a shared machine leaves out
     for q in queries:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         result = shelf.search(q, limit=10)
         times.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.thread_time() - c) * 1000)
         for stage, ms in result.timings_ms.items():
             stages.setdefault(stage, []).append(ms)
         if keep is not None:
@@ -170,8 +172,10 @@ def measure(shelf: Shelf, queries: list[str], keep: list[Any] | None = None) -> 
             keep.append({"query": q, "hits": hits, "candidates": result.candidates})
     return {
         "total": cuts(times),
+        "cpu": cuts(cpu),
         "stages": {k: cuts(v) for k, v in stages.items()},
         "times": times,
+        "cpu_times": cpu,
     }
 
 
@@ -328,8 +332,10 @@ def report_against(home: Path, args: argparse.Namespace) -> None:
                 rounds[label].append(got)
                 print(
                     f"    round {r + 1} {label:>6}: hybrid excluding embedding p50/p95 "
-                    f"{fmt(got['excluding']['total'])} ms; peak RSS {got['rss_mb']:.0f} MB "
-                    f"(anonymous now: {got['anon_mb']:.0f} MB)",
+                    f"{fmt(got['excluding']['total'])} ms (CPU time "
+                    f"{fmt(got['excluding']['cpu'])} ms); peak RSS {got['rss_mb']:.0f} MB "
+                    f"(anonymous now: {got['anon_mb']:.0f} MB); load average "
+                    f"{os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
                 stages = ", ".join(f"{k} {fmt(v)}" for k, v in got["excluding"]["stages"].items())
@@ -347,8 +353,10 @@ def report_against(home: Path, args: argparse.Namespace) -> None:
             print(f"    round {r + 1}: the {n} results are identical (hits, scores, pools)")
     for label, runs in rounds.items():
         times = [t for run in runs for t in run["excluding"]["times"]]
+        cpu = [t for run in runs for t in run["excluding"]["cpu_times"]]
         print(
-            f"    all rounds {label:>6}: p50/p95 {fmt(cuts(times))} ms over {len(times)} searches"
+            f"    all rounds {label:>6}: p50/p95 {fmt(cuts(times))} ms (CPU time "
+            f"{fmt(cuts(cpu))} ms) over {len(times)} searches"
         )
     eng = [run["engines"] for run in rounds["after"] if run.get("engines")]
     if eng:

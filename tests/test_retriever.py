@@ -222,3 +222,77 @@ def test_hits_read_only_what_the_page_needs_and_answer_as_reading_everything(
                 assert (got, pool) == want, (text, group, limit)
                 if limit <= 3 and group != "all":
                     assert len(set(asked)) < len(fused) // 2, (text, group, limit)
+
+
+def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
+    shelf: Shelf, tmp_path: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the exact-match rule on, a query of fewer than four words is ordered from the
+    candidates' places and headings alone (no candidate's text read but the few that
+    may become hits), a longer one reads every candidate's text once, and the hits are
+    those of the rule applied to every candidate read whole: headings named (a section's,
+    a file's title at its top), lines quoted, or neither."""
+    from docshelf.search.evidence import by_evidence, needs_text
+
+    root = tmp_path / "lib"
+    root.mkdir()
+    for n in range(10):
+        parts = "\n\n".join(
+            f"## Part {p} of {n}\n\n"
+            + "\n\n".join(f"Raft log entry {n}-{p}-{i} replicated. {FILLER}" for i in range(3))
+            for p in range(3)
+        )
+        quoted = "Raft followers keep the same replicated log" if n == 4 else "Raft logs"
+        (root / f"kettle manual {n}.md").write_text(f"{quoted}, word for word.\n\n{parts}\n")
+    shelf.add(root)
+    settings = dataclasses.replace(shelf.fusion, feedback_docs=0)
+    assert settings.exact_first
+    retriever = _own_retriever(shelf, embedder, settings)
+    asked: list[str] = []
+    texts_read: list[int] = []
+    get_chunks, chunk_texts = shelf.store.get_chunks, shelf.store.chunk_texts
+
+    def counting(ids: Sequence[str]) -> list[Chunk]:
+        asked.extend(ids)
+        return get_chunks(ids)
+
+    def counting_texts(ids: Sequence[str]) -> dict[str, str]:
+        texts_read.append(len(ids))
+        return chunk_texts(ids)
+
+    monkeypatch.setattr(shelf.store, "get_chunks", counting)
+    monkeypatch.setattr(shelf.store, "chunk_texts", counting_texts)
+    none = SearchFilters()
+    queries = {
+        "part 2 of 3": "Part 2 of 3",  # a section's heading
+        "kettle manual 7": "kettle manual 7",  # a file's title, at its top (no heading)
+        "keep the same replicated log": "quoted",
+        "raft replicated entry followers": None,  # long enough, quoted nowhere
+        "raft log": None,
+    }
+    for text, rule in queries.items():
+        parsed = parse_query(text)
+        lexical = retriever.lexical_recall(lexical_terms(parsed.text), CANDIDATE_POOL, none)
+        qvec = np.asarray(embedder.embed([parsed.text])[0], dtype=np.float32)
+        fused = fuse(lexical, retriever.vector_recall(qvec, CANDIDATE_POOL, none), settings)
+        assert len(fused) > 20, text
+        whole = {c.id: c for c in get_chunks([f.id for f in fused])}
+        ordered = by_evidence(fused, whole, parsed.text, settings)
+        for limit in (1, 10):
+            want = _hits_reading_everything(retriever, ordered, limit, parsed, "snippet")
+            asked.clear()
+            texts_read.clear()
+            hits, pool = retriever.hits(fused, limit, parsed, "snippet", None)
+            assert ([(h.chunk.id, h.score, h.citation.label) for h in hits], pool) == want
+            assert needs_text(settings, text) == (len(text.split()) >= 4)
+            if len(text.split()) >= 4:
+                assert texts_read == [len(fused)], text
+            else:
+                assert texts_read == [], text
+                if limit == 1:
+                    assert len(set(asked)) < len(fused) // 2, text
+        if rule == "quoted":
+            assert "Raft followers keep the same replicated log" in hits[0].chunk.text
+        elif rule is not None:  # the named heading (or title) is the first hit
+            top = hits[0].chunk
+            assert (top.heading_path or (hits[0].document.title,))[-1] == rule, text

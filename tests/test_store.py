@@ -203,6 +203,7 @@ def test_document_round_trip(store: Store) -> None:
 def test_chunk_places_and_documents_by_id(store: Store) -> None:
     """What search reads of every candidate (its place) and of the hits it cites (their
     documents, in one read): the chunks' own fields, unknown ids left out."""
+    from docshelf.search.retriever import chunk_place
     from docshelf.store.base import ChunkPlace
 
     one, two = put(store, 1, "alpha"), put(store, 2, "beta")
@@ -211,11 +212,11 @@ def test_chunk_places_and_documents_by_id(store: Store) -> None:
         *store.chunks_of_document(two.id, Tier.SECTION),
     ]
     places = store.chunk_places([c.id for c in chunks] + ["chunk_nope_0", chunks[0].id])
-    assert places == {
-        c.id: ChunkPlace(c.document_id, c.parent_id, c.heading_path, c.page_start) for c in chunks
-    }
+    assert places == {c.id: chunk_place(c) for c in chunks}
     assert places[chunks[0].id].heading_path == ("H",)
-    assert places[chunks[-1].id] == ChunkPlace(two.id, None, (), None)
+    assert places[chunks[0].id].header == chunks[0].header  # the first of its tier
+    assert places[chunks[1].id].index == 1 and places[chunks[1].id].header is None
+    assert places[chunks[-1].id] == ChunkPlace(two.id, None, (), None, 0, chunks[-1].header)
     assert store.chunk_places([]) == {}
     docs = store.get_documents([two.id, "doc_nope", one.id, two.id])
     assert docs == {one.id: store.get_document(one.id), two.id: store.get_document(two.id)}

@@ -17,8 +17,10 @@ Words are compared case-folded, as runs of word characters, with a crude English
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from docshelf.model import Chunk
 from docshelf.search.fusion import Fused, FusionSettings, by_section, within_documents
@@ -29,6 +31,24 @@ from docshelf.store.lexical_fields import header_fields
 _WORDS = re.compile(r"\w+")
 # A query of at least this many words found word for word in a text is a remembered line.
 VERBATIM_WORDS = 4
+
+
+class Placed(Protocol):
+    """What the evidence reads of a candidate besides its text: its place and its own
+    heading's sources. A ``Chunk`` is one; so is the ``ChunkPlace`` search reads of every
+    candidate (whose ``header`` is kept only for the first chunk of its tier, the one
+    place ``own_heading`` reads it)."""
+
+    @property
+    def document_id(self) -> str: ...
+    @property
+    def heading_path(self) -> tuple[str, ...]: ...
+    @property
+    def page_start(self) -> int | None: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def header(self) -> str | None: ...
 
 
 def words(text: str) -> list[str]:
@@ -44,22 +64,24 @@ def stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
-    """The stems of ``text``'s words that are not stopwords."""
+    """The stems of ``text``'s words that are not stopwords (remembered: a search asks it
+    of the same few headings again and again)."""
     return frozenset(stem(w) for w in words(text) if w not in STOPWORDS)
 
 
-def own_heading(chunk: Chunk) -> str:
+def own_heading(chunk: Placed) -> str:
     """The heading a snippet sits under: the last of its heading path; for the top of a
     file without headings (page 1 of a PDF, say), the document's title."""
     if chunk.heading_path:
         return chunk.heading_path[-1]
     if chunk.index == 0 and chunk.page_start in (None, 1):
-        return header_fields(chunk.header)[0]
+        return header_fields(chunk.header or "")[0]
     return ""
 
 
-def heading_share(query: frozenset[str], chunk: Chunk) -> float:
+def heading_share(query: frozenset[str], chunk: Placed) -> float:
     """The share of the query's content words that the snippet's own heading names."""
     if not query:
         return 0.0
@@ -67,7 +89,7 @@ def heading_share(query: frozenset[str], chunk: Chunk) -> float:
     return len(query & heading) / len(query)
 
 
-def names_heading(query: frozenset[str], chunk: Chunk) -> bool:
+def names_heading(query: frozenset[str], chunk: Placed) -> bool:
     """The query is the snippet's heading (or, at a file's top, its title): the same
     content words, at least two of them."""
     return len(query) >= 2 and content_words(own_heading(chunk)) == query
@@ -97,40 +119,49 @@ def _quotes(pattern: re.Pattern[str], longest: str, text: str) -> bool:
 def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[str]]:
     """The ids of ``chunks`` whose heading the query names, and of those whose text holds
     it word for word (a title is named in many a link and list; its heading is one)."""
+    return _exact_tiers(query, {c.id: c for c in chunks}, lambda: {c.id: c.text for c in chunks})
+
+
+def needs_text(settings: FusionSettings, query: str) -> bool:
+    """Whether ``by_evidence`` reads the candidates' text for ``query`` (the exact-match
+    rule, for a query long enough to be quoted); every other evidence needs only the
+    candidates' places and headings."""
+    return settings.exact_first and verbatim_pattern(words(query)) is not None
+
+
+def _exact_tiers(
+    query: str, heads: Mapping[str, Placed], texts: Callable[[], Mapping[str, str]]
+) -> tuple[set[str], set[str]]:
+    """``exact_matches`` over places and headings, the texts read only when the query is
+    long enough to be quoted."""
     content = content_words(query)
-    named = {c.id for c in chunks if names_heading(content, c)}
+    named = {i for i, c in heads.items() if names_heading(content, c)}
     sequence = words(query)
     pattern = verbatim_pattern(sequence)
     if pattern is None:
         return named, set()
     longest = max(sequence, key=len)
-    quoting = {c.id for c in chunks if _quotes(pattern, longest, c.text)}
+    quoting = {i for i, text in texts().items() if _quotes(pattern, longest, text)}
     return named, quoting - named
 
 
-def place(chunk: Chunk) -> tuple[str, tuple[str, ...], int | None]:
+def place(chunk: Placed) -> tuple[str, tuple[str, ...], int | None]:
     """Where a citation of ``chunk`` points: its file and heading path, or page."""
     return chunk.document_id, chunk.heading_path, chunk.page_start
 
 
-def needs_text(settings: FusionSettings) -> bool:
-    """Whether ``by_evidence`` reads the candidates' text and headings (else search reads
-    only the places of the candidates and the text of those that can become hits)."""
-    return bool(
-        settings.heading_boost
-        or settings.section_evidence
-        or settings.sibling_heading
-        or settings.exact_first
-    )
-
-
 def by_evidence(
-    fused: Sequence[Fused], chunks: Mapping[str, Chunk], query: str, settings: FusionSettings
+    fused: Sequence[Fused],
+    chunks: Mapping[str, Placed],
+    query: str,
+    settings: FusionSettings,
+    texts: Callable[[], Mapping[str, str]] | None = None,
 ) -> list[Fused]:
     """The text evidence ``settings`` asks for, applied to the fused candidates in turn:
     section evidence and heading boost (``fusion.by_section``), siblings re-ordered by
     their headings (``fusion.within_documents``), exact matches first
-    (``fusion.exact_first``)."""
+    (``fusion.exact_first``). ``chunks`` may be places (``Placed``); then ``texts`` reads
+    the same candidates' texts, called only when ``needs_text``."""
     out = list(fused)
     content = content_words(query)
     if settings.heading_boost or settings.section_evidence:
@@ -143,9 +174,20 @@ def by_evidence(
         shares = {i: heading_share(content, c) for i, c in chunks.items()}
         out = within_documents(out, documents, shares, settings.sibling_heading)
     if settings.exact_first:
-        named, verbatim = exact_matches(query, list(chunks.values()))
+        named, verbatim = _exact_tiers(query, chunks, texts or (lambda: _texts(chunks)))
         # every snippet under the named heading, but only the best of those that merely
         # quote the query: a line found in several places is not a line remembered from each
         quoted = next(({f.id} for f in out if f.id in verbatim), set())
         out = fusion_exact_first(out, named, quoted)
+    return out
+
+
+def _texts(chunks: Mapping[str, Placed]) -> dict[str, str]:
+    """The texts of ``chunks`` when they are whole chunks (given places, ``by_evidence``
+    must be told how to read the texts)."""
+    out: dict[str, str] = {}
+    for i, c in chunks.items():
+        if not isinstance(c, Chunk):
+            raise TypeError("by_evidence was given places without a reader of their texts")
+        out[i] = c.text
     return out

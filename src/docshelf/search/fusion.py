@@ -160,17 +160,17 @@ def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fu
             return s
 
     elif settings.method == "convex":
-        lex_n = _min_max(lexical)
-        vec_n = _min_max(vector)
+        lex_n = _min_max(lexical).get
+        vec_n = _min_max(vector).get
+        w_v, w_l = settings.vector_weight, settings.lexical_weight
 
         def score(i: str) -> float:
-            return settings.vector_weight * vec_n.get(i, 0.0) + settings.lexical_weight * lex_n.get(
-                i, 0.0
-            )
+            return w_v * vec_n(i, 0.0) + w_l * lex_n(i, 0.0)
 
     else:
         raise ValueError(f"unknown fusion method {settings.method!r}")
-    fused = [Fused(i, score(i), lex.get(i), vec.get(i)) for i in ids]
+    lex_get, vec_get = lex.get, vec.get
+    fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
     if settings.strong_lead > 0:
         return keep_strong(fused, (lexical, vector), settings.strong_lead)

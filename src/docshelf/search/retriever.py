@@ -23,7 +23,7 @@ from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
 from docshelf.search.cache import ResultCache
 from docshelf.search.engines import LexicalEngine, VectorEngine
-from docshelf.search.evidence import by_evidence, needs_text
+from docshelf.search.evidence import by_evidence
 from docshelf.search.filters import SEARCH_MODES, with_query_fields
 from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, feedback_query, fuse
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
@@ -253,14 +253,13 @@ class Retriever:
         its hit already is passed over unread — a few at a time, in fused order."""
         ids = [f.id for f in fused]
         chunks: dict[str, Chunk] = {}
-        if needs_text(self.fusion):  # the text evidence weighs every candidate's text
-            chunks = {c.id: c for c in self.store.get_chunks(ids)}
-            places = {i: chunk_place(c) for i, c in chunks.items()}
-        else:
-            places = self.store.chunk_places(ids)
+        places = self.store.chunk_places(ids)
+
         if concepts:
             fused = self.boost_concepts(fused, places, concepts)
-        fused = self.sections_first(fused, chunks, parsed)
+        # every candidate's text, only for the exact-match rule of a query long enough to
+        # be quoted (the text alone: the few hits are read whole below)
+        fused = self.sections_first(fused, places, parsed, lambda: self.store.chunk_texts(ids))
         pool = [places[f.id].document_id for f in fused if f.id in places]
         docs: dict[str, Document] = {}
         groups: set[Hashable] = set()
@@ -348,12 +347,17 @@ class Retriever:
         return out
 
     def sections_first(
-        self, fused: Sequence[Fused], chunks: dict[str, Chunk], parsed: ParsedQuery
+        self,
+        fused: Sequence[Fused],
+        places: Mapping[str, ChunkPlace],
+        parsed: ParsedQuery,
+        texts: Callable[[], Mapping[str, str]],
     ) -> list[Fused]:
         """The text evidence of the fusion settings (``evidence.by_evidence``): snippets
         under a heading that names the query's words, of a place several candidates point
-        at, and exact matches of the query move up."""
-        return by_evidence(fused, chunks, parsed.text, self.fusion)
+        at, and exact matches of the query move up. It reads the candidates' places and
+        headings, and ``texts`` only when the query is long enough to be quoted."""
+        return by_evidence(fused, places, parsed.text, self.fusion, texts)
 
     def named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
         """The concepts the query names — in its words (a label or alternative label of the
@@ -500,7 +504,16 @@ class Retriever:
 
 
 def chunk_place(chunk: Chunk) -> ChunkPlace:
-    return ChunkPlace(chunk.document_id, chunk.parent_id, chunk.heading_path, chunk.page_start)
+    """``Store.chunk_places``'s answer for ``chunk``."""
+    header = chunk.header if chunk.index == 0 else None
+    return ChunkPlace(
+        chunk.document_id,
+        chunk.parent_id,
+        chunk.heading_path,
+        chunk.page_start,
+        chunk.index,
+        header,
+    )
 
 
 def group_key(chunk: Chunk, group: str) -> Hashable:

@@ -131,12 +131,17 @@ class StoreStats:
 @dataclass(frozen=True)
 class ChunkPlace:
     """Where a chunk sits: what search needs of every candidate before it reads the
-    text of the few it cites (their document, section, heading path and page)."""
+    text of the few it cites (their document, section, heading path and page, and what
+    its own heading is made of: ``evidence.own_heading``)."""
 
     document_id: str
     parent_id: str | None
     heading_path: tuple[str, ...]
     page_start: int | None
+    index: int = 0  # its position in its tier
+    # Its header, kept only for the first chunk of its tier (index 0): the one place the
+    # text evidence reads it (a file's title as the heading of its top, evidence.own_heading).
+    header: str | None = None
 
 
 class Store(Protocol):
@@ -236,6 +241,11 @@ class Store(Protocol):
     def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
         """chunk id -> where it sits, for the chunks that exist, without their text
         (search groups and pools every candidate, but cites only a few)."""
+        ...
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk id -> its text alone, for the chunks that exist (the exact-match rule
+        looks for a quoted query in every candidate)."""
         ...
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...

@@ -59,7 +59,10 @@ _ORDER_SQL = {
 
 
 # What ``chunk_places`` reads of each chunk (``_place`` turns it into a ChunkPlace).
-_PLACE_COLUMNS = "c.document_id, c.parent_id, c.heading_path, c.page_start"
+_PLACE_COLUMNS = (
+    "c.document_id, c.parent_id, c.heading_path, c.page_start, c.ord, "
+    "CASE WHEN c.ord = 0 THEN c.header END"
+)
 
 
 # A heading path as stored (JSON text in SQLite, an array in PostgreSQL) -> decoded.
@@ -381,6 +384,10 @@ class CatalogueSQL(SQLBase):
 
         return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
 
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        rows = self._each_among("id", chunk_ids, "SELECT id, text FROM chunks WHERE {}")
+        return dict(rows)
+
     def _place(self, r: Sequence[Any], at: int) -> ChunkPlace:
         """A ``ChunkPlace`` from ``_PLACE_COLUMNS`` starting at column ``at`` (heading
         paths decoded once each: a section's snippets share theirs)."""
@@ -391,7 +398,7 @@ class CatalogueSQL(SQLBase):
             if len(_PATHS) > 20_000:
                 _PATHS.clear()
             path = _PATHS[key] = tuple(self.dialect.decode_list(raw))
-        return ChunkPlace(r[at], r[at + 1], path, r[at + 3])
+        return ChunkPlace(r[at], r[at + 1], path, r[at + 3], r[at + 4], r[at + 5])
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(

@@ -59,8 +59,14 @@ class Dialect:
             yield values[i : i + self._max_marks]
 
     def among(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """``column`` is one of ``values`` (one batch of them)."""
-        return f"{column} IN ({','.join('?' * len(values))})", [*values]
+        """``column`` is one of ``values`` (one batch of them). The list is padded with
+        its last value to a power of two (up to ``_max_marks``), so a few statement texts
+        serve every length and stay in the driver's cache of prepared statements:
+        preparing a search's join anew for each length cost ~0.1 ms a statement."""
+        n = len(values)
+        size = min(1 << (n - 1).bit_length(), self._max_marks) if n else 0
+        padded = [*values, *[values[-1]] * (size - n)] if size > n else [*values]
+        return f"{column} IN ({','.join('?' * len(padded))})", padded
 
     # -- writes ------------------------------------------------------------------------
     def insert_ignoring(self, into: str, key: str) -> str:
