@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from docshelf.cli import app
+from docshelf.cli import app, options
 
 runner = CliRunner()
 
@@ -246,22 +246,62 @@ def test_users_and_retry_envelopes(isolated_home: Path) -> None:
 
 HEAVY = ("torch", "transformers", "tokenizers", "onnxruntime", "numpy", "markdown_it", "yaml")
 ONLY_WHEN_USED = ("pathspec", "prometheus_client", "asyncio")
+# what a sync or a status with nothing to do never needs: the typer app (the quick path
+# reads the line), the search side, uploads, accounts, parsing and chunking, the
+# services a library may be configured with, and the modules they pull in
+NOT_AT_START = (
+    "typer",
+    "click",
+    "pydantic",
+    "uuid",
+    "socket",
+    "secrets",
+    "docshelf.search.retriever",
+    "docshelf.search.fusion",
+    "docshelf.search.cache",
+    "docshelf.catalogue",
+    "docshelf.ingest.prepare",
+    "docshelf.ingest.uploads",
+    "docshelf.accounts.users",
+    "docshelf.chunk",
+    "docshelf.knowledge.taxonomy",
+    "docshelf.llm",
+    "docshelf.rerank",
+    "docshelf.transport",
+    "docshelf.blobs",
+    "docshelf.shared.caches",
+)
+# a person's terminal: rich draws, on a stdout that says it is a terminal
+AT_A_TERMINAL = "\n".join(
+    [
+        "import io",
+        "out = io.StringIO()",
+        "out.isatty = lambda: True",
+        "real, sys.stdout = sys.stdout, out\n",
+    ]
+)
 
 
-def _modules_after(argv: list[str], home: Path, embedder: str) -> list[str]:
-    """The heavy modules a new ``docshelf`` process imported to run ``argv``."""
+def _modules_after(
+    argv: list[str], home: Path, embedder: str, *, terminal: bool = False
+) -> list[str]:
+    """The heavy modules a new ``docshelf`` process imported to run ``argv`` (as JSON,
+    or on a terminal)."""
+    names = HEAVY + ONLY_WHEN_USED + NOT_AT_START
     code = (
         "import sys\nfrom docshelf.cli import main\n"
-        f"sys.argv = ['docshelf', '--json', *{argv!r}]\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print([m for m in {HEAVY + ONLY_WHEN_USED!r} if m in sys.modules])"
+        f"sys.argv = ['docshelf', *{(argv if terminal else ['--json', *argv])!r}]\n"
+        + (AT_A_TERMINAL if terminal else "")
+        + "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        + ("real.write(out.getvalue())\nsys.stdout = real\n" if terminal else "")
+        + f"print([m for m in {names!r} if m in sys.modules])"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
     env.update(DOCSHELF_HOME=str(home), DOCSHELF_EMBEDDER=embedder, DOCSHELF_ENRICH="off")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    assert '"ok": true' in out.stdout, out.stdout + out.stderr
+    assert ("Synced" if terminal else '"ok": true') in out.stdout, out.stdout + out.stderr
     return list(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
 
 
@@ -277,6 +317,8 @@ def test_an_unchanged_sync_imports_no_parser_no_numpy_and_loads_no_model(
     with Shelf(lexical, embedder=None) as shelf:
         shelf.add(notes)
     assert _modules_after(["sync"], lexical, "none") == []
+    # a person's `docshelf sync`: the same, with rich to draw it (and no typer)
+    assert _modules_after(["sync"], lexical, "none", terminal=True) == []
     if not local_available():
         return
     # a library bound to the packaged model: sync binds the embedder, never loads it
@@ -287,3 +329,151 @@ def test_an_unchanged_sync_imports_no_parser_no_numpy_and_loads_no_model(
     # the check sees imports: a changed folder is parsed (lexical: still no numpy)
     (notes / "new.md").write_text("# New\n\nA note that appeared since.\n")
     assert "markdown_it" in _modules_after(["sync"], lexical, "none")
+
+
+# -- the quick path (cli/quick.py) reads an argument line as the typer app does ---------
+
+
+def _typer_reads(argv: list[str]) -> tuple[Any, ...] | None:
+    """What the typer app's parser makes of ``argv`` for sync, status or search: the
+    command, home, --json, --progress and the command's values; None for anything it
+    refuses (or helps with)."""
+    import typer.main
+
+    group: Any = typer.main.get_command(app)
+    try:
+        with group.make_context("docshelf", list(argv)) as ctx:
+            rest = [*ctx._protected_args, *ctx.args]
+            name, sub, rest = group.resolve_command(ctx, rest)
+            assert sub is not None and name is not None
+            if name not in options.COMMANDS:
+                return None
+            with sub.make_context(name, rest, parent=ctx) as sub_ctx:
+                values = dict(sub_ctx.params)
+    except Exception:  # a usage error, or --help's exit (typer's click raises both)
+        return None
+    json_out = values.pop("json_out") or ctx.params["json_out"]
+    progress = values.pop("progress_out", False)
+    if "filter_" in values:
+        values["filter_"] = list(values["filter_"]) if values["filter_"] else None
+    return (name, ctx.params["home"], json_out, progress, values)
+
+
+LINES = [
+    ["sync"],
+    ["sync", "src_1"],
+    ["--home", "h", "--json", "sync", "src_1", "--json"],
+    ["--home=h", "sync", "--progress", "--json"],
+    ["--json", "--home", "h", "sync"],
+    ["sync", "a", "b"],
+    ["sync", "--help"],
+    ["sync", "--home", "h"],
+    ["sync", "--", "--odd-name"],
+    ["syn"],
+    ["status"],
+    ["status", "--check", "--check"],
+    ["status", "x"],
+    ["status", "--chec"],
+    ["search", "q"],
+    ["--json", "search", "q", "-n", "3"],
+    ["search", "--limit=4", "q", "--json"],
+    ["search", "q", "--mode", "lexical", "--filter", "tag=a", "--filter=type=md"],
+    ["search", "q", "--group", "document", "--expand", "parent-section"],
+    ["search", "q", "--limit", "2", "--limit", "3"],
+    ["search", "q", "--limit", "x"],
+    ["search", "q", "--limit", "-1"],
+    ["search", "q", "--limit", "٣"],
+    ["search", "q", "--limit", " 3 "],
+    ["search", "q", "--limit", "+3"],
+    ["search", "q", "--limit", "0x10"],
+    ["search", "q", "--limit", "1_000"],
+    ["search", "q", "-n3"],
+    ["search", "q", "-n=3"],
+    ["search", "q", "--lim", "3"],
+    ["search", "q", "--mode"],
+    ["search", "q", "--mode", "--json"],
+    ["search", "q", "--mode", "-x"],
+    ["search", "q", "--unknown"],
+    ["search", "--", "-q"],
+    ["search", "-q"],
+    ["search"],
+    ["search", "a", "b"],
+    ["search", "q", "--filter="],
+    ["--home", "search", "q"],
+    ["--home=", "search", "q"],
+    ["--verbose", "search", "q"],
+    ["search", "q\udcff"],
+    ["--help"],
+    [],
+    ["list"],
+]
+
+
+@pytest.mark.parametrize("argv", LINES)
+def test_the_quick_path_reads_a_line_as_typer_does_or_leaves_it_to_typer(argv: list[str]) -> None:
+    from docshelf.cli import quick
+
+    mine = quick.parse(argv)
+    if mine is None:
+        return  # the typer app parses it, errors and all
+    theirs = _typer_reads(argv)
+    assert theirs is not None, f"quick reads {argv} but typer refuses it"
+    assert tuple(mine) == theirs
+
+
+def test_the_quick_path_reads_the_plain_lines_itself() -> None:
+    """The lines people and agents type are the quick path's (no typer at start-up)."""
+    from docshelf.cli import quick
+
+    for argv in LINES[:5] + LINES[10:12] + LINES[14:20]:
+        assert quick.parse(argv) is not None, argv
+
+
+def test_every_option_of_the_typer_commands_is_the_quick_paths() -> None:
+    """The typer commands sync, status and search take exactly the parameters of
+    cli/options.py, with the same flags, so the quick path's argparse reads them all."""
+    import typer.main
+
+    group: Any = typer.main.get_command(app)
+    for name, (params, with_progress) in options.COMMANDS.items():
+        command = group.commands[name]
+        declared = {
+            p.name: (tuple(sorted(p.opts)), p.multiple, getattr(p, "is_flag", False))
+            for p in command.params
+        }
+        wanted = {
+            p.name: (tuple(sorted(p.flags)) or (p.name,), p.many, p.type is bool)
+            for p in (*params, options.JSON, *((options.PROGRESS,) if with_progress else ()))
+        }
+        assert declared == wanted, name
+    root = {p.name: tuple(p.opts) for p in group.params}
+    assert root == {"home": options.HOME.flags, "json_out": options.JSON.flags}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "q", "--bogus"],
+        ["sync", "--bogus"],
+        ["status", "--check=yes"],
+        ["search", "q", "--limit", "many"],
+        ["search"],
+        ["sync", "a", "b"],
+    ],
+)
+def test_a_bad_line_gets_typers_error_and_exit_status(argv: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "DOCSHELF_HOME": str(tmp_path), "DOCSHELF_EMBEDDER": "none"}
+    seen = []
+    for face, code in (
+        ("quick", "from docshelf.cli import main; main()"),  # the command as installed
+        ("typer", "from docshelf.cli.typer_app import app; app()"),  # typer alone
+    ):
+        script = tmp_path / face / "docshelf"  # the program's name in the usage line
+        script.parent.mkdir()
+        script.write_text(code + "\n")
+        done = subprocess.run(
+            [sys.executable, str(script), *argv], capture_output=True, text=True, env=env
+        )
+        seen.append((done.returncode, done.stdout, done.stderr))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == 2 and "Error" in seen[0][2] and not seen[0][1]
