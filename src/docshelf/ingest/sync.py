@@ -10,7 +10,6 @@ embedded per model call, and each document is written on its own
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -103,6 +102,8 @@ class Sync:
                     f"(`docshelf remove {other.id}`), then add the larger folder"
                 )
         self.rt.check_writable()
+        import hashlib
+
         source = Source(
             id="src_" + hashlib.sha256(str(target).encode()).hexdigest()[:12],
             path=str(target),
@@ -188,10 +189,12 @@ class Sync:
             self.rt.check_writable()
         gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
         self._ingest(source, todo, known, gone, report, progress)
-        with self.store.transaction():
-            for record in gone.values():
-                report.removed += self.writer.drop_file(record)
-            self.store.record_failures(source.id, report.failures)
+        # nothing gone and no failures, now or recorded: no write (nor its lock) at all
+        if gone or report.failures or self.store.count_failures():
+            with self.store.transaction():
+                for record in gone.values():
+                    report.removed += self.writer.drop_file(record)
+                self.store.record_failures(source.id, report.failures)
         self.rt.maintain_indexes(progress=progress if todo or gone else None)
         self._enrich_after_ingest(report, progress)
         return report
