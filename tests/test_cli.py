@@ -270,6 +270,7 @@ NOT_AT_START = (
     "docshelf.transport",
     "docshelf.blobs",
     "docshelf.shared.caches",
+    "rich.progress",  # a terminal's bars come up only for work that lasts (LateBars)
 )
 # a person's terminal: rich draws, on a stdout that says it is a terminal
 AT_A_TERMINAL = "\n".join(
@@ -277,7 +278,9 @@ AT_A_TERMINAL = "\n".join(
         "import io",
         "out = io.StringIO()",
         "out.isatty = lambda: True",
-        "real, sys.stdout = sys.stdout, out\n",
+        "err = io.StringIO()",
+        "err.isatty = lambda: True",
+        "real, sys.stdout, sys.stderr = sys.stdout, out, err\n",
     ]
 )
 
@@ -477,3 +480,31 @@ def test_a_bad_line_gets_typers_error_and_exit_status(argv: list[str], tmp_path:
         seen.append((done.returncode, done.stdout, done.stderr))
     assert seen[0] == seen[1]
     assert seen[0][0] == 2 and "Error" in seen[0][2] and not seen[0][1]
+
+
+def test_the_bars_come_up_only_for_work_that_lasts() -> None:
+    import io
+    import time
+
+    from rich.console import Console
+
+    from docshelf.cli.progress import LateBars
+    from docshelf.progress import ProgressEvent
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    brief = LateBars("Syncing", lambda: console, after=60)
+    brief(ProgressEvent("scan", 10, 10, "files", "a.md"))
+    brief.close()
+    assert not brief.shown and out.getvalue() == ""  # done before the bars were due
+
+    lasting = LateBars("Syncing", lambda: console, after=0.05)
+    lasting(ProgressEvent("scan", 3, None, "files", "a.md"))  # before the bars are up
+    deadline = time.monotonic() + 10
+    while not lasting.shown and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert lasting.shown  # up on time, though no event came since
+    lasting(ProgressEvent("parse", 5, 10, "files", "b.md"))
+    assert "parse" in lasting.board.line("work") and "5/10" in lasting.board.line("work")
+    lasting.close()
+    assert "Syncing" in out.getvalue()

@@ -119,8 +119,9 @@ class Run:
 
     @contextmanager
     def progress(self, label: str) -> Iterator[Progress | None]:
-        """Rich progress bars on a terminal (cli/progress.py); in JSON mode nothing, or
-        with ``--progress`` JSON lines on stderr."""
+        """Rich progress bars on a terminal, up once the work has gone on for a moment
+        (cli/progress.py, ``LateBars``); in JSON mode nothing, or with ``--progress``
+        JSON lines on stderr."""
         if self.as_json:
             if not self.progress_events:
                 yield None
@@ -132,20 +133,13 @@ class Run:
         if not sys.stderr.isatty():
             yield None
             return
-        from rich.progress import BarColumn, Progress, TextColumn
+        from docshelf.cli.progress import LateBars
 
-        from docshelf.cli.progress import Board, RichBoard, line_column
-
-        board = Board(label)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=24),
-            line_column(board),
-            console=console(stderr=True),
-            transient=True,
-            refresh_per_second=4,
-        ) as bars:
-            yield RichBoard(board, bars)
+        bars = LateBars(label, lambda: console(stderr=True))
+        try:
+            yield bars
+        finally:
+            bars.close()
 
     def finish(self, produce: Callable[[], Outcome], render: Render) -> None:
         from docshelf.errors import DocshelfError
