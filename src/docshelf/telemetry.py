@@ -64,7 +64,7 @@ _RECORDING = True
 
 
 def stop_recording_metrics() -> None:
-    """For a one-shot process (a JSON ``search``, ``sync`` or ``status``, cli/quick.py):
+    """For a one-shot process (``sync``, ``status`` or ``search`` through cli/quick.py):
     nothing scrapes it, so metrics not made yet are dropped instead of importing
     prometheus_client to count them."""
     global _RECORDING

@@ -10,7 +10,6 @@ never read as rich markup.
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,6 +52,8 @@ def console(stderr: bool = False) -> Console:
 
 
 def q(arg: str) -> str:
+    import shlex
+
     return shlex.quote(arg)
 
 

@@ -296,6 +296,18 @@ def render_hits(o: Outcome) -> None:
         console.print(Padding(Text(body), (0, 0, 1, 3)))
 
 
+class OneShot(core.Run):
+    """A run of the quick path: a process that exits when the command is done."""
+
+    def shelf(self, **kwargs: Any) -> Shelf:
+        # Nothing scrapes a one-shot process's metrics (a helped search opens no shelf,
+        # and loads no telemetry).
+        from docshelf.telemetry import stop_recording_metrics
+
+        stop_recording_metrics()
+        return super().shelf(**kwargs)
+
+
 COMMANDS: dict[str, tuple[Any, core.Render]] = {
     "sync": (sync_command, render_sync),
     "status": (status_command, render_status),
@@ -311,10 +323,7 @@ def main(argv: list[str]) -> bool:
     parsed = parse(argv)
     if parsed is None:
         return False
-    from docshelf.telemetry import stop_recording_metrics
-
-    stop_recording_metrics()  # nothing scrapes a one-shot process
-    run = core.Run(parsed.home, parsed.command, parsed.json, parsed.progress)
+    run = OneShot(parsed.home, parsed.command, parsed.json, parsed.progress)
     fn, render = COMMANDS[parsed.command]
     run.finish(lambda: fn(run, **parsed.values), render)
     return True
