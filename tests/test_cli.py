@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -508,3 +509,54 @@ def test_the_bars_come_up_only_for_work_that_lasts() -> None:
     assert "parse" in lasting.board.line("work") and "5/10" in lasting.board.line("work")
     lasting.close()
     assert "Syncing" in out.getvalue()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_person_at_a_terminal_sees_the_same_from_both_paths(
+    tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the quick path draws on a terminal is what the typer app draws, errors too
+    (each on a library of its own, of the same folder)."""
+    from docshelf.cli import quick
+    from docshelf.cli.typer_app import app as typer_app
+    from docshelf.shelf import Shelf
+
+    homes = {"quick": tmp_path / "a", "typer": tmp_path / "b"}
+    for home in homes.values():
+        with Shelf(home, embedder=None) as shelf:
+            shelf.add(notes)
+    (notes / "new.md").write_text("# New\n\nA note that appeared since.\n")
+    lines = [
+        ["sync"],  # one new file
+        ["sync"],  # nothing to do
+        ["status", "--check"],
+        ["search", "flour", "--mode", "lexical", "-n", "2"],
+        ["search", "zebra"],
+        ["sync", "src_nope"],  # an error: a red line on stderr, exit 1
+        ["search", "flour", "--mode", "psychic"],
+    ]
+    for argv in lines:
+        seen = []
+        for face, home in homes.items():
+            out, err = _Terminal(), _Terminal()
+            with monkeypatch.context() as m:
+                m.setenv("DOCSHELF_EMBEDDER", "none")
+                m.setenv("DOCSHELF_SEARCH_HELPER", "off")
+                m.setattr(sys, "stdout", out)
+                m.setattr(sys, "stderr", err)
+                code = 0
+                try:
+                    if face == "quick":
+                        assert quick.main(["--home", str(home), *argv])
+                    else:
+                        typer_app(["--home", str(home), *argv], standalone_mode=False)
+                except SystemExit as exc:
+                    code = int(exc.code or 0)
+            shown = (out.getvalue() + "\0" + err.getvalue()).replace(str(home), "HOME")
+            seen.append((code, shown))
+        assert seen[0] == seen[1], argv
+        assert seen[0][1].strip("\0")  # something was shown
