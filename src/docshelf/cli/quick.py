@@ -62,7 +62,18 @@ class _Defer(Exception):
     """argparse would have printed an error: the typer app words it instead."""
 
 
+class _Quiet(argparse.HelpFormatter):
+    """Never shown (the typer app words help and errors): a fixed width, so argparse
+    does not ask the terminal for its size at every argument."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=80)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(add_help=False, allow_abbrev=False, formatter_class=_Quiet, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         raise _Defer(message)
 
@@ -91,17 +102,26 @@ def _add(parser: argparse.ArgumentParser, p: spec.Param) -> None:
         parser.add_argument(*p.flags, dest=p.name, type=kind, default=p.default)
 
 
-def _parser() -> _Parser:
-    """``docshelf [--home H] [--json] COMMAND ...`` for the commands of cli/options.py."""
-    root = _Parser(prog="docshelf", add_help=False, allow_abbrev=False)
+def _root() -> _Parser:
+    """``docshelf [--home H] [--json] COMMAND ...``: the root options, the command's name
+    and the rest (read by the command's own parser: one parser for the one command run,
+    as argparse asks gettext for its titles' translations, ~0.5 ms a parser)."""
+    root = _Parser(prog="docshelf")
     _add(root, spec.HOME)
     root.add_argument(*spec.JSON.flags, dest="root_json", action="store_true")
-    commands = root.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, (params, with_progress) in spec.COMMANDS.items():
-        sub = commands.add_parser(name, add_help=False, allow_abbrev=False)
-        for p in (*params, spec.JSON, *((spec.PROGRESS,) if with_progress else ())):
-            _add(sub, p)
+    root.add_argument("command", choices=list(spec.COMMANDS))
+    root.add_argument("rest", nargs=argparse.REMAINDER)
     return root
+
+
+def _command(name: str) -> _Parser:
+    """The parser of command ``name``: its parameters (cli/options.py), ``--json`` and,
+    for long work, ``--progress``."""
+    params, with_progress = spec.COMMANDS[name]
+    parser = _Parser(prog=f"docshelf {name}")
+    for p in (*params, spec.JSON, *((spec.PROGRESS,) if with_progress else ())):
+        _add(parser, p)
+    return parser
 
 
 def parse(argv: list[str]) -> Parsed | None:
@@ -117,12 +137,13 @@ def parse(argv: list[str]) -> Parsed | None:
     if any(a[:1] == "-" and a[1:2] != "-" and "=" in a for a in argv):
         return None
     try:
-        ns = vars(_parser().parse_args(argv))
+        root = _root().parse_args(argv)
+        command = root.command
+        ns = vars(_command(command).parse_args(root.rest))
     except _Defer:
         return None
-    command = ns.pop("command")
-    home = ns.pop(spec.HOME.name)
-    as_json = ns.pop("root_json") | ns.pop(spec.JSON.name)
+    home = root.home
+    as_json = root.root_json | ns.pop(spec.JSON.name)
     progress = bool(ns.pop(spec.PROGRESS.name, False))
     return Parsed(command, None if home is None else Path(home), as_json, progress, ns)
 
