@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from docshelf.cli import app, options
@@ -389,6 +391,7 @@ LINES = [
     ["--", "sync"],
     ["--json", "--", "search", "q"],
     ["sync", "--json", "--", "src_1"],
+    ["sync", "--", "--json"],
     ["status", "x"],
     ["status", "--chec"],
     ["search", "q", "--limit", "x"],
@@ -407,6 +410,11 @@ LINES = [
     ["search", "q", "--unknown"],
     ["search", "--", "-q"],
     ["search", "-q"],
+    ["search", "-1"],
+    ["search", "-1.5"],
+    ["sync", "-5"],
+    ["search", "q", "-n", "-2"],
+    ["search", "q", "--filter", "-x"],
     ["search"],
     ["search", "a", "b"],
     ["search", "q", "--filter="],
@@ -567,3 +575,22 @@ def test_a_person_at_a_terminal_sees_the_same_from_both_paths(
             seen.append((code, shown))
         assert seen[0] == seen[1], argv
         assert seen[0][1].strip("\0")  # something was shown
+
+
+_TOKENS = [
+    "sync", "status", "search", "list", "q", "a b", "src_1", "-", "--", "-1", "3", "٣",
+    "--home", "--home=h", "h", "--json", "--progress", "--check", "--check=1", "--limit",
+    "--limit=2", "-n", "-n3", "-n=3", "--mode", "lexical", "--mode=vector", "--filter",
+    "tag=a", "--filter=type=md", "--group", "document", "--expand", "parent-section",
+    "--help", "-h", "--unknown", "-x", "--lim", "=",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=7))
+def test_any_line_is_read_as_typer_reads_it_or_left_to_typer(argv: list[str]) -> None:
+    from docshelf.cli import quick
+
+    mine = quick.parse(argv)
+    if mine is not None:
+        assert tuple(mine) == _typer_reads(argv), argv

@@ -133,8 +133,9 @@ def parse(argv: list[str]) -> Parsed | None:
             arg.encode()  # a lone surrogate (an argument not in UTF-8): typer's to judge
     except UnicodeEncodeError:
         return None
-    # argparse reads "-n=3" as 3, click as "=3" (an error): typer's to judge
-    if any(a[:1] == "-" and a[1:2] != "-" and "=" in a for a in argv):
+    # argparse reads "-n=3" as 3, click as "=3" (an error); and "--" (all that follows
+    # is an argument) would end the root's parse, not the command's: typer's to judge
+    if "--" in argv or any(a[:1] == "-" and a[1:2] != "-" and "=" in a for a in argv):
         return None
     try:
         root = _root().parse_args(argv)
@@ -142,6 +143,9 @@ def parse(argv: list[str]) -> Parsed | None:
         ns = vars(_command(command).parse_args(root.rest))
     except _Defer:
         return None
+    params, _ = spec.COMMANDS[command]
+    if any(str(ns[p.name]).startswith("-") for p in params if p.positional and ns[p.name]):
+        return None  # argparse took "-1" for an argument; click, for an option it lacks
     home = root.home
     as_json = root.root_json | ns.pop(spec.JSON.name)
     progress = bool(ns.pop(spec.PROGRESS.name, False))
