@@ -143,8 +143,10 @@ LOAD_AT_START = 0.0
 
 def importtime_top(src: Path, home: Path, top: int = 10, runs: int = 5) -> list[tuple[int, str]]:
     """The ``top`` slowest imports of an unchanged sync (cumulative microseconds), each
-    module's least of ``runs`` runs (one run on a shared machine is mostly noise)."""
-    best: dict[str, tuple[int, bool]] = {}  # module -> (cumulative, imported at top level)
+    module's least of ``runs`` runs (one run on a shared machine is mostly noise); first
+    the total, the sum of each module's least own time."""
+    cumulative: dict[str, int] = {}
+    own: dict[str, int] = {}
     for _ in range(runs):
         done = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "docshelf.cli", "sync"],
@@ -156,14 +158,12 @@ def importtime_top(src: Path, home: Path, top: int = 10, runs: int = 5) -> list[
         for line in done.stderr.splitlines():
             if not line.startswith("import time:") or "cumulative" in line:
                 continue
-            _, cumulative, name = line[len("import time:") :].split("|")
-            module, top_level = name.strip(), not name[1:].startswith(" ")
-            took = int(cumulative.strip())
-            if module not in best or took < best[module][0]:
-                best[module] = (took, top_level)
-    total = sum(took for took, top_level in best.values() if top_level)
-    rows = sorted(((took, module) for module, (took, _) in best.items()), reverse=True)
-    return [(total, "(all top-level imports)"), *rows[:top]]
+            self_us, cumulative_us, name = line[len("import time:") :].split("|")
+            module = name.strip()
+            for table, took in ((own, int(self_us)), (cumulative, int(cumulative_us))):
+                table[module] = min(table.get(module, took), took)
+    rows = sorted(((took, module) for module, took in cumulative.items()), reverse=True)
+    return [(sum(own.values()), "(all imports: each module's own time)"), *rows[:top]]
 
 
 def stop_helper(home: Path) -> None:
@@ -189,6 +189,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--tree", action="append", default=[], help="NAME=SRC to compare")
+    parser.add_argument("--imports-only", action="store_true", help="only the import-time tables")
     args = parser.parse_args()
     trees = {"current": HERE}
     for spec in args.tree:
@@ -203,6 +204,9 @@ def main() -> None:
         homes[name] = work / f"home-{name}"
         if not homes[name].exists():
             docshelf(src, homes[name], ["add", str(folder)])
+    if args.imports_only:
+        print_imports(trees, homes)
+        return
     times: dict[tuple[str, str], list[float]] = {}
     global LOAD_AT_START
     LOAD_AT_START = os.getloadavg()[0]
@@ -241,6 +245,10 @@ def main() -> None:
             f"{pct(values, 0.95):.3f} | {cpu:.3f} |"
         )
     print(f"\nload average {LOAD_AT_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    print_imports(trees, homes)
+
+
+def print_imports(trees: dict[str, Path], homes: dict[str, Path]) -> None:
     for name, src in trees.items():
         print(
             f"\nimport time of `docshelf sync`, {name} "
