@@ -349,7 +349,8 @@ def _typer_reads(argv: list[str]) -> tuple[Any, ...] | None:
     group: Any = typer.main.get_command(app)
     try:
         with group.make_context("docshelf", list(argv)) as ctx:
-            rest = [*ctx._protected_args, *ctx.args]
+            protected = getattr(ctx, "_protected_args", None)  # click 8.2; 8.1: public
+            rest = [*(ctx.protected_args if protected is None else protected), *ctx.args]
             name, sub, rest = group.resolve_command(ctx, rest)
             assert sub is not None and name is not None
             if name not in options.COMMANDS:
