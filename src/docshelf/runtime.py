@@ -122,7 +122,9 @@ class Runtime:
         self.lexical_index: SidecarLexicalIndex | None = self._engines.lexical_sidecar
         self._fusion_given = fusion
         self.enricher_instance: Enricher | None = None
-        self._on_change: list[Callable[[], None]] = []
+        # The retrieval cache forgets on every change, made or not: a shared (Redis) one
+        # tells the other replicas, even from a process that never searched.
+        self._on_change: list[Callable[[], None]] = [self._clear_cache]
         self.writer = DocumentWriter(self.store, self.changed)
         # The parts below are made on first use; those set to reach another service or
         # read a file of their own are made now, so a bad setting fails the open as before.
@@ -226,8 +228,10 @@ class Runtime:
                 settings.redis_retrieval_seconds if settings.retrieval_cache_seconds > 0 else 0.0,
                 SearchResult,
             )
-        self.on_change(cache.clear)
         return cache
+
+    def _clear_cache(self) -> None:
+        self.cache.clear()
 
     @cached_property
     def retriever(self) -> Retriever:
