@@ -12,6 +12,8 @@ the library. One library of ``--files`` small Markdown files (lexical only,
                helper once the first search started it (a tree without one: in-process)
 - ``help``     ``docshelf --help``
 - ``status``   ``docshelf status``
+- ``sync-tty``, ``status-tty``  the same as a person types them: stdout and stderr a
+               terminal (a pseudo-terminal), so the human output and progress bars
 
 ``--tree NAME=SRC`` adds a code tree to compare (its ``src`` folder put first on
 ``PYTHONPATH``, run by this interpreter): e.g. a copy of the code before a change
@@ -41,6 +43,8 @@ COMMANDS: dict[str, list[str]] = {
     "help": ["--help"],
     "status": ["status"],
 }
+# The same commands on a pseudo-terminal: what a person at a terminal runs.
+TTY = {"sync-tty": ["sync"], "status-tty": ["status"]}
 # A search with DOCSHELF_SEARCH_HELPER=auto (the default): the first starts the
 # library's helper, the next are answered by it (cli/resident.py); "search" is in-process.
 HELPED = "search-auto"
@@ -96,43 +100,70 @@ def env_for(src: Path, home: Path, helper: str = "off") -> dict[str, str]:
 CPU: dict[tuple[str, str], list[float]] = {}  # (command, tree): user + system seconds
 
 
-def docshelf(src: Path, home: Path, args: list[str], helper: str = "off") -> float:
-    """One command as a new process: its wall time (its CPU time into ``LAST_CPU``)."""
+def docshelf(
+    src: Path, home: Path, args: list[str], helper: str = "off", tty: bool = False
+) -> float:
+    """One command as a new process: its wall time (its CPU time into ``LAST_CPU``);
+    with ``tty``, on a pseudo-terminal (read to the end, as a terminal would)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "docshelf.cli", *args],
-        env=env_for(src, home, helper),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
+    argv = [sys.executable, "-m", "docshelf.cli", *args]
+    if tty:
+        import pty
+
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: stdin, stdout and stderr are the terminal
+            os.execve(argv[0], argv, env_for(src, home, helper))
+        while True:
+            try:
+                if not os.read(fd, 65536):
+                    break
+            except OSError:  # the terminal closed with the child
+                break
+        _, status, usage = os.wait4(pid, 0)
+        os.close(fd)
+    else:
+        proc = subprocess.Popen(
+            argv,
+            env=env_for(src, home, helper),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"docshelf {' '.join(args)} failed ({proc.returncode})")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"docshelf {' '.join(args)} failed ({code})")
     LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     return took
 
 
 LAST_CPU = [0.0]
+LOAD_AT_START = 0.0
 
 
-def importtime_top(src: Path, home: Path, top: int = 10) -> list[tuple[int, str]]:
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "docshelf.cli", "sync"],
-        env=env_for(src, home),
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    rows: list[tuple[int, str]] = []
-    for line in done.stderr.splitlines():
-        if not line.startswith("import time:") or "cumulative" in line:
-            continue
-        _, cumulative, name = line[len("import time:") :].split("|")
-        rows.append((int(cumulative.strip()), name.rstrip()[1:]))  # one space, then the depth
-    total = sum(c for c, name in rows if not name.startswith(" "))
-    return [(total, "(all top-level imports)"), *sorted(rows, reverse=True)[:top]]
+def importtime_top(src: Path, home: Path, top: int = 10, runs: int = 5) -> list[tuple[int, str]]:
+    """The ``top`` slowest imports of an unchanged sync (cumulative microseconds), each
+    module's least of ``runs`` runs (one run on a shared machine is mostly noise); first
+    the total, the sum of each module's least own time."""
+    cumulative: dict[str, int] = {}
+    own: dict[str, int] = {}
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "docshelf.cli", "sync"],
+            env=env_for(src, home),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        for line in done.stderr.splitlines():
+            if not line.startswith("import time:") or "cumulative" in line:
+                continue
+            self_us, cumulative_us, name = line[len("import time:") :].split("|")
+            module = name.strip()
+            for table, took in ((own, int(self_us)), (cumulative, int(cumulative_us))):
+                table[module] = min(table.get(module, took), took)
+    rows = sorted(((took, module) for module, took in cumulative.items()), reverse=True)
+    return [(sum(own.values()), "(all imports: each module's own time)"), *rows[:top]]
 
 
 def stop_helper(home: Path) -> None:
@@ -158,6 +189,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--tree", action="append", default=[], help="NAME=SRC to compare")
+    parser.add_argument("--imports-only", action="store_true", help="only the import-time tables")
     args = parser.parse_args()
     trees = {"current": HERE}
     for spec in args.tree:
@@ -172,10 +204,17 @@ def main() -> None:
         homes[name] = work / f"home-{name}"
         if not homes[name].exists():
             docshelf(src, homes[name], ["add", str(folder)])
+    if args.imports_only:
+        print_imports(trees, homes)
+        return
     times: dict[tuple[str, str], list[float]] = {}
+    global LOAD_AT_START
+    LOAD_AT_START = os.getloadavg()[0]
     for name, src in trees.items():  # warm-up: the page cache, .pyc files
         for argv in COMMANDS.values():
             docshelf(src, homes[name], argv)
+        for argv in TTY.values():
+            docshelf(src, homes[name], argv, tty=True)
         docshelf(src, homes[name], COMMANDS["search"], helper="auto")  # starts the helper
         time.sleep(5)  # let it load
     try:
@@ -188,6 +227,10 @@ def main() -> None:
                 took = docshelf(src, homes[name], COMMANDS["search"], helper="auto")
                 times.setdefault((HELPED, name), []).append(took)
                 CPU.setdefault((HELPED, name), []).append(LAST_CPU[0])
+                for command, argv in TTY.items():
+                    took = docshelf(src, homes[name], argv, tty=True)
+                    times.setdefault((command, name), []).append(took)
+                    CPU.setdefault((command, name), []).append(LAST_CPU[0])
     finally:
         for home in homes.values():
             stop_helper(home)
@@ -201,9 +244,16 @@ def main() -> None:
             f"| {command} | {name} | {statistics.median(values):.3f} | "
             f"{pct(values, 0.95):.3f} | {cpu:.3f} |"
         )
-    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+    print(f"\nload average {LOAD_AT_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    print_imports(trees, homes)
+
+
+def print_imports(trees: dict[str, Path], homes: dict[str, Path]) -> None:
     for name, src in trees.items():
-        print(f"\nimport time of `docshelf sync`, {name} (cumulative µs, ten slowest):")
+        print(
+            f"\nimport time of `docshelf sync`, {name} "
+            "(cumulative µs, ten slowest, each module's least of 5 runs):"
+        )
         for cumulative, module in importtime_top(src, homes[name]):
             print(f"  {cumulative:>9}  {module.strip()}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -10,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from docshelf.cli import app
+from docshelf.cli import app, options
 
 runner = CliRunner()
 
@@ -246,22 +249,65 @@ def test_users_and_retry_envelopes(isolated_home: Path) -> None:
 
 HEAVY = ("torch", "transformers", "tokenizers", "onnxruntime", "numpy", "markdown_it", "yaml")
 ONLY_WHEN_USED = ("pathspec", "prometheus_client", "asyncio")
+# what a sync or a status with nothing to do never needs: the typer app (the quick path
+# reads the line), the search side, uploads, accounts, parsing and chunking, the
+# services a library may be configured with, and the modules they pull in
+NOT_AT_START = (
+    "typer",
+    "click",
+    "pydantic",
+    "uuid",
+    "socket",
+    "secrets",
+    "docshelf.search.retriever",
+    "docshelf.search.fusion",
+    "docshelf.search.cache",
+    "docshelf.catalogue",
+    "docshelf.ingest.prepare",
+    "docshelf.ingest.uploads",
+    "docshelf.accounts.users",
+    "docshelf.chunk",
+    "docshelf.knowledge.taxonomy",
+    "docshelf.llm",
+    "docshelf.rerank",
+    "docshelf.transport",
+    "docshelf.blobs",
+    "docshelf.shared.caches",
+    "rich.progress",  # a terminal's bars come up only for work that lasts (LateBars)
+)
+# a person's terminal: rich draws, on a stdout that says it is a terminal
+AT_A_TERMINAL = "\n".join(
+    [
+        "import io",
+        "out = io.StringIO()",
+        "out.isatty = lambda: True",
+        "err = io.StringIO()",
+        "err.isatty = lambda: True",
+        "real, sys.stdout, sys.stderr = sys.stdout, out, err\n",
+    ]
+)
 
 
-def _modules_after(argv: list[str], home: Path, embedder: str) -> list[str]:
-    """The heavy modules a new ``docshelf`` process imported to run ``argv``."""
+def _modules_after(
+    argv: list[str], home: Path, embedder: str, *, terminal: bool = False
+) -> list[str]:
+    """The heavy modules a new ``docshelf`` process imported to run ``argv`` (as JSON,
+    or on a terminal)."""
+    names = HEAVY + ONLY_WHEN_USED + NOT_AT_START
     code = (
         "import sys\nfrom docshelf.cli import main\n"
-        f"sys.argv = ['docshelf', '--json', *{argv!r}]\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print([m for m in {HEAVY + ONLY_WHEN_USED!r} if m in sys.modules])"
+        f"sys.argv = ['docshelf', *{(argv if terminal else ['--json', *argv])!r}]\n"
+        + (AT_A_TERMINAL if terminal else "")
+        + "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        + ("real.write(out.getvalue())\nsys.stdout = real\n" if terminal else "")
+        + f"print([m for m in {names!r} if m in sys.modules])"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
     env.update(DOCSHELF_HOME=str(home), DOCSHELF_EMBEDDER=embedder, DOCSHELF_ENRICH="off")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    assert '"ok": true' in out.stdout, out.stdout + out.stderr
+    assert ("Synced" if terminal else '"ok": true') in out.stdout, out.stdout + out.stderr
     return list(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
 
 
@@ -277,6 +323,8 @@ def test_an_unchanged_sync_imports_no_parser_no_numpy_and_loads_no_model(
     with Shelf(lexical, embedder=None) as shelf:
         shelf.add(notes)
     assert _modules_after(["sync"], lexical, "none") == []
+    # a person's `docshelf sync`: the same, with rich to draw it (and no typer)
+    assert _modules_after(["sync"], lexical, "none", terminal=True) == []
     if not local_available():
         return
     # a library bound to the packaged model: sync binds the embedder, never loads it
@@ -287,3 +335,263 @@ def test_an_unchanged_sync_imports_no_parser_no_numpy_and_loads_no_model(
     # the check sees imports: a changed folder is parsed (lexical: still no numpy)
     (notes / "new.md").write_text("# New\n\nA note that appeared since.\n")
     assert "markdown_it" in _modules_after(["sync"], lexical, "none")
+
+
+# -- the quick path (cli/quick.py) reads an argument line as the typer app does ---------
+
+
+def _typer_reads(argv: list[str]) -> tuple[Any, ...] | None:
+    """What the typer app's parser makes of ``argv`` for sync, status or search: the
+    command, home, --json, --progress and the command's values; None for anything it
+    refuses (or helps with)."""
+    import typer.main
+
+    group: Any = typer.main.get_command(app)
+    try:
+        with group.make_context("docshelf", list(argv)) as ctx:
+            protected = getattr(ctx, "_protected_args", None)  # click 8.2; 8.1: public
+            rest = [*(ctx.protected_args if protected is None else protected), *ctx.args]
+            name, sub, rest = group.resolve_command(ctx, rest)
+            assert sub is not None and name is not None
+            if name not in options.COMMANDS:
+                return None
+            with sub.make_context(name, rest, parent=ctx) as sub_ctx:
+                values = dict(sub_ctx.params)
+    except Exception:  # a usage error, or --help's exit (typer's click raises both)
+        return None
+    json_out = values.pop("json_out") or ctx.params["json_out"]
+    progress = values.pop("progress_out", False)
+    if "filter_" in values:
+        values["filter_"] = list(values["filter_"]) if values["filter_"] else None
+    return (name, ctx.params["home"], json_out, progress, values)
+
+
+# what people and agents type: the quick path's own (no typer at start-up)
+PLAIN = [
+    ["sync"],
+    ["sync", "src_1"],
+    ["--home", "h", "--json", "sync", "src_1", "--json"],
+    ["--home=h", "sync", "--progress", "--json"],
+    ["--json", "--home", "h", "sync"],
+    ["status"],
+    ["status", "--check", "--check"],
+    ["search", "q"],
+    ["--json", "search", "q", "-n", "3"],
+    ["search", "--limit=4", "q", "--json"],
+    ["search", "q", "--mode", "lexical", "--filter", "tag=a", "--filter=type=md"],
+    ["search", "q", "--group", "document", "--expand", "parent-section"],
+    ["search", "q", "--limit", "2", "--limit", "3"],
+]
+LINES = [
+    *PLAIN,
+    ["sync", "a", "b"],
+    ["sync", "--help"],
+    ["sync", "--home", "h"],
+    ["sync", "--", "--odd-name"],
+    ["syn"],
+    ["--", "sync"],
+    ["--json", "--", "search", "q"],
+    ["sync", "--json", "--", "src_1"],
+    ["sync", "--", "--json"],
+    ["status", "x"],
+    ["status", "--chec"],
+    ["search", "q", "--limit", "x"],
+    ["search", "q", "--limit", "-1"],
+    ["search", "q", "--limit", "٣"],
+    ["search", "q", "--limit", " 3 "],
+    ["search", "q", "--limit", "+3"],
+    ["search", "q", "--limit", "0x10"],
+    ["search", "q", "--limit", "1_000"],
+    ["search", "q", "-n3"],
+    ["search", "q", "-n=3"],
+    ["search", "q", "--lim", "3"],
+    ["search", "q", "--mode"],
+    ["search", "q", "--mode", "--json"],
+    ["search", "q", "--mode", "-x"],
+    ["search", "q", "--unknown"],
+    ["search", "--", "-q"],
+    ["search", "-q"],
+    ["search", "-1"],
+    ["search", "-1.5"],
+    ["sync", "-5"],
+    ["search", "q", "-n", "-2"],
+    ["search", "q", "--filter", "-x"],
+    ["search"],
+    ["search", "a", "b"],
+    ["search", "q", "--filter="],
+    ["--home", "search", "q"],
+    ["--home=", "search", "q"],
+    ["--verbose", "search", "q"],
+    ["search", "q\udcff"],
+    ["--help"],
+    [],
+    ["list"],
+]
+
+
+@pytest.mark.parametrize("argv", LINES)
+def test_the_quick_path_reads_a_line_as_typer_does_or_leaves_it_to_typer(argv: list[str]) -> None:
+    from docshelf.cli import quick
+
+    mine = quick.parse(argv)
+    if mine is None:
+        return  # the typer app parses it, errors and all
+    theirs = _typer_reads(argv)
+    assert theirs is not None, f"quick reads {argv} but typer refuses it"
+    assert tuple(mine) == theirs
+
+
+def test_the_quick_path_reads_the_plain_lines_itself() -> None:
+    """The lines people and agents type are the quick path's (no typer at start-up)."""
+    from docshelf.cli import quick
+
+    for argv in PLAIN:
+        assert quick.parse(argv) is not None, argv
+
+
+def test_every_option_of_the_typer_commands_is_the_quick_paths() -> None:
+    """The typer commands sync, status and search take exactly the parameters of
+    cli/options.py, with the same flags, so the quick path's argparse reads them all."""
+    import typer.main
+
+    group: Any = typer.main.get_command(app)
+    for name, (params, with_progress) in options.COMMANDS.items():
+        command = group.commands[name]
+        declared = {
+            p.name: (tuple(sorted(p.opts)), p.multiple, getattr(p, "is_flag", False))
+            for p in command.params
+        }
+        wanted = {
+            p.name: (tuple(sorted(p.flags)) or (p.name,), p.many, p.type is bool)
+            for p in (*params, options.JSON, *((options.PROGRESS,) if with_progress else ()))
+        }
+        assert declared == wanted, name
+    root = {p.name: tuple(p.opts) for p in group.params}
+    assert root == {"home": options.HOME.flags, "json_out": options.JSON.flags}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "q", "--bogus"],
+        ["sync", "--bogus"],
+        ["status", "--check=yes"],
+        ["search", "q", "--limit", "many"],
+        ["search"],
+        ["sync", "a", "b"],
+    ],
+)
+def test_a_bad_line_gets_typers_error_and_exit_status(argv: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "DOCSHELF_HOME": str(tmp_path), "DOCSHELF_EMBEDDER": "none"}
+    seen = []
+    for face, code in (
+        ("quick", "from docshelf.cli import main; main()"),  # the command as installed
+        ("typer", "from docshelf.cli.typer_app import app; app()"),  # typer alone
+    ):
+        script = tmp_path / face / "docshelf"  # the program's name in the usage line
+        script.parent.mkdir()
+        script.write_text(code + "\n")
+        done = subprocess.run(
+            [sys.executable, str(script), *argv], capture_output=True, text=True, env=env
+        )
+        seen.append((done.returncode, done.stdout, done.stderr))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == 2 and "Error" in seen[0][2] and not seen[0][1]
+
+
+def test_the_bars_come_up_only_for_work_that_lasts() -> None:
+    import io
+    import time
+
+    from rich.console import Console
+
+    from docshelf.cli.progress import LateBars
+    from docshelf.progress import ProgressEvent
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    brief = LateBars("Syncing", lambda: console, after=60)
+    brief(ProgressEvent("scan", 10, 10, "files", "a.md"))
+    brief.close()
+    assert not brief.shown and out.getvalue() == ""  # done before the bars were due
+
+    lasting = LateBars("Syncing", lambda: console, after=0.05)
+    lasting(ProgressEvent("scan", 3, None, "files", "a.md"))  # before the bars are up
+    deadline = time.monotonic() + 10
+    while not lasting.shown and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert lasting.shown  # up on time, though no event came since
+    lasting(ProgressEvent("parse", 5, 10, "files", "b.md"))
+    assert "parse" in lasting.board.line("work") and "5/10" in lasting.board.line("work")
+    lasting.close()
+    assert "Syncing" in out.getvalue()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_person_at_a_terminal_sees_the_same_from_both_paths(
+    tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the quick path draws on a terminal is what the typer app draws, errors too
+    (each on a library of its own, of the same folder)."""
+    from docshelf.cli import quick
+    from docshelf.cli.typer_app import app as typer_app
+    from docshelf.shelf import Shelf
+
+    homes = {"quick": tmp_path / "a", "typer": tmp_path / "b"}
+    for home in homes.values():
+        with Shelf(home, embedder=None) as shelf:
+            shelf.add(notes)
+    (notes / "new.md").write_text("# New\n\nA note that appeared since.\n")
+    lines = [
+        ["sync"],  # one new file
+        ["sync"],  # nothing to do
+        ["status", "--check"],
+        ["search", "flour", "--mode", "lexical", "-n", "2"],
+        ["search", "zebra"],
+        ["sync", "src_nope"],  # an error: a red line on stderr, exit 1
+        ["search", "flour", "--mode", "psychic"],
+    ]
+    for argv in lines:
+        seen = []
+        for face, home in homes.items():
+            out, err = _Terminal(), _Terminal()
+            with monkeypatch.context() as m:
+                m.setenv("DOCSHELF_EMBEDDER", "none")
+                m.setenv("DOCSHELF_SEARCH_HELPER", "off")
+                m.setattr(sys, "stdout", out)
+                m.setattr(sys, "stderr", err)
+                code = 0
+                try:
+                    if face == "quick":
+                        assert quick.main(["--home", str(home), *argv])
+                    else:
+                        typer_app(["--home", str(home), *argv], standalone_mode=False)
+                except SystemExit as exc:
+                    code = int(exc.code or 0)
+            shown = (out.getvalue() + "\0" + err.getvalue()).replace(str(home), "HOME")
+            seen.append((code, shown))
+        assert seen[0] == seen[1], argv
+        assert seen[0][1].strip("\0")  # something was shown
+
+
+_TOKENS = [
+    "sync", "status", "search", "list", "q", "a b", "src_1", "-", "--", "-1", "3", "٣",
+    "--home", "--home=h", "h", "--json", "--progress", "--check", "--check=1", "--limit",
+    "--limit=2", "-n", "-n3", "-n=3", "--mode", "lexical", "--mode=vector", "--filter",
+    "tag=a", "--filter=type=md", "--group", "document", "--expand", "parent-section",
+    "--help", "-h", "--unknown", "-x", "--lim", "=",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=7))
+def test_any_line_is_read_as_typer_reads_it_or_left_to_typer(argv: list[str]) -> None:
+    from docshelf.cli import quick
+
+    mine = quick.parse(argv)
+    if mine is not None:
+        assert tuple(mine) == _typer_reads(argv), argv

@@ -350,65 +350,7 @@ def test_a_second_helper_for_the_same_library_leaves_at_once(tmp_path: Path, not
 # -- the typer-free JSON search ------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("argv", "expected"),
-    [
-        (["search", "q"], ("q", 10, "hybrid", [], "snippet", None)),
-        (["--json", "search", "q", "-n", "3"], ("q", 3, "hybrid", [], "snippet", None)),
-        (["search", "--limit=4", "q", "--json"], ("q", 4, "hybrid", [], "snippet", None)),
-        (
-            ["search", "q", "--mode", "lexical", "--filter", "tag=a", "--filter=type=md"],
-            ("q", 10, "lexical", ["tag=a", "type=md"], "snippet", None),
-        ),
-        (
-            ["search", "q", "--group", "document", "--expand", "parent-section"],
-            ("q", 10, "hybrid", [], "document", "parent-section"),
-        ),
-    ],
-)
-def test_quick_reads_the_plain_shapes_of_a_search(
-    argv: list[str], expected: tuple[Any, ...]
-) -> None:
-    parsed = quick.parse(argv)
-    assert parsed is not None and tuple(parsed.request) == expected
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        [],
-        ["--help"],
-        ["status"],
-        ["search"],
-        ["search", "--help"],
-        ["search", "a", "b"],
-        ["search", "q", "--limit", "x"],
-        ["search", "q", "--limit", "-1"],
-        ["search", "q", "--limit", "٣"],
-        ["search", "q", "-n3"],
-        ["search", "q", "--limit", "2", "--limit", "3"],
-        ["search", "q", "--mode"],
-        ["search", "q", "--unknown"],
-        ["search", "--", "-q"],
-        ["search", "-q"],
-        ["--home", "search", "q"],
-        ["--verbose", "search", "q"],
-        ["search", "q\udcff"],
-    ],
-)
-def test_quick_leaves_everything_else_to_typer(argv: list[str]) -> None:
-    assert quick.parse(argv) is None
-
-
-def test_quick_reads_a_plain_sync_and_nothing_more() -> None:
-    assert quick.parse_sync(["sync"]) == (None, False, None)
-    parsed = quick.parse_sync(["--home", "h", "sync", "src_1", "--json"])
-    assert parsed == (Path("h"), True, "src_1")
-    for argv in (["sync", "--progress"], ["sync", "a", "b"], ["sync", "--help"], ["status"]):
-        assert quick.parse_sync(argv) is None
-    assert quick.parse_status(["--json", "status", "--check"]) == (None, True, True)
-    for argv in (["status", "--check", "--check"], ["status", "x"], ["status", "--help"]):
-        assert quick.parse_status(argv) is None
+# (how the quick path reads an argument line, against typer's: tests/test_cli.py)
 
 
 def test_quick_prints_what_the_typer_app_prints(

@@ -200,7 +200,7 @@ def test_hostile_files_are_reported_and_the_rest_indexed(
 def test_file_deleted_between_listing_and_reading(
     shelf: Shelf, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import docshelf.ingest.sync as shelf_mod
+    import docshelf.ingest.prepare as prepare_mod  # sync reads files through it
     from docshelf.ingest.prepare import read_file as real
 
     def vanishing(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
@@ -208,7 +208,7 @@ def test_file_deleted_between_listing_and_reading(
             path.unlink()
         return real(path, max_bytes)
 
-    monkeypatch.setattr(shelf_mod, "read_file", vanishing)
+    monkeypatch.setattr(prepare_mod, "read_file", vanishing)
     report = shelf.add(notes)
     assert [Path(f.path).name for f in report.failures] == ["todo.txt"]
     assert "vanished" in report.failures[0].reason

@@ -9,38 +9,41 @@ runtime (or anything carrying one, as a ``Shelf`` does), never the facade.
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
 from docshelf import progress as _progress
-from docshelf.accounts import access
-from docshelf.blobs import BlobStore, open_blob_store
-from docshelf.chunk import ChunkSettings, approx_tokens
-from docshelf.config import Settings
 from docshelf.durable import private_dir
 from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
 from docshelf.errors import Conflict, DocshelfError, Unavailable
-from docshelf.ingest.prepare import Chunking, EmbedCounts
 from docshelf.ingest.writer import DocumentWriter
-from docshelf.knowledge.taxonomy import Taxonomy, configured_taxonomy
-from docshelf.llm import LLM, make_llm
-from docshelf.rerank import Reranker, make_reranker
-from docshelf.search.ann import SidecarVectorIndex
-from docshelf.search.cache import ResultCache, RetrievalCache
 from docshelf.search.engines import engines_for
-from docshelf.search.fusion import FusionSettings
-from docshelf.search.lexical import SidecarLexicalIndex
-from docshelf.search.results import SearchResult
-from docshelf.search.retriever import Retriever
 from docshelf.shared import open_shared
-from docshelf.shared.caches import SharedRetrievalCache, SummaryCache
 from docshelf.store import Store, open_store
-from docshelf.telemetry import Metrics, RateLimiter
-from docshelf.transport import Transport, open_transport
 
+# What opening a library needs is imported above; the parts a command may never use
+# (the retriever, the LLM, the queue, the blob store, metrics) are made on first use,
+# with their modules, so a one-shot `sync` or `status` starts without them.
 if TYPE_CHECKING:
+    from docshelf.blobs import BlobStore
+    from docshelf.chunk import ChunkSettings
+    from docshelf.config import Settings
+    from docshelf.ingest.prepare import Chunking, EmbedCounts
     from docshelf.knowledge.enricher import Enricher, EnrichResult
+    from docshelf.knowledge.taxonomy import Taxonomy
+    from docshelf.llm import LLM
+    from docshelf.rerank import Reranker
+    from docshelf.search.ann import SidecarVectorIndex
+    from docshelf.search.cache import ResultCache
+    from docshelf.search.engines import Engines
+    from docshelf.search.fusion import FusionSettings
+    from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.results import SearchResult
+    from docshelf.search.retriever import Retriever
+    from docshelf.shared.caches import SummaryCache
+    from docshelf.telemetry import Metrics, RateLimiter
+    from docshelf.transport import Transport
 
 # Long work reports ``ProgressEvent``s (phase, done of total, unit, item, snippets).
 Progress = _progress.Progress
@@ -107,56 +110,151 @@ class Runtime:
         self.broadcast, self.shared_cache = open_shared(settings.redis_url)
         self.store: Store = open_store(settings.database_url)
         self.store.notices.listener = self.broadcast.publish
-        self.summaries = SummaryCache(self.store, self.shared_cache)
-        self.host = socket.gethostname()
         try:
             self.embedder = self._bind_embedder(embedder, check_model)
         except BaseException:
             self.store.close()
             raise
-        window = self.embedder.window if self.embedder else DEFAULT_WINDOW
-        self.chunk_settings = ChunkSettings.for_window(window)
-        self.count_tokens: Callable[[str], int] = (
-            self.embedder.count_tokens if self.embedder else approx_tokens
-        )
+        self._opened_with = self.embedder  # the chunking and token counts follow it
         # which engines answer recall; on SQLite, the sidecar indexes beside the database
-        engines = engines_for(self.store, settings)
-        self.vector_index: SidecarVectorIndex | None = engines.vector_sidecar
-        self.lexical_index: SidecarLexicalIndex | None = engines.lexical_sidecar
-        self.embed_counts = EmbedCounts()
-        self.blobs: BlobStore = open_blob_store(settings.blob_url, settings.home)
-        self.metrics = Metrics()
-        self.rate_limit = RateLimiter(settings.embed_rate)
-        self.transport: Transport = open_transport(settings.queue_url)
-        self.llm: LLM | None = make_llm(settings.llm)
-        self.taxonomy: Taxonomy = configured_taxonomy(settings.taxonomy)
+        self._engines: Engines = engines_for(self.store, settings)
+        self.vector_index: SidecarVectorIndex | None = self._engines.vector_sidecar
+        self.lexical_index: SidecarLexicalIndex | None = self._engines.lexical_sidecar
+        self._fusion_given = fusion
         self.enricher_instance: Enricher | None = None
-        self._on_change: list[Callable[[], None]] = []
-        # Identical searches answered from memory (Redis when configured) until a change
-        self.cache: ResultCache[SearchResult] = (
-            RetrievalCache(settings.retrieval_cache_seconds)
-            if self.shared_cache is None
-            else SharedRetrievalCache(
+        # The retrieval cache forgets on every change, made or not: a shared (Redis) one
+        # tells the other replicas, even from a process that never searched.
+        self._on_change: list[Callable[[], None]] = [self._clear_cache]
+        self.writer = DocumentWriter(self.store, self.changed)
+        # The parts below are made on first use; those set to reach another service or
+        # read a file of their own are made now, so a bad setting fails the open as before.
+        if settings.blob_url:
+            self.blobs  # noqa: B018
+        if settings.queue_url not in ("", "local"):
+            self.transport  # noqa: B018
+        if settings.llm.url:
+            self._configured_llm  # noqa: B018
+        if settings.taxonomy:
+            self.taxonomy  # noqa: B018
+
+    @cached_property
+    def chunk_settings(self) -> ChunkSettings:
+        from docshelf.chunk import ChunkSettings
+
+        opened = self._opened_with
+        return ChunkSettings.for_window(opened.window if opened else DEFAULT_WINDOW)
+
+    @cached_property
+    def count_tokens(self) -> Callable[[str], int]:
+        if self._opened_with is not None:
+            return self._opened_with.count_tokens
+        from docshelf.chunk import approx_tokens
+
+        return approx_tokens
+
+    @cached_property
+    def summaries(self) -> SummaryCache:
+        from docshelf.shared.caches import SummaryCache
+
+        return SummaryCache(self.store, self.shared_cache)
+
+    @cached_property
+    def host(self) -> str:
+        import socket
+
+        return socket.gethostname()
+
+    @cached_property
+    def embed_counts(self) -> EmbedCounts:
+        from docshelf.ingest.prepare import EmbedCounts
+
+        return EmbedCounts()
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        from docshelf.blobs import open_blob_store
+
+        return open_blob_store(self.settings.blob_url, self.settings.home)
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        from docshelf.telemetry import Metrics
+
+        return Metrics()
+
+    @cached_property
+    def rate_limit(self) -> RateLimiter:
+        from docshelf.telemetry import RateLimiter
+
+        return RateLimiter(self.settings.embed_rate)
+
+    @cached_property
+    def transport(self) -> Transport:
+        from docshelf.transport import open_transport
+
+        return open_transport(self.settings.queue_url)
+
+    @cached_property
+    def _configured_llm(self) -> LLM | None:
+        from docshelf.llm import make_llm
+
+        return make_llm(self.settings.llm)
+
+    @cached_property
+    def llm(self) -> LLM | None:
+        return self._configured_llm
+
+    @cached_property
+    def taxonomy(self) -> Taxonomy:
+        from docshelf.knowledge.taxonomy import configured_taxonomy
+
+        return configured_taxonomy(self.settings.taxonomy)
+
+    @cached_property
+    def cache(self) -> ResultCache[SearchResult]:
+        """Identical searches answered from memory (Redis when configured) until a change."""
+        from docshelf.search.cache import RetrievalCache
+
+        settings = self.settings
+        cache: ResultCache[SearchResult]
+        if self.shared_cache is None:
+            cache = RetrievalCache(settings.retrieval_cache_seconds)
+        else:
+            from docshelf.search.results import SearchResult
+            from docshelf.shared.caches import SharedRetrievalCache
+
+            cache = SharedRetrievalCache(
                 self.shared_cache,
                 settings.redis_retrieval_seconds if settings.retrieval_cache_seconds > 0 else 0.0,
                 SearchResult,
             )
-        )
-        self.on_change(self.cache.clear)
-        self.retriever = Retriever(
+        return cache
+
+    def _clear_cache(self) -> None:
+        self.cache.clear()
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        from docshelf.accounts import access
+        from docshelf.rerank import make_reranker
+        from docshelf.search.fusion import FusionSettings
+        from docshelf.search.retriever import Retriever
+
+        settings = self.settings
+        return Retriever(
             self.store,
-            lexical=engines.lexical,
-            vector=engines.vector,
+            lexical=self._engines.lexical,
+            vector=self._engines.vector,
             embedder=lambda: self.embedder,
-            fusion=fusion or FusionSettings.configured(settings.concept_boost),
-            reranker=make_reranker(settings.reranker, self.llm),
+            fusion=self._fusion_given or FusionSettings.configured(settings.concept_boost),
+            # the configured LLM, as when the retriever was made with the library
+            reranker=make_reranker(settings.reranker, self._configured_llm),
             rerank_top_k=settings.rerank_top_k,
             taxonomy=self.taxonomy,
             cache=self.cache,
             metrics=self.metrics,
             seen_by=lambda docs, user_id: access.seen_by(self.store, docs, user_id),
         )
-        self.writer = DocumentWriter(self.store, self.changed)
 
     @property
     def runtime(self) -> Runtime:
@@ -181,11 +279,14 @@ class Runtime:
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
-        self.transport.close()
+        made = self.__dict__  # what was made on first use (cached_property)
+        if "transport" in made:
+            self.transport.close()
         self.store.close()
         self.broadcast.close()
-        if self.summaries.cache is not None:
-            self.summaries.cache.close()
+        shared = self.summaries.cache if "summaries" in made else self.shared_cache
+        if shared is not None:
+            shared.close()
 
     def wake_workers(self, document_id: str) -> None:
         """Tell workers a job is due (after its commit). Losing the message is harmless:
@@ -291,6 +392,8 @@ class Runtime:
 
     def chunking(self) -> Chunking:
         """Chunking as configured now (a caller may swap ``chunk_settings``)."""
+        from docshelf.ingest.prepare import Chunking
+
         return Chunking(self.chunk_settings, self.count_tokens, self.taxonomy)
 
     @property

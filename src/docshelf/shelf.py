@@ -14,44 +14,45 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from docshelf import catalogue
-from docshelf.accounts import access
-from docshelf.accounts import users as users_mod
-from docshelf.blobs import BlobStore
-from docshelf.catalogue import DocumentView, Facets, Status
-from docshelf.chunk import ChunkSettings
 from docshelf.config import Settings
-from docshelf.embed import Embedder
-from docshelf.ingest.prepare import EmbedCounts
 from docshelf.ingest.sync import Sync
-from docshelf.ingest.uploads import UploadResult, Uploads
-from docshelf.knowledge.taxonomy import Taxonomy
-from docshelf.llm import LLM
-from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
 from docshelf.progress import counter
-from docshelf.rerank import Reranker
 from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
-from docshelf.search.ann import SidecarVectorIndex
-from docshelf.search.cache import ResultCache
-from docshelf.search.fusion import FusionSettings
-from docshelf.search.lexical import SidecarLexicalIndex
-from docshelf.search.results import ContextResult, SearchResult
-from docshelf.search.retriever import Retriever
-from docshelf.shared import Broadcast
-from docshelf.shared.caches import SummaryCache
-from docshelf.store import Listing, SearchFilters, Store
-from docshelf.telemetry import Metrics, RateLimiter
-from docshelf.transport import Transport
 
+# Only what opening a library and a sync need is imported here: the rest (search,
+# uploads, the catalogue, accounts) where a method first uses it, so a one-shot
+# `docshelf sync` or `status` starts without them (BENCHMARKS.md, "Start-up").
 if TYPE_CHECKING:
+    from docshelf.blobs import BlobStore
+    from docshelf.catalogue import DocumentView, Facets, Status
+    from docshelf.chunk import ChunkSettings
+    from docshelf.embed import Embedder
+    from docshelf.ingest.prepare import EmbedCounts
+    from docshelf.ingest.uploads import UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
+    from docshelf.knowledge.taxonomy import Taxonomy
+    from docshelf.llm import LLM
+    from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
     from docshelf.portable import ExportReport, ImportReport
+    from docshelf.rerank import Reranker
+    from docshelf.search.ann import SidecarVectorIndex
+    from docshelf.search.cache import ResultCache
+    from docshelf.search.fusion import FusionSettings
+    from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.results import ContextResult, SearchResult
+    from docshelf.search.retriever import Retriever
+    from docshelf.shared import Broadcast
+    from docshelf.shared.caches import SummaryCache
+    from docshelf.store import Listing, SearchFilters, Store
+    from docshelf.telemetry import Metrics, RateLimiter
+    from docshelf.transport import Transport
 
 
 class Shelf:
@@ -103,7 +104,12 @@ class Shelf:
             embed_purpose=embed_purpose,
         )
         self._sync = Sync(self.runtime)
-        self._uploads = Uploads(self.runtime)
+
+    @cached_property
+    def _uploads(self) -> Uploads:
+        from docshelf.ingest.uploads import Uploads
+
+        return Uploads(self.runtime)
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -181,22 +187,33 @@ class Shelf:
     def facets(self, filters: SearchFilters | None = None, user_id: str | None = None) -> Facets:
         """Counts per file type, document type, source, tag, concept and year over the
         library (``user_id``'s documents only when given) narrowed by ``filters``."""
+        from docshelf import catalogue
+        from docshelf.store import SearchFilters
+
         filters = filters or SearchFilters()
         if user_id is not None:
             filters = dataclasses.replace(filters, user_id=user_id)
         return catalogue.library_facets(self.store, filters)
 
     def _visible(self, document_id: str, user_id: str | None) -> Document:
+        from docshelf.accounts import access
+
         return access.visible(self.store, document_id, user_id)
 
     def _seen_by(self, docs: Sequence[Document], user_id: str | None) -> list[Document]:
+        from docshelf.accounts import access
+
         return access.seen_by(self.store, docs, user_id)
 
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
         """One document as ``user_id`` sees it: its files, sections, links and claims."""
+        from docshelf import catalogue
+
         return catalogue.document_view(self.store, document_id, user_id)
 
     def status(self) -> Status:
+        from docshelf import catalogue
+
         return catalogue.status(self.runtime)
 
     def check(self) -> list[str]:
@@ -353,19 +370,27 @@ class Shelf:
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
         """A new user and their bearer token (shown once; only its hash is kept)."""
+        from docshelf.accounts import users as users_mod
+
         return users_mod.create_user(self.store, name, admin=admin)
 
     def users(self) -> list[User]:
         return self.store.list_users()
 
     def revoke_user(self, name_or_id: str) -> User:
+        from docshelf.accounts import users as users_mod
+
         return users_mod.revoke(self.store, name_or_id)
 
     def authenticate(self, token: str) -> User | None:
+        from docshelf.accounts import users as users_mod
+
         return users_mod.authenticate(self.store, token)
 
     def local_admin_token(self) -> str | None:
         """On a home with no token yet, create the local admin's and return it (once)."""
+        from docshelf.accounts import users as users_mod
+
         return users_mod.local_admin_token(self.store)
 
     # -- uploads and jobs (ingest/uploads.py) --------------------------------------------

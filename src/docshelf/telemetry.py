@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -65,7 +64,7 @@ _RECORDING = True
 
 
 def stop_recording_metrics() -> None:
-    """For a one-shot process (a JSON ``search``, ``sync`` or ``status``, cli/quick.py):
+    """For a one-shot process (``sync``, ``status`` or ``search`` through cli/quick.py):
     nothing scrapes it, so metrics not made yet are dropped instead of importing
     prometheus_client to count them."""
     global _RECORDING
@@ -266,6 +265,8 @@ T = TypeVar("T")
 
 
 def new_run_id() -> str:
+    import uuid  # (it imports platform: not at every command's start-up)
+
     return uuid.uuid4().hex
 
 
@@ -306,7 +307,7 @@ def generation_attributes(
     what Langfuse reads (``langfuse.*``), and the correlation fields — component,
     action, run id (from :func:`llm_call`), a fresh event id, the environment."""
     environment = trace_environment()
-    call = _LLM_CALL.get() or LLMCall("unknown", "unknown", uuid.uuid4().hex)
+    call = _LLM_CALL.get() or LLMCall("unknown", "unknown", new_run_id())
     attributes: dict[str, str | int | float] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.system": system,
@@ -318,7 +319,7 @@ def generation_attributes(
         "docshelf.component": call.component,
         "docshelf.action": call.action,
         "docshelf.run_id": call.run_id,
-        "docshelf.event_id": uuid.uuid4().hex,
+        "docshelf.event_id": new_run_id(),
     }
     for key, value in call.attributes.items():
         attributes[f"docshelf.{key}"] = value

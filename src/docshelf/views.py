@@ -5,25 +5,24 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from docshelf.model import (
-    Chunk,
-    Citation,
-    Distillate,
-    Document,
-    Event,
-    Hit,
-    Job,
-    Source,
-    SyncReport,
-)
-
 if TYPE_CHECKING:  # the types of what is shown; importing them would slow every command
     from docshelf.catalogue import DocumentView, Status
     from docshelf.ingest.filing import FilingReport
     from docshelf.ingest.uploads import UploadResult
     from docshelf.knowledge.answer import Answer, AnswerCitation
     from docshelf.knowledge.enricher import EnrichResult
-    from docshelf.model import User
+    from docshelf.model import (
+        Chunk,
+        Citation,
+        Distillate,
+        Document,
+        Event,
+        Hit,
+        Job,
+        Source,
+        SyncReport,
+        User,
+    )
     from docshelf.portable import ExportReport, ImportReport
     from docshelf.search.results import ContextResult, SearchResult
 

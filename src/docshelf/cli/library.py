@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from docshelf.cli import options, quick
 from docshelf.cli.command import (
     Action,
     Outcome,
@@ -56,20 +57,11 @@ def add(
     )
 
 
-@command(render=report_render("Synced"), progress=True)
-def sync(
-    run: Run,
-    source: Annotated[
-        str | None,
-        typer.Argument(help="A source id; all sources when omitted.", show_default=False),
-    ] = None,
-) -> Outcome:
-    """Re-read registered sources: pick up new, changed, moved and deleted files."""
-    from docshelf import views
-
-    with run.progress("Syncing") as progress:
-        report = run.shelf().sync(source, progress=progress)
-    return Outcome(views.report(report), [Action(run.cmd("status"), "See the library's state")])
+# sync and status: cli/quick.py's functions and options (cli/options.py), which the
+# quick path runs without typer
+sync = command("sync", render=quick.render_sync, progress=True, params=options.SYNC)(
+    quick.sync_command
+)
 
 
 @command()
@@ -231,53 +223,7 @@ def show(
     return Outcome(views.document_view(view), actions)
 
 
-def _render_status(o: Outcome) -> None:
-    r = o.result
-    console.print(Text(f"Library at {r['home']}", style="bold"))
-    console.print(
-        f"{r['documents']} documents from {r['sources']} sources; "
-        f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
-    )
-    console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
-    vi = r["vector_index"]
-    if vi.get("path") == "ann":
-        console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
-    elif vi.get("needs_build"):
-        console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
-    li = r.get("lexical_index") or {}
-    if li.get("path") == "tantivy":
-        console.print(f"Lexical search: tantivy index ({li['indexed']} snippets)")
-    elif li.get("recorded") == "tantivy":
-        console.print("Lexical search: FTS5 until the tantivy index catches up")
-    if r["enrichment"]:
-        parts = ", ".join(f"{n} {k}" for k, n in sorted(r["enrichment"].items()))
-        console.print(f"Enrichment: {parts}")
-    if r["pages_without_text"]:
-        console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
-    if r["unmapped_tags"]:
-        tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
-        console.print(f"Tags not in the taxonomy: {tags}")
-    failures = r["failures"]
-    listed = len(failures) < r["failed"]  # never, unless the store changes under us
-    console.print(f"Failures: {r['failed']}" + (f" ({len(failures)} listed)" if listed else ""))
-    for f in failures:
-        console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
-    if "problems" in r:
-        console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
-        for p in r["problems"]:
-            console.print(Text(f"  ✗ {p}", style="red"))
-
-
-@command(render=_render_status)
-def status(
-    run: Run,
-    check: Annotated[bool, typer.Option("--check", help="Also run an integrity check.")] = False,
-) -> Outcome:
-    """Counts, failures, embedding coverage (and with --check, integrity)."""
-    from docshelf.cli.quick import status_json
-
-    result, actions = status_json(run, check)  # cli/quick.py: also a JSON status's path
-    return Outcome(result, [Action(a.command, a.description) for a in actions])
+status = command("status", render=quick.render_status, params=options.STATUS)(quick.status_command)
 
 
 @command(render=report_render("Removed"))

@@ -11,6 +11,7 @@ event as one JSON line on stderr, stdout keeping its one envelope.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
@@ -19,6 +20,7 @@ from docshelf.progress import ProgressEvent, Rate, describe
 from docshelf.terminal import printable
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress as RichProgress
     from rich.progress import ProgressColumn, Task, TaskID
 
@@ -64,11 +66,73 @@ class RichBoard:
         self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, event: ProgressEvent) -> None:
-        key = self.board.update(event)
+        self.show(self.board.update(event), event)
+
+    def show(self, key: str, event: ProgressEvent) -> None:
+        """Move bar ``key`` to ``event`` (the board has it already)."""
         if key not in self.tasks:
             title = "Enriching" if key == "enrich" else self.board.label
             self.tasks[key] = self.bars.add_task(title, total=None, key=key)
         self.bars.update(self.tasks[key], completed=event.done, total=event.total)
+
+
+SHOW_AFTER = 0.3  # seconds of work before the bars appear
+
+
+class LateBars:
+    """``RichBoard``'s bars, drawn once the work has gone on for ``after`` seconds: a
+    command done sooner (an unchanged ``sync``) shows none, and loads no rich display
+    (~20 ms of a start-up). The board follows every event from the start, so the
+    bars, once up, tell the counts, rate and elapsed time of the whole run. A timer
+    puts them up even while no event comes (a model loading)."""
+
+    def __init__(
+        self, label: str, console: Callable[[], Console], after: float = SHOW_AFTER
+    ) -> None:
+        self.board = Board(label)
+        self._console = console
+        self._lock = threading.Lock()
+        self._rich: RichBoard | None = None
+        self._closed = False
+        self._timer = threading.Timer(after, self._show)
+        self._timer.daemon = True
+        self._timer.start()
+
+    @property
+    def shown(self) -> bool:
+        return self._rich is not None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        with self._lock:
+            key = self.board.update(event)
+            if self._rich is not None:
+                self._rich.show(key, event)
+
+    def _show(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            from rich.progress import BarColumn, Progress, TextColumn
+
+            bars = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=24),
+                line_column(self.board),
+                console=self._console(),
+                transient=True,
+                refresh_per_second=4,
+            )
+            bars.start()
+            self._rich = RichBoard(self.board, bars)
+            for key, event in self.board.events.items():  # what happened so far
+                self._rich.show(key, event)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._closed = True
+            if self._rich is not None:
+                self._rich.bars.stop()
 
 
 def line_column(board: Board) -> ProgressColumn:

@@ -1,43 +1,34 @@
-"""``docshelf search`` (and ``sync``, ``status``) for a program: the JSON envelope
-without typer, rich or pydantic.
+"""``docshelf sync``, ``status`` and ``search`` without typer, click, rich or pydantic at
+start-up.
 
-An agent calling the CLI as a tool, or a script piping its output, pays every import
-on every query; typer (with the pydantic adapters it builds per option), click and
-rich are ~40% of a lexical search's start-up (BENCHMARKS.md, "A search as a new
-process"). :func:`main` recognises the plain shapes of a search whose output is JSON —
-``[--home H] [--json] search QUERY [--limit N | -n N] [--mode M] [--filter F]...
-[--group G] [--expand E] [--json]``, ``--opt=value`` too — and answers it here; any
-other argument line (help, a usage error, a human on a terminal, an unusual spelling)
-is left to the typer app, which gives the same envelope for the same search. An
-unchanged ``sync`` (``[--home H] [--json] sync [SOURCE] [--json]``) and ``status [--check]``
-are answered here too: most of their start-up was typer's.
+An agent calling the CLI as a tool, a script, or a person syncing at a terminal pays
+every import on every run; typer (with the pydantic adapters it builds per option),
+click and rich were most of these commands' start-up (BENCHMARKS.md, "Start-up").
+:func:`main` reads their argument line with the standard library's ``argparse``,
+built from the same option definitions the typer commands are declared from
+(``cli/options.py``), and runs the same command functions (below) through the same
+``cli/core.Run``, so the output is the typer app's, on a terminal and in JSON. Any
+line argparse does not read as one of them — help, a usage error, an unknown option,
+another command — is left to the typer app, which words the error (exit status 2).
 
-Both paths run :func:`search_json`: the library's resident helper first
+A search runs :func:`search_json`: the library's resident helper first
 (``cli/resident.py``), then the search in this process.
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
+
+from docshelf.cli import core
+from docshelf.cli import options as spec
+from docshelf.cli.core import Action, Outcome
 
 if TYPE_CHECKING:
     from docshelf.config import Settings
     from docshelf.search.results import SearchResult
     from docshelf.shelf import Shelf
-
-# option → the request field it sets (each value one argument; digits only for limit)
-_VALUED = {
-    "--limit": "limit",
-    "-n": "limit",
-    "--mode": "mode",
-    "--filter": "filters",
-    "--group": "group",
-    "--expand": "expand",
-}
-_DEFAULTS: dict[str, Any] = {"limit": 10, "mode": "hybrid", "group": "snippet", "expand": None}
 
 
 class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no dataclass
@@ -51,146 +42,118 @@ class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no da
     expand: str | None
 
 
-class QuickSearch(NamedTuple):
+class Parsed(NamedTuple):
+    """An argument line the quick path answers: the command and its parameters."""
+
+    command: str
     home: Path | None
     json: bool  # --json given (stdout not being a terminal also means JSON)
-    request: SearchRequest
+    progress: bool  # --progress given (sync)
+    values: dict[str, Any]  # the command function's parameters (cli/options.py names)
+
+    @property
+    def request(self) -> SearchRequest:
+        v = self.values
+        filters = v["filter_"] or []
+        return SearchRequest(v["query"], v["limit"], v["mode"], filters, v["group"], v["expand"])
 
 
-def _root(argv: list[str], command: str) -> tuple[Path | None, bool, int] | None:
-    """The root options before ``command`` (``--home H``, ``--json``): the home, whether
-    --json was given, and the index after the command's name; None when ``argv`` is not
-    that command with plain root options."""
+class _Defer(Exception):
+    """argparse would have printed an error: the typer app words it instead."""
+
+
+class _Quiet(argparse.HelpFormatter):
+    """Never shown (the typer app words help and errors): a fixed width, so argparse
+    does not ask the terminal for its size at every argument."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=80)
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(add_help=False, allow_abbrev=False, formatter_class=_Quiet, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise _Defer(message)
+
+
+def _integer(value: str) -> int:
+    """An integer as typer reads one, in ASCII digits; anything else (``٣``, ``0x10``,
+    `` 3``) is typer's to judge, as argparse's ``int`` would read some it refuses."""
+    digits = value[1:] if value[:1] == "-" else value
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(value)
+    return int(value)
+
+
+def _add(parser: argparse.ArgumentParser, p: spec.Param) -> None:
+    kind: Any = {Path: str, int: _integer}.get(p.type, p.type)
+    if p.positional:
+        if p.required:
+            parser.add_argument(p.name, type=kind)
+        else:
+            parser.add_argument(p.name, type=kind, nargs="?", default=p.default)
+    elif p.type is bool:
+        parser.add_argument(*p.flags, dest=p.name, action="store_true")
+    elif p.many:
+        parser.add_argument(*p.flags, dest=p.name, type=kind, action="append", default=None)
+    else:
+        parser.add_argument(*p.flags, dest=p.name, type=kind, default=p.default)
+
+
+def _root() -> _Parser:
+    """``docshelf [--home H] [--json] COMMAND ...``: the root options, the command's name
+    and the rest (read by the command's own parser: one parser for the one command run,
+    as argparse asks gettext for its titles' translations, ~0.5 ms a parser)."""
+    root = _Parser(prog="docshelf")
+    _add(root, spec.HOME)
+    root.add_argument(*spec.JSON.flags, dest="root_json", action="store_true")
+    root.add_argument("command", choices=list(spec.COMMANDS))
+    root.add_argument("rest", nargs=argparse.REMAINDER)
+    return root
+
+
+def _command(name: str) -> _Parser:
+    """The parser of command ``name``: its parameters (cli/options.py), ``--json`` and,
+    for long work, ``--progress``."""
+    params, with_progress = spec.COMMANDS[name]
+    parser = _Parser(prog=f"docshelf {name}")
+    for p in (*params, spec.JSON, *((spec.PROGRESS,) if with_progress else ())):
+        _add(parser, p)
+    return parser
+
+
+def parse(argv: list[str]) -> Parsed | None:
+    """The command ``argv`` asks for, when it is ``sync``, ``status`` or ``search`` with
+    options argparse reads as typer does; None otherwise (the typer app then parses it,
+    errors and all)."""
     try:
         for arg in argv:
             arg.encode()  # a lone surrogate (an argument not in UTF-8): typer's to judge
     except UnicodeEncodeError:
         return None
-    home: Path | None = None
-    as_json = False
-    i = 0
-    while i < len(argv) and argv[i] != command:
-        arg = argv[i]
-        if arg == "--json":
-            as_json, i = True, i + 1
-            continue
-        value, i = _value(argv, i, "--home")
-        if value is None:
-            return None
-        home = Path(value)
-    if i >= len(argv):
+    # argparse reads "-n=3" as 3, click as "=3" (an error); and "--" (all that follows
+    # is an argument) would end the root's parse, not the command's: typer's to judge
+    if "--" in argv or any(a[:1] == "-" and a[1:2] != "-" and "=" in a for a in argv):
         return None
-    return home, as_json, i + 1
-
-
-def parse(argv: list[str]) -> QuickSearch | None:
-    """The search ``argv`` asks for, when it is one of the plain shapes; None otherwise
-    (the typer app then parses it, errors and all)."""
-    root = _root(argv, "search")
-    if root is None:
+    try:
+        root = _root().parse_args(argv)
+        command = root.command
+        ns = vars(_command(command).parse_args(root.rest))
+    except _Defer:
         return None
-    home, as_json, i = root
-    fields: dict[str, Any] = {}
-    filters: list[str] = []
-    query: str | None = None
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--json":
-            as_json, i = True, i + 1
-            continue
-        if not arg.startswith("-"):
-            if query is not None:
-                return None  # a second argument: a usage error, typer's to word
-            query, i = arg, i + 1
-            continue
-        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
-        key = _VALUED.get(name)
-        if key is None:
-            return None
-        value, i = _value(argv, i, name)
-        if value is None:
-            return None
-        if key == "filters":
-            filters.append(value)
-            continue
-        if key in fields or (key == "limit" and not (value.isascii() and value.isdigit())):
-            return None  # a repeated option or a limit typer would have to judge
-        fields[key] = int(value) if key == "limit" else value
-    if query is None:
-        return None
-    values = {**_DEFAULTS, **fields}
-    request = SearchRequest(
-        query, values["limit"], values["mode"], filters, values["group"], values["expand"]
-    )
-    return QuickSearch(home, as_json, request)
-
-
-class QuickSync(NamedTuple):
-    home: Path | None
-    json: bool
-    source: str | None
-
-
-def parse_sync(argv: list[str]) -> QuickSync | None:
-    """``[--home H] [--json] sync [SOURCE] [--json]``; None for anything else (``--progress``
-    and a terminal's bars are the typer app's)."""
-    root = _root(argv, "sync")
-    if root is None:
-        return None
-    home, as_json, i = root
-    source: str | None = None
-    for arg in argv[i:]:
-        if arg == "--json":
-            as_json = True
-        elif arg.startswith("-") or source is not None:
-            return None
-        else:
-            source = arg
-    return QuickSync(home, as_json, source)
-
-
-class QuickStatus(NamedTuple):
-    home: Path | None
-    json: bool
-    check: bool
-
-
-def parse_status(argv: list[str]) -> QuickStatus | None:
-    """``[--home H] [--json] status [--check] [--json]``; None for anything else."""
-    root = _root(argv, "status")
-    if root is None:
-        return None
-    home, as_json, i = root
-    check = False
-    for arg in argv[i:]:
-        if arg == "--json":
-            as_json = True
-        elif arg == "--check" and not check:
-            check = True
-        else:
-            return None
-    return QuickStatus(home, as_json, check)
-
-
-def _value(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
-    """The value of option ``name`` at ``argv[i]`` (``--name V`` or ``--name=V``) and the
-    next index; None when it is not that option or its value is not plain."""
-    arg = argv[i]
-    if arg == name and i + 1 < len(argv):
-        value = argv[i + 1]
-        i += 2
-    elif name.startswith("--") and arg.startswith(f"{name}="):
-        value = arg[len(name) + 1 :]
-        i += 1
-    else:
-        return None, i
-    if not value or value.startswith("-"):
-        return None, i
-    return value, i
+    params, _ = spec.COMMANDS[command]
+    if any(str(ns[p.name]).startswith("-") for p in params if p.positional and ns[p.name]):
+        return None  # argparse took "-1" for an argument; click, for an option it lacks
+    home = root.home
+    as_json = root.root_json | ns.pop(spec.JSON.name)
+    progress = bool(ns.pop(spec.PROGRESS.name, False))
+    return Parsed(command, None if home is None else Path(home), as_json, progress, ns)
 
 
 class SearchRun(Protocol):
-    """What a search needs of its command's run (``command.Run`` or ``QuickRun``)."""
+    """What a search needs of its command's run (``core.Run``; the resident helper's own)."""
 
     def settings(self) -> Settings: ...
 
@@ -242,11 +205,6 @@ def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
     )
 
 
-class Action(NamedTuple):
-    command: str
-    description: str
-
-
 def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
     if not result["hits"]:
         return [Action(run.cmd("status"), "Check what is indexed")]
@@ -260,88 +218,140 @@ def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
     ]
 
 
-class QuickRun:
-    """A search's run without typer: the settings, the shelf (opened on first use)."""
+# -- the commands (the typer app declares the same functions: library.py, search.py) --
 
-    def __init__(self, home: Path | None) -> None:
-        self.home = home
-        self._settings: Settings | None = None
-        self._shelf: Shelf | None = None
 
-    def settings(self) -> Settings:
-        if self._settings is None:
-            from docshelf.config import Settings
+def sync_command(run: core.Run, source: str | None = None) -> Outcome:
+    """Re-read registered sources: pick up new, changed, moved and deleted files."""
+    from docshelf import views
 
-            self._settings = Settings.from_env(self.home)
-        return self._settings
+    with run.progress("Syncing") as progress:
+        report = run.shelf().sync(source, progress=progress)
+    return Outcome(views.report(report), [Action(run.cmd("status"), "See the library's state")])
+
+
+def status_command(run: core.Run, check: bool = False) -> Outcome:
+    """Counts, failures, embedding coverage (and with --check, integrity)."""
+    result, actions = status_json(run, check)
+    return Outcome(result, actions)
+
+
+def search_command(
+    run: core.Run,
+    query: str,
+    limit: int = 10,
+    mode: str = "hybrid",
+    filter_: list[str] | None = None,
+    group: str = "snippet",
+    expand: str | None = None,
+) -> Outcome:
+    """Hybrid search over snippets; every hit is cited.
+
+    The query may hold "exact phrases", -exclusions and filters: tag:X path:P type:T (or
+    filetype:T) doctype:D source:S concept:C date:2026.
+    """
+    request = SearchRequest(query, limit, mode, filter_ or [], group, expand)
+    result, actions = search_json(run, request)  # the helper, or in-process
+    return Outcome(result, actions)
+
+
+render_sync = core.report_render("Synced")
+
+
+def render_status(o: Outcome) -> None:
+    from rich.text import Text
+
+    console = core.console()
+    r = o.result
+    console.print(Text(f"Library at {r['home']}", style="bold"))
+    console.print(
+        f"{r['documents']} documents from {r['sources']} sources; "
+        f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
+    )
+    console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
+    vi = r["vector_index"]
+    if vi.get("path") == "ann":
+        console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
+    elif vi.get("needs_build"):
+        console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
+    li = r.get("lexical_index") or {}
+    if li.get("path") == "tantivy":
+        console.print(f"Lexical search: tantivy index ({li['indexed']} snippets)")
+    elif li.get("recorded") == "tantivy":
+        console.print("Lexical search: FTS5 until the tantivy index catches up")
+    if r["enrichment"]:
+        parts = ", ".join(f"{n} {k}" for k, n in sorted(r["enrichment"].items()))
+        console.print(f"Enrichment: {parts}")
+    if r["pages_without_text"]:
+        console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
+    if r["unmapped_tags"]:
+        tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
+        console.print(f"Tags not in the taxonomy: {tags}")
+    failures = r["failures"]
+    listed = len(failures) < r["failed"]  # never, unless the store changes under us
+    console.print(f"Failures: {r['failed']}" + (f" ({len(failures)} listed)" if listed else ""))
+    for f in failures:
+        console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+    if "problems" in r:
+        console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
+        for p in r["problems"]:
+            console.print(Text(f"  ✗ {p}", style="red"))
+
+
+def render_hits(o: Outcome) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
+    console = core.console()
+    r = o.result
+    if r.get("notice"):
+        console.print(Text(r["notice"], style="yellow"))
+    if not r["hits"]:
+        console.print("No hits.")
+    for n, h in enumerate(r["hits"], start=1):
+        c = h["citation"]
+        head = Text(f"{n}. ", style="bold")
+        head.append(c["label"], style="bold cyan")
+        if c["heading_path"]:
+            head.append(f"  > {' > '.join(c['heading_path'])}", style="cyan")
+        head.append(f"  {h['score']:.3f}  {h['chunk_id']}", style="dim")
+        console.print(head)
+        body = " ".join(h["text"].split())
+        body = body[:300] + ("…" if len(body) > 300 else "")
+        console.print(Padding(Text(body), (0, 0, 1, 3)))
+
+
+class OneShot(core.Run):
+    """A run of the quick path: a process that exits when the command is done."""
 
     def shelf(self, **kwargs: Any) -> Shelf:
-        if self._shelf is None:
-            from docshelf.shelf import Shelf
-            from docshelf.telemetry import stop_recording_metrics
+        # Nothing scrapes a one-shot process's metrics (a helped search opens no shelf,
+        # and loads no telemetry).
+        from docshelf.telemetry import stop_recording_metrics
 
-            stop_recording_metrics()  # nothing scrapes a one-shot process
-            self._shelf = Shelf(settings=self.settings(), **kwargs)
-        return self._shelf
+        stop_recording_metrics()
+        return super().shelf(**kwargs)
 
-    def store_shelf(self) -> Shelf:
-        """A shelf for commands that never embed: no model is bound or checked."""
-        return self.shelf(embedder=None, check_model=False)
 
-    def cmd(self, rest: str) -> str:
-        """A command line to suggest, with this run's ``--home`` (as ``command.Run``)."""
-        import shlex
-
-        home = self.home
-        return f"docshelf --home {shlex.quote(str(home))} {rest}" if home else f"docshelf {rest}"
-
-    def close(self) -> None:
-        if self._shelf is not None:
-            self._shelf.close()
+COMMANDS: dict[str, tuple[Any, core.Render]] = {
+    "sync": (sync_command, render_sync),
+    "status": (status_command, render_status),
+    "search": (search_command, render_hits),
+}
 
 
 def main(argv: list[str]) -> bool:
-    """Answer ``argv`` if it is a search (or a sync) whose output is JSON; False to leave
-    it to the typer app. Prints the envelope as ``command.Run`` does; exits 1 on a
-    docshelf error, with the error envelope."""
-    found = parse(argv) or parse_sync(argv) or parse_status(argv)
-    if found is None or not (found.json or not sys.stdout.isatty()):
+    """Answer ``argv`` if it is ``sync``, ``status`` or ``search`` as cli/options.py
+    defines them, on a terminal or in JSON; False to leave it to the typer app. Prints
+    what the typer app prints; exits 1 on a docshelf error, with its error envelope
+    or line."""
+    parsed = parse(argv)
+    if parsed is None:
         return False
-    from docshelf.errors import DocshelfError
-
-    name = {QuickSearch: "search", QuickSync: "sync", QuickStatus: "status"}[type(found)]
-    run = QuickRun(found.home)
-    try:
-        if isinstance(found, QuickSearch):
-            result, actions = search_json(run, found.request)
-        elif isinstance(found, QuickSync):
-            result, actions = sync_json(run, found.source)
-        else:
-            result, actions = status_json(run, found.check)
-    except DocshelfError as exc:
-        _fail(name, exc.code, exc.message)
-    except KeyboardInterrupt:
-        _fail(name, "interrupted", "Interrupted; committed work is kept, run the command again")
-    finally:
-        run.close()
-    envelope = {
-        "ok": True,
-        "command": name,
-        "result": result,
-        "next_actions": [a._asdict() for a in actions],
-        "error": None,
-    }
-    sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    run = OneShot(parsed.home, parsed.command, parsed.json, parsed.progress)
+    fn, render = COMMANDS[parsed.command]
+    run.finish(lambda: fn(run, **parsed.values), render)
     return True
-
-
-def sync_json(run: QuickRun, source: str | None) -> tuple[dict[str, Any], list[Action]]:
-    """``docshelf sync`` as ``cli/library.py`` runs it without progress."""
-    from docshelf import views
-
-    report = run.shelf().sync(source, progress=None)
-    return views.report(report), [Action(run.cmd("status"), "See the library's state")]
 
 
 def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Action]]:
@@ -378,10 +388,3 @@ def _failed_job(shelf: Shelf, document_id: str) -> tuple[str | None, str]:
     except NotFound:
         return None, "processing failed"
     return job.name, job.last_error or "processing failed"
-
-
-def _fail(command: str, code: str, message: str) -> NoReturn:
-    error = {"code": code, "message": message}
-    envelope = {"ok": False, "command": command, "result": None, "next_actions": []}
-    sys.stdout.write(json.dumps({**envelope, "error": error}, ensure_ascii=False) + "\n")
-    raise SystemExit(1)

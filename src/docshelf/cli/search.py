@@ -5,68 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.padding import Padding
 from rich.text import Text
 
+from docshelf.cli import options, quick
 from docshelf.cli.command import Action, Outcome, Run, command, console
 from docshelf.terminal import printable
 
-
-def _render_hits(o: Outcome) -> None:
-    r = o.result
-    if r.get("notice"):
-        console.print(Text(r["notice"], style="yellow"))
-    if not r["hits"]:
-        console.print("No hits.")
-    for n, h in enumerate(r["hits"], start=1):
-        c = h["citation"]
-        head = Text(f"{n}. ", style="bold")
-        head.append(c["label"], style="bold cyan")
-        if c["heading_path"]:
-            head.append(f"  > {' > '.join(c['heading_path'])}", style="cyan")
-        head.append(f"  {h['score']:.3f}  {h['chunk_id']}", style="dim")
-        console.print(head)
-        body = " ".join(h["text"].split())
-        body = body[:300] + ("…" if len(body) > 300 else "")
-        console.print(Padding(Text(body), (0, 0, 1, 3)))
-
-
-@command(render=_render_hits)
-def search(
-    run: Run,
-    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Number of hits.")] = 10,
-    mode: Annotated[str, typer.Option(help="hybrid, lexical or vector.")] = "hybrid",
-    filter_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--filter",
-            help="KEY=VALUE, repeatable: source=ID, path=PREFIX, type=FILETYPE (or "
-            "filetype=; markdown, pdf, …), doctype=DOCTYPE (paper, note, …), tag=TAG, "
-            "concept=C, date=2026 (or 2026-03, 2025..2026).",
-        ),
-    ] = None,
-    group: Annotated[
-        str,
-        typer.Option(
-            help="snippet: the best snippet per cited place (file and heading or page); "
-            "section: one per section; document: one per document; all: every snippet."
-        ),
-    ] = "snippet",
-    expand: Annotated[
-        str | None, typer.Option(help="parent-section: include each hit's section text.")
-    ] = None,
-) -> Outcome:
-    """Hybrid search over snippets; every hit is cited.
-
-    The query may hold "exact phrases", -exclusions and filters: tag:X path:P type:T (or
-    filetype:T) doctype:D source:S concept:C date:2026.
-    """
-    from docshelf.cli.quick import SearchRequest, search_json
-
-    request = SearchRequest(query, limit, mode, filter_ or [], group, expand)
-    result, actions = search_json(run, request)  # cli/quick.py: the helper, or in-process
-    return Outcome(result, [Action(a.command, a.description) for a in actions])
+# search: cli/quick.py's function and options (cli/options.py), which the quick path
+# runs without typer
+search = command("search", render=quick.render_hits, params=options.SEARCH)(quick.search_command)
 
 
 def _render_answer(o: Outcome, *, streamed: bool = False) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from docshelf.cli import eval as eval_commands
-from docshelf.cli import library, search, serve, upkeep, users
+from docshelf.cli import library, options, search, serve, upkeep, users
 from docshelf.cli.command import CliState, Command, JsonOpt
 
 __all__ = ["app"]
@@ -28,9 +28,7 @@ def _main(
     ctx: typer.Context,
     home: Annotated[
         Path | None,
-        typer.Option(
-            "--home", help="Data directory (overrides DOCSHELF_HOME).", show_default=False
-        ),
+        typer.Option(*options.HOME.flags, help=options.HOME.help, show_default=False),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -54,7 +54,7 @@ def walk(root: Path, *, follow_symlinks: bool = False) -> Iterator[FoundFile | F
     """
     ignore = _load_ignore(root)
     walker = _Walker(root, root.resolve(), ignore, follow_symlinks)
-    yield from walker.folder(root, ())
+    yield from walker.folder(root, (), "")
 
 
 def printable_path(path: str | Path) -> str:
@@ -87,8 +87,9 @@ class _Walker:
     follow_symlinks: bool
 
     def folder(
-        self, folder: Path, ancestors: tuple[tuple[int, int], ...]
+        self, folder: Path, ancestors: tuple[tuple[int, int], ...], rel: str
     ) -> Iterator[FoundFile | Failure]:
+        """The files under ``folder``, ``rel`` below the root ("" or "a/b/")."""
         try:
             st = folder.stat()
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -102,13 +103,12 @@ class _Walker:
         ancestors = (*ancestors, here)
         for entry in entries:
             if not entry.name.startswith("."):
-                yield from self.entry(entry, ancestors)
+                yield from self.entry(entry, ancestors, rel + entry.name)
 
     def entry(
-        self, entry: os.DirEntry[str], ancestors: tuple[tuple[int, int], ...]
+        self, entry: os.DirEntry[str], ancestors: tuple[tuple[int, int], ...], rel: str
     ) -> Iterator[FoundFile | Failure]:
-        path = Path(entry.path)
-        rel = path.relative_to(self.root).as_posix()
+        path = Path(entry.path)  # rel: its path below the root, with forward slashes
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError as exc:
@@ -126,7 +126,7 @@ class _Walker:
             yield Failure(str(path), OUTSIDE)
             return
         if is_dir:
-            yield from self.folder(path, ancestors)
+            yield from self.folder(path, ancestors, rel + "/")
             return
         try:
             stat = entry.stat()

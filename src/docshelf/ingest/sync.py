@@ -10,16 +10,13 @@ embedded per model call, and each document is written on its own
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docshelf.accounts import users as users_mod
 from docshelf.errors import Conflict, InvalidInput, NotFound
-from docshelf.ingest.prepare import Prepared, embed_texts, prepare, read_file
 from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
 from docshelf.model import Document, Failure, Source, SyncReport, document_id, fingerprint
 from docshelf.parse import FILE_TYPES, file_type_for
@@ -27,6 +24,7 @@ from docshelf.progress import Progress, ProgressEvent
 from docshelf.store import FileRecord
 
 if TYPE_CHECKING:
+    from docshelf.ingest.prepare import Prepared
     from docshelf.runtime import Runtime
 
 SCAN_EVERY = 256  # files found between two scan events
@@ -83,6 +81,8 @@ class Sync:
             raise InvalidInput(f"{printable_path(target)}: {BAD_NAME}")
         if not target.is_dir() and file_type_for(target.name) is None:
             raise InvalidInput(unsupported_type_message(target.name))
+        from docshelf.accounts import users as users_mod
+
         owner = user_id or users_mod.ensure_local_admin(self.store).id
         source = self.store.find_source(str(target))
         if source is not None and source.user_id not in (None, owner):
@@ -102,6 +102,8 @@ class Sync:
                     f"(`docshelf remove {other.id}`), then add the larger folder"
                 )
         self.rt.check_writable()
+        import hashlib
+
         source = Source(
             id="src_" + hashlib.sha256(str(target).encode()).hexdigest()[:12],
             path=str(target),
@@ -187,10 +189,12 @@ class Sync:
             self.rt.check_writable()
         gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
         self._ingest(source, todo, known, gone, report, progress)
-        with self.store.transaction():
-            for record in gone.values():
-                report.removed += self.writer.drop_file(record)
-            self.store.record_failures(source.id, report.failures)
+        # nothing gone and no failures, now or recorded: no write (nor its lock) at all
+        if gone or report.failures or self.store.count_failures():
+            with self.store.transaction():
+                for record in gone.values():
+                    report.removed += self.writer.drop_file(record)
+                self.store.record_failures(source.id, report.failures)
         self.rt.maintain_indexes(progress=progress if todo or gone else None)
         self._enrich_after_ingest(report, progress)
         return report
@@ -276,6 +280,8 @@ class Sync:
         fp: str | None = None,
     ) -> Prepared:
         """``ingest.prepare`` with this library's chunking, taxonomy and model."""
+        from docshelf.ingest.prepare import prepare  # parsing and chunking: only for a change
+
         rt = self.rt
         return prepare(
             data,
@@ -299,6 +305,8 @@ class Sync:
         gone: dict[str, FileRecord],
         report: SyncReport,
     ) -> _Pending | None:
+        from docshelf.ingest.prepare import read_file
+
         path = str(found.path)
         try:
             data, st = read_file(found.path, self.rt.settings.max_file_bytes)
@@ -399,6 +407,8 @@ class Sync:
                 def on_step(done: int, total: int) -> None:
                     tally.embedded_snippets = base + done
                     report_to(self._event("embed", tally, last))
+
+            from docshelf.ingest.prepare import embed_texts
 
             vectors = embed_texts(
                 self.store, embedder, texts, self.rt.embed_counts, on_step=on_step

@@ -27,7 +27,6 @@ import contextlib
 import logging
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -430,6 +429,8 @@ class SidecarVectorIndex(SidecarIndex):
         """Write the graph to a new file, then point ``current.json`` at it atomically;
         only then is the log pruned and the previous file removed."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        import uuid
+
         name = f"index-{position}-{uuid.uuid4().hex[:8]}.usearch"
         tmp = self.directory / (name + ".tmp")
         graph.save(str(tmp))

@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,6 +334,8 @@ class SidecarLexicalIndex(SidecarIndex):
         store = self._store
         position = self._log_position()
         total = self._size()
+        import uuid
+
         folder = f"index-{position}-{uuid.uuid4().hex[:8]}"
         path = self.directory / folder
         path.mkdir(parents=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
@@ -99,6 +98,8 @@ class SidecarIndex:
 
     def _switch_on(self) -> str:
         """A new epoch recorded in the store: from this commit on, its triggers log."""
+        import uuid  # (uuid imports platform: not at start-up)
+
         epoch = uuid.uuid4().hex[:12]
         with self._store.transaction():
             self._store.set_meta(self.META_KEY, f"{self.ON}:{epoch}")

@@ -1,0 +1,209 @@
+"""A command's run and its output, without typer: what the typer commands
+(``command.py``) and the quick path (``quick.py``) share, so a command prints the same
+whichever path parsed its argument line.
+
+rich loads only when something is shown to a person (``console()``); a JSON run never
+imports it. Everything shown to people passes through ``terminal.printable`` and is
+never read as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from docshelf.config import Settings
+    from docshelf.shelf import Progress, Shelf
+
+
+class Action(NamedTuple):
+    command: str
+    description: str
+
+
+class Outcome(NamedTuple):
+    result: dict[str, Any]
+    next_actions: list[Action] = []  # noqa: RUF012  (never mutated: a new list per outcome)
+    # Prints the result on a terminal when the command's own renderer will not do
+    # (``ask --stream`` has printed the answer already).
+    render: Callable[[Outcome], None] | None = None
+
+
+Render = Callable[[Outcome], None]
+
+_CONSOLES: dict[bool, Console] = {}
+
+
+def console(stderr: bool = False) -> Console:
+    """The console people read (stdout; stderr for errors and progress), made once.
+    No rich markup: every string shown may come from a file name or a document."""
+    if stderr not in _CONSOLES:
+        from rich.console import Console
+
+        _CONSOLES[stderr] = Console(stderr=stderr, markup=False)
+    return _CONSOLES[stderr]
+
+
+def q(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+def emit(obj: dict[str, Any]) -> None:
+    """One JSON line on stdout, flushed (a watching command prints one per run)."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def envelope(command: str, result: dict[str, Any], actions: list[Action]) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "command": command,
+        "result": result,
+        "next_actions": [a._asdict() for a in actions],
+        "error": None,
+    }
+
+
+def print_error(code: str, message: str) -> None:
+    from rich.text import Text
+
+    from docshelf.terminal import printable
+
+    console(stderr=True).print(Text(f"Error ({code}): {printable(message)}", style="red"))
+
+
+class Run:
+    """One command's run: its shelf (opened on first use), its output form, its progress."""
+
+    def __init__(
+        self, home: Path | None, command: str, as_json: bool, progress_events: bool = False
+    ) -> None:
+        self.home = home
+        self.command = command
+        self.as_json = as_json or not sys.stdout.isatty()
+        self.progress_events = progress_events  # --progress: NDJSON events on stderr
+        self._shelf: Shelf | None = None
+        self._settings: Settings | None = None
+
+    def settings(self) -> Settings:
+        """The library's settings (read once per run, before the library is opened)."""
+        if self._settings is None:
+            from docshelf.config import Settings
+
+            self._settings = Settings.from_env(self.home)
+        return self._settings
+
+    def shelf(self, **kwargs: Any) -> Shelf:
+        if self._shelf is None:
+            from docshelf.shelf import Shelf
+
+            self._shelf = Shelf(settings=self.settings(), **kwargs)
+        return self._shelf
+
+    def store_shelf(self) -> Shelf:
+        """A shelf for commands that never embed: no model is bound or checked."""
+        return self.shelf(embedder=None, check_model=False)
+
+    def cmd(self, rest: str) -> str:
+        """A command line to suggest, with this run's ``--home``."""
+        home = self.home
+        return f"docshelf --home {q(str(home))} {rest}" if home else f"docshelf {rest}"
+
+    @contextmanager
+    def progress(self, label: str) -> Iterator[Progress | None]:
+        """Rich progress bars on a terminal, up once the work has gone on for a moment
+        (cli/progress.py, ``LateBars``); in JSON mode nothing, or with ``--progress``
+        JSON lines on stderr."""
+        if self.as_json:
+            if not self.progress_events:
+                yield None
+                return
+            from docshelf.cli.progress import JsonLines
+
+            yield JsonLines(sys.stderr)
+            return
+        if not sys.stderr.isatty():
+            yield None
+            return
+        from docshelf.cli.progress import LateBars
+
+        bars = LateBars(label, lambda: console(stderr=True))
+        try:
+            yield bars
+        finally:
+            bars.close()
+
+    def finish(self, produce: Callable[[], Outcome], render: Render) -> None:
+        from docshelf.errors import DocshelfError
+
+        try:
+            outcome = produce()
+        except DocshelfError as exc:
+            self.fail(exc.code, exc.message)
+        except KeyboardInterrupt:
+            self.fail("interrupted", "Interrupted; committed work is kept, run the command again")
+        finally:
+            if self._shelf is not None:
+                self._shelf.close()
+        if self.as_json:
+            emit(envelope(self.command, outcome.result, outcome.next_actions))
+            return
+        from rich.text import Text
+
+        from docshelf.terminal import printable, printable_tree
+
+        (outcome.render or render)(Outcome(printable_tree(outcome.result), outcome.next_actions))
+        if outcome.next_actions:
+            out = console()
+            out.print(Text("\nNext:", style="bold"))
+            for a in outcome.next_actions:
+                out.print(
+                    Text(f"  {printable(a.command)}", style="cyan"),
+                    Text(f"  {printable(a.description)}"),
+                )
+
+    def fail(self, code: str, message: str) -> NoReturn:
+        if self.as_json:
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "ok": False,
+                        "command": self.command,
+                        "result": None,
+                        "next_actions": [],
+                        "error": {"code": code, "message": message},
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+        else:
+            print_error(code, message)
+        raise SystemExit(1)
+
+
+def report_render(title: str) -> Render:
+    """How a sync report (add, sync, remove) looks on a terminal."""
+
+    def render(o: Outcome) -> None:
+        from rich.text import Text
+
+        out = console()
+        counts = o.result["counts"]
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+        out.print(Text(f"{title}: {summary or 'nothing to do'}", style="bold"))
+        for f in o.result["failures"][:50]:
+            out.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        if len(o.result["failures"]) > 50:
+            out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))
+
+    return render
