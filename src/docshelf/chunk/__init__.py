@@ -41,7 +41,9 @@ class ChunkSettings:
     """Token limits of the two tiers and of the structural header."""
 
     snippet_max_tokens: int = 200
-    snippet_min_tokens: int = 48  # below this a heading does not force a new snippet
+    # below this a heading does not force a new snippet; 0: every heading starts one, so
+    # a snippet is cited under the heading its text sits under (see ``for_window``)
+    snippet_min_tokens: int = 0
     section_max_tokens: int = 2200
     section_min_tokens: int = 1200  # a heading starts a new section once this is reached
     header_max_tokens: int = 48
@@ -61,18 +63,17 @@ class ChunkSettings:
         ``snippet_max = window - 2 - header_max``, where ``header_max = min(48,
         window // 4)`` leaves a small window most of its room for text. Snippets
         are kept between 16 and 512 tokens (SPEC §3: snippets are for precise
-        recall, roughly 250-600 tokens even for large models); ``snippet_min`` is
-        a quarter of ``snippet_max``, at most 48. Sections keep their defaults.
+        recall, roughly 250-600 tokens even for large models). ``snippet_min`` is 0:
+        every heading starts a snippet, as a snippet is cited by one heading (packing
+        "### Winner" and "### Runners-up" into one would cite the second's text as
+        the first's; the header keeps a short snippet's place). Sections keep their
+        defaults.
         """
         if window < 32:
             raise InvalidInput(f"an embedding window of {window} tokens is too small to chunk for")
         header = min(48, window // 4)
         snippet_max = min(512, max(16, window - 2 - header))
-        return cls(
-            snippet_max_tokens=snippet_max,
-            snippet_min_tokens=min(48, snippet_max // 4),
-            header_max_tokens=header,
-        )
+        return cls(snippet_max_tokens=snippet_max, snippet_min_tokens=0, header_max_tokens=header)
 
 
 def build_header(
