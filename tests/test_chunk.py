@@ -538,9 +538,9 @@ def _content_under_one_heading(doc: ParsedDocument, snippets: list[Chunk]) -> No
         content = [b for b in inside if b.kind is not BlockKind.HEADING]
         assert all(b.heading_path == snippet.heading_path for b in content), snippet.text
         if content:
-            assert all(
-                b.start < content[0].start for b in inside if b.kind is BlockKind.HEADING
-            ), snippet.text
+            assert all(b.start < content[0].start for b in inside if b.kind is BlockKind.HEADING), (
+                snippet.text
+            )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
