@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -18,6 +19,7 @@ FP = "f" * 64
 SMALL = ChunkSettings(
     snippet_max_tokens=60,
     snippet_min_tokens=10,
+    snippet_per_heading=False,
     section_max_tokens=400,
     section_min_tokens=200,
     header_max_tokens=20,
@@ -159,6 +161,7 @@ def chunk_settings(draw: st.DrawFn) -> ChunkSettings:
     return ChunkSettings(
         snippet_max_tokens=snippet_max,
         snippet_min_tokens=draw(st.integers(0, snippet_max)),
+        snippet_per_heading=draw(st.booleans()),
         section_max_tokens=section_max,
         section_min_tokens=draw(st.integers(0, section_max)),
         header_max_tokens=draw(st.integers(0, 30)),
@@ -254,7 +257,9 @@ def test_long_word_is_cut_at_characters() -> None:
     assert all(s.token_count <= SMALL.snippet_max_tokens for s in snippets)
 
 
-NO_HEADING_BREAKS = ChunkSettings(snippet_max_tokens=60, snippet_min_tokens=60)
+NO_HEADING_BREAKS = ChunkSettings(
+    snippet_max_tokens=60, snippet_min_tokens=60, snippet_per_heading=False
+)
 
 
 def test_heading_is_carried_to_the_next_snippet() -> None:
@@ -283,7 +288,9 @@ def test_a_block_that_fits_alone_is_not_cut_to_follow_a_carried_heading() -> Non
 
 
 def test_heading_starts_a_snippet_only_once_the_minimum_is_reached() -> None:
-    settings_ = ChunkSettings(snippet_max_tokens=100, snippet_min_tokens=20)
+    settings_ = ChunkSettings(
+        snippet_max_tokens=100, snippet_min_tokens=20, snippet_per_heading=False
+    )
     short = md(f"{words(5)}\n\n## H\n\n{words(5)}\n")
     assert len(tier(chunk(short, settings_), Tier.SNIPPET)) == 1
     long = md(f"{words(25)}\n\n## H\n\n{words(5)}\n")
@@ -389,11 +396,12 @@ def test_settings_for_window() -> None:
     minilm = ChunkSettings.for_window(256)
     assert minilm.header_max_tokens == 48
     assert minilm.snippet_max_tokens == 256 - 2 - 48
-    assert minilm.snippet_min_tokens == 0  # every heading starts a snippet
+    assert minilm.snippet_min_tokens == 48  # for headings on pages
+    assert minilm.snippet_per_heading  # every other heading starts a snippet
     small = ChunkSettings.for_window(64)
     assert small.header_max_tokens == 16
     assert small.snippet_max_tokens == 64 - 2 - 16
-    assert small.snippet_min_tokens == 0
+    assert small.snippet_min_tokens == small.snippet_max_tokens // 4
     assert ChunkSettings.for_window(8192).snippet_max_tokens == 512
     for window in (32, 100, 128, 256, 384, 512, 514):
         got = ChunkSettings.for_window(window)
@@ -556,3 +564,24 @@ def test_the_default_settings_cite_each_heading_too() -> None:
     snippets = tier(chunk(md(EVENT_NOTE), ChunkSettings()), Tier.SNIPPET)
     _content_under_one_heading(md(EVENT_NOTE), snippets)
     assert len(snippets) == 4
+
+
+def test_headings_on_a_page_keep_the_minimum() -> None:
+    # A PDF's snippet is cited by its page: a heading inside it moves no citation, so
+    # short parts of one page are still packed (under snippet_min_tokens).
+    parts = ["Results", "The method improves recall.", "Discussion", "It is cheap."]
+    body = "\n\n".join(parts)
+    blocks, start = [], 0
+    for i, text in enumerate(parts):
+        kind = BlockKind.HEADING if i % 2 == 0 else BlockKind.PARAGRAPH
+        path = (parts[i - i % 2],)
+        blocks.append(Block(kind, start, start + len(text), path, level=2 * (i % 2 == 0), page=3))
+        start += len(text) + 2
+    doc = ParsedDocument(body=body, blocks=tuple(blocks), page_count=3)
+    settings_ = ChunkSettings.for_window(256)
+    (snippet,) = tier(chunk(doc, settings_), Tier.SNIPPET)
+    assert snippet.text == body and (snippet.page_start, snippet.page_end) == (3, 3)
+    unpaged = ParsedDocument(
+        body=body, blocks=tuple(dataclasses.replace(b, page=None) for b in blocks)
+    )
+    assert len(tier(chunk(unpaged, settings_), Tier.SNIPPET)) == 2
