@@ -331,3 +331,48 @@ def test_html_rst_and_docx_open_at_their_heading_as_parsed_text(
     for absent in ("alert(", "<script", "onclick", "onerror", "root:", "javascript:"):
         assert absent not in text, absent
     assert not any("href" in run for b in view["blocks"] for run in b.get("inlines", []))
+
+
+# An event note shaped like a community vault's: short sections, a line or two each.
+EVENT_NOTE = """\
+# Obsidian October 2021
+
+Plugins and themes.
+
+## Prizes
+
+### Winner
+
+A $500 credit.
+
+### Runners-up
+
+Three runner-ups each receive $200 Obsidian credit.
+
+## Timeline
+
+Submissions close on October 31st.
+"""
+
+
+def test_a_short_section_is_cited_and_opened_at_its_own_heading(
+    shelf: Shelf, alice: Api, tmp_path: Path
+) -> None:
+    # Short sections once shared a snippet cited by its first content's heading: the
+    # runners-up's prize was cited, and opened, at the top of the note.
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "Obsidian October 2021.md").write_text(EVENT_NOTE)
+    shelf.add(root, user_id=alice.user.id)
+    for mode in ("lexical", "vector", "hybrid"):
+        body = {"query": "how much credit does each runner-up receive", "mode": mode}
+        hits = alice.request("POST", "/v1/search", json=body).json()["hits"]
+        top = next(h for h in hits if "runner-ups" in h["text"])
+        assert top["citation"]["heading_path"][-1] == "Runners-up", mode
+        assert "$500" not in top["text"]
+    view = alice.get(f"/v1/chunks/{top['chunk_id']}/view").json()
+    assert view["heading_path"] == ["Obsidian October 2021", "Prizes", "Runners-up"]
+    by_id = {b["id"]: b for b in view["blocks"]}
+    assert by_id[view["target"]]["inlines"] == [{"text": "Runners-up"}]
+    marked = json.dumps([b for b in view["blocks"] if b.get("cited")])
+    assert "runner-ups" in marked and "$500" not in marked

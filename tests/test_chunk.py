@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -18,6 +19,7 @@ FP = "f" * 64
 SMALL = ChunkSettings(
     snippet_max_tokens=60,
     snippet_min_tokens=10,
+    snippet_per_heading=False,
     section_max_tokens=400,
     section_min_tokens=200,
     header_max_tokens=20,
@@ -159,6 +161,7 @@ def chunk_settings(draw: st.DrawFn) -> ChunkSettings:
     return ChunkSettings(
         snippet_max_tokens=snippet_max,
         snippet_min_tokens=draw(st.integers(0, snippet_max)),
+        snippet_per_heading=draw(st.booleans()),
         section_max_tokens=section_max,
         section_min_tokens=draw(st.integers(0, section_max)),
         header_max_tokens=draw(st.integers(0, 30)),
@@ -254,7 +257,9 @@ def test_long_word_is_cut_at_characters() -> None:
     assert all(s.token_count <= SMALL.snippet_max_tokens for s in snippets)
 
 
-NO_HEADING_BREAKS = ChunkSettings(snippet_max_tokens=60, snippet_min_tokens=60)
+NO_HEADING_BREAKS = ChunkSettings(
+    snippet_max_tokens=60, snippet_min_tokens=60, snippet_per_heading=False
+)
 
 
 def test_heading_is_carried_to_the_next_snippet() -> None:
@@ -283,7 +288,9 @@ def test_a_block_that_fits_alone_is_not_cut_to_follow_a_carried_heading() -> Non
 
 
 def test_heading_starts_a_snippet_only_once_the_minimum_is_reached() -> None:
-    settings_ = ChunkSettings(snippet_max_tokens=100, snippet_min_tokens=20)
+    settings_ = ChunkSettings(
+        snippet_max_tokens=100, snippet_min_tokens=20, snippet_per_heading=False
+    )
     short = md(f"{words(5)}\n\n## H\n\n{words(5)}\n")
     assert len(tier(chunk(short, settings_), Tier.SNIPPET)) == 1
     long = md(f"{words(25)}\n\n## H\n\n{words(5)}\n")
@@ -389,7 +396,8 @@ def test_settings_for_window() -> None:
     minilm = ChunkSettings.for_window(256)
     assert minilm.header_max_tokens == 48
     assert minilm.snippet_max_tokens == 256 - 2 - 48
-    assert minilm.snippet_min_tokens == 48
+    assert minilm.snippet_min_tokens == 48  # for headings on pages
+    assert minilm.snippet_per_heading  # every other heading starts a snippet
     small = ChunkSettings.for_window(64)
     assert small.header_max_tokens == 16
     assert small.snippet_max_tokens == 64 - 2 - 16
@@ -474,3 +482,106 @@ def test_a_chunk_opening_with_headings_is_cited_under_the_last_one() -> None:
     assert first.heading_path == ("Notes", "Raft")
     assert first.header.endswith("[PATH: Notes > Raft]")
     assert second.heading_path == ("Notes", "Paxos")
+
+
+# -- citation granularity: a snippet is cited by one heading -------------------
+
+# A community-event note, shaped like the vault's: short sections under H3s, each far
+# below the old 48-token minimum that packed them together.
+EVENT_NOTE = """\
+# Obsidian October 2021
+
+Obsidian October is a month of plugins and themes made by the community.
+
+## Prizes
+
+### Winner
+
+The winner of each category receives a $500 Obsidian credit and a flair.
+
+### Runners-up
+
+Judges will select three more runner-ups for each category. They will receive $200
+Obsidian credit.
+
+## Timeline
+
+Submissions close on October 31st.
+"""
+
+
+def test_each_short_section_is_its_own_snippet_cited_by_its_heading() -> None:
+    settings_ = ChunkSettings.for_window(256)  # what a MiniLM library chunks with
+    snippets = tier(chunk(md(EVENT_NOTE), settings_), Tier.SNIPPET)
+    runners = next(s for s in snippets if "runner-ups" in s.text)
+    assert runners.text.startswith("### Runners-up")
+    assert runners.heading_path == ("Obsidian October 2021", "Prizes", "Runners-up")
+    assert runners.header.endswith("[PATH: Obsidian October 2021 > Prizes > Runners-up]")
+    winner = next(s for s in snippets if "$500" in s.text)
+    assert "runner-ups" not in winner.text
+    # "## Prizes" has nothing of its own: it opens the Winner snippet, cited under Winner
+    assert winner.text.startswith("## Prizes\n\n### Winner")
+    assert winner.heading_path[-1] == "Winner"
+    assert [s.heading_path[-1] for s in snippets] == [
+        "Obsidian October 2021",
+        "Winner",
+        "Runners-up",
+        "Timeline",
+    ]
+
+
+def test_a_long_section_still_fills_its_snippets_under_one_heading() -> None:
+    settings_ = ChunkSettings(snippet_max_tokens=60, header_max_tokens=20)
+    doc = md("## Only\n\n" + "\n\n".join([words(25)] * 6) + "\n")
+    snippets = tier(chunk(doc, settings_), Tier.SNIPPET)
+    assert len(snippets) == 3  # two paragraphs a snippet: packed, not one per paragraph
+    assert {s.heading_path for s in snippets} == {("Only",)}
+
+
+def _content_under_one_heading(doc: ParsedDocument, snippets: list[Chunk]) -> None:
+    """Every block of content in a snippet sits under the heading it is cited by: no
+    heading of the document falls after content inside a snippet."""
+    for snippet in snippets:
+        inside = [b for b in doc.blocks if snippet.start <= b.start < snippet.end]
+        content = [b for b in inside if b.kind is not BlockKind.HEADING]
+        assert all(b.heading_path == snippet.heading_path for b in content), snippet.text
+        if content:
+            assert all(b.start < content[0].start for b in inside if b.kind is BlockKind.HEADING), (
+                snippet.text
+            )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=documents(), window=st.sampled_from([64, 128, 256, 512]))
+def test_snippets_never_pack_content_of_two_headings(doc: ParsedDocument, window: int) -> None:
+    settings_ = ChunkSettings.for_window(window)
+    snippets = tier(chunk(doc, settings_), Tier.SNIPPET)
+    _content_under_one_heading(doc, snippets)
+    check_invariants(doc, chunk(doc, settings_), settings_, approx_tokens)
+
+
+def test_the_default_settings_cite_each_heading_too() -> None:
+    snippets = tier(chunk(md(EVENT_NOTE), ChunkSettings()), Tier.SNIPPET)
+    _content_under_one_heading(md(EVENT_NOTE), snippets)
+    assert len(snippets) == 4
+
+
+def test_headings_on_a_page_keep_the_minimum() -> None:
+    # A PDF's snippet is cited by its page: a heading inside it moves no citation, so
+    # short parts of one page are still packed (under snippet_min_tokens).
+    parts = ["Results", "The method improves recall.", "Discussion", "It is cheap."]
+    body = "\n\n".join(parts)
+    blocks, start = [], 0
+    for i, text in enumerate(parts):
+        kind = BlockKind.HEADING if i % 2 == 0 else BlockKind.PARAGRAPH
+        path = (parts[i - i % 2],)
+        blocks.append(Block(kind, start, start + len(text), path, level=2 * (i % 2 == 0), page=3))
+        start += len(text) + 2
+    doc = ParsedDocument(body=body, blocks=tuple(blocks), page_count=3)
+    settings_ = ChunkSettings.for_window(256)
+    (snippet,) = tier(chunk(doc, settings_), Tier.SNIPPET)
+    assert snippet.text == body and (snippet.page_start, snippet.page_end) == (3, 3)
+    unpaged = ParsedDocument(
+        body=body, blocks=tuple(dataclasses.replace(b, page=None) for b in blocks)
+    )
+    assert len(tier(chunk(unpaged, settings_), Tier.SNIPPET)) == 2

@@ -3,7 +3,8 @@
 *Sections* (large, for context) and *snippets* (small, sized to the embedding
 window, for recall) are built the same way: the document's blocks are units,
 packed greedily in order into groups of at most a token limit. A heading starts
-a new group once the current one has reached the tier's minimum, a group never
+a new group once the current one has reached the tier's minimum (a snippet: at
+every heading not on a page, as a snippet is cited by one heading), a group never
 ends with a heading whose content follows (the heading is carried over), and a
 block is cut only when it alone is over the limit: at list items or lines for
 lists, at lines for code, tables and quotes, at sentence ends for paragraphs,
@@ -41,7 +42,11 @@ class ChunkSettings:
     """Token limits of the two tiers and of the structural header."""
 
     snippet_max_tokens: int = 200
-    snippet_min_tokens: int = 48  # below this a heading does not force a new snippet
+    snippet_min_tokens: int = 48  # below this a heading does not force a new snippet …
+    # … unless the heading is not on a page: every heading of a document cited by heading
+    # starts a snippet, so a snippet's text sits under the one heading it is cited by (a
+    # PDF's snippet is cited by its page, which a heading inside it does not change)
+    snippet_per_heading: bool = True
     section_max_tokens: int = 2200
     section_min_tokens: int = 1200  # a heading starts a new section once this is reached
     header_max_tokens: int = 48
@@ -62,7 +67,8 @@ class ChunkSettings:
         window // 4)`` leaves a small window most of its room for text. Snippets
         are kept between 16 and 512 tokens (SPEC §3: snippets are for precise
         recall, roughly 250-600 tokens even for large models); ``snippet_min`` is
-        a quarter of ``snippet_max``, at most 48. Sections keep their defaults.
+        a quarter of ``snippet_max``, at most 48 (it applies to headings on pages:
+        ``snippet_per_heading``). Sections keep their defaults.
         """
         if window < 32:
             raise InvalidInput(f"an embedding window of {window} tokens is too small to chunk for")
@@ -358,11 +364,14 @@ class _Packer:
         limit: int,
         min_tokens: int,
         on_cut: Callable[[int], None] | None = None,
+        *,
+        per_heading: bool = False,
     ) -> None:
         self.body = body
         self.count = count
         self.limit = limit
         self.min_tokens = min_tokens
+        self.per_heading = per_heading  # a heading off a page breaks whatever the minimum
         self.cutter = _Cutter(body, count, on_cut)
         self.pending: deque[_Unit] = deque()
         self.groups: list[list[_Unit]] = []
@@ -381,7 +390,11 @@ class _Packer:
 
     def _take(self, unit: _Unit) -> None:
         has_content = any(not u.is_heading for u in self.current)
-        heading_break = unit.is_heading and has_content and self.tokens >= self.min_tokens
+        heading_break = (
+            unit.is_heading
+            and has_content
+            and (self.tokens >= self.min_tokens or (self.per_heading and unit.page is None))
+        )
         if not heading_break and self.tokens + unit.tokens <= self.limit:
             self._add(unit)
         elif heading_break or has_content:
@@ -462,7 +475,12 @@ def chunk_document(
         doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens, on_cut
     ).pack(units)
     snippet_packer = _Packer(
-        doc.body, count_tokens, settings.snippet_max_tokens, settings.snippet_min_tokens, on_cut
+        doc.body,
+        count_tokens,
+        settings.snippet_max_tokens,
+        settings.snippet_min_tokens,
+        on_cut,
+        per_heading=settings.snippet_per_heading,
     )
     snippets: list[list[_Unit]] = []
     parents: list[str] = []
