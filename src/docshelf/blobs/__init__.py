@@ -11,6 +11,9 @@ contract tests.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Protocol
@@ -31,6 +34,10 @@ class BlobWriter(Protocol):
     size: int
 
     def write(self, data: bytes) -> None: ...
+    def digest(self) -> str:
+        """The SHA-256 of the bytes written so far (what ``commit`` will store them under)."""
+        ...
+
     def commit(self) -> str:
         """Make the blob durable under its hash; returns the hash."""
         ...
@@ -50,6 +57,51 @@ class BlobStore(Protocol):
     def delete(self, sha256: str) -> None: ...
 
 
+# Threads that make a batch of blobs durable at once (``commit_all``): a file system
+# commits fsyncs that are waiting together in one journal commit, and S3 takes the
+# uploads side by side.
+_COMMITTERS = 8
+_committers: ThreadPoolExecutor | None = None
+_committers_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _committers
+    with _committers_lock:
+        if _committers is None:
+            _committers = ThreadPoolExecutor(_COMMITTERS, thread_name_prefix="blob-commit")
+        return _committers
+
+
+def _commit_one(writer: BlobWriter) -> str | BaseException:
+    try:
+        return writer.commit()
+    except Exception as exc:  # that writer's own error; it has aborted itself
+        return exc
+
+
+def commit_all(writers: Sequence[BlobWriter]) -> list[str | BaseException]:
+    """Commit several writers together (a group commit of the uploads that arrived
+    together): their fsyncs or uploads run side by side, and bytes that come twice in
+    the batch are written once (the other copies find them stored and only drop their
+    temporary data). Each outcome is the writer's hash, or the error it failed with."""
+    outcomes: list[str | BaseException | None] = [None] * len(writers)
+    first: dict[str, int] = {}
+    for i, writer in enumerate(writers):
+        first.setdefault(writer.digest(), i)
+    leaders = list(first.values())
+    if len(leaders) == 1:
+        outcomes[leaders[0]] = _commit_one(writers[leaders[0]])
+    else:
+        done = _pool().map(_commit_one, [writers[i] for i in leaders])
+        for i, outcome in zip(leaders, done, strict=True):
+            outcomes[i] = outcome
+    for i, writer in enumerate(writers):
+        if outcomes[i] is None:  # a copy: stored by its leader by now (or its own try)
+            outcomes[i] = _commit_one(writer)
+    return [o if o is not None else RuntimeError("not committed") for o in outcomes]
+
+
 def open_blob_store(url: str | None, home: Path) -> BlobStore:
     if not url:
         from docshelf.blobs.local import LocalBlobStore
@@ -67,4 +119,4 @@ def open_blob_store(url: str | None, home: Path) -> BlobStore:
     raise InvalidInput(f"Unknown blob URL {url!r}; use file:///path or s3://bucket/prefix")
 
 
-__all__ = ["BlobStore", "BlobWriter", "blob_key", "open_blob_store"]
+__all__ = ["BlobStore", "BlobWriter", "blob_key", "commit_all", "open_blob_store"]

@@ -84,6 +84,9 @@ class TempWriter:
         with _storage_errors("the uploaded file"):
             self._file.write(data)
 
+    def digest(self) -> str:
+        return self._hash.hexdigest()
+
     def commit(self) -> str:
         assert not self._closed, "writer already closed"
         self.sha256 = self._hash.hexdigest()
