@@ -5,8 +5,9 @@ share one call of it on the threadpool.
     outcome = await commits(item)   # in a request; raises that item's error
 
 While one call runs, the items that arrive wait and go in the next call together, so
-a lone request waits for nothing more than its own call, and a burst of requests
-costs a few thread hops and a few commits instead of one of each per request. Each
+a lone request waits for nothing more than its own call (and a turn of the event
+loop), and a burst of requests costs a few thread hops and a few commits instead of
+one of each per request. Each
 caller gets its result after the call that carried its item has returned: for the
 upload commit, after the shared fsyncs and the shared transaction (a 202 is durable).
 """
@@ -20,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from starlette.concurrency import run_in_threadpool
+
+# At most this many turns of the event loop before a call, while items keep arriving.
+LINGER_TURNS = 8
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,6 +69,13 @@ class Batched(Generic[T, R]):
 
     async def _drain(self, queue: _Queue[T, R]) -> None:
         try:
+            # Requests that are ready now (a burst, its bodies read) join the first call:
+            # turns of the event loop while the queue still grows, a few at most.
+            for _ in range(LINGER_TURNS):
+                waiting = len(queue.waiting)
+                await asyncio.sleep(0)
+                if len(queue.waiting) == waiting:
+                    break
             while queue.waiting:
                 batch = queue.waiting[: self._limit]
                 del queue.waiting[: self._limit]

@@ -32,7 +32,7 @@ from docshelf import views
 from docshelf.api.batching import Batched
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
-from docshelf.blobs import BlobStore, BlobWriter, commit_all
+from docshelf.blobs import BlobStore, BlobWriter
 from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
 from docshelf.ingest.sync import unsupported_type_message
 from docshelf.ingest.uploads import UploadResult, intake_of, sanitize_filename
@@ -223,9 +223,10 @@ def upload_commits(shelf: Shelf) -> Batched[Received, UploadResult]:
 
 
 def commit_uploads(shelf: Shelf, batch: Sequence[Received]) -> list[UploadResult | BaseException]:
-    """Make the blobs durable (fsync, atomic rename; side by side), then record them all
-    in one transaction: one thread hop for the batch. One outcome per upload."""
-    hashes = commit_all([r.writer for r in batch])
+    """Make the blobs durable (small ones through one pack, see ``blobs.local``), then
+    record them all in one transaction: one thread hop for the batch. One outcome per
+    upload."""
+    hashes = shelf.blobs.commit_many([r.writer for r in batch])
     outcomes: list[UploadResult | BaseException] = [
         sha if isinstance(sha, BaseException) else _NOT_YET for sha in hashes
     ]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from docshelf.errors import InvalidInput, NotFound
@@ -51,6 +51,11 @@ class BlobWriter(Protocol):
 
 class BlobStore(Protocol):
     def writer(self, max_bytes: int) -> BlobWriter: ...
+    def commit_many(self, writers: Sequence[Any]) -> list[str | BaseException]:
+        """Commit several of this store's writers together (the uploads a server received
+        at once): each outcome is the writer's hash, or the error it failed with."""
+        ...
+
     def read(self, sha256: str) -> bytes: ...
     def open(self, sha256: str) -> BinaryIO: ...
     def exists(self, sha256: str) -> bool: ...
@@ -80,11 +85,10 @@ def _commit_one(writer: BlobWriter) -> str | BaseException:
         return exc
 
 
-def commit_all(writers: Sequence[BlobWriter]) -> list[str | BaseException]:
-    """Commit several writers together (a group commit of the uploads that arrived
-    together): their fsyncs or uploads run side by side, and bytes that come twice in
-    the batch are written once (the other copies find them stored and only drop their
-    temporary data). Each outcome is the writer's hash, or the error it failed with."""
+def commit_side_by_side(writers: Sequence[BlobWriter]) -> list[str | BaseException]:
+    """Commit several writers at once: their fsyncs or uploads run side by side, and
+    bytes that come twice are written once (the other copies find them stored and only
+    drop their own). Each outcome is the writer's hash, or the error it failed with."""
     outcomes: list[str | BaseException | None] = [None] * len(writers)
     first: dict[str, int] = {}
     for i, writer in enumerate(writers):
@@ -92,7 +96,7 @@ def commit_all(writers: Sequence[BlobWriter]) -> list[str | BaseException]:
     leaders = list(first.values())
     if len(leaders) == 1:
         outcomes[leaders[0]] = _commit_one(writers[leaders[0]])
-    else:
+    elif leaders:
         done = _pool().map(_commit_one, [writers[i] for i in leaders])
         for i, outcome in zip(leaders, done, strict=True):
             outcomes[i] = outcome
@@ -119,4 +123,4 @@ def open_blob_store(url: str | None, home: Path) -> BlobStore:
     raise InvalidInput(f"Unknown blob URL {url!r}; use file:///path or s3://bucket/prefix")
 
 
-__all__ = ["BlobStore", "BlobWriter", "blob_key", "commit_all", "open_blob_store"]
+__all__ = ["BlobStore", "BlobWriter", "blob_key", "commit_side_by_side", "open_blob_store"]
