@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from docshelf.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 
 def blob_key(sha256: str) -> str:
@@ -74,6 +76,8 @@ def _pool() -> ThreadPoolExecutor:
     global _committers
     with _committers_lock:
         if _committers is None:
+            from concurrent.futures import ThreadPoolExecutor  # only a server needs it
+
             _committers = ThreadPoolExecutor(_COMMITTERS, thread_name_prefix="blob-commit")
         return _committers
 
