@@ -18,10 +18,14 @@ before the burst; without it the burst meets a freshly started server. Prints:
   over it and every process below it).
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
-        [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx]
+        [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx] [--before SRC]
 
 With several shapes and rounds, the runs alternate (process, thread, process, …)
-so a busy machine weighs on both alike; a table of every run ends the output.
+so a busy machine weighs on both alike; a table of every run ends the output, with
+the load average (1 min) at each run's start. ``--before SRC`` runs each shape a
+second time with the server's code from SRC (a ``src`` folder, e.g. ``git archive
+HEAD src | tar -x -C /tmp/before``) on ``PYTHONPATH``, right before this tree's run,
+so the baseline is measured in the same session.
 `process@0` runs the worker process at the server's own CPU priority (serve's
 `--worker-nice`, default 10). The client sends prepared request bytes on
 connections opened before the clock starts (`--client raw`), so the times are
@@ -159,8 +163,11 @@ def plan(new: int, duplicates: int, seed: int = 7) -> list[Upload]:
     return uploads
 
 
-def start_server(home: Path, embedder: str, shape: str) -> tuple[subprocess.Popen[bytes], str]:
-    """`docshelf serve` on a free loopback port, its workers in a process or threads."""
+def start_server(
+    home: Path, embedder: str, shape: str, src: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`docshelf serve` on a free loopback port, its workers in a process or threads;
+    with ``src``, the server's code from that folder."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -172,6 +179,10 @@ def start_server(home: Path, embedder: str, shape: str) -> tuple[subprocess.Pope
         "DOCSHELF_WORKERS": "1",
         "HF_HUB_OFFLINE": "1",
     }
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
     cmd = [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port)]
     if shape == "thread":
         cmd.append("--in-process-workers")
@@ -329,7 +340,8 @@ async def run(
     print(f"all complete after: {ms(all_complete)} (from the first upload)")
     print(f"documents:          {len(final)} ({sum(s == 'complete' for s in final.values())} ok)")
     print(f"distinct files:     {distinct}; distinct document ids {len(final)}")
-    print(f"upload_dedup:       {dedup_counter(metrics)}")
+    dedup = dedup_counter(metrics)
+    print(f"upload_dedup:       {dedup}")
     args.distinct = distinct + (1 if args.warm else 0)
     row.update(
         p50=ms(statistics.median(times)),
@@ -337,6 +349,7 @@ async def run(
         max=ms(times[-1]),
         cpu=ms(server_cpu / len(answers)),
         complete=f"{all_complete:.1f} s",
+        dedup=str(int(sum(dedup.values()))),
     )
 
 
@@ -354,34 +367,43 @@ def main() -> None:
     parser.add_argument(
         "--client", choices=["raw", "httpx"], default="raw", help="raw: prepared bytes"
     )
+    parser.add_argument(
+        "--before", type=Path, default=None, help="src folder of the code to compare with"
+    )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
+    trees: list[tuple[str, Path | None]] = [("", None)]
+    if args.before is not None:
+        trees.insert(0, ("before ", args.before.resolve()))
     rows = []
-    for _ in range(args.rounds):
+    for round_no in range(1, args.rounds + 1):
         for shape in shapes:
-            print(f"-- workers in a {shape}")
-            rows.append(one_run(args, shape))
+            for label, src in trees:
+                print(f"-- {label}workers in a {shape}, round {round_no}")
+                rows.append(one_run(args, shape, src, f"{label}{shape}", round_no))
     print(
-        "\n| workers | idle RSS server / tree | upload p50 | p95 | max | all complete "
-        "| server CPU / upload | queue drained | duplicates |"
+        "\n| code, workers | round | load avg | idle RSS server / tree | upload p50 | p95 | max "
+        "| all complete | server CPU / upload | dedup hits | queue drained | duplicates |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['shape']} | {r.get('idle', '')} | {r.get('p50', '')} | {r.get('p95', '')} "
-            f"| {r.get('max', '')} | {r.get('complete', '')} | {r.get('cpu', '')} "
-            f"| {r.get('drained', '')} "
-            f"| {r.get('duplicates', '')} |"
+            f"| {r['shape']} | {r['round']} | {r['load']} | {r.get('idle', '')} "
+            f"| {r.get('p50', '')} | {r.get('p95', '')} | {r.get('max', '')} "
+            f"| {r.get('complete', '')} | {r.get('cpu', '')} | {r.get('dedup', '')} "
+            f"| {r.get('drained', '')} | {r.get('duplicates', '')} |"
         )
 
 
-def one_run(args: argparse.Namespace, shape: str) -> dict[str, str]:
-    row = {"shape": shape}
+def one_run(
+    args: argparse.Namespace, shape: str, src: Path | None, label: str, round_no: int
+) -> dict[str, str]:
+    row = {"shape": label, "round": str(round_no), "load": f"{os.getloadavg()[0]:.1f}"}
     with tempfile.TemporaryDirectory(prefix="docshelf-upload-bench-") as tmp:
         home = Path(tmp) / "home"
         with Shelf(home, embedder=None) as shelf:
             args.tokens = {name: shelf.create_user(name)[1] for name in ("alice", "bob")}
-        proc, base_url = start_server(home, args.embedder, shape)
+        proc, base_url = start_server(home, args.embedder, shape, src)
         try:
             asyncio.run(asyncio.wait_for(run(args, base_url, proc, row), timeout=args.timeout))
         except TimeoutError:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from docshelf.catalogue import DocumentView, Facets, Status
     from docshelf.chunk import ChunkSettings
     from docshelf.embed import Embedder
+    from docshelf.errors import DocshelfError
     from docshelf.ingest.prepare import EmbedCounts
     from docshelf.ingest.uploads import UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
@@ -404,6 +405,13 @@ class Shelf:
         link says ``queued``, as for new bytes, so no one learns what others hold.
         """
         return self._uploads.register(user_id, name, sha256, size)
+
+    def register_uploads(
+        self, uploads: Sequence[tuple[str, str, str, int]]
+    ) -> list[UploadResult | DocshelfError]:
+        """Several ``register_upload`` calls (``(user_id, name, sha256, size)`` each) in
+        one transaction: one commit for all; each one's own refusal is its outcome."""
+        return self._uploads.register_many(uploads)
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
         """Store ``data`` as an upload named ``name`` (the library form of POST /v1/documents)."""

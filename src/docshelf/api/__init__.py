@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from docshelf import __version__
 from docshelf.api import docs_page, events, ops, pages, reader, routes, schema, uploads
-from docshelf.api.deps import install_error_handlers, known_query
+from docshelf.api.deps import install_error_handlers, known_query, token_checks
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
 from docshelf.api.schema import errors
@@ -99,6 +99,8 @@ def create_app(
     app.state.wakeups = wakeups
     app.state.sse_ping = sse_ping
     app.state.reindex = ReindexRunner()
+    app.state.upload_commits = uploads.upload_commits(shelf)
+    app.state.token_checks = token_checks(shelf)
     install_error_handlers(app)
     schema.install(app)
 

@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from docshelf.api.batching import Batched
 from docshelf.api.reading import FileChanged
 from docshelf.errors import (
     Conflict,
@@ -115,17 +116,25 @@ async def get_shelf(request: Request) -> Shelf:
 _bearer = HTTPBearer(auto_error=False, description="A token from `docshelf users create NAME`")
 
 
-def current_user(
-    shelf: Annotated[Shelf, Depends(get_shelf)],
+def token_checks(shelf: Shelf) -> Batched[str, User | None]:
+    """Bearer tokens looked up in the store on the threadpool (never on the event loop: a
+    worker's transaction may hold the store), the tokens of requests that arrive
+    together in one hop (``create_app`` keeps one)."""
+    return Batched(lambda tokens: [shelf.authenticate(token) for token in tokens])
+
+
+async def current_user(
+    request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> User:
-    """The caller, from ``Authorization: Bearer <token>`` (a sync dependency, so the
-    store lookup runs in the threadpool)."""
+    """The caller, from ``Authorization: Bearer <token>``: checked on every request (a
+    revoked token stops working at once)."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized(
             "Send `Authorization: Bearer <token>`; `docshelf users create` makes one"
         )
-    user = shelf.authenticate(credentials.credentials)
+    checks: Batched[str, User | None] = request.app.state.token_checks
+    user = await checks(credentials.credentials)
     if user is None:
         raise Unauthorized("The bearer token is unknown or revoked")
     return user

@@ -6,11 +6,19 @@ a blob writer that hashes them on the way to a temporary file. The name is
 sanitised and its type checked when the part's headers end — before any byte
 is written. Only then is the upload recorded (a document and a job, or a link
 to bytes already there); parsing and embedding happen in a worker.
+
+Uploads received together are committed together (``Batched``): one thread hop
+makes all their blobs durable (their fsyncs side by side) and records them in one
+store transaction, and each is answered 202 after that shared commit. A burst of
+uploads then costs a few commits, not one fsync chain and one transaction each
+(BENCHMARKS.md, "Uploads: group commit").
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
@@ -18,10 +26,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from docshelf import views
+from docshelf.api.batching import Batched
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.blobs import BlobStore, BlobWriter
@@ -171,7 +179,7 @@ async def _upload(request: Request, shelf: Shelf, user: User) -> UploadResult:
         raise TooLarge(too_large)
     receiver = _Receiver(shelf.blobs, limit)
     received = 0
-    recorded = False
+    handed_over = False
     try:
         try:
             parser = MultipartParser(_boundary(request), receiver.callbacks())
@@ -192,15 +200,51 @@ async def _upload(request: Request, shelf: Shelf, user: User) -> UploadResult:
             raise InvalidInput(f"No `{FIELD}` field in the multipart body")
         if writer.size == 0:
             raise InvalidInput("empty file")
-        result = await run_in_threadpool(_record, shelf, writer, user.id, name)
-        recorded = True
+        commits: Batched[Received, UploadResult] = request.app.state.upload_commits
+        handed_over = True  # the commit owns the writer now, whatever happens to us
+        return await commits(Received(writer, user.id, name))
     finally:
-        if receiver.writer is not None and not recorded:
+        if receiver.writer is not None and not handed_over:
             receiver.writer.abort()  # no temp file is left behind
-    return result
 
 
-def _record(shelf: Shelf, writer: BlobWriter, user_id: str, name: str) -> UploadResult:
-    """Make the blob durable (fsync, atomic rename), then record it: one thread hop."""
-    sha = writer.commit()
-    return shelf.register_upload(user_id, name, sha, writer.size)
+@dataclass(frozen=True)
+class Received:
+    """An upload read whole, waiting for its commit."""
+
+    writer: BlobWriter
+    user_id: str
+    name: str
+
+
+def upload_commits(shelf: Shelf) -> Batched[Received, UploadResult]:
+    """The app's group commit of uploads (``create_app`` keeps one)."""
+    return Batched(lambda batch: commit_uploads(shelf, batch))
+
+
+def commit_uploads(shelf: Shelf, batch: Sequence[Received]) -> list[UploadResult | BaseException]:
+    """Make the blobs durable (small ones through one pack, see ``blobs.local``), then
+    record them all in one transaction: one thread hop for the batch. One outcome per
+    upload."""
+    hashes = shelf.blobs.commit_many([r.writer for r in batch])
+    outcomes: list[UploadResult | BaseException] = [
+        sha if isinstance(sha, BaseException) else _NOT_YET for sha in hashes
+    ]
+    stored = [i for i, sha in enumerate(hashes) if isinstance(sha, str)]
+    if not stored:
+        return outcomes
+    try:
+        recorded: Sequence[UploadResult | BaseException] = shelf.register_uploads(
+            [
+                (batch[i].user_id, batch[i].name, str(hashes[i]), batch[i].writer.size)
+                for i in stored
+            ]
+        )
+    except Exception as exc:  # the store failed the transaction: none is recorded
+        recorded = [exc] * len(stored)
+    for i, outcome in zip(stored, recorded, strict=True):
+        outcomes[i] = outcome
+    return outcomes
+
+
+_NOT_YET = RuntimeError("not recorded")  # replaced for every upload whose blob was stored

@@ -11,12 +11,17 @@ contract tests.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from docshelf.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 
 def blob_key(sha256: str) -> str:
@@ -31,6 +36,10 @@ class BlobWriter(Protocol):
     size: int
 
     def write(self, data: bytes) -> None: ...
+    def digest(self) -> str:
+        """The SHA-256 of the bytes written so far (what ``commit`` will store them under)."""
+        ...
+
     def commit(self) -> str:
         """Make the blob durable under its hash; returns the hash."""
         ...
@@ -44,10 +53,61 @@ class BlobWriter(Protocol):
 
 class BlobStore(Protocol):
     def writer(self, max_bytes: int) -> BlobWriter: ...
+    def commit_many(self, writers: Sequence[Any]) -> list[str | BaseException]:
+        """Commit several of this store's writers together (the uploads a server received
+        at once): each outcome is the writer's hash, or the error it failed with."""
+        ...
+
     def read(self, sha256: str) -> bytes: ...
     def open(self, sha256: str) -> BinaryIO: ...
     def exists(self, sha256: str) -> bool: ...
     def delete(self, sha256: str) -> None: ...
+
+
+# Threads that make a batch of blobs durable at once (``commit_all``): a file system
+# commits fsyncs that are waiting together in one journal commit, and S3 takes the
+# uploads side by side.
+_COMMITTERS = 8
+_committers: ThreadPoolExecutor | None = None
+_committers_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _committers
+    with _committers_lock:
+        if _committers is None:
+            from concurrent.futures import ThreadPoolExecutor  # only a server needs it
+
+            _committers = ThreadPoolExecutor(_COMMITTERS, thread_name_prefix="blob-commit")
+        return _committers
+
+
+def _commit_one(writer: BlobWriter) -> str | BaseException:
+    try:
+        return writer.commit()
+    except Exception as exc:  # that writer's own error; it has aborted itself
+        return exc
+
+
+def commit_side_by_side(writers: Sequence[BlobWriter]) -> list[str | BaseException]:
+    """Commit several writers at once: their fsyncs or uploads run side by side, and
+    bytes that come twice are written once (the other copies find them stored and only
+    drop their own). Each outcome is the writer's hash, or the error it failed with."""
+    outcomes: list[str | BaseException | None] = [None] * len(writers)
+    first: dict[str, int] = {}
+    for i, writer in enumerate(writers):
+        first.setdefault(writer.digest(), i)
+    leaders = list(first.values())
+    if len(leaders) == 1:
+        outcomes[leaders[0]] = _commit_one(writers[leaders[0]])
+    elif leaders:
+        done = _pool().map(_commit_one, [writers[i] for i in leaders])
+        for i, outcome in zip(leaders, done, strict=True):
+            outcomes[i] = outcome
+    for i, writer in enumerate(writers):
+        if outcomes[i] is None:  # a copy: stored by its leader by now (or its own try)
+            outcomes[i] = _commit_one(writer)
+    return [o if o is not None else RuntimeError("not committed") for o in outcomes]
 
 
 def open_blob_store(url: str | None, home: Path) -> BlobStore:
@@ -67,4 +127,4 @@ def open_blob_store(url: str | None, home: Path) -> BlobStore:
     raise InvalidInput(f"Unknown blob URL {url!r}; use file:///path or s3://bucket/prefix")
 
 
-__all__ = ["BlobStore", "BlobWriter", "blob_key", "open_blob_store"]
+__all__ = ["BlobStore", "BlobWriter", "blob_key", "commit_side_by_side", "open_blob_store"]

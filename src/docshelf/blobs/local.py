@@ -3,21 +3,38 @@
 A blob is written to a temporary file while its hash is computed, fsynced,
 and renamed into place, so a blob either exists whole under its hash or not
 at all; writing the same bytes twice is harmless.
+
+Several small blobs committed together (``commit_many``: the uploads a server
+received at once) are made durable by one file instead of one fsync chain each:
+their bytes go into a *pack* in ``tmp/`` (``pack-*``: for each blob a line
+``<sha256> <size>`` and its bytes), which is fsynced once; each blob is then
+placed under its hash without an fsync of its own, and a background thread
+fsyncs the placed files and drops the pack. Until then the pack is the durable
+copy: opening the store (every process does, before it reads a blob) restores
+from a pack left by a stopped process whatever of its blobs is missing or not
+whole, then drops it. A pack being written or settled is locked (``flock``) by
+its process, so no other process takes it for a left one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+import logging
 import os
+import queue
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from docshelf.blobs import blob_key
-from docshelf.errors import NotFound, TooLarge, from_os_error
+from docshelf.blobs import blob_key, commit_side_by_side
+from docshelf.errors import DocshelfError, NotFound, TooLarge, from_os_error
+
+log = logging.getLogger("docshelf")
 
 
 @contextlib.contextmanager
@@ -83,6 +100,19 @@ class TempWriter:
         assert self._file is not None
         with _storage_errors("the uploaded file"):
             self._file.write(data)
+
+    def digest(self) -> str:
+        return self._hash.hexdigest()
+
+    def held(self) -> bytes | None:
+        """The bytes, while they are all still in memory (a small upload)."""
+        return bytes(self._memory) if self._memory is not None and not self._closed else None
+
+    def stored_elsewhere(self) -> str:
+        """The bytes were made durable by someone else (a pack): drop this copy."""
+        self.sha256 = self._hash.hexdigest()
+        self.abort()
+        return self.sha256
 
     def commit(self) -> str:
         assert not self._closed, "writer already closed"
@@ -159,10 +189,211 @@ class _LocalWriter(TempWriter):
             os.close(dir_fd)
 
 
+PACK_PREFIX = "pack-"
+
+
+def _fsync_path(path: Path, missing_ok: bool = False) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        if missing_ok:  # deleted meanwhile (the upload's document was removed)
+            return
+        raise
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _folders(placed: Sequence[Path]) -> list[Path]:
+    """The folders whose entries name the placed blobs (``<sha[2:4]>/``, and the
+    ``<sha[:2]>/`` and root above it, which may be new too)."""
+    folders: dict[Path, None] = {}
+    for path in placed:
+        folders.update(dict.fromkeys([path.parent, path.parent.parent]))
+    for path in placed:
+        folders[path.parent.parent.parent] = None
+    return list(folders)
+
+
+def _write_fresh(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, whole or not at all (a temporary name, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".place-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+def _read_pack(path: Path) -> Iterator[tuple[str, bytes]]:
+    """The whole entries of a pack (a torn end, from a crash while it was written, is
+    ignored: that batch was never answered)."""
+    with path.open("rb") as fh:
+        while True:
+            line = fh.readline(200)
+            if not line.endswith(b"\n"):
+                return
+            sha, _, size = line.decode("ascii", "replace").strip().partition(" ")
+            if not size.isdigit():
+                return
+            data = fh.read(int(size))
+            if len(data) != int(size) or hashlib.sha256(data).hexdigest() != sha:
+                return
+            yield sha, data
+
+
+class _Settler:
+    """The background thread that makes a pack's placed blobs durable one by one, then
+    drops the pack (its lock goes with its file descriptor)."""
+
+    def __init__(self) -> None:
+        self._todo: queue.Queue[tuple[int, Path, list[Path]]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def settle(self, pack_fd: int, pack: Path, placed: list[Path]) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="blob-settler", daemon=True)
+                self._thread.start()
+        self._todo.put((pack_fd, pack, placed))
+
+    def _run(self) -> None:
+        while True:
+            pack_fd, pack, placed = self._todo.get()
+            try:
+                for path in placed:
+                    _fsync_path(path, missing_ok=True)
+                for folder in _folders(placed):
+                    _fsync_path(folder, missing_ok=True)
+                pack.unlink(missing_ok=True)
+            except OSError as exc:  # the pack stays: the next opening restores from it
+                log.warning("could not settle the upload pack %s: %s", pack.name, exc)
+            finally:
+                os.close(pack_fd)
+                self._todo.task_done()
+
+    def wait(self) -> None:
+        """Until every pack handed over so far is settled (for tests)."""
+        self._todo.join()
+
+
 class LocalBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.tmp = root / "tmp"
+        self._settler = _Settler()
+        self.recover()
+
+    def recover(self) -> int:
+        """Restore blobs from packs that a stopped process left (not locked by a live
+        one), then drop those packs; returns how many blobs were restored."""
+        try:
+            packs = sorted(self.tmp.glob(f"{PACK_PREFIX}*"))
+        except OSError:
+            return 0
+        restored = 0
+        for pack in packs:
+            try:
+                fd = os.open(pack, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # settled meanwhile
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live process writes or settles it
+                if not pack.exists():
+                    continue
+                placed = []
+                for sha, data in _read_pack(pack):
+                    final = self.path(sha)
+                    if final.is_file() and final.stat().st_size == len(data):
+                        with final.open("rb") as fh:
+                            if hashlib.sha256(fh.read()).hexdigest() == sha:
+                                placed.append(final)
+                                continue
+                    _write_fresh(final, data)
+                    placed.append(final)
+                    restored += 1
+                for path in placed:
+                    _fsync_path(path)
+                for folder in _folders(placed):
+                    _fsync_path(folder)
+                pack.unlink(missing_ok=True)
+            except OSError as exc:
+                log.warning("could not restore from the upload pack %s: %s", pack.name, exc)
+            finally:
+                os.close(fd)
+        return restored
+
+    def commit_many(self, writers: Sequence[_LocalWriter]) -> list[str | BaseException]:
+        """Commit several writers: the small new blobs among them through one pack (one
+        fsync of it, and of its folder), the rest each on its own, side by side. Each
+        outcome is the writer's hash, or the error it failed with."""
+        outcomes: list[str | BaseException | None] = [None] * len(writers)
+        packed: dict[str, bytes] = {}
+        members: list[int] = []
+        for i, writer in enumerate(writers):
+            data = writer.held()
+            sha = writer.digest()
+            if data is None or sha in packed:
+                continue
+            if self.exists(sha):
+                continue  # its own commit finds it stored and drops the copy
+            packed[sha] = data
+            members.append(i)
+        if len(packed) >= 2:
+            try:
+                self._pack(packed)
+            except (OSError, DocshelfError) as exc:  # each writer tries on its own below
+                log.warning("could not write an upload pack: %s", exc)
+            else:
+                for i in members:
+                    outcomes[i] = writers[i].stored_elsewhere()
+        rest = [i for i, outcome in enumerate(outcomes) if outcome is None]
+        for i, outcome in zip(rest, commit_side_by_side([writers[i] for i in rest]), strict=True):
+            outcomes[i] = outcome
+        return [o if o is not None else RuntimeError("not committed") for o in outcomes]
+
+    def _pack(self, blobs: dict[str, bytes]) -> None:
+        """Write ``blobs`` to a new pack and fsync it (now they are durable), then place
+        each under its hash and hand the pack to the settler."""
+        with _storage_errors("the uploaded files"):
+            self.tmp.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=self.tmp, prefix=PACK_PREFIX)
+        pack = Path(name)
+        settling = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # ours until it is settled (see recover)
+            with _storage_errors("the uploaded files"):
+                parts = []
+                for sha, data in blobs.items():
+                    parts += [f"{sha} {len(data)}\n".encode(), data]
+                os.write(fd, b"".join(parts))
+                os.fsync(fd)
+                _fsync_path(self.tmp)  # the pack's name too
+                placed = []
+                for sha, data in blobs.items():
+                    final = self.path(sha)
+                    if not final.is_file():
+                        _write_fresh(final, data)
+                    placed.append(final)
+            self._settler.settle(fd, pack, placed)
+            settling = True
+        finally:
+            if not settling:
+                pack.unlink(missing_ok=True)
+                os.close(fd)
+
+    def settled(self) -> None:
+        """Wait until the blobs placed from packs so far are fsynced (for tests)."""
+        self._settler.wait()
 
     def path(self, sha256: str) -> Path:
         return self.root / blob_key(sha256)

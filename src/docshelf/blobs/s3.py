@@ -11,10 +11,11 @@ whole under its hash or not at all, and the same bytes twice are one object.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from docshelf.blobs import blob_key
+from docshelf.blobs import blob_key, commit_side_by_side
 from docshelf.blobs.local import TempWriter
 from docshelf.errors import NotFound, Unavailable
 
@@ -63,6 +64,9 @@ class S3BlobStore:
 
     def writer(self, max_bytes: int) -> _S3Writer:
         return _S3Writer(self, max_bytes)
+
+    def commit_many(self, writers: Sequence[_S3Writer]) -> list[str | BaseException]:
+        return commit_side_by_side(writers)  # an upload is durable once S3 has it
 
     def read(self, sha256: str) -> bytes:
         body = self.call("get_object", Bucket=self.bucket, Key=self.key(sha256))["Body"]

@@ -10,12 +10,12 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docshelf.accounts.access import title_from_name, visible
-from docshelf.errors import Conflict, NotFound, Unavailable, UnsupportedType
+from docshelf.errors import Conflict, DocshelfError, NotFound, Unavailable, UnsupportedType
 from docshelf.ingest.sync import unsupported_type_message
 from docshelf.model import Document, Event, Job, Stage, document_id
 from docshelf.parse import file_type_for
@@ -121,6 +121,14 @@ def intake_of(runtime: Runtime) -> Intake:
         return intake
 
 
+class _Refused(Exception):
+    """One upload of a batch refused for its own reason (``error``), before it wrote."""
+
+    def __init__(self, error: DocshelfError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class Uploads:
     """Uploads, jobs and their events (``Shelf``'s)."""
 
@@ -129,68 +137,99 @@ class Uploads:
         self.store = runtime.store
 
     def register(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
+        outcome = self.register_many([(user_id, name, sha256, size)])[0]
+        if isinstance(outcome, DocshelfError):
+            raise outcome
+        return outcome
+
+    def register_many(
+        self, uploads: Sequence[tuple[str, str, str, int]]
+    ) -> list[UploadResult | DocshelfError]:
+        """Record several uploads (``(user_id, name, sha256, size)``, their bytes already
+        in the blob store) in one transaction: one commit for all of them (the API's group
+        commit). Each is recorded in a savepoint of its own, so one refused (its bytes
+        deleted meanwhile, a library bound to another model) is that one's error and
+        leaves the others; a failing store (a full disk) raises, and none is recorded."""
+        outcomes: list[UploadResult | DocshelfError] = []
+        with self.store.transaction():
+            for user_id, name, sha256, size in uploads:
+                try:
+                    with self.store.transaction():
+                        outcomes.append(self._register(user_id, name, sha256, size))
+                except _Refused as refused:
+                    outcomes.append(refused.error)
+        for outcome in outcomes:
+            if isinstance(outcome, UploadResult) and outcome.created:
+                self.rt.wake_workers(outcome.document_id)
+        return outcomes
+
+    def _register(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
+        """One upload's rows (call inside a transaction; the caller wakes the workers).
+        This upload's own refusals raise ``_Refused``; the store's errors raise as they are
+        (the transaction may be gone with them)."""
         file_type = file_type_for(name)
         if file_type is None:
-            raise UnsupportedType(unsupported_type_message(name))
+            raise _Refused(UnsupportedType(unsupported_type_message(name)))
         doc_id = document_id(sha256)
         now = time.time()
-        with self.store.transaction():
-            if not self.rt.blobs.exists(sha256):
-                # the same bytes were deleted between the blob write and this transaction
-                raise Unavailable(
-                    "The upload raced with a deletion of the same file; send it again"
-                )
-            doc = self.store.get_document(doc_id)
-            if doc is not None:
-                linked = self.store.grant(user_id, doc_id, title=name)
-                if linked:
-                    self.rt.writer.changed()  # the user sees one more document
-                    self.rt.metrics.upload_dedup("linked")
-                    self._link_events(doc, name, user_id)
-                else:
-                    self.rt.metrics.upload_dedup("same_user")
-                status = Stage.QUEUED.value if linked else doc.status
-                return UploadResult(doc_id, status, sha256, created=False, linked=linked)
+        if not self.rt.blobs.exists(sha256):
+            # the same bytes were deleted between the blob write and this transaction
+            raise _Refused(
+                Unavailable("The upload raced with a deletion of the same file; send it again")
+            )
+        doc = self.store.get_document(doc_id)
+        if doc is not None:
+            linked = self.store.grant(user_id, doc_id, title=name)
+            if linked:
+                self.rt.writer.changed()  # the user sees one more document
+                self.rt.metrics.upload_dedup("linked")
+                self._link_events(doc, name, user_id)
+            else:
+                self.rt.metrics.upload_dedup("same_user")
+            status = Stage.QUEUED.value if linked else doc.status
+            return UploadResult(doc_id, status, sha256, created=False, linked=linked)
+        try:
             self.rt.check_writable()
-            self.rt.writer.put(
-                Document(
-                    id=doc_id,
-                    sha256=sha256,
-                    title=title_from_name(name),
-                    path=f"upload://{sha256}",
-                    rel_path=name,
-                    source_id=None,
-                    source_host=self.rt.host,
-                    file_type=file_type,
-                    size_bytes=size,
-                    added_at=now,
-                    updated_at=now,
-                    status=Stage.QUEUED.value,
-                    embedding_model=self.rt.model_id,
-                ),
-                [],
+        except Conflict as exc:  # bound to another model
+            raise _Refused(exc) from None
+        self.rt.writer.put(
+            Document(
+                id=doc_id,
+                sha256=sha256,
+                title=title_from_name(name),
+                path=f"upload://{sha256}",
+                rel_path=name,
+                source_id=None,
+                source_host=self.rt.host,
+                file_type=file_type,
+                size_bytes=size,
+                added_at=now,
+                updated_at=now,
+                status=Stage.QUEUED.value,
+                embedding_model=self.rt.model_id,
+            ),
+            [],
+        )
+        self.store.put_job(
+            Job(
+                doc_id,
+                Stage.QUEUED,
+                "queued",
+                0,
+                now,
+                None,
+                None,
+                None,
+                sha256,
+                file_type,
+                name,
+                now,
+                now,
             )
-            self.store.put_job(
-                Job(
-                    doc_id,
-                    Stage.QUEUED,
-                    "queued",
-                    0,
-                    now,
-                    None,
-                    None,
-                    None,
-                    sha256,
-                    file_type,
-                    name,
-                    now,
-                    now,
-                )
-            )
-            self.store.grant(user_id, doc_id, title=name)
-            self.store.add_event(doc_id, "stage", stage="queued", progress_pct=0, message="queued")
-            self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
-        self.rt.wake_workers(doc_id)
+        )
+        self.store.grant(user_id, doc_id, title=name)
+        self.store.add_event(doc_id, "stage", stage="queued", progress_pct=0, message="queued")
+        self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
         return UploadResult(doc_id, Stage.QUEUED.value, sha256, created=True, linked=True)
 
     def _link_events(self, doc: Document, name: str, user_id: str) -> None:
