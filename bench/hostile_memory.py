@@ -83,10 +83,17 @@ class Peaks:
     max_sum_pss_kb: int = 0  # shared pages (a fork server's and its child's) counted once
     processes: int = 0  # the most processes the tree had at once
     at_peak_kb: dict[int, int] = field(default_factory=dict)  # pid -> RSS when the sum peaked
+    at_peak_anon_kb: dict[int, int] = field(default_factory=dict)  # pid -> its anonymous part
+    # the same split by kind (anonymous: the heap; file: mapped files, such as the
+    # database SQLite reads through a memory map; shmem: shared memory, its WAL index)
+    at_peak_split_kb: dict[str, int] = field(default_factory=dict)
+    max_sum_anon_kb: int = 0  # the largest sum of the tree's anonymous RSS
 
     def sample(self, root: int) -> None:
         total = pss = alive = 0
         now: dict[int, int] = {}
+        anon: dict[int, int] = {}
+        split = {"anon": 0, "file": 0, "shmem": 0}
         roles: dict[int, str] = {}
         for pid, ppid in tree(root):
             status = read_status(pid)
@@ -94,14 +101,19 @@ class Peaks:
                 continue
             alive += 1
             now[pid] = status.get("VmRSS", 0)
+            anon[pid] = status.get("RssAnon", 0)
             self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), status.get("VmHWM", 0))
             # the last seen: a new child shows its parent's command line until it execs
             roles[pid] = role(pid, root, roles.get(ppid, ""))
             self.names[pid] = roles[pid]
             total += now[pid]
             pss += read_pss(pid)
+            for kind in split:
+                split[kind] += status.get(f"Rss{kind.capitalize()}", 0)
         if total > self.max_sum_rss_kb:
-            self.max_sum_rss_kb, self.at_peak_kb = total, now
+            self.max_sum_rss_kb, self.at_peak_kb, self.at_peak_split_kb = total, now, split
+            self.at_peak_anon_kb = anon
+        self.max_sum_anon_kb = max(self.max_sum_anon_kb, split["anon"])
         self.max_sum_pss_kb = max(self.max_sum_pss_kb, pss)
         self.processes = max(self.processes, alive)
 
@@ -118,10 +130,15 @@ class Peaks:
             f"{self.max_sum_pss_kb / 1024:.0f} MB (up to {self.processes} processes at once)"
         )
         at_peak = " + ".join(
-            f"{kb / 1024:.0f} {self.names.get(pid, '?')}"
+            f"{kb / 1024:.0f} {self.names.get(pid, '?')} "
+            f"({self.at_peak_anon_kb.get(pid, 0) / 1024:.0f} anon)"
             for pid, kb in sorted(self.at_peak_kb.items(), key=lambda item: -item[1])
         )
-        parts.append(f"at that moment: {at_peak}")
+        kinds = ", ".join(f"{kb / 1024:.0f} {kind}" for kind, kb in self.at_peak_split_kb.items())
+        parts.append(f"at that moment: {at_peak} ({kinds})")
+        parts.append(
+            f"largest sum of the tree's anonymous RSS {self.max_sum_anon_kb / 1024:.0f} MB"
+        )
         return "; ".join(parts)
 
 
@@ -170,7 +187,7 @@ def read_status(pid: int) -> dict[str, int]:
     out = {}
     for line in lines:
         key, _, value = line.partition(":")
-        if key in ("VmHWM", "VmRSS"):
+        if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
             out[key] = int(value.split()[0])
     return out
 
