@@ -212,7 +212,7 @@ class _FreshChild:
         self, func: Callable[[Any], Any], data: Any, memory_mb: int, preload: Sequence[str]
     ) -> None:
         # pickled here, so a function that cannot be sent fails in the caller, as it would
-        # with multiprocessing; the data goes as it is (bytes unpickled, not copied twice)
+        # with multiprocessing; bytes go as they are (not pickled: no second copy)
         job = _dumps((func, memory_mb, isinstance(data, bytes)))
         job_read, job_write = os.pipe()
         answer_read, answer_write = os.pipe()
@@ -230,8 +230,8 @@ class _FreshChild:
                 pass_fds=(job_read, answer_write),
             )
         except BaseException:
-            for fd in (job_read, job_write, answer_read):
-                os.close(fd)
+            os.close(job_write)
+            os.close(answer_read)
             raise
         finally:
             os.close(job_read)
