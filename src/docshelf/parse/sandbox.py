@@ -228,6 +228,9 @@ class _FreshChild:
                 ],
                 stdin=subprocess.DEVNULL,
                 pass_fds=(job_read, answer_write),
+                # docshelf found where this process finds it, before the job's message
+                # (with the whole sys.path) has arrived
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
             )
         except BaseException:
             os.close(job_write)
