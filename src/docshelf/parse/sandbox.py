@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import multiprocessing
 import os
 import signal
@@ -201,8 +202,12 @@ class _ForkedChild:
             self.process.join(5)
 
 
-# What a fresh child runs: its pipes' file descriptors and its parent's pid follow.
-_FRESH_MAIN = "from docshelf.parse.sandbox import _fresh_main; _fresh_main()"
+# What a fresh child runs: its pipes' file descriptors, its parent's pid and its parent's
+# sys.path follow (so it finds docshelf, and the job's function, where the parent does).
+_FRESH_MAIN = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[4]); "
+    "from docshelf.parse.sandbox import _fresh_main; _fresh_main()"
+)
 
 
 class _FreshChild:
@@ -225,12 +230,10 @@ class _FreshChild:
                     str(job_read),
                     str(answer_write),
                     str(os.getpid()),
+                    json.dumps(sys.path),
                 ],
                 stdin=subprocess.DEVNULL,
                 pass_fds=(job_read, answer_write),
-                # docshelf found where this process finds it, before the job's message
-                # (with the whole sys.path) has arrived
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
             )
         except BaseException:
             os.close(job_write)
@@ -245,7 +248,7 @@ class _FreshChild:
         # the caller past the time limit; its end closing breaks the pipe, ending this
         self._sender = threading.Thread(
             target=_send_job,
-            args=(jobs, list(sys.path), list(preload), job, data),
+            args=(jobs, list(preload), job, data),
             name="docshelf-parser-job",
             daemon=True,
         )
@@ -272,9 +275,9 @@ def _dumps(obj: Any) -> bytes:
     return bytes(ForkingPickler.dumps(obj))
 
 
-def _send_job(jobs: Connection, path: list[str], preload: list[str], job: bytes, data: Any) -> None:
+def _send_job(jobs: Connection, preload: list[str], job: bytes, data: Any) -> None:
     try:
-        jobs.send((path, preload))
+        jobs.send(preload)
         jobs.send_bytes(job)
         if isinstance(data, bytes):
             jobs.send_bytes(data)
@@ -408,8 +411,7 @@ def _fresh_main() -> None:
     answers = Connection(answer_fd, readable=False)
     jobs = Connection(job_fd, writable=False)
     try:
-        path, preload = jobs.recv()
-        sys.path[:] = path  # the parent's: its function's module is found as it was there
+        preload = jobs.recv()
         for name in preload:  # what a fork server would have had imported already
             importlib.import_module(name)
         func, mb, raw = jobs.recv()
