@@ -3,21 +3,24 @@
 Two real processes, each started as a user starts it:
 
 - ``docshelf add FILE`` (``--json``);
-- ``docshelf serve`` with one ingest worker (in its own process, ``--worker-process``;
-  ``--serve-workers thread`` for a thread of the server), the file uploaded
-  over HTTP and its stage events followed (SSE) until its job completes or
-  fails, while ``/healthz`` is polled.
+- ``docshelf serve`` with one ingest worker, in both shapes by default: a thread of
+  the server (serve's default, ``--in-process-workers``) and a process of its own
+  (``--worker-process``); the file uploaded over HTTP and its stage events followed
+  (SSE) until its job completes or fails, while ``/healthz`` is polled.
 
 While each runs, this process samples ``/proc`` every 20 ms: the high-water
 mark (VmHWM) of the main process and of every process below it (serve's worker
-process, the sandbox's fork server and its parser child), and the largest sum
-of their current RSS and of their PSS (shared pages counted once). It prints
-those peaks, the wall time, the outcome (chunks indexed, or the failure
-reason) and, for ``serve``, the ``/healthz`` and ``/readyz`` answer times
-(p50, p99, slowest) during the upload.
+process, the parser sandbox's processes), and the largest sum of their current
+RSS (with each process's share at that moment) and of their PSS (shared pages
+counted once). It prints those peaks, the wall time, the outcome (chunks
+indexed, or the failure reason, and a digest of the stored chunks) and, for
+``serve``, the ``/healthz`` and ``/readyz`` answer times (p50, p99, slowest)
+during the upload. ``--baseline DIR`` measures another checkout's ``src/``
+first, in the same run (its modules imported before this one's).
 
     flock /tmp/docshelf-bench.lock .venv/bin/python bench/hostile_memory.py \\
-        [--mb 25] [--embedder none|local] [--only add|serve] [--cap-mb 4096]
+        [--mb 25] [--embedder none|local] [--only add|serve] [--cap-mb 4096] \\
+        [--serve-workers thread|process|both] [--baseline ../main-checkout/src]
 
 The text is ASCII words, without a single line break. The processes run
 under an address-space cap (``--cap-mb``, RLIMIT_AS): on a shared machine a
@@ -29,11 +32,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import random
 import resource
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -46,7 +51,6 @@ import httpx
 
 SAMPLE_S = 0.02
 LIMITS = {"cap_mb": 4096}  # --cap-mb
-SHAPE = {"serve": "process"}  # --serve-workers
 
 
 def capped() -> None:
@@ -74,49 +78,88 @@ class Peaks:
     """High-water marks of a process tree, from /proc samples."""
 
     hwm_kb: dict[int, int] = field(default_factory=dict)  # pid -> VmHWM
-    names: dict[int, str] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # pid -> its role (``role``)
     max_sum_rss_kb: int = 0
     max_sum_pss_kb: int = 0  # shared pages (a fork server's and its child's) counted once
     processes: int = 0  # the most processes the tree had at once
+    at_peak_kb: dict[int, int] = field(default_factory=dict)  # pid -> RSS when the sum peaked
+    at_peak_anon_kb: dict[int, int] = field(default_factory=dict)  # pid -> its anonymous part
+    # the same split by kind (anonymous: the heap; file: mapped files, such as the
+    # database SQLite reads through a memory map; shmem: shared memory, its WAL index)
+    at_peak_split_kb: dict[str, int] = field(default_factory=dict)
+    max_sum_anon_kb: int = 0  # the largest sum of the tree's anonymous RSS
 
     def sample(self, root: int) -> None:
         total = pss = alive = 0
-        for pid in tree(root):
+        now: dict[int, int] = {}
+        anon: dict[int, int] = {}
+        split = {"anon": 0, "file": 0, "shmem": 0}
+        roles: dict[int, str] = {}
+        for pid, ppid in tree(root):
             status = read_status(pid)
             if not status:
                 continue
             alive += 1
+            now[pid] = status.get("VmRSS", 0)
+            anon[pid] = status.get("RssAnon", 0)
             self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), status.get("VmHWM", 0))
-            self.names[pid] = cmdline(
-                pid
-            )  # the last seen: a new child shows its parent's until exec
-            total += status.get("VmRSS", 0)
+            # the last seen: a new child shows its parent's command line until it execs
+            roles[pid] = role(pid, root, roles.get(ppid, ""))
+            self.names[pid] = roles[pid]
+            total += now[pid]
             pss += read_pss(pid)
-        self.max_sum_rss_kb = max(self.max_sum_rss_kb, total)
+            for kind in split:
+                split[kind] += status.get(f"Rss{kind.capitalize()}", 0)
+        if total > self.max_sum_rss_kb:
+            self.max_sum_rss_kb, self.at_peak_kb, self.at_peak_split_kb = total, now, split
+            self.at_peak_anon_kb = anon
+        self.max_sum_anon_kb = max(self.max_sum_anon_kb, split["anon"])
         self.max_sum_pss_kb = max(self.max_sum_pss_kb, pss)
         self.processes = max(self.processes, alive)
 
     def report(self, root: int) -> str:
         main = self.hwm_kb.get(root, 0) / 1024
         others = sorted(
-            (
-                (kb / 1024, f"{self.names[pid]} [pid {pid}]")
-                for pid, kb in self.hwm_kb.items()
-                if pid != root
-            ),
+            ((kb / 1024, f"{self.names[pid]} [pid {pid}]") for pid, kb in self.hwm_kb.items()),
             reverse=True,
         )
         parts = [f"main process peak {main:.0f} MB"]
-        parts += [f"{name}: peak {mb:.0f} MB" for mb, name in others]
+        parts += [f"{name}: peak {mb:.0f} MB" for mb, name in others if name != "main"]
         parts.append(
             f"largest sum of the tree's RSS {self.max_sum_rss_kb / 1024:.0f} MB, of its PSS "
             f"{self.max_sum_pss_kb / 1024:.0f} MB (up to {self.processes} processes at once)"
         )
+        at_peak = " + ".join(
+            f"{kb / 1024:.0f} {self.names.get(pid, '?')} "
+            f"({self.at_peak_anon_kb.get(pid, 0) / 1024:.0f} anon)"
+            for pid, kb in sorted(self.at_peak_kb.items(), key=lambda item: -item[1])
+        )
+        kinds = ", ".join(f"{kb / 1024:.0f} {kind}" for kind, kb in self.at_peak_split_kb.items())
+        parts.append(f"at that moment: {at_peak} ({kinds})")
+        parts.append(
+            f"largest sum of the tree's anonymous RSS {self.max_sum_anon_kb / 1024:.0f} MB"
+        )
         return "; ".join(parts)
 
 
-def tree(root: int) -> list[int]:
-    """``root`` and every process below it."""
+def role(pid: int, root: int, parent_role: str) -> str:
+    """What a process of the tree is, from its command line and its parent's role."""
+    if pid == root:
+        return "main"
+    line = cmdline(pid)
+    if "resource_tracker" in line:
+        return "resource tracker"
+    if "forkserver" in line:  # the fork server, or a child forked from it
+        return "parser child" if parent_role == "fork server" else "fork server"
+    if "--lifeline" in line:
+        return "worker process"
+    if "docshelf.parse" in line:  # a parser child started as a plain subprocess
+        return "parser child"
+    return "parser child" if parent_role in ("main", "worker process") else line[:40]
+
+
+def tree(root: int) -> list[tuple[int, int]]:
+    """``root`` and every process below it, as (pid, parent pid), parents first."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -127,11 +170,12 @@ def tree(root: int) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
+    found: list[tuple[int, int]] = []
+    todo = [(root, 0)]
     while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
+        pid, ppid = todo.pop()
+        found.append((pid, ppid))
+        todo.extend((child, pid) for child in children.get(pid, []))
     return found
 
 
@@ -143,7 +187,7 @@ def read_status(pid: int) -> dict[str, int]:
     out = {}
     for line in lines:
         key, _, value = line.partition(":")
-        if key in ("VmHWM", "VmRSS"):
+        if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
             out[key] = int(value.split()[0])
     return out
 
@@ -164,8 +208,7 @@ def cmdline(pid: int) -> str:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return "?"
-    words = raw.decode(errors="replace").split("\0")
-    return " ".join(words)[:60]
+    return " ".join(raw.decode(errors="replace").split("\0"))
 
 
 def watch(proc: subprocess.Popen[str], peaks: Peaks, stop: threading.Event) -> None:
@@ -178,7 +221,7 @@ def docshelf() -> list[str]:
     return [sys.executable, "-m", "docshelf.cli"]
 
 
-def bench_add(file: Path, home: Path, env: dict[str, str]) -> None:
+def bench_add(file: Path, home: Path, env: dict[str, str], label: str = "add") -> None:
     peaks, stop = Peaks(), threading.Event()
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -199,8 +242,8 @@ def bench_add(file: Path, home: Path, env: dict[str, str]) -> None:
         result = json.loads(out)
     except ValueError:
         result = {"ok": False, "error": {"message": (err or out)[-300:]}}
-    print(f"add: {elapsed:.1f} s; {outcome_of_add(result)}")
-    print(f"add: {peaks.report(proc.pid)}")
+    print(f"{label}: {elapsed:.1f} s; {outcome_of_add(result)}; {chunk_digest(home)}")
+    print(f"{label}: {peaks.report(proc.pid)}")
 
 
 def outcome_of_add(envelope: dict[str, object]) -> str:
@@ -214,13 +257,33 @@ def outcome_of_add(envelope: dict[str, object]) -> str:
     return f"counts {result['counts']}"
 
 
+def chunk_digest(home: Path) -> str:
+    """The stored chunks, in order, as a count and a digest of every field (the same file
+    chunked the same way gives the same digest, whatever the process that cut it)."""
+    db = home / "docshelf.db"
+    if not db.exists():
+        return "no database"
+    digest, rows = hashlib.sha256(), 0
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        for row in con.execute(
+            "SELECT id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
+            "page_end, char_start, char_end, token_count, header, text FROM chunks "
+            "ORDER BY tier, ord"
+        ):
+            digest.update(repr(row).encode())
+            rows += 1
+    return f"{rows} chunks, digest {digest.hexdigest()[:16]}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
+def bench_serve(
+    file: Path, home: Path, env: dict[str, str], shape: str, label: str = "serve"
+) -> None:
     env = {**env, "DOCSHELF_HOME": str(home)}
     made = subprocess.run(
         [*docshelf(), "--json", "users", "create", "bench"],
@@ -232,9 +295,9 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
     token = json.loads(made.stdout)["result"]["token"]
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    shape = ["--in-process-workers"] if SHAPE["serve"] == "thread" else ["--worker-process"]
+    option = "--in-process-workers" if shape == "thread" else "--worker-process"
     proc = subprocess.Popen(
-        [*docshelf(), "serve", "--port", str(port), "--workers", "1", *shape],
+        [*docshelf(), "serve", "--port", str(port), "--workers", "1", option],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -249,7 +312,7 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
         wait_ready(base, proc)
         time.sleep(2.0)  # the worker process starts too
         idle = read_status(proc.pid).get("VmRSS", 0) / 1024
-        idle_tree = sum(read_status(p).get("VmRSS", 0) for p in tree(proc.pid)) / 1024
+        idle_tree = sum(read_status(p).get("VmRSS", 0) for p, _ in tree(proc.pid)) / 1024
         headers = {"Authorization": f"Bearer {token}"}
         started = time.perf_counter()
         with httpx.Client(base_url=base, headers=headers, timeout=600) as client:
@@ -269,12 +332,12 @@ def bench_serve(file: Path, home: Path, env: dict[str, str]) -> None:
         proc.wait(60)
         sampler.join()
     print(
-        f"serve: idle RSS {idle:.0f} MB, {idle_tree:.0f} MB with its children; "
-        f"upload to {state} in {elapsed:.1f} s"
+        f"{label}: idle RSS {idle:.0f} MB, {idle_tree:.0f} MB with its children; "
+        f"upload to {state} in {elapsed:.1f} s; {chunk_digest(home)}"
     )
-    print(f"serve: {peaks.report(proc.pid)}")
+    print(f"{label}: {peaks.report(proc.pid)}")
     for path, times in health.items():
-        print(f"serve: {path} polled {len(times)} times during ingest, {percentiles(times)}")
+        print(f"{label}: {path} polled {len(times)} times during ingest, {percentiles(times)}")
 
 
 def percentiles(times: list[float]) -> str:
@@ -334,27 +397,40 @@ def main() -> None:
     ap.add_argument("--cap-mb", type=int, default=LIMITS["cap_mb"], help="per-process cap")
     ap.add_argument(
         "--serve-workers",
-        choices=("process", "thread"),
-        default="process",
-        help="serve's worker in a process of its own (--worker-process) or a thread of it",
+        choices=("thread", "process", "both"),
+        default="both",
+        help="serve's worker as a thread of the server (serve's default, "
+        "--in-process-workers), in a process of its own (--worker-process), or both in turn",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="a checkout's src/ folder to measure first, in the same run (e.g. main's)",
     )
     args = ap.parse_args()
     LIMITS["cap_mb"] = args.cap_mb
-    SHAPE["serve"] = args.serve_workers
     env = {
         **os.environ,
         "DOCSHELF_EMBEDDER": args.embedder,
         "DOCSHELF_ENRICH": "off",
         "HF_HUB_OFFLINE": "1",
     }
+    shapes = ("thread", "process") if args.serve_workers == "both" else (args.serve_workers,)
+    runs: list[tuple[str, dict[str, str]]] = [("", env)]
+    if args.baseline is not None:  # imported before this checkout's (an editable install)
+        runs.insert(0, ("baseline ", {**env, "PYTHONPATH": str(args.baseline.resolve())}))
     with tempfile.TemporaryDirectory(prefix="docshelf-hostile-") as tmp:
         file = Path(tmp) / "one-line.md"
         one_line_markdown(file, int(args.mb * 1e6))
         print(f"file: {file.stat().st_size / 1e6:.1f} MB on one line; embedder {args.embedder}")
-        if args.only in (None, "add"):
-            bench_add(file, Path(tmp) / "home-add", env)
-        if args.only in (None, "serve"):
-            bench_serve(file, Path(tmp) / "home-serve", env)
+        print(f"load average at the start: {os.getloadavg()}")
+        for n, (prefix, run_env) in enumerate(runs):
+            if args.only in (None, "add"):
+                bench_add(file, Path(tmp) / f"home-add-{n}", run_env, f"{prefix}add")
+            for shape in shapes if args.only in (None, "serve") else ():
+                home = Path(tmp) / f"home-serve-{shape}-{n}"
+                bench_serve(file, home, run_env, shape, f"{prefix}serve ({shape})")
+        print(f"load average at the end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -4,14 +4,18 @@ terminal escapes in human output, and the permissions of the library."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pty
 import resource
+import signal
 import stat
 import subprocess
 import sys
+import textwrap
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,8 +31,9 @@ from docshelf.chunk.tokens import approx_tokens
 from docshelf.cli import app
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
-from docshelf.ingest.prepare import read_file
+from docshelf.ingest.prepare import chunk_parsed, read_file
 from docshelf.parse import parse
+from docshelf.parse.sandbox import run_limited
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from tests import pg
@@ -258,6 +263,189 @@ def test_large_text_is_parsed_under_the_sandbox_limits(
     assert parse(data, "markdown").title == "Big"
     with pytest.raises(InvalidInput, match="binary"):  # decoded in the child: same reasons
         parse(b"\x00" * 2048, "text")
+
+
+def test_the_child_makes_and_sends_a_large_files_chunks_a_batch_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sandbox's child never holds more chunks than one batch (it held all of a 25 MB
+    file's 61k, then sent them): each is made as its batch is taken, and a batch is cut
+    by characters as well as by count. The chunks are those of an ordinary chunking."""
+    import pickle
+
+    from docshelf.ingest import prepare
+    from docshelf.model import Chunk
+    from docshelf.parse import sandbox
+
+    monkeypatch.setattr(prepare, "BATCH_CHARACTERS", 20_000)
+    body = "# Long\n\n" + " ".join(f"word{i % 50}" for i in range(60_000))  # ~0.4 MB
+    chunking = prepare.Chunking(ChunkSettings(), approx_tokens)
+
+    def alive() -> int:
+        return sum(isinstance(o, Chunk) for o in gc.get_objects())
+
+    before = alive()
+    sent: list[tuple[str, bytes]] = []
+    held: list[int] = []
+
+    class Pipe:  # what the parent would receive, pickled as a pipe would carry it
+        def send(self, message: tuple[str, Any]) -> None:
+            if message[0] == "part":
+                held.append(alive() - before)
+            sent.append((message[0], pickle.dumps(message[1])))
+
+    batch = 100
+    answer = prepare._chunk_in_child(
+        "markdown", "f" * 64, None, "x", chunking, None, batch, body.encode()
+    )
+    sandbox._send_batched(Pipe(), answer)  # type: ignore[arg-type]
+    head = pickle.loads(sent[0][1])
+    parts = [pickle.loads(data) for kind, data in sent[1:]]
+    assert [kind for kind, _ in sent] == ["head"] + ["part"] * len(parts)
+    assert len(parts) > 10 and max(held) <= batch
+    assert all(len(part) <= batch for part in parts)
+    assert all(sum(len(c.text) for c in part[:-1]) < 20_000 for part in parts)
+    assert any(len(part) < batch for part in parts[:-1])  # cut by its characters
+    want = chunk_parsed(
+        parse(body.encode(), "markdown"), fp="f" * 64, title="Long", chunking=chunking
+    )
+    assert [c for part in parts for c in part] == want.chunks
+    assert head.fields == want.fields() and head.chunks == []
+
+
+def test_a_fresh_child_sends_an_iterators_items_as_it_makes_them() -> None:
+    """Across a real pipe: at most one batch of items alive in the child at a time."""
+    from tests import sandbox_jobs
+
+    births: list[int] = []
+    seen: list[int] = []
+
+    def take(head: object, part: list[int]) -> None:
+        births.extend(part)
+        seen.append(len(part))
+
+    answer = run_limited(sandbox_jobs.tracked, b"1050", "test", fresh=True, on_part=take)
+    assert answer.head == "head" and answer.items == []
+    assert seen == [100] * 10 + [50] and len(births) == 1050
+    assert max(births) <= 100 + 1  # a batch, and the last one sent (not yet let go)
+    whole = run_limited(sandbox_jobs.pairs, b"5001", "test", fresh=True)
+    assert whole.items == [(i, str(i)) for i in range(5001)]
+
+
+def test_a_large_files_preparation_leaves_no_process_behind(tmp_path: Path) -> None:
+    """A new interpreter as the child: no fork server and no resource tracker start for
+    a large file (they stayed beside ``serve`` and ``add``: 52 MB of RSS), and the
+    child is gone once its chunks are in."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc")
+    script = tmp_path / "prepare_large.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import json, os
+            from pathlib import Path
+            import docshelf.parse as parse_mod
+            from docshelf.chunk import ChunkSettings, approx_tokens
+            from docshelf.ingest.prepare import Chunking, chunk_file
+
+            parse_mod.IN_PROCESS_BYTES = 1024
+            body = "# Big" + chr(10) * 2 + " ".join(f"w{i % 97}" for i in range(20_000))
+            done = chunk_file(
+                body.encode(), file_type="markdown", fp="c" * 64, title=None,
+                fallback_title="x", chunking=Chunking(ChunkSettings(), approx_tokens),
+            )
+            mine = os.getpid()
+            children = []
+            for entry in Path("/proc").iterdir():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                if int(fields[1]) == mine:
+                    children.append((entry / "cmdline").read_bytes().decode(errors="replace"))
+            print(json.dumps({"away": done.pid != mine, "chunks": len(done.chunks),
+                              "children": children}))
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    report = json.loads(out.stdout)
+    assert report["away"] and report["chunks"] > 20
+    assert report["children"] == []
+
+
+@pytest.mark.parametrize(
+    ("job", "kwargs", "reason"),
+    [
+        ("sleepy", {"timeout_s": 0.3}, r"^pdf parser exceeded the 0\.3 s time limit$"),
+        ("hog", {"memory_mb": 128}, r"^html parser exceeded the 128 MB memory limit$"),
+        ("crash", {}, r"^docx parser crashed \(signal 11\)$"),
+        ("buggy", {}, r"^rst parser failed: ValueError: unexpected x$"),
+    ],
+)
+def test_a_fresh_child_has_the_fork_servers_limits_and_reasons(
+    job: str, kwargs: dict[str, Any], reason: str
+) -> None:
+    from tests import sandbox_jobs
+
+    file_type = reason.split()[0].lstrip("^")
+    with pytest.raises(InvalidInput, match=reason):
+        run_limited(getattr(sandbox_jobs, job), b"x", file_type, fresh=True, **kwargs)
+
+
+def test_a_fresh_childs_phases_each_get_the_time_limit() -> None:
+    from tests import sandbox_jobs
+
+    assert run_limited(sandbox_jobs.two_phases, b"yes", "text", timeout_s=4.0, fresh=True) == "done"
+    with pytest.raises(InvalidInput, match="exceeded the 4 s time limit"):
+        run_limited(sandbox_jobs.two_phases, b"no", "text", timeout_s=4.0, fresh=True)
+
+
+def test_a_fresh_child_is_the_callers_own_and_ends_with_it(tmp_path: Path) -> None:
+    """Not a fork server's: its parent is the caller; and killed with the caller (no
+    one would enforce its time limit after that), as a fork server's child is not."""
+    from tests import sandbox_jobs
+
+    parent, child = run_limited(sandbox_jobs.parent_and_self, b"", "test", fresh=True)
+    assert parent == os.getpid() != child
+    told = tmp_path / "pid"
+    caller = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from docshelf.parse.sandbox import run_limited; "
+            "from tests.sandbox_jobs import tell_and_wait; "
+            "run_limited(tell_and_wait, sys.argv[1], 'test', timeout_s=600, fresh=True)",
+            str(told),
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        for _ in range(300):
+            if told.exists() and told.read_text():
+                break
+            time.sleep(0.1)
+        pid = int(told.read_text())
+        os.kill(caller.pid, signal.SIGKILL)
+        caller.wait(10)
+        for _ in range(100):
+            if not _running(pid):
+                break
+            time.sleep(0.1)
+        assert not _running(pid)
+    finally:
+        caller.kill()
+        caller.wait(10)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def test_chunking_a_huge_line_never_counts_a_huge_text() -> None:

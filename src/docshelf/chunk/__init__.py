@@ -25,14 +25,21 @@ from __future__ import annotations
 import functools
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from docshelf.chunk.tokens import TokenCounter, approx_tokens
 from docshelf.errors import InvalidInput
 from docshelf.model import Block, BlockKind, Chunk, ParsedDocument, Tier, chunk_id, document_id
 
-__all__ = ["ChunkSettings", "TokenCounter", "approx_tokens", "build_header", "chunk_document"]
+__all__ = [
+    "ChunkSettings",
+    "TokenCounter",
+    "approx_tokens",
+    "build_header",
+    "chunk_document",
+    "plan_chunks",
+]
 
 # -- settings and header -------------------------------------------------------------------
 
@@ -465,6 +472,34 @@ def chunk_document(
     ``on_cut(n)`` hears of each cut of a block too big for a chunk (``n`` characters
     cut off): the progress of a huge one (the sandbox's child renews its time limit).
     """
+    _, chunks = plan_chunks(
+        doc,
+        fp=fp,
+        title=title,
+        settings=settings,
+        count_tokens=count_tokens,
+        concepts=concepts,
+        on_cut=on_cut,
+    )
+    return list(chunks)
+
+
+def plan_chunks(
+    doc: ParsedDocument,
+    *,
+    fp: str,
+    title: str,
+    settings: ChunkSettings,
+    count_tokens: TokenCounter = approx_tokens,
+    concepts: Sequence[str] = (),
+    on_cut: Callable[[int], None] | None = None,
+) -> tuple[dict[Tier, int], Iterator[Chunk]]:
+    """``chunk_document``'s chunks as an iterator, with each tier's count known first.
+
+    The cutting and packing are done before this returns (spans only, no text); each
+    chunk, with its copy of the text, is made as the iterator reaches it, so a caller
+    that sends or writes them as they come never holds all of a huge file's at once.
+    """
     # The same text is counted more than once (a group checked when packed is a chunk
     # whose count is stored; a section that fits is a snippet too): count it once. The
     # cache is bounded, as it holds the texts: cutting a huge block counts many of them.
@@ -474,6 +509,7 @@ def chunk_document(
     sections = _Packer(
         doc.body, count_tokens, settings.section_max_tokens, settings.section_min_tokens, on_cut
     ).pack(units)
+    del units
     snippet_packer = _Packer(
         doc.body,
         count_tokens,
@@ -483,20 +519,21 @@ def chunk_document(
         per_heading=settings.snippet_per_heading,
     )
     snippets: list[list[_Unit]] = []
-    parents: list[str] = []
+    parents: list[int] = []  # each snippet's section, by index
     for index, section in enumerate(sections):
         groups = snippet_packer.pack(section)
         snippets.extend(groups)
-        parents.extend([chunk_id(fp, Tier.SECTION, index)] * len(groups))
+        parents.extend([index] * len(groups))
 
     @functools.cache
     def header(path: tuple[str, ...]) -> str:
         return build_header(title, path, concepts, settings.header_max_tokens, count_tokens)
 
-    return [
-        *_link(doc.body, fp, Tier.SECTION, sections, [None] * len(sections), header, count_tokens),
-        *_link(doc.body, fp, Tier.SNIPPET, snippets, parents, header, count_tokens),
-    ]
+    def chunks() -> Iterator[Chunk]:
+        yield from _link(doc.body, fp, Tier.SECTION, sections, None, header, count_tokens)
+        yield from _link(doc.body, fp, Tier.SNIPPET, snippets, parents, header, count_tokens)
+
+    return {Tier.SECTION: len(sections), Tier.SNIPPET: len(snippets)}, chunks()
 
 
 def _link(
@@ -504,13 +541,16 @@ def _link(
     fp: str,
     tier: Tier,
     groups: Sequence[Sequence[_Unit]],
-    parent_ids: Sequence[str | None],
+    parents: Sequence[int] | None,
     header: Callable[[tuple[str, ...]], str],
     count: TokenCounter,
-) -> list[Chunk]:
-    """One tier's chunks, each linked to its neighbours and parent."""
-    ids = [chunk_id(fp, tier, i) for i in range(len(groups))]
-    chunks = []
+) -> Iterator[Chunk]:
+    """One tier's chunks, each linked to its neighbours and parent (a section, by index).
+    Each id is made once, shared by the chunk and its neighbours' links (as the parent's
+    by its section's snippets): a huge file's chunks held at once cost less."""
+    doc_id, last = document_id(fp), len(groups) - 1
+    this, before = chunk_id(fp, tier, 0), None
+    parent: tuple[int, str | None] = (-1, None)
     for i, group in enumerate(groups):
         start, end = group[0].start, group[-1].end
         text = body[start:end]
@@ -518,23 +558,24 @@ def _link(
         # Cited where its content sits: a chunk that opens with headings (an H1, then an
         # H2 and its text) belongs under the last of them, not the first.
         path = next((u.heading_path for u in group if not u.is_heading), group[-1].heading_path)
-        chunks.append(
-            Chunk(
-                id=ids[i],
-                document_id=document_id(fp),
-                tier=tier,
-                index=i,
-                text=text,
-                header=header(path),
-                start=start,
-                end=end,
-                heading_path=path,
-                parent_id=parent_ids[i],
-                prev_id=ids[i - 1] if i > 0 else None,
-                next_id=ids[i + 1] if i + 1 < len(ids) else None,
-                page_start=min(pages, default=None),
-                page_end=max(pages, default=None),
-                token_count=count(text),
-            )
+        after = chunk_id(fp, tier, i + 1) if i < last else None
+        if parents is not None and parents[i] != parent[0]:
+            parent = (parents[i], chunk_id(fp, Tier.SECTION, parents[i]))
+        yield Chunk(
+            id=this,
+            document_id=doc_id,
+            tier=tier,
+            index=i,
+            text=text,
+            header=header(path),
+            start=start,
+            end=end,
+            heading_path=path,
+            parent_id=parent[1],
+            prev_id=before,
+            next_id=after,
+            page_start=min(pages, default=None),
+            page_end=max(pages, default=None),
+            token_count=count(text),
         )
-    return chunks
+        this, before = after or "", this

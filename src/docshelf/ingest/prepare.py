@@ -6,9 +6,10 @@ the caller (sync) batches files so the model sees many texts at once, and the
 writer (``ingest/writer.py``) writes each document in its own transaction.
 
 ``chunk_file`` parses *and* chunks a large file (over ``parse.IN_PROCESS_BYTES``)
-in the parser sandbox's child, so the caller's process (``serve``: its event
-loop, its health endpoints) spends neither the time nor the memory of it: it
-gets the chunks back in batches, never the body.
+in the parser sandbox's child (a fresh interpreter: ``sandbox.run_limited(fresh=True)``),
+so the caller's process (``serve``: its event loop, its health endpoints) spends
+neither the time nor the memory of it: it gets the chunks back in batches, never the
+body, and the child makes each batch's chunks only as it sends them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import docshelf.parse as parse_mod
-from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document
+from docshelf.chunk import ChunkSettings, approx_tokens, chunk_document, plan_chunks
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
@@ -93,14 +94,8 @@ class Chunked:
 
     def fields(self) -> dict[str, Any]:
         """The document record's fields that parsing and chunking decide."""
-        return {
-            "title": self.title,
-            "tags": self.parsed.tags,
-            **self.concepts.fields(),
-            "page_count": self.parsed.page_count,
-            "pages_without_text": self.parsed.pages_without_text,
-            "chunk_counts": {t.value: sum(c.tier is t for c in self.chunks) for t in Tier},
-        }
+        counts = {t: sum(c.tier is t for c in self.chunks) for t in Tier}
+        return _fields(self.parsed, self.title, self.concepts, counts)
 
     def links(self, file_type: str) -> list[WikiLink]:
         return wikilinks(self.parsed) if file_type == "markdown" else []
@@ -128,6 +123,19 @@ def chunk_parsed(
     return Chunked(parsed, title, chunks, concepts)
 
 
+def _fields(
+    parsed: ParsedDocument, title: str, concepts: Concepts, counts: dict[Tier, int]
+) -> dict[str, Any]:
+    return {
+        "title": title,
+        "tags": parsed.tags,
+        **concepts.fields(),
+        "page_count": parsed.page_count,
+        "pages_without_text": parsed.pages_without_text,
+        "chunk_counts": {t.value: counts.get(t, 0) for t in Tier},
+    }
+
+
 @dataclass(frozen=True)
 class ChunkedFile:
     """A file parsed and chunked, without its body: what the writer needs."""
@@ -151,6 +159,22 @@ class ChunkedFile:
             parsed.warnings,
             len(parsed.body),
             os.getpid(),
+        )
+
+    @classmethod
+    def head(
+        cls,
+        parsed: ParsedDocument,
+        title: str,
+        concepts: Concepts,
+        counts: dict[Tier, int],
+        file_type: str,
+    ) -> ChunkedFile:
+        """The answer without its chunks, which come apart (``counts``: how many)."""
+        links = wikilinks(parsed) if file_type == "markdown" else []
+        fields = _fields(parsed, title, concepts, counts)
+        return cls(
+            fields, [], links, parsed.aliases, parsed.warnings, len(parsed.body), os.getpid()
         )
 
 
@@ -177,7 +201,10 @@ def chunk_file(
     to ``on_chunks(head, batch)`` ``batch`` at a time (the head: the answer without
     chunks), never all held here at once, and the answer's ``chunks`` are empty.
     ``data`` may be a file's path instead of its bytes: a large one is then read by
-    the child only (a server holds no copy of it)."""
+    the child only (a server holds no copy of it). The child is a fresh interpreter
+    (no fork server, no resource tracker beside the caller) that cuts the whole file,
+    then makes and sends its chunks a batch at a time (``batch`` chunks, or fewer
+    holding ``BATCH_CHARACTERS`` of text): it never holds them all either."""
     counter = portable_counter(chunking.count_tokens)
     size = data.stat().st_size if isinstance(data, Path) else len(data)
     if size <= parse_mod.IN_PROCESS_BYTES or counter is None:
@@ -209,12 +236,25 @@ def chunk_file(
         timeout_s=limits.timeout_s,
         memory_mb=limits.memory_mb,
         on_part=on_chunks,
+        fresh=True,
+        preload=_PRELOAD.get(file_type, ()),
     )
     head: ChunkedFile = batched.head
-    return dataclasses.replace(head, chunks=batched.items)
+    chunks = batched.items
+    assert isinstance(chunks, list)  # in this process: what arrived
+    return dataclasses.replace(head, chunks=chunks)
 
 
 PHASE_CHARACTERS = 1_000_000  # cut in the sandbox's child per renewal of its time limit
+BATCH_CHARACTERS = 2_000_000  # of chunk text per message from the child, at most (about)
+# The fresh child imports its parser's libraries before its memory limit is set, as the
+# fork server has them imported before it forks (the limit is the parse's, not theirs).
+_PRELOAD: dict[str, tuple[str, ...]] = {
+    "pdf": ("docshelf.parse.pdf",),
+    "html": ("docshelf.parse.html",),
+    "docx": ("docshelf.parse.docx",),
+    "rst": ("docshelf.parse.rst",),
+}
 
 
 def _chunk_in_child(
@@ -227,16 +267,21 @@ def _chunk_in_child(
     batch: int,
     data: bytes | str,
 ) -> Batched[ChunkedFile]:
-    """In the sandbox's child: parse and chunk; the chunks travel apart from the head.
-    ``data``: the bytes, or the path to read them from (then they go once parsed)."""
+    """In the sandbox's child: parse and chunk; the chunks travel apart from the head,
+    each made as its batch is sent. ``data``: the bytes, or the path to read them from;
+    either way they go once decoded (the input's only reference is this frame's)."""
     from docshelf.parse.sandbox import Batched, next_phase
 
-    if isinstance(data, str):
-        raw = Path(data).read_bytes()
+    raw = Path(data).read_bytes() if isinstance(data, str) else data
+    del data
+    if parse_mod.is_text_format(file_type):  # the bytes and the text are not held at once
+        text = parse_mod.decode_text(raw)
+        del raw
+        parsed = parse_mod.parse_text_here(text, file_type)
+        del text
+    else:
         parsed = parse_here(raw, file_type, pdf_password)
         del raw
-    else:
-        parsed = parse_here(data, file_type, pdf_password)
     next_phase()  # parsed: the chunking gets a time limit of its own
     named = title or parsed.title or fallback_title
     cut = [0]
@@ -250,11 +295,22 @@ def _chunk_in_child(
             cut[0] = 0
             next_phase()
 
-    chunked = chunk_parsed(parsed, fp=fp, title=named, chunking=chunking, on_cut=on_cut)
-    del parsed
-    whole = ChunkedFile.of(chunked, file_type)
-    del chunked
-    return Batched(dataclasses.replace(whole, chunks=[]), whole.chunks, batch)
+    concepts = Concepts.of(parsed.tags, chunking.taxonomy)
+    counts, chunks = plan_chunks(
+        parsed,
+        fp=fp,
+        title=named,
+        settings=chunking.settings,
+        count_tokens=chunking.count_tokens,
+        concepts=concepts.labels,
+        on_cut=on_cut,
+    )
+    head = ChunkedFile.head(parsed, named, concepts, counts, file_type)
+    return Batched(head, chunks, batch, weigh=_characters, max_weight=BATCH_CHARACTERS)
+
+
+def _characters(chunk: Chunk) -> int:
+    return len(chunk.text)
 
 
 def portable_counter(count: Callable[[str], int]) -> Callable[[str], int] | None:

@@ -108,6 +108,7 @@ def parse(data: bytes, file_type: str, limits: ParseLimits | None = None) -> Par
             file_type,
             timeout_s=timeout_s,
             memory_mb=memory_mb,
+            fresh=True,  # a large file: a new interpreter's start-up is small beside it
         )
     limited = _LIMITED.get(file_type)
     if limited is None:
@@ -131,26 +132,43 @@ def parse(data: bytes, file_type: str, limits: ParseLimits | None = None) -> Par
 def parse_here(data: bytes, file_type: str, pdf_password: str | None = None) -> ParsedDocument:
     """Parse in this process, whatever the size: for a caller that is itself the
     sandbox's child (its limits apply to all it does)."""
-    parser = _PARSERS.get(file_type)
-    if parser is not None:
-        return parser(decode_text(data))
+    if is_text_format(file_type):
+        return parse_text_here(decode_text(data), file_type)
     limited = _LIMITED.get(file_type)
     if limited is None:
         supported = ", ".join(sorted({*_PARSERS, *_LIMITED}))
         raise InvalidInput(f"unsupported file type {file_type!r}; supported types: {supported}")
-    module, name, library, is_text = limited
+    module, name, library, _ = limited
     func = _load(module, name, library)
     if file_type == "pdf":
         func = functools.partial(func, password=pdf_password)
-    if is_text:
-        return func(decode_text(data))
     if not data.strip():
         raise InvalidInput("empty file")
     return func(data)
 
 
+def is_text_format(file_type: str) -> bool:
+    """Whether ``file_type`` is parsed from decoded text (``decode_text``), not its bytes."""
+    return file_type in _PARSERS or (file_type in _LIMITED and _LIMITED[file_type][3])
+
+
+def parse_text_here(text: str, file_type: str) -> ParsedDocument:
+    """``parse_here`` of a text format's decoded text: a caller that decodes the bytes
+    itself can let them go before the parse (a large file's copies are the child's
+    memory)."""
+    parser = _PARSERS.get(file_type)
+    if parser is not None:
+        return parser(text)
+    module, name, library, is_text = _LIMITED[file_type]
+    if not is_text:
+        raise ValueError(f"{file_type} is not a text format")
+    return _load(module, name, library)(text)
+
+
 def _decode_and_parse(parser: Callable[[str], ParsedDocument], data: bytes) -> ParsedDocument:
-    return parser(decode_text(data))
+    text = decode_text(data)
+    del data  # the input's last reference (``sandbox._child``): the bytes go before the parse
+    return parser(text)
 
 
 def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]:
@@ -163,4 +181,12 @@ def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]
     return parser
 
 
-__all__ = ["FILE_TYPES", "decode_text", "file_type_for", "parse", "parse_here"]
+__all__ = [
+    "FILE_TYPES",
+    "decode_text",
+    "file_type_for",
+    "is_text_format",
+    "parse",
+    "parse_here",
+    "parse_text_here",
+]

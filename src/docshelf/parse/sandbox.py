@@ -18,24 +18,40 @@ Limits are the caller's (``Settings.parse``), else read from the environment
 - ``DOCSHELF_PARSE_MEMORY_MB`` (default 1024): address space the parser may
   add on top of the parser process's start-up size.
 
-A function may answer a :class:`Batched` (a head and a long list, e.g. a large
-file's chunks): the child sends the head, then the list in batches, so the
-parent never unpickles one huge message (a single C call that holds the GIL,
-and with it every other thread of a server, for as long as it takes), and with
-``on_part`` it can use each batch (write it) and let it go as it arrives.
+A function may answer a :class:`Batched` (a head and a long sequence, e.g. a large
+file's chunks, which may be an iterator that makes them as it goes): the child sends
+the head, then the items in bounded batches as it takes them, so the parent never
+unpickles one huge message (a single C call that holds the GIL, and with it every
+other thread of a server, for as long as it takes), and with ``on_part`` it can use
+each batch (write it) and let it go as it arrives; the child never holds more than
+one batch of them either.
+
+With ``fresh=True`` the child is a new interpreter (``python -c``, talking over two
+pipes) instead of a fork server's child: the same limits and reasons, without the
+fork server and multiprocessing's resource tracker, two more processes that would
+stay for the caller's lifetime (about 40 and 12 MB; a server's tree counts them).
+A new interpreter costs a start-up (0.2 to 0.8 s), so it is for large files (the
+preparation of a file over ``parse.IN_PROCESS_BYTES``: parse and chunk), where the
+work takes seconds anyway; each small PDF or HTML file still costs only a fork.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import json
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput
@@ -51,7 +67,6 @@ _PRELOAD = [
     "docshelf.parse.html",
     "docshelf.parse.docx",
     "docshelf.parse.rst",
-    "docshelf.ingest.prepare",  # parse and chunk together (a large file's whole preparation)
 ]
 
 _PROCESS_NAME = "docshelf-parser"
@@ -63,11 +78,17 @@ _to_parent: list[Connection] = []  # in the child: its pipe, for next_phase()
 
 @dataclass
 class Batched(Generic[_Output]):
-    """An answer sent in pieces: ``head`` (small) and ``items`` (long)."""
+    """An answer sent in pieces: ``head`` (small) and ``items`` (long).
+
+    In the child ``items`` may be any iterable (taken one batch at a time); in the
+    parent it is the list of what arrived. A batch is ``batch`` items, or fewer once
+    the sum of ``weigh(item)`` reaches ``max_weight`` (e.g. characters of text)."""
 
     head: _Output
-    items: list[Any] = field(default_factory=list)
+    items: Iterable[Any] = field(default_factory=list)
     batch: int = 2_000  # items per message
+    weigh: Callable[[Any], int] | None = None
+    max_weight: int = 0
 
 
 def run_limited(
@@ -78,6 +99,8 @@ def run_limited(
     timeout_s: float | None = None,
     memory_mb: int | None = None,
     on_part: Callable[[Any, list[Any]], None] | None = None,
+    fresh: bool = False,
+    preload: Sequence[str] = (),
 ) -> _Output:
     """``func(data)`` in a child process under the limits (from the environment by default).
 
@@ -86,9 +109,10 @@ def run_limited(
     that was exceeded, or the parser's reason. A :class:`Batched` answer comes
     back whole, or with ``on_part`` as ``on_part(head, batch)`` calls while it
     arrives (then its ``items`` are empty); the time limit runs until the head
-    has come (the child's work is done then), then again for each batch; a
-    child that calls ``next_phase()`` starts it again (parse, then chunk, then
-    each further megabyte of a huge block cut: ``ingest.prepare._chunk_in_child``).
+    has come, then again for each batch; a child that calls ``next_phase()``
+    starts it again (parse, then chunk, then each further megabyte of a huge block
+    cut: ``ingest.prepare._chunk_in_child``). ``fresh``: in a new interpreter, which
+    imports ``preload`` first (see the module's docstring), not a fork server's child.
     """
     if getattr(func, "__module__", None) == "__main__":
         raise ValueError("run_limited() needs a function importable from a module, not __main__")
@@ -97,14 +121,12 @@ def run_limited(
         timeout_s = configured.timeout_s if timeout_s is None else timeout_s
         memory_mb = configured.memory_mb if memory_mb is None else memory_mb
     timeout, memory = timeout_s, memory_mb
-    ctx = _get_context()
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(
-        target=_child, args=(sender, func, data, memory), name=_PROCESS_NAME, daemon=True
-    )
+    if fresh and os.name == "posix":
+        child: _Child = _FreshChild(func, data, memory, preload)
+    else:
+        child = _ForkedChild(func, data, memory)
+    receiver = child.answers
     try:
-        process.start()
-        sender.close()
         items: list[Any] = []
         head: Any = None
         status, payload = "head", None
@@ -114,27 +136,157 @@ def run_limited(
             try:
                 status, payload = receiver.recv()
             except (EOFError, OSError):
-                process.join(5)
-                raise InvalidInput(_died(file_type, process.exitcode, memory)) from None
+                child.join(5)
+                raise InvalidInput(_died(file_type, child.exitcode, memory)) from None
             if status == "phase":  # the child finished one phase: the limit starts again
                 continue
             if status == "head":
                 head = payload
-            elif status == "part" and on_part is not None:
-                on_part(head, payload)
             elif status == "part":
-                items.extend(payload)
+                if on_part is not None:
+                    on_part(head, payload)
+                else:
+                    items.extend(payload)
+                payload = None  # a batch used is let go before the next arrives
         if status == "batched":
             payload = Batched(head, items)
             status = "ok"
     finally:
         receiver.close()
-        if process.is_alive():
-            process.kill()
-        if process.pid is not None:
-            process.join(5)
+        child.stop()
     answer: _Output = _result(file_type, status, payload, memory)
     return answer
+
+
+class _Child(Protocol):
+    """A running child, as ``run_limited`` sees it."""
+
+    answers: Connection  # what the child sends
+
+    @property
+    def exitcode(self) -> int | None: ...  # negative: the signal that ended it
+
+    def join(self, timeout: float) -> None: ...
+
+    def stop(self) -> None:  # killed if still running, and waited for
+        ...
+
+
+class _ForkedChild:
+    """A child of multiprocessing's fork server (``spawn`` where there is none)."""
+
+    def __init__(self, func: Callable[[Any], Any], data: Any, memory_mb: int) -> None:
+        ctx = _get_context()
+        self.answers, sender = ctx.Pipe(duplex=False)
+        # the data in a list, which the child empties: the parser's frame holds the
+        # only reference, so a parser can let go of its input once it has read it
+        self.process = ctx.Process(
+            target=_child, args=(sender, func, [data], memory_mb), name=_PROCESS_NAME, daemon=True
+        )
+        try:
+            self.process.start()
+        finally:
+            sender.close()
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.process.exitcode
+
+    def join(self, timeout: float) -> None:
+        self.process.join(timeout)
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        if self.process.pid is not None:
+            self.process.join(5)
+
+
+# What a fresh child runs: its pipes' file descriptors, its parent's pid and its parent's
+# sys.path follow (so it finds docshelf, and the job's function, where the parent does).
+_FRESH_MAIN = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[4]); "
+    "from docshelf.parse.sandbox import _fresh_main; _fresh_main()"
+)
+
+
+class _FreshChild:
+    """A new interpreter (``python -c``) as the child, with a pipe each way."""
+
+    def __init__(
+        self, func: Callable[[Any], Any], data: Any, memory_mb: int, preload: Sequence[str]
+    ) -> None:
+        # pickled here, so a function that cannot be sent fails in the caller, as it would
+        # with multiprocessing; bytes go as they are (not pickled: no second copy)
+        job = _dumps((func, memory_mb, isinstance(data, bytes)))
+        job_read, job_write = os.pipe()
+        answer_read, answer_write = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _FRESH_MAIN,
+                    str(job_read),
+                    str(answer_write),
+                    str(os.getpid()),
+                    json.dumps(sys.path),
+                ],
+                stdin=subprocess.DEVNULL,
+                pass_fds=(job_read, answer_write),
+            )
+        except BaseException:
+            os.close(job_write)
+            os.close(answer_read)
+            raise
+        finally:
+            os.close(job_read)
+            os.close(answer_write)
+        self.answers = Connection(answer_read, writable=False)
+        jobs = Connection(job_write, readable=False)
+        # sent by a thread: a child that never reads (it died starting) must not block
+        # the caller past the time limit; its end closing breaks the pipe, ending this
+        self._sender = threading.Thread(
+            target=_send_job,
+            args=(jobs, list(preload), job, data),
+            name="docshelf-parser-job",
+            daemon=True,
+        )
+        self._sender.start()
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.process.poll()
+
+    def join(self, timeout: float) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.join(5)
+        self._sender.join(5)
+
+
+def _dumps(obj: Any) -> bytes:
+    from multiprocessing.reduction import ForkingPickler
+
+    return bytes(ForkingPickler.dumps(obj))
+
+
+def _send_job(jobs: Connection, preload: list[str], job: bytes, data: Any) -> None:
+    try:
+        jobs.send(preload)
+        jobs.send_bytes(job)
+        if isinstance(data, bytes):
+            jobs.send_bytes(data)
+        else:
+            jobs.send(data)
+    except OSError:  # the child is gone: run_limited reports why
+        pass
+    finally:
+        jobs.close()
 
 
 def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> Any:
@@ -204,21 +356,15 @@ def next_phase() -> None:
         _to_parent[0].send(("phase", None))
 
 
-def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> None:
+def _child(conn: Connection, func: Callable[[Any], Any], data: list[Any], mb: int) -> None:
+    """The work, under the memory limit, and its answer. ``data``: a list of one item,
+    taken out of it, so that the parser's argument is the input's only reference."""
     _limit_memory(mb)
     _to_parent[:] = [conn]
     try:
-        result = func(data)
+        result = func(data.pop())
         if isinstance(result, Batched):
-            conn.send(("head", result.head))
-            items, batch = result.items, max(1, result.batch)
-            result.items = []
-            while items:  # each batch let go once sent: the parent is taking them on
-                part = items[:batch]
-                del items[:batch]
-                conn.send(("part", part))
-                del part
-                _give_back_memory()
+            _send_batched(conn, result)
             answer: tuple[str, Any] = ("batched", None)
         else:
             answer = ("ok", result)
@@ -236,6 +382,63 @@ def _child(conn: Connection, func: Callable[[Any], Any], data: Any, mb: int) -> 
         conn.send(("memory", None))
     finally:
         conn.close()
+
+
+def _send_batched(conn: Connection, result: Batched[Any]) -> None:
+    """The head, then the items in batches, each taken from ``items`` (an iterator is
+    not run ahead) and let go once sent: the child holds one batch at most."""
+    conn.send(("head", result.head))
+    items, result.items = iter(result.items), []
+    size, weigh, most = max(1, result.batch), result.weigh, result.max_weight
+    part: list[Any] = []
+    weight = 0
+    for item in items:
+        part.append(item)
+        if weigh is not None:
+            weight += weigh(item)
+        if len(part) >= size or (most and weight >= most):
+            conn.send(("part", part))
+            part, weight = [], 0
+            _give_back_memory()
+    if part:
+        conn.send(("part", part))
+
+
+def _fresh_main() -> None:
+    """A fresh child (``_FRESH_MAIN``): its job from the pipe, then ``_child``'s work."""
+    job_fd, answer_fd, parent = (int(arg) for arg in sys.argv[1:4])
+    _die_with(parent)
+    answers = Connection(answer_fd, readable=False)
+    jobs = Connection(job_fd, writable=False)
+    try:
+        preload = jobs.recv()
+        for name in preload:  # what a fork server would have had imported already
+            importlib.import_module(name)
+        func, mb, raw = jobs.recv()
+        data = [jobs.recv_bytes() if raw else jobs.recv()]
+    except EOFError:  # the parent went away before the job was sent
+        os._exit(1)
+    except BaseException as exc:  # e.g. the function's module cannot be imported here
+        answers.send(("error", f"{type(exc).__name__}: {exc}"[:500]))
+        answers.close()
+        return
+    finally:
+        jobs.close()
+    _child(answers, func, data, mb)
+
+
+def _die_with(parent: int) -> None:
+    """End with the parent (Linux: ``PR_SET_PDEATHSIG``): a fresh child is not a fork
+    server's, whose server ends with the caller; once the caller is gone no one would
+    enforce the time limit."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pipe's end still ends it, once sent
+        pass
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
 def _give_back_memory() -> None:
