@@ -1353,3 +1353,27 @@ def test_the_library_list_narrows_sorts_and_counts_exactly(store: Store) -> None
     )
     with pytest.raises(ValueError, match="Unknown order"):
         store.list_documents(listing=Listing(order="colour"))
+
+
+def test_the_sqlite_file_is_mapped_once_the_process_searches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that only writes (``add``, ``sync``, a worker) reads the database
+    without a memory map, whose pages would count in its RSS for nothing; the first
+    search maps it (BENCHMARKS.md, issues 17 and 20)."""
+    from docshelf.shelf import Shelf
+
+    monkeypatch.setenv("DOCSHELF_HOME", str(tmp_path / "home"))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "raft.md").write_text("# Raft\n\nRaft elects a leader by majority vote.\n")
+    with Shelf(tmp_path / "home", embedder=None) as shelf:
+
+        def mapped() -> int:
+            return int(shelf.store._q("PRAGMA mmap_size", ())[0][0])  # type: ignore[attr-defined]
+
+        shelf.add(notes)
+        shelf.sync()
+        assert mapped() == 0
+        assert shelf.search("leader election", mode="lexical").hits
+        assert mapped() > 0

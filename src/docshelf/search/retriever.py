@@ -106,6 +106,7 @@ class Retriever:
         """Snippet-first hybrid search: lexical and vector recall, fused, then cited
         (``Shelf.search`` tells the query syntax and options). An identical search
         within the cache's TTL is answered from it, unless the library changed since."""
+        self.store.searching()
 
         def run() -> SearchResult:
             return self._search(

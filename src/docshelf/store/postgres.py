@@ -133,6 +133,10 @@ class PostgresStore(SQLStore):
             raise self._translate(exc) from exc
 
     # -- plumbing --------------------------------------------------------------------------
+    def searching(self) -> None:
+        """Nothing to ready: the server reads for every client (``Store.searching``)."""
+        return None
+
     def close(self) -> None:
         self._pool.close()
 

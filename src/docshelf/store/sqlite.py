@@ -86,6 +86,7 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         self._memo_stamp: tuple[int, int] | None = None
         self._memo_kinds: dict[Hashable, dict[Hashable, Any]] = {}  # kind -> key -> answer
         self._memo_size = 0
+        self._mapped = False
         try:
             # Private: all text and the token hashes are in it. SQLite gives its -wal
             # and -shm files the database file's permissions.
@@ -97,11 +98,6 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            # Read the database through a memory map (as the ANN index is read): a search
-            # reads a few hundred rows at random, and mapped pages skip a copy out of the
-            # page cache each (BENCHMARKS.md, issue 20). SQLite caps it at its build's
-            # maximum; writes still go through the WAL.
-            self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._migrate()
         except sqlite3.Error as exc:
             raise _translate(exc, self.url) from exc
@@ -109,6 +105,22 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             raise Unavailable(f"Cannot open the database at {path}: {exc.strerror}") from exc
 
     # -- plumbing ---------------------------------------------------------------
+    def searching(self) -> None:
+        """Read the database through a memory map from the first search on (as the ANN
+        index is read): a search reads a few hundred rows at random, and mapped pages skip
+        a copy out of the page cache each (BENCHMARKS.md, issue 20). Only then: mapped
+        pages count in the process's RSS, and a process that writes gains nothing by them
+        (issue 17: `add` of a 25 MB line reached 325 MB with 191 MB of them). SQLite caps
+        the size at its build's maximum; writes still go through the WAL."""
+        if self._mapped:
+            return
+        with self._lock:
+            try:
+                self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.url) from exc
+            self._mapped = True
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
