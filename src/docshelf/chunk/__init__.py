@@ -276,6 +276,7 @@ _CUTS: dict[BlockKind, tuple[CutFinder, ...]] = {
 _LINES_FIRST = (_LINES, _WORDS, _any_char)  # code, tables, quotes, other
 
 _PROBE_CHARS_PER_TOKEN = 5  # see _capped_count: prose has ~4 characters per token
+_BALANCE_CHARS_PER_TOKEN = 8  # a longer span is cut greedily, uncounted (see _balanced)
 _SEGMENT_GROUP = 16  # whitespace segments counted per call by _sum_segments
 _COUNT_CACHE = 256  # texts whose counts chunk_document remembers (a few MB at most)
 
@@ -294,12 +295,18 @@ class _Cutter:
         self.additive = getattr(count, "__wrapped__", count) is approx_tokens
 
     def cut(self, unit: _Unit, budget: int, limit: int) -> tuple[_Unit, _Unit] | None:
-        """(head, rest) with head's count <= budget, or None if not even a character fits."""
+        """(head, rest) with head's count <= budget, or None if not even a character fits.
+
+        When the rest would fit one chunk, the cut is balanced (see ``_balanced``)."""
         if budget < 0:
             return None
         stop = self._window_end(unit, budget)
+        span = self._balanced(unit, budget, limit)
         for find in _CUTS.get(unit.kind, _LINES_FIRST):
-            at = self._largest_cut(unit.start, find(self.body, unit.start, stop), budget)
+            cuts = find(self.body, unit.start, stop)
+            at = self._balanced_cut(unit, cuts, span) if span else None
+            if at is None:
+                at = self._largest_cut(unit.start, cuts, budget)
             if at is not None:
                 head = self._piece(unit, unit.start, at, limit)
                 rest = self._piece(unit, at, unit.end, limit)
@@ -318,6 +325,48 @@ class _Cutter:
             if stop == unit.end or self.count(self.body[unit.start : stop]) > budget:
                 return stop
             size *= 2
+
+    def _balanced(self, unit: _Unit, budget: int, limit: int) -> tuple[int, int, int] | None:
+        """(low, ideal, budget) for a cut whose head and rest both fit, when the unit is
+        at most one chunk more than the budget; None otherwise (or when it is too long to
+        count cheaply).
+
+        Cutting the largest prefix that fits off a block of, say, 1.1 chunks leaves a
+        tail of a few words: a snippet of its own that reads as nothing (``</span>``, the
+        end of a sentence) and, being short, ranks high for any word in it. So the cut
+        aims at chunks of even size: ``ideal`` makes the group (``limit - budget``
+        tokens of carried headings and the head) as large as the rest; a head of at
+        least ``low`` leaves a rest that fits.
+        """
+        most = budget + limit
+        if unit.end - unit.start > _BALANCE_CHARS_PER_TOKEN * most:
+            return None  # a tail of a few words is within the last cuts of any block
+        total = self.count(self.body[unit.start : unit.end])
+        if total > most:
+            return None
+        low = max(1, total - limit)
+        ideal = min(budget, max(low, (total - (limit - budget) + 1) // 2))
+        return low, ideal, budget
+
+    def _balanced_cut(
+        self, unit: _Unit, cuts: Sequence[int], span: tuple[int, int, int]
+    ) -> int | None:
+        """Of the cuts whose head counts between ``low`` and ``budget``, the one nearest
+        to ``ideal`` (None if there is none)."""
+        low, ideal, budget = span
+        start = unit.start
+
+        def head(k: int) -> int:  # the count of the head up to the k-th cut (1-based)
+            return self.count(self.body[start : cuts[k - 1]])
+
+        k = _largest(lambda k: head(k) <= ideal, len(cuts))
+        best: tuple[int, int] | None = None  # (distance from ideal, cut)
+        for j in (k, k + 1):
+            if 1 <= j <= len(cuts):
+                n = head(j)
+                if low <= n <= budget and (best is None or abs(n - ideal) < best[0]):
+                    best = (abs(n - ideal), cuts[j - 1])
+        return None if best is None else best[1]
 
     def _largest_cut(self, start: int, cuts: Sequence[int], budget: int) -> int | None:
         """The last cut whose prefix fits the budget (None if even the first does not)."""
