@@ -87,8 +87,9 @@ class LateBars:
     puts them up even while no event comes (a model loading)."""
 
     def __init__(
-        self, label: str, console: Callable[[], Console], after: float = SHOW_AFTER
+        self, label: str, console: Callable[[], Console], after: float | None = None
     ) -> None:
+        after = SHOW_AFTER if after is None else after  # read when made (tests set it)
         self.board = Board(label)
         self._console = console
         self._lock = threading.Lock()

@@ -302,6 +302,8 @@ def render_hits(o: Outcome) -> None:
     from rich.padding import Padding
     from rich.text import Text
 
+    from docshelf import plaintext
+
     console = core.console()
     r = o.result
     if r.get("notice"):
@@ -316,9 +318,7 @@ def render_hits(o: Outcome) -> None:
             head.append(f"  > {' > '.join(c['heading_path'])}", style="cyan")
         head.append(f"  {h['score']:.3f}  {h['chunk_id']}", style="dim")
         console.print(head)
-        body = " ".join(h["text"].split())
-        body = body[:300] + ("…" if len(body) > 300 else "")
-        console.print(Padding(Text(body), (0, 0, 1, 3)))
+        console.print(Padding(Text(plaintext.preview(h["text"], 300)), (0, 0, 1, 3)))
 
 
 class OneShot(core.Run):

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from docshelf import telemetry
+from docshelf import plaintext, telemetry
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.llm import LLM, Message
 from docshelf.model import Hit
@@ -139,24 +139,6 @@ def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None
 
 
 # -- the offline (extractive) answer ------------------------------------------------------------
-# Markdown (and Obsidian) syntax, removed so that a sentence reads as text.
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
-_SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
-_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
-_QUOTE = re.compile(r"^\s*(?:>\s?)+")
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
-_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
-_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
-_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
-_FOOTNOTE = re.compile(r"\[\^[^\]\n]+\]")
-_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~|==)(?=\S)(.+?)(?<=\S)\1")
-_CODE = re.compile(r"`+([^`\n]*)`+")
-_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
-_COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.DOTALL)  # Obsidian and HTML comments
-_BULLET = re.compile(r"\s*[•▪◦●]\s+")  # bullets inside extracted (PDF) text
 _TERMINAL = re.compile(r"[.!?:;][\"')\]]*$")
 # Words of a question that say what kind of answer is wanted, not what it is about.
 _QUESTION_WORDS = frozenset(
@@ -179,87 +161,14 @@ _DEFINITION = re.compile(
 )
 
 
-def _wikilink_text(match: re.Match[str]) -> str:
-    target, heading, alias = match.group(1), match.group(2), match.group(3)
-    if alias and alias.strip():
-        return alias.strip()
-    return (target or "").strip() or (heading or "").strip()
-
-
-def _inline_plain(text: str) -> str:
-    text = _EMBED.sub("", text)
-    text = _WIKILINK.sub(_wikilink_text, text)
-    text = _IMAGE.sub("", text)
-    text = _LINK.sub(r"\1", text)
-    text = _FOOTNOTE.sub("", text)
-    text = _CODE.sub(r"\1", text)
-    text = _HTML_TAG.sub("", text)
-    for _ in range(2):  # nested emphasis: ***x*** or **_x_**
-        text = _EMPHASIS.sub(r"\2", text)
-    return " ".join(text.split())
-
-
-def plain_units(markdown: str) -> list[str]:
-    """The text of ``markdown`` as readable units: paragraphs and list items with their
-    markup removed (wikilinks as their alias or target, links as their text, emphasis,
-    list and quote markers, comments gone). Heading lines, rules, tables and code
-    blocks are not prose, so they are left out: an answer never starts with ``##``."""
-    return [text for text, _ in _units(markdown)]
-
-
-def _units(markdown: str) -> list[tuple[str, bool]]:
-    """:func:`plain_units`, each saying whether it is a list item."""
-    units: list[tuple[str, bool]] = []
-    current: list[str] = []
-    item = False
-
-    def close() -> None:
-        for k, part in enumerate(_BULLET.split(" ".join(current))):
-            text = _inline_plain(part)
-            if text:
-                units.append((text, item or k > 0))
-        current.clear()
-
-    in_code = was_quote = False
-    for line in _COMMENT.sub("", markdown).splitlines():
-        if _FENCE.match(line):
-            in_code = not in_code
-            close()
-            continue
-        if in_code:
-            continue
-        if _HEADING.match(line) or _RULE.match(line) or _TABLE_ROW.match(line):
-            close()
-            continue
-        if _SETEXT.match(line) and current:
-            current.clear()  # the lines above were a heading
-            continue
-        if not line.strip():
-            close()
-            continue
-        is_quote = bool(_QUOTE.match(line))
-        quoted = _QUOTE.sub("", line)
-        marker = _LIST_ITEM.match(quoted)
-        if marker or is_quote != was_quote:  # a list item or a quote begins a unit
-            close()
-            item = bool(marker)
-            quoted = quoted[marker.end() :] if marker else quoted
-        elif not current:
-            item = False
-        was_quote = is_quote
-        current.append(quoted)
-    close()
-    return units
-
-
 def plain_sentences(markdown: str) -> list[str]:
     """The sentences of ``markdown`` as plain text, in reading order (see
-    :func:`plain_units`). A list item without closing punctuation gets a full stop, so
-    that it reads as a sentence beside the others; other text without one is a heading
-    line or a fragment (a PDF's running title, a snippet cut mid-sentence), not a
-    sentence."""
+    :func:`docshelf.plaintext.plain_units`). A list item without closing punctuation
+    gets a full stop, so that it reads as a sentence beside the others; other text
+    without one is a heading line or a fragment (a PDF's running title, a snippet cut
+    mid-sentence), not a sentence."""
     out: list[str] = []
-    for unit, is_item in _units(markdown):
+    for unit, is_item in plaintext.units(markdown):
         for sentence in _SENTENCE.split(unit):
             sentence = sentence.strip()
             if not sentence:

@@ -1,0 +1,70 @@
+"""Plain text from snippets' markup: what extractive answers and terminal previews read."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docshelf import plaintext
+
+RST = """Registering Blueprints
+----------------------
+
+So how do you register that blueprint?  Like this::
+
+    from flask import Flask
+    app = Flask(__name__)
+
+Use :meth:`app.register_blueprint() <Flask.register_blueprint>` and :func:`~flask.url_for`,
+see `the tutorial <https://example.org/tutorial>`_.
+
+.. code-block:: python
+
+    bp = Blueprint("students", __name__, cli_group=None)
+
+Back to prose with a snake_case_name.
+"""
+
+
+def test_rst_roles_links_and_literal_blocks_read_as_text() -> None:
+    assert plaintext.plain_units(RST) == [
+        "So how do you register that blueprint? Like this:",
+        "Use app.register_blueprint() and flask.url_for, see the tutorial.",
+        "Back to prose with a snake_case_name.",
+    ]
+
+
+def test_a_preview_keeps_code_as_it_is_in_reading_order() -> None:
+    assert plaintext.preview(RST, 1000) == (
+        "So how do you register that blueprint? Like this: from flask import Flask "
+        "app = Flask(__name__) Use app.register_blueprint() and flask.url_for, see the "
+        'tutorial. bp = Blueprint("students", __name__, cli_group=None) Back to prose '
+        "with a snake_case_name."
+    )
+
+
+def test_markdown_preview_drops_headings_links_and_images() -> None:
+    md = (
+        "## Obsidian Updates\n\n* The team's [About page](https://obsidian.md/about) has "
+        "[[Note|an alias]], **bold** and _emphasis_.\n* [![](https://example.org/x.png)]"
+        "(https://example.org/y)\n\n```python\nx = a_b * c_d\n```\n"
+    )
+    assert plaintext.preview(md, 300) == (
+        "The team's About page has an alias, bold and emphasis. x = a_b * c_d"
+    )
+
+
+def test_a_heading_after_a_paragraph_line_is_not_read_as_text() -> None:
+    assert plaintext.plain_units("Title\n-----\n\nBody.\n") == ["Body."]
+
+
+def test_a_preview_of_only_markup_is_the_text_itself_and_is_cut_with_an_ellipsis() -> None:
+    assert plaintext.preview("## Only a heading", 100) == "## Only a heading"
+    assert plaintext.preview("word " * 100, 20) == "word word word word…"
+
+
+@given(text=st.text(max_size=400), limit=st.integers(min_value=1, max_value=200))
+def test_a_preview_is_one_line_within_its_limit(text: str, limit: int) -> None:
+    out = plaintext.preview(text, limit)
+    assert "\n" not in out
+    assert len(out) <= limit + 1
