@@ -599,3 +599,61 @@ def test_any_line_is_read_as_typer_reads_it_or_left_to_typer(argv: list[str]) ->
     mine = quick.parse(argv)
     if mine is not None:
         assert tuple(mine) == _typer_reads(argv), argv
+
+
+def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
+    tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docshelf.cli import library
+    from docshelf.cli.typer_app import app as typer_app
+
+    asked: list[str] = []
+    real_status = library.err_console.status
+
+    def status(text: str, *args: object, **kwargs: object) -> object:
+        asked.append(text)
+        return real_status(text)
+
+    for embedder, home in (("none", tmp_path / "lexical"), ("hash", tmp_path / "model")):
+        with monkeypatch.context() as m:
+            m.setenv("DOCSHELF_EMBEDDER", "none")
+            m.setattr(sys, "stdout", _Terminal())
+            m.setattr(sys, "stderr", _Terminal())
+            m.setattr(library.err_console, "status", status)
+            if embedder == "hash":
+                from tests.fakes import HashEmbedder
+
+                m.setattr(
+                    "docshelf.runtime.Runtime._bind_embedder",
+                    lambda self, given, check: HashEmbedder("hash-model", dim=8),
+                )
+            typer_app(["--home", str(home), "add", str(notes)], standalone_mode=False)
+        assert asked == ([] if embedder == "none" else ["Preparing search…"]), embedder
+        asked.clear()
+
+
+def test_a_hit_is_shown_on_a_terminal_as_text_without_its_markup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docshelf.cli import quick
+    from docshelf.shelf import Shelf
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "raft.md").write_text(
+        "# Raft\n\n## Leader election\n\nA **follower** that hears no heartbeat becomes a "
+        "[candidate](https://raft.github.io) and asks [[Votes|for votes]].\n"
+    )
+    with Shelf(tmp_path / "home", embedder=None) as shelf:
+        shelf.add(folder)
+    out = _Terminal()
+    with monkeypatch.context() as m:
+        m.setenv("DOCSHELF_EMBEDDER", "none")
+        m.setenv("DOCSHELF_SEARCH_HELPER", "off")
+        m.setenv("COLUMNS", "200")
+        m.setattr(sys, "stdout", out)
+        m.setattr(sys, "stderr", _Terminal())
+        assert quick.main(["--home", str(tmp_path / "home"), "search", "heartbeat"])
+    shown = " ".join(out.getvalue().split())
+    assert "A follower that hears no heartbeat becomes a candidate and asks for votes." in shown
+    assert "**" not in shown and "](" not in shown and "[[" not in shown and "## " not in shown

@@ -45,7 +45,8 @@ def add(
         report = shelf.add(path, progress=progress, follow_symlinks=follow_symlinks)
     # Once per home: the query model a new `docshelf search` runs (a few seconds, here
     # rather than in the first search).
-    waiting = nullcontext() if run.as_json else err_console.status("Preparing search…")
+    quiet = run.as_json or shelf.runtime.embedder is None  # a lexical library: nothing to do
+    waiting = nullcontext() if quiet else err_console.status("Preparing search…")
     with waiting:
         shelf.runtime.prepare_query_model()
     return Outcome(
