@@ -30,16 +30,53 @@ from dataclasses import dataclass
 
 from docshelf.chunk.tokens import TokenCounter, approx_tokens
 from docshelf.errors import InvalidInput
-from docshelf.model import Block, BlockKind, Chunk, ParsedDocument, Tier, chunk_id, document_id
+from docshelf.model import (
+    Block,
+    BlockKind,
+    Chunk,
+    InnerHeading,
+    ParsedDocument,
+    Tier,
+    chunk_id,
+    document_id,
+)
 
 __all__ = [
+    "CHUNKER_META",
+    "CHUNKER_VERSION",
     "ChunkSettings",
     "TokenCounter",
     "approx_tokens",
     "build_header",
     "chunk_document",
     "plan_chunks",
+    "reindex_due",
 ]
+
+# What a library records of the chunker that made its chunks (meta ``chunker_version``):
+# raised whenever the same file and settings would give other chunks or chunk columns, so
+# ``status`` can tell a library made by an older one that a ``reindex`` is due. 1: every
+# library before the number was recorded; 2: snippets keep their inner headings' places.
+CHUNKER_VERSION = 2
+CHUNKER_META = "chunker_version"
+
+
+def reindex_due(recorded: str | None) -> str | None:
+    """What ``status`` says of a library whose meta ``chunker_version`` is ``recorded``
+    (None: made before the number was kept), or None when its chunks are current."""
+    try:
+        version = int(recorded) if recorded is not None else 1
+    except ValueError:
+        version = 1
+    if version >= CHUNKER_VERSION:
+        return None
+    return (
+        f"The library was chunked by an older chunker (version {version}; this one is "
+        f"{CHUNKER_VERSION}: a snippet that packs short sections is cited under the one "
+        "the query's words are in). Search works as before; run `docshelf reindex` to "
+        "re-chunk every file (search keeps answering meanwhile)."
+    )
+
 
 # -- settings and header -------------------------------------------------------------------
 
@@ -557,7 +594,11 @@ def _link(
         pages = [u.page for u in group if u.page is not None]
         # Cited where its content sits: a chunk that opens with headings (an H1, then an
         # H2 and its text) belongs under the last of them, not the first.
-        path = next((u.heading_path for u in group if not u.is_heading), group[-1].heading_path)
+        first = next((k for k, u in enumerate(group) if not u.is_heading), len(group) - 1)
+        path = group[first].heading_path
+        # a snippet (not on a page: a page is cited by its number) that packs several short
+        # sections keeps where each later heading's part starts
+        inner = _inner(group, first) if parents is not None and not pages else ()
         after = chunk_id(fp, tier, i + 1) if i < last else None
         if parents is not None and parents[i] != parent[0]:
             parent = (parents[i], chunk_id(fp, Tier.SECTION, parents[i]))
@@ -577,5 +618,24 @@ def _link(
             page_start=min(pages, default=None),
             page_end=max(pages, default=None),
             token_count=count(text),
+            inner=inner,
         )
         this, before = after or "", this
+
+
+def _inner(group: Sequence[_Unit], first: int) -> tuple[InnerHeading, ...]:
+    """The inner headings of a group whose first content unit is ``group[first]``: each
+    unit after it under another heading path than the one before starts a part (at the
+    heading's own line, when the part opens with its headings)."""
+    out: list[InnerHeading] = []
+    current = group[first].heading_path
+    opening: int | None = None  # the start of the headings that open the next part
+    for u in group[first + 1 :]:
+        if u.is_heading:
+            opening = u.start if opening is None else opening
+        if u.heading_path != current and not u.is_heading:
+            out.append(InnerHeading(u.start if opening is None else opening, u.heading_path))
+            current = u.heading_path
+        if not u.is_heading:
+            opening = None
+    return tuple(out)

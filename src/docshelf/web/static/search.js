@@ -259,7 +259,10 @@ export class SearchView {
             { id: `${id}-title`, class: "hit-title" },
             h(
               "a",
-              { href: openHref(hit.document_id, hit.chunk_id), class: "citation" },
+              {
+                href: openHref(hit.document_id, hit.chunk_id, null, citation.anchor ?? null),
+                class: "citation",
+              },
               citation.label,
             ),
           ),
