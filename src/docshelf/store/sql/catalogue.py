@@ -60,6 +60,11 @@ _ORDER_SQL = {
 
 
 # What ``chunk_places`` reads of each chunk (``_place`` turns it into a ChunkPlace).
+def _marks(columns: str) -> str:
+    """One placeholder per column of ``columns``."""
+    return ", ".join("?" * (columns.count(",") + 1))
+
+
 _PLACE_COLUMNS = (
     "c.document_id, c.parent_id, c.heading_path, c.page_start, c.ord, "
     "CASE WHEN c.ord = 0 THEN c.header END, c.inner_headings"
@@ -272,7 +277,7 @@ class CatalogueSQL(SQLBase):
                 document_row(document, encode),
             )
             self._xm(
-                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                 (chunk_row(c, encode) for c in chunks),  # rows made as they are written
             )
             if vectors is not None and len(snippets):
@@ -285,7 +290,7 @@ class CatalogueSQL(SQLBase):
         encode = self.dialect.encode_list
         with self.transaction():
             self._xm(
-                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                 (chunk_row(c, encode) for c in chunks),
             )
             self._bump_generation()
