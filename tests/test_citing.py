@@ -6,7 +6,7 @@ snippet's own heading), one hit per cited (file, heading), and every face opens 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +146,7 @@ def test_search_cites_the_inner_heading_with_its_anchor(shelf: Shelf, awards: Do
 
 
 def _put(
-    store: Store, chunks: list[tuple[str, tuple[str, ...], tuple[InnerHeading, ...]]]
+    store: Store, chunks: Sequence[tuple[str, tuple[str, ...], tuple[InnerHeading, ...]]]
 ) -> Document:
     """A document of snippets made by hand: (text, heading path, inner headings) each,
     laid end to end in the body."""
@@ -360,16 +360,15 @@ def test_mcp_and_the_cli_context_cite_the_inner_heading(shelf: Shelf, awards: Do
     from docshelf.integrations.mcp_server import _Tools
 
     tools = _Tools(shelf, lambda ctx: None)
-    found = tools.search_documents(None, "credits received", mode="lexical")  # type: ignore[arg-type]
+    none: Any = None  # the tools read the caller from the context: here, no one
+    found = tools.search_documents(none, "credits received", mode="lexical")
     hit = found["hits"][0]
     assert hit["citation"]["heading_path"] == ["Awards", "Runners-up"]
     anchor = hit["citation"]["anchor"]
-    ctx = tools.get_context(None, hit["chunk_id"], anchor=anchor)  # type: ignore[arg-type]
+    ctx = tools.get_context(none, hit["chunk_id"], anchor=anchor)
     assert ctx["citation"]["heading_path"] == ["Awards", "Runners-up"]
-    assert tools.get_context(None, hit["chunk_id"])["citation"]["heading_path"] == [
-        "Awards",
-        "Winner",
-    ]  # type: ignore[arg-type]
+    own = tools.get_context(none, hit["chunk_id"])["citation"]
+    assert own["heading_path"] == ["Awards", "Winner"]
     result = shelf.context(hit["chunk_id"], "snippet-window", anchor=anchor)
     assert result.citation.heading_path == ("Awards", "Runners-up")
     assert result.citation.anchor == anchor

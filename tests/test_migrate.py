@@ -59,7 +59,6 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
     the id of the snippet whose heading names `configuration`."""
     from docshelf.chunk import build_header
     from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
-
     from docshelf.store import rows
 
     schema = sqlite_schema if module == "sqlite" else postgres_schema
