@@ -3,8 +3,8 @@
 *Sections* (large, for context) and *snippets* (small, sized to the embedding
 window, for recall) are built the same way: the document's blocks are units,
 packed greedily in order into groups of at most a token limit. A heading starts
-a new group once the current one has reached the tier's minimum (a snippet: at
-every heading not on a page, as a snippet is cited by one heading), a group never
+a new group once the current one has reached the tier's minimum (a snippet that
+packs short sections keeps the places of the headings inside it), a group never
 ends with a heading whose content follows (the heading is carried over), and a
 block is cut only when it alone is over the limit: at list items or lines for
 lists, at lines for code, tables and quotes, at sentence ends for paragraphs,
@@ -86,11 +86,12 @@ class ChunkSettings:
     """Token limits of the two tiers and of the structural header."""
 
     snippet_max_tokens: int = 200
-    snippet_min_tokens: int = 48  # below this a heading does not force a new snippet …
-    # … unless the heading is not on a page: every heading of a document cited by heading
-    # starts a snippet, so a snippet's text sits under the one heading it is cited by (a
-    # PDF's snippet is cited by its page, which a heading inside it does not change)
-    snippet_per_heading: bool = True
+    snippet_min_tokens: int = 48  # below this a heading does not start a new snippet: short
+    # sections are packed, and the snippet keeps its inner headings' places (Chunk.inner),
+    # so a search cites it under the one the query's words are in (search/citing.py)
+    # With ``snippet_per_heading`` every heading not on a page starts a snippet instead
+    # (design (a) of issue 15, off by default: BENCHMARKS.md, "Inner headings").
+    snippet_per_heading: bool = False
     section_max_tokens: int = 2200
     section_min_tokens: int = 1200  # a heading starts a new section once this is reached
     header_max_tokens: int = 48
