@@ -260,7 +260,14 @@ export class SearchView {
             h(
               "a",
               {
-                href: openHref(hit.document_id, hit.chunk_id, null, citation.anchor ?? null),
+                // a text citation opens at its anchor (the inner heading it is cited
+                // under); a page's citation opens at its page
+                href: openHref(
+                  hit.document_id,
+                  hit.chunk_id,
+                  null,
+                  citation.page_start == null ? (citation.anchor ?? null) : null,
+                ),
                 class: "citation",
               },
               citation.label,
