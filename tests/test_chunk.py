@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 
 from docshelf.chunk import ChunkSettings, approx_tokens, build_header, chunk_document
 from docshelf.errors import InvalidInput
-from docshelf.model import Block, BlockKind, Chunk, ParsedDocument, Tier, chunk_id, document_id
+from docshelf.model import (
+    Block,
+    BlockKind,
+    Chunk,
+    InnerHeading,
+    ParsedDocument,
+    Tier,
+    chunk_id,
+    document_id,
+)
 from docshelf.parse import parse
 
 FP = "f" * 64
@@ -422,8 +431,8 @@ def test_settings_for_window() -> None:
     minilm = ChunkSettings.for_window(256)
     assert minilm.header_max_tokens == 48
     assert minilm.snippet_max_tokens == 256 - 2 - 48
-    assert minilm.snippet_min_tokens == 48  # for headings on pages
-    assert minilm.snippet_per_heading  # every other heading starts a snippet
+    assert minilm.snippet_min_tokens == 48  # short sections are packed below it …
+    assert not minilm.snippet_per_heading  # … keeping their inner headings' places
     small = ChunkSettings.for_window(64)
     assert small.header_max_tokens == 16
     assert small.snippet_max_tokens == 64 - 2 - 16
@@ -537,7 +546,8 @@ Submissions close on October 31st.
 
 
 def test_each_short_section_is_its_own_snippet_cited_by_its_heading() -> None:
-    settings_ = ChunkSettings.for_window(256)  # what a MiniLM library chunks with
+    # design (a), on request: a snippet at every heading off a page
+    settings_ = dataclasses.replace(ChunkSettings.for_window(256), snippet_per_heading=True)
     snippets = tier(chunk(md(EVENT_NOTE), settings_), Tier.SNIPPET)
     runners = next(s for s in snippets if "runner-ups" in s.text)
     assert runners.text.startswith("### Runners-up")
@@ -580,16 +590,43 @@ def _content_under_one_heading(doc: ParsedDocument, snippets: list[Chunk]) -> No
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=documents(), window=st.sampled_from([64, 128, 256, 512]))
 def test_snippets_never_pack_content_of_two_headings(doc: ParsedDocument, window: int) -> None:
-    settings_ = ChunkSettings.for_window(window)
+    settings_ = dataclasses.replace(ChunkSettings.for_window(window), snippet_per_heading=True)
     snippets = tier(chunk(doc, settings_), Tier.SNIPPET)
     _content_under_one_heading(doc, snippets)
     check_invariants(doc, chunk(doc, settings_), settings_, approx_tokens)
 
 
-def test_the_default_settings_cite_each_heading_too() -> None:
+def _content_under_its_part(doc: ParsedDocument, snippets: list[Chunk]) -> None:
+    """Every block of content in a snippet sits under the heading of the part that holds
+    it: the snippet's own heading before its first inner heading, each inner heading's
+    after it; inner headings are in order, inside the snippet, off pages."""
+    for snippet in snippets:
+        starts = [i.start for i in snippet.inner]
+        assert starts == sorted(set(starts)), snippet
+        assert all(snippet.start < s < snippet.end for s in starts), snippet
+        assert not snippet.inner or snippet.page_start is None
+        for b in doc.blocks:
+            if b.kind is BlockKind.HEADING or not snippet.start <= b.start < snippet.end:
+                continue
+            before = [i for i in snippet.inner if i.start <= b.start]
+            path = before[-1].heading_path if before else snippet.heading_path
+            assert b.heading_path == path, (snippet.text, b)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=documents(), window=st.sampled_from([64, 128, 256, 512]))
+def test_packed_snippets_know_the_heading_of_each_part(doc: ParsedDocument, window: int) -> None:
+    settings_ = ChunkSettings.for_window(window)
+    _content_under_its_part(doc, tier(chunk(doc, settings_), Tier.SNIPPET))
+
+
+def test_the_default_settings_pack_short_sections_and_keep_their_headings() -> None:
     snippets = tier(chunk(md(EVENT_NOTE), ChunkSettings()), Tier.SNIPPET)
-    _content_under_one_heading(md(EVENT_NOTE), snippets)
-    assert len(snippets) == 4
+    _content_under_its_part(md(EVENT_NOTE), snippets)
+    packed = next(s for s in snippets if "runner-ups" in s.text)
+    assert "October 31st" in packed.text and packed.heading_path[-1] == "Runners-up"
+    assert [i.heading_path[-1] for i in packed.inner] == ["Timeline"]
+    assert EVENT_NOTE[packed.inner[0].start :].startswith("## Timeline")
 
 
 def test_headings_on_a_page_keep_the_minimum() -> None:
@@ -610,4 +647,7 @@ def test_headings_on_a_page_keep_the_minimum() -> None:
     unpaged = ParsedDocument(
         body=body, blocks=tuple(dataclasses.replace(b, page=None) for b in blocks)
     )
-    assert len(tier(chunk(unpaged, settings_), Tier.SNIPPET)) == 2
+    (packed,) = tier(chunk(unpaged, settings_), Tier.SNIPPET)  # packed, with its inner heading
+    assert packed.inner == (InnerHeading(body.index("Discussion"), ("Discussion",)),)
+    apart = dataclasses.replace(settings_, snippet_per_heading=True)
+    assert len(tier(chunk(unpaged, apart), Tier.SNIPPET)) == 2

@@ -59,10 +59,17 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
     the id of the snippet whose heading names `configuration`."""
     from docshelf.chunk import build_header
     from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
+    from docshelf.store import rows
 
     schema = sqlite_schema if module == "sqlite" else postgres_schema
     with monkeypatch.context() as patch:
         patch.setattr(f"docshelf.store.{module}.MIGRATIONS", schema.MIGRATIONS[:8])
+        # chunk rows as they were written then (before migration 10's inner_headings)
+        old_columns = rows.CHUNK_COLUMNS.removesuffix(", inner_headings")
+        patch.setattr("docshelf.store.sql.catalogue.CHUNK_COLUMNS", old_columns)
+        patch.setattr(
+            "docshelf.store.sql.catalogue.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
+        )
         store = open_store(url)
         assert store.schema_version() == 8
         sha = "ab" * 32

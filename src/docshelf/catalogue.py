@@ -46,6 +46,8 @@ class Status:
     vector_index: dict[str, object] = field(default_factory=dict)
     lexical_index: dict[str, object] = field(default_factory=dict)
     enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed
+    # why a ``docshelf reindex`` is due (chunks made by an older chunker), or None
+    reindex_due: str | None = None
 
     @property
     def embedding_coverage(self) -> float:
@@ -99,7 +101,18 @@ def status(rt: Runtime) -> Status:
         enrichment=s.by_enrichment,
         vector_index=rt.vector_index.state() if rt.vector_index else {"path": "native"},
         lexical_index=rt.lexical_index.state() if rt.lexical_index else {"path": "native"},
+        reindex_due=reindex_due(store) if s.documents else None,
     )
+
+
+def reindex_due(store: Store) -> str | None:
+    """Why the library's chunks want a ``docshelf reindex``: made by an older chunker than
+    this one (meta ``chunker_version``, kept from a library's first write and after every
+    full reindex), or None."""
+    from docshelf.chunk import CHUNKER_META
+    from docshelf.chunk import reindex_due as due
+
+    return due(store.get_meta(CHUNKER_META))
 
 
 # Clearing a single-valued facet's own filter before counting it keeps its other values

@@ -86,8 +86,22 @@ class ParsedDocument:
 
 
 @dataclass(frozen=True)
+class InnerHeading:
+    """A heading inside a snippet that packs several short sections: where the text under
+    it starts (a body offset, the heading's own line included) and its heading path. Its
+    part of the snippet runs to the next inner heading's start, or the snippet's end."""
+
+    start: int
+    heading_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Chunk:
-    """A section or snippet. ``text`` is the body span; ``header`` the structural prefix."""
+    """A section or snippet. ``text`` is the body span; ``header`` the structural prefix.
+
+    ``inner`` are the places of the headings packed inside a snippet after its first
+    content (its own heading is ``heading_path``): a search cites the hit under the one
+    whose part holds the query's words (``search/citing.py``)."""
 
     id: str
     document_id: str
@@ -104,6 +118,7 @@ class Chunk:
     page_start: int | None = None
     page_end: int | None = None
     token_count: int = 0
+    inner: tuple[InnerHeading, ...] = ()
 
     @property
     def retrieval_text(self) -> str:
@@ -195,9 +210,14 @@ class Citation:
     chunk_index: int
     page_start: int | None
     page_end: int | None
+    # where the cited text starts in the document's body: the chunk's start, or the
+    # start of the inner heading it is cited under (what a face opens and scrolls to)
+    anchor: int = 0
 
     @classmethod
-    def for_chunk(cls, chunk: Chunk, doc: Document) -> Citation:
+    def for_chunk(cls, chunk: Chunk, doc: Document, at: InnerHeading | None = None) -> Citation:
+        """The citation of ``chunk``: under its own heading, or under its inner heading
+        ``at`` (one of ``chunk.inner``), whose heading path and start it then carries."""
         if chunk.page_start is not None:
             pages = (
                 f"p.{chunk.page_start}"
@@ -211,10 +231,11 @@ class Citation:
             label=f"{doc.title} ({where})",
             path=doc.path,
             title=doc.title,
-            heading_path=chunk.heading_path,
+            heading_path=at.heading_path if at is not None else chunk.heading_path,
             chunk_index=chunk.index,
             page_start=chunk.page_start,
             page_end=chunk.page_end,
+            anchor=at.start if at is not None else chunk.start,
         )
 
 

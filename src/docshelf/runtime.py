@@ -389,6 +389,10 @@ class Runtime:
                 )
                 if self.embedder:
                     self.store.set_meta("embedding_dim", str(self.embedder.dim))
+                from docshelf.chunk import CHUNKER_META, CHUNKER_VERSION
+
+                if self.store.get_meta(CHUNKER_META) is None:  # a new library: chunked by
+                    self.store.set_meta(CHUNKER_META, str(CHUNKER_VERSION))  # this one
 
     def chunking(self) -> Chunking:
         """Chunking as configured now (a caller may swap ``chunk_settings``)."""

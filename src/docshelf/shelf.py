@@ -349,9 +349,11 @@ class Shelf:
         mode: str = "snippet-window",
         window: int = 1,
         user_id: str | None = None,
+        anchor: int | None = None,
     ) -> ContextResult:
-        """Widen a hit: its neighbours, its section, or its section's neighbours."""
-        return self.retriever.context(chunk_id, mode, window, user_id)
+        """Widen a hit: its neighbours, its section, or its section's neighbours; with the
+        hit's citation ``anchor``, cited under the same (inner) heading."""
+        return self.retriever.context(chunk_id, mode, window, user_id, anchor)
 
     # -- answers (knowledge/answer.py) -------------------------------------------------------
     def ask(self, question: str, *, limit: int = 5, user_id: str | None = None) -> Answer:

@@ -38,6 +38,7 @@ def citation(c: Citation) -> JSON:
         "chunk_index": c.chunk_index,
         "page_start": c.page_start,
         "page_end": c.page_end,
+        "anchor": c.anchor,
     }
 
 
@@ -209,6 +210,7 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
         "vector_index": s.vector_index,
         "lexical_index": s.lexical_index,
         "enrichment": s.enrichment,
+        "reindex_due": s.reindex_due,
     }
     if problems is not None:
         out["problems"] = problems

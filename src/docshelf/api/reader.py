@@ -23,6 +23,7 @@ from docshelf.api.schema import errors
 from docshelf.catalogue import DocumentView
 from docshelf.errors import NotFound
 from docshelf.model import Chunk, Document, Source
+from docshelf.search import citing
 from docshelf.shelf import Shelf
 
 router = APIRouter()
@@ -78,8 +79,12 @@ def view(
     user: UserDep,
     chunk: Annotated[str | None, Query(max_length=200)] = None,
     page: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
+    at: Annotated[
+        int | None,
+        Query(ge=0, description="A citation's anchor: open at the inner heading it names"),
+    ] = None,
 ) -> JSON:
-    return _view(shelf, shelf.document(document_id, user.id), chunk, page)
+    return _view(shelf, shelf.document(document_id, user.id), chunk, page, at)
 
 
 @router.get(
@@ -98,17 +103,25 @@ def chunk_view(chunk_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     return _view(shelf, doc_view, chunk_id, None)
 
 
-def _view(shelf: Shelf, doc_view: DocumentView, chunk: str | None, page: int | None) -> JSON:
+def _view(
+    shelf: Shelf,
+    doc_view: DocumentView,
+    chunk: str | None,
+    page: int | None,
+    at: int | None = None,
+) -> JSON:
     doc = doc_view.document
     cited = _cited(shelf, doc_view, chunk)
     original = _original(shelf, doc_view)
+    inner = citing.inner_at(cited, at) if cited is not None and at is not None else None
     base: JSON = {
         "document_id": doc.id,
         "title": doc.title,
         "file_type": doc.file_type,
         "path": doc.path,
         "chunk_id": cited.id if cited else None,
-        "heading_path": list(cited.heading_path) if cited else [],
+        "heading_path": list(citing.cited_path(cited, inner)) if cited else [],
+        "anchor": (inner.start if inner else cited.start) if cited else None,
         "download": f"/v1/documents/{quote(doc.id, safe='')}/blob",
         "obsidian": _obsidian(shelf, doc),
     }
@@ -131,7 +144,9 @@ def _view(shelf: Shelf, doc_view: DocumentView, chunk: str | None, page: int | N
             "image": f"/v1/documents/{quote(doc.id, safe='')}/pages/{shown.page}",
             "boxes": [list(b) for b in shown.boxes],
         }
-    text = reading.text_view(original.data, doc.file_type, cited, limits)
+    text = reading.text_view(
+        original.data, doc.file_type, cited, limits, inner.start if inner else None
+    )
     text.pop("title", None)
     return {**base, **text}
 

@@ -114,16 +114,26 @@ def original_bytes(
 
 
 def text_view(
-    data: bytes, file_type: str, cited: Chunk | None, limits: ParseLimits | None = None
+    data: bytes,
+    file_type: str,
+    cited: Chunk | None,
+    limits: ParseLimits | None = None,
+    anchor: int | None = None,
 ) -> JSON:
     """The document as blocks (``heading``/``paragraph``/``list``/``code``/``table``/
     ``quote``), each ``{kind, id, inlines | items | text, cited?}``; ``target`` is the
-    id of the cited chunk's heading (or its first block), where the page scrolls."""
+    id of the cited chunk's heading (or its first block), where the page scrolls — or,
+    given the citation's ``anchor`` inside the chunk (an inner heading it is cited
+    under), of the heading there."""
     parsed = parse(data, file_type, limits)
     body, blocks = parsed.body, list(parsed.blocks)
     if not blocks and body.strip():
         blocks = [Block(BlockKind.PARAGRAPH, 0, len(body), ())]
     first_cited = _first_overlap(blocks, cited)
+    if cited is not None and anchor is not None and cited.start < anchor < cited.end:
+        first_cited = next(
+            (i for i, b in enumerate(blocks) if b.start <= anchor < b.end), first_cited
+        )
     lo, hi = _window(len(blocks), first_cited)
     markdown = file_type == "markdown" or (file_type == "text" and _looks_markdown(blocks))
     out: list[JSON] = []

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from docshelf import views
+from docshelf import catalogue, views
 from docshelf.api import reading
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
@@ -291,9 +291,11 @@ def start_reindex(
     summary="Admin: the library-wide reindex's state and progress",
     responses=errors(403),
 )
-def reindex_state(request: Request, user: UserDep) -> JSON:
+def reindex_state(request: Request, shelf: ShelfDep, user: UserDep) -> JSON:
     _admin(user)
-    state: JSON = request.app.state.reindex.state
+    state: JSON = dict(request.app.state.reindex.state)
+    # whether one is due: the library's chunks made by an older chunker (as `status` says)
+    state["due"] = None if state.get("state") == "running" else catalogue.reindex_due(shelf.store)
     return state
 
 
@@ -378,8 +380,11 @@ def context(
     user: UserDep,
     mode: ContextMode = "snippet-window",
     window: Annotated[int, Query(ge=0, le=20)] = 1,
+    anchor: Annotated[
+        int | None, Query(ge=0, description="A search citation's anchor: cite the same heading")
+    ] = None,
 ) -> JSON:
-    return views.context(shelf.context(chunk_id, mode, window, user_id=user.id))
+    return views.context(shelf.context(chunk_id, mode, window, user_id=user.id, anchor=anchor))
 
 
 @router.get("/sources", summary="The caller's registered sources")

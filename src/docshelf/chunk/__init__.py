@@ -3,8 +3,8 @@
 *Sections* (large, for context) and *snippets* (small, sized to the embedding
 window, for recall) are built the same way: the document's blocks are units,
 packed greedily in order into groups of at most a token limit. A heading starts
-a new group once the current one has reached the tier's minimum (a snippet: at
-every heading not on a page, as a snippet is cited by one heading), a group never
+a new group once the current one has reached the tier's minimum (a snippet that
+packs short sections keeps the places of the headings inside it), a group never
 ends with a heading whose content follows (the heading is carried over), and a
 block is cut only when it alone is over the limit: at list items or lines for
 lists, at lines for code, tables and quotes, at sentence ends for paragraphs,
@@ -30,16 +30,54 @@ from dataclasses import dataclass
 
 from docshelf.chunk.tokens import TokenCounter, approx_tokens
 from docshelf.errors import InvalidInput
-from docshelf.model import Block, BlockKind, Chunk, ParsedDocument, Tier, chunk_id, document_id
+from docshelf.model import (
+    Block,
+    BlockKind,
+    Chunk,
+    InnerHeading,
+    ParsedDocument,
+    Tier,
+    chunk_id,
+    document_id,
+)
 
 __all__ = [
+    "CHUNKER_META",
+    "CHUNKER_VERSION",
     "ChunkSettings",
     "TokenCounter",
     "approx_tokens",
     "build_header",
     "chunk_document",
     "plan_chunks",
+    "reindex_due",
 ]
+
+# What a library records of the chunker that made its chunks (meta ``chunker_version``):
+# raised whenever the same file and settings would give other chunks or chunk columns, so
+# ``status`` can tell a library made by an older one that a ``reindex`` is due. 1: every
+# library before the number was recorded; 2: snippets keep their inner headings' places,
+# and a block a little over the limit is cut in even halves.
+CHUNKER_VERSION = 2
+CHUNKER_META = "chunker_version"
+
+
+def reindex_due(recorded: str | None) -> str | None:
+    """What ``status`` says of a library whose meta ``chunker_version`` is ``recorded``
+    (None: made before the number was kept), or None when its chunks are current."""
+    try:
+        version = int(recorded) if recorded is not None else 1
+    except ValueError:
+        version = 1
+    if version >= CHUNKER_VERSION:
+        return None
+    return (
+        f"The library was chunked by an older chunker (version {version}; this one is "
+        f"{CHUNKER_VERSION}: a snippet that packs short sections is cited under the one "
+        "the query's words are in). Search works as before; run `docshelf reindex` to "
+        "re-chunk every file (search keeps answering meanwhile)."
+    )
+
 
 # -- settings and header -------------------------------------------------------------------
 
@@ -49,11 +87,12 @@ class ChunkSettings:
     """Token limits of the two tiers and of the structural header."""
 
     snippet_max_tokens: int = 200
-    snippet_min_tokens: int = 48  # below this a heading does not force a new snippet …
-    # … unless the heading is not on a page: every heading of a document cited by heading
-    # starts a snippet, so a snippet's text sits under the one heading it is cited by (a
-    # PDF's snippet is cited by its page, which a heading inside it does not change)
-    snippet_per_heading: bool = True
+    snippet_min_tokens: int = 48  # below this a heading does not start a new snippet: short
+    # sections are packed, and the snippet keeps its inner headings' places (Chunk.inner),
+    # so a search cites it under the one the query's words are in (search/citing.py)
+    # With ``snippet_per_heading`` every heading not on a page starts a snippet instead
+    # (design (a) of issue 15, off by default: BENCHMARKS.md, "Inner headings").
+    snippet_per_heading: bool = False
     section_max_tokens: int = 2200
     section_min_tokens: int = 1200  # a heading starts a new section once this is reached
     header_max_tokens: int = 48
@@ -606,7 +645,11 @@ def _link(
         pages = [u.page for u in group if u.page is not None]
         # Cited where its content sits: a chunk that opens with headings (an H1, then an
         # H2 and its text) belongs under the last of them, not the first.
-        path = next((u.heading_path for u in group if not u.is_heading), group[-1].heading_path)
+        first = next((k for k, u in enumerate(group) if not u.is_heading), len(group) - 1)
+        path = group[first].heading_path
+        # a snippet (not on a page: a page is cited by its number) that packs several short
+        # sections keeps where each later heading's part starts
+        inner = _inner(group, first) if parents is not None and not pages else ()
         after = chunk_id(fp, tier, i + 1) if i < last else None
         if parents is not None and parents[i] != parent[0]:
             parent = (parents[i], chunk_id(fp, Tier.SECTION, parents[i]))
@@ -626,5 +669,24 @@ def _link(
             page_start=min(pages, default=None),
             page_end=max(pages, default=None),
             token_count=count(text),
+            inner=inner,
         )
         this, before = after or "", this
+
+
+def _inner(group: Sequence[_Unit], first: int) -> tuple[InnerHeading, ...]:
+    """The inner headings of a group whose first content unit is ``group[first]``: each
+    unit after it under another heading path than the one before starts a part (at the
+    heading's own line, when the part opens with its headings)."""
+    out: list[InnerHeading] = []
+    current = group[first].heading_path
+    opening: int | None = None  # the start of the headings that open the next part
+    for u in group[first + 1 :]:
+        if u.is_heading:
+            opening = u.start if opening is None else opening
+        if u.heading_path != current and not u.is_heading:
+            out.append(InnerHeading(u.start if opening is None else opening, u.heading_path))
+            current = u.heading_path
+        if not u.is_heading:
+            opening = None
+    return tuple(out)

@@ -282,6 +282,8 @@ def render_status(o: Outcome) -> None:
     if r["enrichment"]:
         parts = ", ".join(f"{n} {k}" for k, n in sorted(r["enrichment"].items()))
         console.print(f"Enrichment: {parts}")
+    if r.get("reindex_due"):
+        console.print(Text(f"Reindex due: {r['reindex_due']}", style="yellow"))
     if r["pages_without_text"]:
         console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
     if r["unmapped_tags"]:
@@ -364,6 +366,8 @@ def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Actio
     actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
     if st.enrichment.get("pending"):
         actions.append(Action(run.cmd("enrich --all"), "Enrich the documents still pending"))
+    if st.reindex_due:
+        actions.append(Action(run.cmd("reindex"), "Re-chunk the library with this chunker"))
     if st.documents == 0:
         actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
     result = views.status(st, shelf.check() if check else None)

@@ -64,6 +64,8 @@ def ask(
 
 def _render_context(o: Outcome) -> None:
     console.print(Text(o.result["citation"]["label"], style="bold cyan"))
+    if o.result["citation"]["heading_path"]:
+        console.print(Text(" > ".join(o.result["citation"]["heading_path"]), style="cyan"))
     console.print(Text(o.result["text"]))
 
 
@@ -75,11 +77,15 @@ def context(
         str, typer.Option(help="snippet-window, parent-section or section-neighborhood.")
     ] = "snippet-window",
     window: Annotated[int, typer.Option(help="Neighbours on each side (snippet-window).")] = 1,
+    anchor: Annotated[
+        int | None,
+        typer.Option(help="The hit's citation anchor: cite it under the same heading."),
+    ] = None,
 ) -> Outcome:
     """Expand a hit: its neighbouring snippets, its section, or its section's neighbours."""
     from docshelf import views
 
-    result = run.store_shelf().context(chunk_id, mode, window)
+    result = run.store_shelf().context(chunk_id, mode, window, anchor=anchor)
     others = [m for m in ("snippet-window", "parent-section", "section-neighborhood") if m != mode]
     return Outcome(
         views.context(result),

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from docshelf.accounts.access import visible
+from docshelf.chunk import CHUNKER_META, CHUNKER_VERSION
 from docshelf.errors import Conflict, DocshelfError, InvalidInput
 from docshelf.ingest.prepare import embed_texts, prepare, read_file
 from docshelf.model import Chunk, Document, Failure, Tier, fingerprint
@@ -35,7 +36,7 @@ from docshelf.store.rows import chunk_from_row, chunk_row
 if TYPE_CHECKING:
     from docshelf.runtime import Progress, Runtime
 
-FORMAT = "1"  # of the staged data
+FORMAT = "2"  # of the staged data (2: chunk rows with their inner headings)
 
 
 @dataclass
@@ -194,6 +195,9 @@ def reindex(
         report.reembedded += not rechunked
         report.snippets += snippets
     _switch(rt, target, [d.id for d in docs], report, progress)
+    if document_id is None and not report.reembedded:
+        # every document chunked anew by this chunker: no reindex is due any more
+        store.set_meta(CHUNKER_META, str(CHUNKER_VERSION))
     report.vector_index = rt.maintain_indexes(rebuild=True, progress=progress)
     report.seconds = time.perf_counter() - started
     return report

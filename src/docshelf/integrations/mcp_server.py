@@ -121,6 +121,7 @@ def _cut(text: str, chars: int) -> str:
 def _citation(c: Citation) -> JSON:
     """The citation an agent quotes and opens: label, path, headings, pages if any."""
     out: JSON = {"label": c.label, "path": c.path, "heading_path": list(c.heading_path)}
+    out["anchor"] = c.anchor  # get_context(chunk_id, anchor=…) cites the same heading
     if c.page_start is not None:
         out["page_start"] = c.page_start
         out["page_end"] = c.page_end
@@ -309,8 +310,14 @@ class _Tools:
             Field(ge=0, description="Start the text here (a cut result's truncated.next_offset)"),
         ] = 0,
         max_chars: MaxChars = DEFAULT_MAX_CHARS,
+        anchor: Annotated[
+            int | None,
+            Field(ge=0, description="The hit's citation.anchor: cited under the same heading"),
+        ] = None,
     ) -> JSON:
-        result = self.shelf.context(chunk_id, mode, window, user_id=self.identity(ctx))
+        result = self.shelf.context(
+            chunk_id, mode, window, user_id=self.identity(ctx), anchor=anchor
+        )
         out: JSON = {
             "chunk_id": result.chunk_id,
             "mode": result.mode,

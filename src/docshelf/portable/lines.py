@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
 import zipfile
@@ -25,7 +26,17 @@ import numpy as np
 import numpy.typing as npt
 
 from docshelf.errors import InvalidInput
-from docshelf.model import Chunk, Document, Job, Source, Tier, User, chunk_id, document_id
+from docshelf.model import (
+    Chunk,
+    Document,
+    InnerHeading,
+    Job,
+    Source,
+    Tier,
+    User,
+    chunk_id,
+    document_id,
+)
 from docshelf.parse.links import WikiLink
 from docshelf.store import FileRecord, Store
 
@@ -114,7 +125,10 @@ def _entry(obj: dict[str, Any], where: str, dim: int | None) -> Entry:
     chunks: list[Chunk] = []
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     for c in checked(list[dict[str, Any]], obj.get("chunks"), f"{where}.chunks"):
-        chunk = build(Chunk, {**c, "document_id": doc.id}, f"{where}.chunks")
+        fields = {k: v for k, v in c.items() if k != "inner"}
+        chunk = build(Chunk, {**fields, "document_id": doc.id}, f"{where}.chunks")
+        if c.get("inner"):
+            chunk = dataclasses.replace(chunk, inner=_inner(c["inner"], chunk, where))
         if chunk.id != chunk_id(doc.sha256, chunk.tier, chunk.index):
             raise InvalidInput(f"{where}: chunk id {chunk.id!r} does not match its document")
         chunks.append(chunk)
@@ -166,6 +180,22 @@ def _entry(obj: dict[str, Any], where: str, dim: int | None) -> Entry:
     if distillates and (doc.enriched_at is None or doc.enrichment_mode is None):
         raise InvalidInput(f"{where}: distillates on a document that was never enriched")
     return Entry(doc, chunks, vectors, files, access, links, names, job, distillates)
+
+
+def _inner(raw: Any, chunk: Chunk, where: str) -> tuple[InnerHeading, ...]:
+    """A chunk's inner headings from its archive line: ``[[start, [heading…]]…]``, each
+    inside the chunk, in order (an archive written before them has none)."""
+    out: list[InnerHeading] = []
+    for item in checked(list[Any], raw, f"{where}.chunks.inner"):
+        pair = checked(list[Any], item, f"{where}.chunks.inner")
+        if len(pair) != 2:
+            raise InvalidInput(f"{where}: an inner heading of {chunk.id} is not [start, path]")
+        start = checked(int, pair[0], f"{where}.chunks.inner.start")
+        path = checked(tuple[str, ...], pair[1], f"{where}.chunks.inner.heading_path")
+        if not chunk.start <= start < chunk.end or (out and start <= out[-1].start):
+            raise InvalidInput(f"{where}: an inner heading of {chunk.id} is out of place")
+        out.append(InnerHeading(start, path))
+    return tuple(out)
 
 
 def _vector(raw: str, chunk: Chunk, dim: int | None, where: str) -> npt.NDArray[np.float32]:

@@ -31,6 +31,7 @@ from docshelf.store.rows import (
     JOB_FIELDS,
     SOURCE_COLUMNS,
     USER_COLUMNS,
+    decode_inner,
     source_from_row,
     user_from_row,
 )
@@ -205,6 +206,7 @@ class Reader:
             "token_count": r[12],
             "header": r[13],
             "text": r[14],
+            "inner": [[i.start, list(i.heading_path)] for i in decode_inner(r[15])],
             "vector": base64.b64encode(raw).decode("ascii") if raw is not None else None,
         }
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
+from docshelf.search import citing
 from docshelf.search.cache import ResultCache
 from docshelf.search.engines import LexicalEngine, VectorEngine
 from docshelf.search.evidence import by_evidence
@@ -262,6 +263,7 @@ class Retriever:
         # be quoted (the text alone: the few hits are read whole below)
         fused = self.sections_first(fused, places, parsed, lambda: self.store.chunk_texts(ids))
         pool = [places[f.id].document_id for f in fused if f.id in places]
+        query_words = citing.query_words(parsed.text)  # the citation step's
         docs: dict[str, Document] = {}
         groups: set[Hashable] = set()
         texts: set[str] = set()
@@ -272,7 +274,7 @@ class Retriever:
             if where is None:
                 continue  # deleted between recall and fetch
             key = place_key(f.id, where, group)
-            if key in groups:
+            if all(k in groups for k in citing.possible_keys(where, key, group)):
                 continue
             if f.id not in read:  # read the next few candidates that may become hits
                 wanted = self._next_unread(
@@ -296,6 +298,13 @@ class Retriever:
             doc = docs.get(chunk.document_id)
             if doc is None:
                 continue
+            # cited under the inner heading whose part holds the query's words, if any:
+            # then one hit per (file, that heading)
+            at = citing.cited_under(chunk, query_words)
+            if at is not None and group == "snippet":
+                key = (where.document_id, at.heading_path, where.page_start)
+            if key in groups:
+                continue
             texts.add(same_text)
             groups.add(key)
             hits.append(
@@ -304,7 +313,7 @@ class Retriever:
                     document=doc,
                     score=f.score,
                     scores=Scores(lexical=f.lexical, vector=f.vector, fused=f.score),
-                    citation=Citation.for_chunk(chunk, doc),
+                    citation=Citation.for_chunk(chunk, doc, at),
                 )
             )
             if len(hits) == limit:
@@ -339,7 +348,7 @@ class Retriever:
             if where is None or f.id in read:
                 continue
             key = place_key(f.id, where, group)
-            if key in groups or key in taken:
+            if key in taken or all(k in groups for k in citing.possible_keys(where, key, group)):
                 continue
             taken.add(key)
             out.append(f.id)
@@ -412,7 +421,10 @@ class Retriever:
         for h in hits:
             doc = seen[h.document.id]
             if doc is not h.document:
-                h = dataclasses.replace(h, document=doc, citation=Citation.for_chunk(h.chunk, doc))
+                at = citing.inner_at(h.chunk, h.citation.anchor)
+                h = dataclasses.replace(
+                    h, document=doc, citation=Citation.for_chunk(h.chunk, doc, at)
+                )
             out.append(h)
         return out
 
@@ -448,8 +460,11 @@ class Retriever:
         mode: str = "snippet-window",
         window: int = 1,
         user_id: str | None = None,
+        anchor: int | None = None,
     ) -> ContextResult:
-        """Widen a hit: its neighbours, its section, or its section's neighbours."""
+        """Widen a hit: its neighbours, its section, or its section's neighbours. With a
+        search citation's ``anchor``, cited as the search cited it (under the inner heading
+        that starts there; any other anchor: under the chunk's own heading)."""
         if mode not in CONTEXT_MODES:
             raise InvalidInput(
                 f"Unknown context mode {mode!r}; use one of {', '.join(CONTEXT_MODES)}"
@@ -471,7 +486,8 @@ class Retriever:
             if chunk.tier is Tier.SNIPPET and chunk.parent_id:
                 section = self.store.get_chunks([chunk.parent_id])[0]
             chunks = [section] if mode == "parent-section" else self._neighbours(section, 1)
-        return ContextResult(chunk_id, mode, chunks, Citation.for_chunk(chunk, doc))
+        at = citing.inner_at(chunk, anchor) if anchor is not None else None
+        return ContextResult(chunk_id, mode, chunks, Citation.for_chunk(chunk, doc, at))
 
     def _neighbours(self, chunk: Chunk, window: int) -> list[Chunk]:
         tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)
@@ -514,6 +530,7 @@ def chunk_place(chunk: Chunk) -> ChunkPlace:
         chunk.page_start,
         chunk.index,
         header,
+        tuple(i.heading_path for i in chunk.inner),
     )
 
 

@@ -142,6 +142,9 @@ class ChunkPlace:
     # Its header, kept only for the first chunk of its tier (index 0): the one place the
     # text evidence reads it (a file's title as the heading of its top, evidence.own_heading).
     header: str | None = None
+    # the heading paths of its inner headings (``Chunk.inner``): the other places it may
+    # be cited under, which the de-duplication of citations must know before reading it
+    inner: tuple[tuple[str, ...], ...] = ()
 
 
 class Store(Protocol):

@@ -368,3 +368,14 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        10,
+        "chunk_inner_headings",
+        """
+        -- The places of a snippet's inner headings, as JSON text (see the SQLite schema).
+        ALTER TABLE chunks ADD COLUMN inner_headings text NOT NULL DEFAULT '[]';
+        """,
+    ),
+)

@@ -10,7 +10,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from docshelf.model import Chunk, Distillate, Document, Job, Source, Stage, Tier, User
+from docshelf.model import (
+    Chunk,
+    Distillate,
+    Document,
+    InnerHeading,
+    Job,
+    Source,
+    Stage,
+    Tier,
+    User,
+)
 
 DOCUMENT_FIELDS = (
     *("id", "sha256", "title", "path", "rel_path", "source_id", "source_host", "file_type"),
@@ -29,7 +39,7 @@ JOB_COLUMNS = (
 )
 CHUNK_COLUMNS = (
     "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
-    "page_end, char_start, char_end, token_count, header, text"
+    "page_end, char_start, char_end, token_count, header, text, inner_headings"
 )
 
 
@@ -126,7 +136,25 @@ def chunk_row(c: Chunk, encode_path: Encode = json_list) -> tuple[Any, ...]:
         c.token_count,
         c.header,
         c.text,
+        encode_inner(c.inner),
     )
+
+
+def encode_inner(inner: Sequence[InnerHeading]) -> str:
+    """A chunk's inner headings as stored (JSON text in both stores): ``[[start, [path…]]…]``."""
+    return json.dumps([[i.start, list(i.heading_path)] for i in inner]) if inner else "[]"
+
+
+def decode_inner(raw: Any) -> tuple[InnerHeading, ...]:
+    """``encode_inner``'s value back (a row of a store before the column: none)."""
+    if raw is None or raw == "[]":
+        return ()
+    return tuple(InnerHeading(int(s), tuple(p)) for s, p in json.loads(raw))
+
+
+def inner_paths(raw: Any) -> tuple[tuple[str, ...], ...]:
+    """The heading paths alone of a stored ``inner_headings`` value."""
+    return tuple(i.heading_path for i in decode_inner(raw))
 
 
 def chunk_from_row(r: Sequence[Any], decode_path: Decode = from_json_list) -> Chunk:
@@ -146,6 +174,7 @@ def chunk_from_row(r: Sequence[Any], decode_path: Decode = from_json_list) -> Ch
         token_count=r[12],
         header=r[13],
         text=r[14],
+        inner=decode_inner(r[15]) if len(r) > 15 else (),
     )
 
 

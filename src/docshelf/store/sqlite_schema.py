@@ -434,3 +434,17 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        10,
+        "chunk_inner_headings",
+        """
+        -- The places of the headings a snippet packs after its first content, as JSON
+        -- [[start, [heading path]], ...] (store/rows.py encode_inner): a search cites a hit
+        -- under the one whose part holds the query's words. Chunks made before are left
+        -- without; `docshelf status` says a reindex is due (meta chunker_version).
+        ALTER TABLE chunks ADD COLUMN inner_headings TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
+)

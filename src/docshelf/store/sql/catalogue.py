@@ -29,6 +29,7 @@ from docshelf.store.rows import (
     chunk_row,
     document_from_row,
     document_row,
+    inner_paths,
     like_prefix,
     source_from_row,
     source_row,
@@ -59,9 +60,14 @@ _ORDER_SQL = {
 
 
 # What ``chunk_places`` reads of each chunk (``_place`` turns it into a ChunkPlace).
+def _marks(columns: str) -> str:
+    """One placeholder per column of ``columns``."""
+    return ", ".join("?" * (columns.count(",") + 1))
+
+
 _PLACE_COLUMNS = (
     "c.document_id, c.parent_id, c.heading_path, c.page_start, c.ord, "
-    "CASE WHEN c.ord = 0 THEN c.header END"
+    "CASE WHEN c.ord = 0 THEN c.header END, c.inner_headings"
 )
 
 
@@ -271,7 +277,7 @@ class CatalogueSQL(SQLBase):
                 document_row(document, encode),
             )
             self._xm(
-                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                 (chunk_row(c, encode) for c in chunks),  # rows made as they are written
             )
             if vectors is not None and len(snippets):
@@ -284,7 +290,7 @@ class CatalogueSQL(SQLBase):
         encode = self.dialect.encode_list
         with self.transaction():
             self._xm(
-                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                 (chunk_row(c, encode) for c in chunks),
             )
             self._bump_generation()
@@ -398,7 +404,8 @@ class CatalogueSQL(SQLBase):
             if len(_PATHS) > 20_000:
                 _PATHS.clear()
             path = _PATHS[key] = tuple(self.dialect.decode_list(raw))
-        return ChunkPlace(r[at], r[at + 1], path, r[at + 3], r[at + 4], r[at + 5])
+        inner = () if r[at + 6] == "[]" else inner_paths(r[at + 6])
+        return ChunkPlace(r[at], r[at + 1], path, r[at + 3], r[at + 4], r[at + 5], inner)
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]:
         rows = self._q(

@@ -125,10 +125,11 @@ export class Api {
   }
 
   /** A document opened at a citation (`chunk`), or at a page of a PDF. */
-  view(documentId, { chunk = null, page = null } = {}) {
+  view(documentId, { chunk = null, page = null, at = null } = {}) {
     const query = new URLSearchParams();
     if (chunk) query.set("chunk", chunk);
     if (page) query.set("page", String(page));
+    if (chunk && at !== null) query.set("at", String(at));
     const tail = query.size ? `?${query}` : "";
     return this.request("GET", `/v1/documents/${encodeURIComponent(documentId)}/view${tail}`);
   }

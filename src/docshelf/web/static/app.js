@@ -130,7 +130,10 @@ class App {
     if (view === "ask") this.views.ask.focus();
     if (view === "open") {
       if (name === "cite") this.views.open.show("", arg ?? "", null);
-      else this.views.open.show(arg ?? "", rest[0] ?? "", Number(rest[1]) || null);
+      else {
+        const anchor = rest[2] === undefined || rest[2] === "" ? null : Number(rest[2]);
+        this.views.open.show(arg ?? "", rest[0] ?? "", Number(rest[1]) || null, anchor);
+      }
     }
     if (view === "library") {
       const library = this.views.library;

@@ -13,8 +13,12 @@ export function obsidianHref(uri) {
   return typeof uri === "string" && uri.startsWith("obsidian://open?") ? uri : null;
 }
 
-export function openHref(documentId, chunkId = null, page = null) {
-  const parts = [documentId, chunkId ?? "", page ?? ""].map((p) => encodeURIComponent(p));
+/** The open view's address: a document, at a chunk, a page, and the citation's anchor (the
+ * inner heading of the chunk it is cited under: the view scrolls there). */
+export function openHref(documentId, chunkId = null, page = null, anchor = null) {
+  const parts = [documentId, chunkId ?? "", page ?? "", anchor ?? ""].map((p) =>
+    encodeURIComponent(p),
+  );
   while (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
   return `#open/${parts.join("/")}`;
 }
@@ -38,20 +42,24 @@ export class OpenView {
   }
 
   /** Show `documentId` at `chunkId` (either may be empty: a chunk alone finds its document). */
-  async show(documentId, chunkId, page) {
+  async show(documentId, chunkId, page, anchor = null) {
     const sequence = ++this.sequence;
     replace(this.root, h("p", { class: "status", role: "status" }, "Opening…"));
     let view;
     try {
       view = documentId
-        ? await this.api.view(documentId, { chunk: chunkId || null, page: page || null })
+        ? await this.api.view(documentId, {
+            chunk: chunkId || null,
+            page: page || null,
+            at: anchor ?? null,
+          })
         : await this.api.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/view`);
     } catch (error) {
       if (sequence !== this.sequence) return;
       replace(
         this.root,
         h("h1", {}, "Cannot open this document"),
-        h("p", {}, failure(error, () => this.show(documentId, chunkId, page))),
+        h("p", {}, failure(error, () => this.show(documentId, chunkId, page, anchor))),
       );
       return;
     }

@@ -259,7 +259,17 @@ export class SearchView {
             { id: `${id}-title`, class: "hit-title" },
             h(
               "a",
-              { href: openHref(hit.document_id, hit.chunk_id), class: "citation" },
+              {
+                // a text citation opens at its anchor (the inner heading it is cited
+                // under); a page's citation opens at its page
+                href: openHref(
+                  hit.document_id,
+                  hit.chunk_id,
+                  null,
+                  citation.page_start == null ? (citation.anchor ?? null) : null,
+                ),
+                class: "citation",
+              },
               citation.label,
             ),
           ),
