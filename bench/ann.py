@@ -251,14 +251,31 @@ def search(
         if engines:
             out["engines"] = engine_times(shelf, texts, vectors)
         if with_model:
-            from docshelf.embed.local import LocalEmbedder
-
-            model = LocalEmbedder()
+            model = query_model(home)
             model.embed(["warm up"])
             fixed.embed = lambda texts: model.embed(texts)  # type: ignore[method-assign]
             out["including"] = measure(shelf, texts)
             out["rss_with_model_mb"] = peak_rss_mb()
     return out
+
+
+def query_model(home: Path) -> Any:
+    """The packaged model for query vectors, on the runtime ``BENCH_QUERY_MODEL`` names:
+    ``torch`` (the default: ``LocalEmbedder``), ``onnx`` (the fp32 export, ONNX Runtime
+    with its graph optimised) or ``lean`` (what a CLI search uses: the same export, no
+    optimisation, weights mapped). The exports are cached in the library's ``models/``."""
+    runtime = os.environ.get("BENCH_QUERY_MODEL", "torch")
+    if runtime == "onnx":
+        from docshelf.embed.onnx import OnnxEmbedder
+
+        return OnnxEmbedder(home / "models", threads=1)
+    if runtime == "lean":
+        from docshelf.embed.lean import LeanEmbedder
+
+        return LeanEmbedder(home / "models")
+    from docshelf.embed.local import LocalEmbedder
+
+    return LocalEmbedder()
 
 
 def child(

@@ -158,10 +158,11 @@ class SidecarVectorIndex(SidecarIndex):
         found = self._graph.search(q, min(want, size))
         keys, distances = found.keys.tolist(), found.distances.tolist()
         if not self._changed:  # nothing to leave out or add: the graph's order, best first
-            return sorted(
-                ((key, 1.0 - distance) for key, distance in zip(keys, distances, strict=True)),
-                key=lambda kv: -kv[1],
-            )[:k]
+            ranked = [(key, 1.0 - distance) for key, distance in zip(keys, distances, strict=True)]
+            d = found.distances
+            if len(d) > 1 and bool((d[1:] < d[:-1]).any()):  # not nearest first: sort
+                ranked.sort(key=lambda kv: -kv[1])  # (sorted already, a stable sort is a no-op)
+            return ranked[:k]
         for key, distance in zip(keys, distances, strict=True):
             if key not in self._changed:
                 scores[int(key)] = 1.0 - float(distance)  # ip distance is 1 - dot

@@ -21,7 +21,7 @@ Which method and which weights are the defaults is decided by measurement
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -119,7 +119,7 @@ def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float
     """``fused`` with the first of each ranking that leads by at least ``min_lead`` moved
     to the front (several such, in their fused order), its score raised just above the
     top so the order holds when re-sorted; the rest keep their order and scores."""
-    strong = {r[0][0] for r in rankings if r and lead(r) >= min_lead}
+    strong = _strong(rankings, min_lead)
     if not strong or not fused:
         return fused
     top = fused[0].score
@@ -129,6 +129,11 @@ def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float
         for n, f in enumerate(first)
     ]
     return raised + [f for f in fused if f.id not in strong]
+
+
+def _strong(rankings: Sequence[Ranking], min_lead: float) -> set[str]:
+    """The ids ``keep_strong`` puts first: each ranking's first that leads by ``min_lead``."""
+    return {r[0][0] for r in rankings if r and lead(r) >= min_lead}
 
 
 def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
@@ -143,8 +148,32 @@ def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
 def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fused]:
     """One ranking from two; ties are broken by id so the order is deterministic."""
     settings = _adapted(lexical, settings)
-    lex = dict(lexical)
-    vec = dict(vector)
+    ids, score = _scorer(lexical, vector, settings)
+    lex_get, vec_get = dict(lexical).get, dict(vector).get
+    fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
+    fused.sort(key=lambda f: (-f.score, f.id))
+    if settings.strong_lead > 0:
+        return keep_strong(fused, (lexical, vector), settings.strong_lead)
+    return fused
+
+
+def fused_ids(lexical: Ranking, vector: Ranking, settings: FusionSettings, n: int) -> list[str]:
+    """The ids of ``fuse(lexical, vector, settings)[:n]``, in order, without building the
+    whole fused list (what the feedback pass reads of the first fusion)."""
+    settings = _adapted(lexical, settings)
+    ids, score = _scorer(lexical, vector, settings)
+    ranked = sorted(ids, key=lambda i: (-score(i), i))
+    strong = _strong((lexical, vector), settings.strong_lead) if settings.strong_lead > 0 else ()
+    if not strong:
+        return ranked[:n]
+    first = [i for i in ranked if i in strong]  # keep_strong: in their fused order, then the rest
+    return (first + [i for i in ranked[: n + len(first)] if i not in strong])[:n]
+
+
+def _scorer(
+    lexical: Ranking, vector: Ranking, settings: FusionSettings
+) -> tuple[list[str], Callable[[str], float]]:
+    """The candidates of both lists (vector's first, each once) and their fused score."""
     ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
     if settings.method == "rrf":
         lex_rank = {i: r for r, (i, _) in enumerate(lexical, start=1)}
@@ -169,12 +198,7 @@ def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fu
 
     else:
         raise ValueError(f"unknown fusion method {settings.method!r}")
-    lex_get, vec_get = lex.get, vec.get
-    fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
-    fused.sort(key=lambda f: (-f.score, f.id))
-    if settings.strong_lead > 0:
-        return keep_strong(fused, (lexical, vector), settings.strong_lead)
-    return fused
+    return ids, score
 
 
 def by_section(

@@ -26,7 +26,15 @@ from docshelf.search.cache import ResultCache
 from docshelf.search.engines import LexicalEngine, VectorEngine
 from docshelf.search.evidence import by_evidence
 from docshelf.search.filters import SEARCH_MODES, with_query_fields
-from docshelf.search.fusion import Fused, FusionSettings, as_fused, boost, feedback_query, fuse
+from docshelf.search.fusion import (
+    Fused,
+    FusionSettings,
+    as_fused,
+    boost,
+    feedback_query,
+    fuse,
+    fused_ids,
+)
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query, satisfies
 from docshelf.search.results import (
     CACHED_LIMIT,
@@ -174,15 +182,19 @@ class Retriever:
                 qvec = embedder.embed([parsed.text])[0]
             with _timed(timings, "vector"):
                 vector = self.vector_recall(qvec, size, filters)
+        feedback = mode == "hybrid" and self.fusion.feedback_docs > 0 and bool(vector)
         with _timed(timings, "fusion"):
-            fused = (
-                fuse(lexical, vector, self.fusion)
-                if mode == "hybrid"
-                else as_fused(lexical, vector)
-            )
-        if mode == "hybrid" and self.fusion.feedback_docs > 0 and vector:
+            if feedback:  # the first fusion only says which snippets feedback learns from
+                top = fused_ids(lexical, vector, self.fusion, self.fusion.feedback_docs)
+            else:
+                fused = (
+                    fuse(lexical, vector, self.fusion)
+                    if mode == "hybrid"
+                    else as_fused(lexical, vector)
+                )
+        if feedback:
             with _timed(timings, "feedback"):
-                vector = self.feedback_recall(qvec, fused, size, filters)
+                vector = self.vector_recall(self.feedback_vector(qvec, top), size, filters)
                 fused = fuse(lexical, vector, self.fusion)
         with _timed(timings, "fetch"):
             wanted = max(limit, self.rerank_top_k) if self.reranker else limit
@@ -230,11 +242,16 @@ class Retriever:
         """Vector recall again, for the query moved toward the first fusion's top snippets
         (pseudo-relevance feedback: no model call, one more vector search)."""
         top = [f.id for f in fused[: self.fusion.feedback_docs]]
+        return self.vector_recall(self.feedback_vector(query, top), limit, filters)
+
+    def feedback_vector(
+        self, query: npt.NDArray[np.float32], top: Sequence[str]
+    ) -> npt.NDArray[np.float32]:
+        """The query moved toward the vectors of the snippets ``top`` (``feedback_query``)."""
         found = self.store.get_vectors(top)
-        moved = feedback_query(
+        return feedback_query(
             query, [found[i] for i in top if i in found], self.fusion.feedback_weight
         )
-        return self.vector_recall(moved, limit, filters)
 
     def hits(
         self,

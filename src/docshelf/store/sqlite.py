@@ -257,6 +257,21 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
                 out.update(got)
             return out
 
+    def _known_seqs(self, chunk_ids: Sequence[str]) -> tuple[list[int], list[str]]:
+        with self._lock:
+            seqs = self._memo_table("chunk_seq")
+        if not seqs:
+            return [], list(chunk_ids)
+        known: list[int] = []
+        rest: list[str] = []
+        for i in chunk_ids:
+            seq = seqs.get(i)
+            if seq is None:
+                rest.append(i)
+            else:
+                known.append(seq)
+        return known, rest
+
     def _require_tx(self) -> None:
         if self._depth == 0:
             raise RuntimeError("store writes must run inside store.transaction()")

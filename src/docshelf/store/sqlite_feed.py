@@ -138,6 +138,7 @@ class SQLiteSidecarFeed(CatalogueSQL):
 
         def read(batch: list[int]) -> dict[int, str]:
             places = self._memo_table("chunk_place")  # taken before the rows are read
+            known = self._memo_table("chunk_seq")  # chunk id -> seq, for reads by id later
             rows = self._each_among(
                 "c.seq",
                 batch,
@@ -146,9 +147,10 @@ class SQLiteSidecarFeed(CatalogueSQL):
                 f"WHERE {{}} AND {test} AND d.status = 'complete' {where}",
                 after=params,
             )
-            if places is not None:
+            if places is not None and known is not None:
                 for r in rows:
                     places[r[1]] = self._place(r, 2)
+                    known[r[1]] = int(r[0])
             return {int(r[0]): r[1] for r in rows}
 
         return self._memo_many(("visible", side, filters), list(dict.fromkeys(seqs)), read)

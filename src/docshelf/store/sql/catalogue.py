@@ -377,22 +377,33 @@ class CatalogueSQL(SQLBase):
         return [chunk_from_row(r, self.dialect.decode_list) for r in rows]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        rows = self._each_among("id", chunk_ids, f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {{}}")
+        rows = self._each_chunk(chunk_ids, f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {{}}")
         found = {c.id: c for c in self._chunks(rows)}
         return [found[i] for i in chunk_ids if i in found]
 
     def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
         def read(ids: list[str]) -> dict[str, ChunkPlace]:
-            rows = self._each_among(
-                "c.id", ids, f"SELECT c.id, {_PLACE_COLUMNS} FROM chunks c WHERE {{}}"
-            )
+            rows = self._each_chunk(ids, f"SELECT c.id, {_PLACE_COLUMNS} FROM chunks c WHERE {{}}")
             return {r[0]: self._place(r, 1) for r in rows}
 
         return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        rows = self._each_among("id", chunk_ids, "SELECT id, text FROM chunks WHERE {}")
+        rows = self._each_chunk(chunk_ids, "SELECT c.id, c.text FROM chunks c WHERE {}")
         return dict(rows)
+
+    def _each_chunk(self, chunk_ids: Sequence[str], query: str) -> Rows:
+        """``query`` (``{}`` where the test on the chunks ``c`` goes) for the chunks
+        ``chunk_ids``: by seq for those whose seq the memo of reads holds (the visibility
+        checks put it there: one lookup of the table's key instead of two, through the
+        index of ids and then the key), by id for the rest."""
+        known, rest = self._known_seqs(chunk_ids)
+        rows = self._each_among("c.seq", known, query) if known else []
+        return rows + self._each_among("c.id", rest, query) if rest else rows
+
+    def _known_seqs(self, chunk_ids: Sequence[str]) -> tuple[list[int], list[str]]:
+        """(the seqs of the chunks whose seq the memo of reads holds, the other ids)."""
+        return [], list(chunk_ids)
 
     def _place(self, r: Sequence[Any], at: int) -> ChunkPlace:
         """A ``ChunkPlace`` from ``_PLACE_COLUMNS`` starting at column ``at`` (heading
@@ -435,9 +446,8 @@ class CatalogueSQL(SQLBase):
             self._bump_generation()
 
     def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        rows = self._each_among(
-            "c.id",
-            list(chunk_ids),
+        rows = self._each_chunk(
+            chunk_ids,
             f"SELECT c.id, {self.dialect.vector_bytes} FROM vectors v "
             "JOIN chunks c ON c.seq = v.chunk_seq WHERE {}",
         )
