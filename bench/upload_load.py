@@ -19,13 +19,15 @@ before the burst; without it the burst meets a freshly started server. Prints:
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
         [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx] [--before SRC]
+        [--variant LABEL=SRC ...]
 
 With several shapes and rounds, the runs alternate (process, thread, process, …)
 so a busy machine weighs on both alike; a table of every run ends the output, with
 the load average (1 min) at each run's start. ``--before SRC`` runs each shape a
 second time with the server's code from SRC (a ``src`` folder, e.g. ``git archive
 HEAD src | tar -x -C /tmp/before``) on ``PYTHONPATH``, right before this tree's run,
-so the baseline is measured in the same session.
+so the baseline is measured in the same session; ``--variant LABEL=SRC`` (repeatable)
+does the same for any other tree, its rows labelled LABEL.
 `process@0` runs the worker process at the server's own CPU priority (serve's
 `--worker-nice`, default 10). The client sends prepared request bytes on
 connections opened before the clock starts (`--client raw`), so the times are
@@ -370,11 +372,28 @@ def main() -> None:
     parser.add_argument(
         "--before", type=Path, default=None, help="src folder of the code to compare with"
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL=SRC",
+        help="another src folder to run, labelled LABEL (repeatable; runs before this tree's)",
+    )
+    parser.add_argument(
+        "--variants-only", action="store_true", help="run the variants, not this tree"
+    )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
-    trees: list[tuple[str, Path | None]] = [("", None)]
+    trees: list[tuple[str, Path | None]] = []
     if args.before is not None:
-        trees.insert(0, ("before ", args.before.resolve()))
+        trees.append(("before ", args.before.resolve()))
+    for variant in args.variant:
+        label, sep, src = variant.partition("=")
+        if not sep or not label or not src:
+            parser.error(f"--variant takes LABEL=SRC, not {variant!r}")
+        trees.append((f"{label} ", Path(src).resolve()))
+    if not args.variants_only:
+        trees.append(("", None))
     rows = []
     for round_no in range(1, args.rounds + 1):
         for shape in shapes:
