@@ -141,6 +141,35 @@ def test_a_batch_records_each_upload_or_that_ones_own_refusal(shelf: Shelf) -> N
     assert not Worker(shelf).run_once()
 
 
+def test_a_batch_records_each_new_upload_in_a_few_statements(shelf: Shelf) -> None:
+    alice = shelf.create_user("alice")[0].id
+    shas = []
+    for i in range(10):
+        with shelf.blobs.writer(1 << 20) as writer:
+            writer.write(note(i))
+            shas.append(writer.commit())
+    store = shelf.store
+    assert isinstance(store, SQLiteStore)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        outcomes = shelf.register_uploads(
+            [(alice, f"n{i}.md", sha, len(note(i))) for i, sha in enumerate(shas)]
+        )
+    finally:
+        store._db.set_trace_callback(None)
+    assert all(isinstance(o, UploadResult) and o.created for o in outcomes)
+    # ours, not SQLite's own (a trigger's, or the full-text index reading its settings)
+    statements = [s for s in statements if not s.startswith("--") and "'main'." not in s]
+    # a document, its job, the grant and two events, the model binding read once, and
+    # no savepoint around each upload or each one-statement write (25 an upload before)
+    assert len(statements) <= 15 * len(shas) + 15, len(statements)
+    savepoints = [s for s in statements if s.startswith("SAVEPOINT")]
+    # the document's and the job's, and the first write's binding of the model (3)
+    assert len(savepoints) <= 2 * len(shas) + 3, savepoints
+    assert len(shelf.store.list_documents(limit=100)) == 10
+
+
 # -- every blob of a batch durable before its answer ---------------------------------------
 
 
