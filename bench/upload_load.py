@@ -19,13 +19,17 @@ before the burst; without it the burst meets a freshly started server. Prints:
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
         [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx] [--before SRC]
+        [--variant LABEL=SRC ...] [--variants-only] [--http auto,h11]
 
 With several shapes and rounds, the runs alternate (process, thread, process, …)
 so a busy machine weighs on both alike; a table of every run ends the output, with
-the load average (1 min) at each run's start. ``--before SRC`` runs each shape a
+the load average (1 min) at each run's start and end. ``--before SRC`` runs each shape a
 second time with the server's code from SRC (a ``src`` folder, e.g. ``git archive
 HEAD src | tar -x -C /tmp/before``) on ``PYTHONPATH``, right before this tree's run,
-so the baseline is measured in the same session.
+so the baseline is measured in the same session; ``--variant LABEL=SRC`` (repeatable)
+does the same for any other tree, its rows labelled LABEL. ``--http h11`` hides
+httptools and uvloop from the server (uvicorn then runs h11 on asyncio's loop), ``auto``
+leaves uvicorn's own choice; ``auto,h11`` runs both, back to back.
 `process@0` runs the worker process at the server's own CPU priority (serve's
 `--worker-nice`, default 10). The client sends prepared request bytes on
 connections opened before the clock starts (`--client raw`), so the times are
@@ -163,11 +167,28 @@ def plan(new: int, duplicates: int, seed: int = 7) -> list[Upload]:
     return uploads
 
 
+# uvicorn takes httptools (HTTP parsing in C) and uvloop (the event loop on libuv) when
+# they are installed (the `speedups` extra); a folder where both fail to import makes it
+# fall back to h11 and asyncio's own loop, so both stacks run from one venv.
+NO_SPEEDUPS = {
+    "httptools.py": "raise ImportError('hidden by bench/upload_load.py --http h11')\n",
+    "uvloop.py": "raise ImportError('hidden by bench/upload_load.py --http h11')\n",
+}
+
+
+def hide_speedups(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in NO_SPEEDUPS.items():
+        (folder / name).write_text(text)
+    return folder
+
+
 def start_server(
-    home: Path, embedder: str, shape: str, src: Path | None = None
+    home: Path, embedder: str, shape: str, src: Path | None = None, hidden: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     """`docshelf serve` on a free loopback port, its workers in a process or threads;
-    with ``src``, the server's code from that folder."""
+    with ``src``, the server's code from that folder; with ``hidden``, a folder that
+    hides httptools and uvloop (``hide_speedups``)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -179,10 +200,9 @@ def start_server(
         "DOCSHELF_WORKERS": "1",
         "HF_HUB_OFFLINE": "1",
     }
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
+    first = [str(p) for p in (hidden, src) if p is not None]
+    if first:
+        env["PYTHONPATH"] = os.pathsep.join([*first, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     cmd = [sys.executable, "-m", "docshelf.cli", "serve", "--port", str(port)]
     if shape == "thread":
         cmd.append("--in-process-workers")
@@ -370,17 +390,46 @@ def main() -> None:
     parser.add_argument(
         "--before", type=Path, default=None, help="src folder of the code to compare with"
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL=SRC",
+        help="another src folder to run, labelled LABEL (repeatable; runs before this tree's)",
+    )
+    parser.add_argument(
+        "--http",
+        default="auto",
+        help="auto (httptools and uvloop when installed), h11 (hidden), or both: auto,h11",
+    )
+    parser.add_argument(
+        "--variants-only", action="store_true", help="run the variants, not this tree"
+    )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
-    trees: list[tuple[str, Path | None]] = [("", None)]
+    trees: list[tuple[str, Path | None]] = []
     if args.before is not None:
-        trees.insert(0, ("before ", args.before.resolve()))
+        trees.append(("before ", args.before.resolve()))
+    for variant in args.variant:
+        label, sep, src = variant.partition("=")
+        if not sep or not label or not src:
+            parser.error(f"--variant takes LABEL=SRC, not {variant!r}")
+        trees.append((f"{label} ", Path(src).resolve()))
+    if not args.variants_only:
+        trees.append(("", None))
+    stacks = [s.strip() for s in args.http.split(",") if s.strip()]
+    if set(stacks) - {"auto", "h11"}:
+        parser.error(f"--http takes auto, h11 or both, not {args.http!r}")
     rows = []
-    for round_no in range(1, args.rounds + 1):
-        for shape in shapes:
-            for label, src in trees:
-                print(f"-- {label}workers in a {shape}, round {round_no}")
-                rows.append(one_run(args, shape, src, f"{label}{shape}", round_no))
+    with tempfile.TemporaryDirectory(prefix="docshelf-upload-h11-") as hidden:
+        for round_no in range(1, args.rounds + 1):
+            for shape in shapes:
+                for label, src in trees:
+                    for stack in stacks:
+                        hide = hide_speedups(Path(hidden)) if stack == "h11" else None
+                        name = f"{label}{shape}" + (f" {stack}" if len(stacks) > 1 else "")
+                        print(f"-- {label}workers in a {shape}, http {stack}, round {round_no}")
+                        rows.append(one_run(args, shape, src, name, round_no, hide))
     print(
         "\n| code, workers | round | load avg | idle RSS server / tree | upload p50 | p95 | max "
         "| all complete | server CPU / upload | dedup hits | queue drained | duplicates |"
@@ -396,14 +445,19 @@ def main() -> None:
 
 
 def one_run(
-    args: argparse.Namespace, shape: str, src: Path | None, label: str, round_no: int
+    args: argparse.Namespace,
+    shape: str,
+    src: Path | None,
+    label: str,
+    round_no: int,
+    hidden: Path | None = None,
 ) -> dict[str, str]:
     row = {"shape": label, "round": str(round_no), "load": f"{os.getloadavg()[0]:.1f}"}
     with tempfile.TemporaryDirectory(prefix="docshelf-upload-bench-") as tmp:
         home = Path(tmp) / "home"
         with Shelf(home, embedder=None) as shelf:
             args.tokens = {name: shelf.create_user(name)[1] for name in ("alice", "bob")}
-        proc, base_url = start_server(home, args.embedder, shape, src)
+        proc, base_url = start_server(home, args.embedder, shape, src, hidden)
         try:
             asyncio.run(asyncio.wait_for(run(args, base_url, proc, row), timeout=args.timeout))
         except TimeoutError:
@@ -420,6 +474,7 @@ def one_run(
             unfinished = [d.id for d in docs if d.status not in ("complete", "failed")]
             print(f"queue drained:      {not unfinished} ({len(unfinished)} unfinished)")
             print(f"duplicates:         {len(docs) - args.distinct} ({len(docs)} documents)")
+            row["load"] += f" → {os.getloadavg()[0]:.1f}"
             row["drained"] = "yes" if not unfinished else f"no ({len(unfinished)} left)"
             row["duplicates"] = str(len(docs) - args.distinct)
     return row

@@ -1,12 +1,11 @@
 """Uploads received together are committed together (api/uploads.py, api/batching.py):
-one store transaction and one fsynced pack of blobs for the batch (blobs/local.py),
-each upload answered 202 only after that shared commit — and nothing answered is lost,
-even when the server is killed at once."""
+one thread hop and one store transaction for the batch, its blobs fsynced side by side
+(blobs/local.py), each upload answered 202 only after that shared commit — and nothing
+answered is lost, even when the server is killed at once."""
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import signal
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 
 from docshelf.api import create_app
 from docshelf.api.batching import Batched
-from docshelf.blobs.local import PACK_PREFIX, LocalBlobStore
+from docshelf.blobs.local import LocalBlobStore
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.ingest.uploads import UploadResult
 from docshelf.ingest.worker import Worker
@@ -32,10 +31,6 @@ from tests.test_shutdown import env, until
 
 def note(i: int) -> bytes:
     return f"# Note {i}\n\nraft leader election, note number {i}.\n".encode()
-
-
-def packs(store: LocalBlobStore) -> list[Path]:
-    return sorted(store.tmp.glob(f"{PACK_PREFIX}*")) if store.tmp.exists() else []
 
 
 # -- the batches ------------------------------------------------------------------------
@@ -146,131 +141,95 @@ def test_a_batch_records_each_upload_or_that_ones_own_refusal(shelf: Shelf) -> N
     assert not Worker(shelf).run_once()
 
 
-# -- one fsync for the small blobs of a batch ----------------------------------------------
+def test_a_batch_records_each_new_upload_in_a_few_statements(shelf: Shelf) -> None:
+    alice = shelf.create_user("alice")[0].id
+    shas = []
+    for i in range(10):
+        with shelf.blobs.writer(1 << 20) as writer:
+            writer.write(note(i))
+            shas.append(writer.commit())
+    store = shelf.store
+    assert isinstance(store, SQLiteStore)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        outcomes = shelf.register_uploads(
+            [(alice, f"n{i}.md", sha, len(note(i))) for i, sha in enumerate(shas)]
+        )
+    finally:
+        store._db.set_trace_callback(None)
+    assert all(isinstance(o, UploadResult) and o.created for o in outcomes)
+    # ours, not SQLite's own (a trigger's, or the full-text index reading its settings)
+    statements = [s for s in statements if not s.startswith("--") and "'main'." not in s]
+    # a document, its job, the grant and two events, the model binding read once, and
+    # no savepoint around each upload or each one-statement write (25 an upload before)
+    assert len(statements) <= 15 * len(shas) + 15, len(statements)
+    savepoints = [s for s in statements if s.startswith("SAVEPOINT")]
+    # the document's and the job's, and the first write's binding of the model (3)
+    assert len(savepoints) <= 2 * len(shas) + 3, savepoints
+    assert len(shelf.store.list_documents(limit=100)) == 10
 
 
-def test_small_blobs_committed_together_go_through_one_pack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = LocalBlobStore(tmp_path / "blobs")
-    with store.writer(1 << 20) as known:
-        known.write(note(99))
-        known.commit()
-    writers = []
-    for data in [note(1), note(2), note(3), note(2), note(99)]:
-        writer = store.writer(1 << 20)
-        writer.write(data)
-        writers.append(writer)
-    synced: list[int] = []
+# -- every blob of a batch durable before its answer ---------------------------------------
+
+
+def _fsynced(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths ``os.fsync`` is called on from now on."""
+    synced: list[Path] = []
     real_fsync = os.fsync
 
     def fsync(fd: int) -> None:
-        synced.append(fd)
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    gate = threading.Event()
-    real_settle = store._settler.settle
-
-    def settle_later(fd: int, pack: Path, placed: list[Path]) -> None:
-        gate.wait(10)
-        real_settle(fd, pack, placed)
-
-    monkeypatch.setattr(store._settler, "settle", settle_later)
-    done: list[list[str | BaseException]] = []
-    committing = threading.Thread(target=lambda: done.append(store.commit_many(writers)))
-    committing.start()
-    until_true(lambda: len(synced) >= 2)
-    assert len(synced) == 2  # the pack and its folder, before any answer; not 2 per blob
-    assert len(packs(store)) == 1
-    gate.set()
-    committing.join(10)
-    outcomes = done[0]
-    assert [store.read(str(sha)) for sha in outcomes] == [
-        note(1),
-        note(2),
-        note(3),
-        note(2),
-        note(99),
-    ]
-    store.settled()
-    assert packs(store) == []  # settled: each placed blob fsynced, then the pack dropped
-    assert len(synced) > 2
-    assert not list(store.tmp.glob("upload-*"))
+    return synced
 
 
-def until_true(check: object) -> None:
-    import time
-
-    assert callable(check)
-    deadline = time.monotonic() + 10
-    while not check():
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
-
-
-def _left_pack(root: Path) -> tuple[list[str], list[bytes]]:
-    """A pack as a killed process leaves it: written and fsynced, its blobs placed (or
-    not yet), never settled."""
+def test_blobs_committed_together_are_each_fsynced_with_their_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "blobs"
     store = LocalBlobStore(root)
-    kept: list[tuple[int, Path, list[Path]]] = []
-    store._settler.settle = lambda pack_fd, pack, placed: kept.append((pack_fd, pack, placed))  # type: ignore[method-assign]
+    with store.writer(1 << 20) as known:
+        known.write(note(99))
+        known.commit()
+    datas = [note(1), note(2), note(3), note(2), note(99)]
     writers = []
-    datas = [note(i) for i in range(4)]
     for data in datas:
         writer = store.writer(1 << 20)
         writer.write(data)
         writers.append(writer)
-    shas = [str(sha) for sha in store.commit_many(writers)]
-    assert len(kept) == 1 and len(packs(store)) == 1
-    os.close(kept[0][0])  # the process is gone: so is its lock
-    return shas, datas
+    synced = _fsynced(monkeypatch)
+    outcomes = store.commit_many(writers)
+    assert [store.read(str(sha)) for sha in outcomes] == datas
+    for sha in {str(outcomes[0]), str(outcomes[1]), str(outcomes[2])}:  # the new ones
+        final = store.path(sha)
+        # durable when commit_many returns: the bytes, their name, and the names of
+        # the folders made for them
+        assert final.parent in synced
+        assert final.parent.parent in synced and root in synced
+    assert store.path(str(outcomes[4])).parent not in synced  # known: nothing written
+    assert not list(store.tmp.glob("upload-*"))
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        {"tmp"} | {str(sha)[:2] for sha in outcomes}
+    )
 
 
-def test_opening_the_store_restores_what_a_left_pack_holds(tmp_path: Path) -> None:
-    root = tmp_path / "blobs"
-    shas, datas = _left_pack(root)
-    # as after a power cut: one placed blob never reached the disk, one only in part
-    (root / shas[0][:2] / shas[0][2:4] / shas[0]).unlink()
-    (root / shas[1][:2] / shas[1][2:4] / shas[1]).write_bytes(datas[1][:5])
-    store = LocalBlobStore(root)
-    assert [store.read(sha) for sha in shas] == datas
-    assert packs(store) == []
-
-
-def test_a_torn_pack_gives_back_its_whole_entries(tmp_path: Path) -> None:
-    root = tmp_path / "blobs"
-    shas, datas = _left_pack(root)
-    for sha in shas:
-        (root / sha[:2] / sha[2:4] / sha).unlink()
-    pack = packs(_bare(root))[0]
-    pack.write_bytes(pack.read_bytes()[:-3])  # cut inside the last entry
-    store = LocalBlobStore(root)
-    assert [store.exists(sha) for sha in shas] == [True, True, True, False]
-    assert [store.read(sha) for sha in shas[:3]] == datas[:3]
-    assert packs(store) == []
-
-
-def _bare(root: Path) -> LocalBlobStore:
-    """The store without opening it (no restoring)."""
-    store = object.__new__(LocalBlobStore)
-    store.root, store.tmp = root, root / "tmp"
-    return store
-
-
-def test_a_pack_that_a_live_process_holds_is_left_alone(tmp_path: Path) -> None:
-    root = tmp_path / "blobs"
-    shas, _ = _left_pack(root)
-    pack = packs(_bare(root))[0]
-    fd = os.open(pack, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # as the process settling it holds it
-        (root / shas[0][:2] / shas[0][2:4] / shas[0]).unlink()
-        store = LocalBlobStore(root)
-        assert packs(store) == [pack] and not store.exists(shas[0])
-    finally:
-        os.close(fd)
-    assert LocalBlobStore(root).exists(shas[0])  # once it is let go
+def test_a_blob_in_a_known_folder_fsyncs_only_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    with store.writer(1 << 20) as first:
+        first.write(note(1))
+        sha = first.commit()
+    store.delete(sha)
+    synced = _fsynced(monkeypatch)
+    with store.writer(1 << 20) as again:
+        again.write(note(1))
+        again.commit()
+    final = store.path(sha)
+    assert synced[-1] == final.parent and final.parent.parent not in synced
 
 
 # -- nothing answered is lost --------------------------------------------------------------
@@ -311,7 +270,7 @@ def test_every_upload_answered_202_survives_the_server_killed_at_once(
     try:
         until("serve to be ready", ready, proc)
         answers = asyncio.run(burst())
-        os.kill(proc.pid, signal.SIGKILL)  # no shutdown, no settling of packs
+        os.kill(proc.pid, signal.SIGKILL)  # no shutdown
         proc.wait()
     finally:
         if proc.poll() is None:

@@ -12,10 +12,10 @@ contract tests.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeVar
 from urllib.parse import urlparse
 
 from docshelf.errors import InvalidInput, NotFound
@@ -82,10 +82,21 @@ def _pool() -> ThreadPoolExecutor:
         return _committers
 
 
-def _commit_one(writer: BlobWriter) -> str | BaseException:
+T = TypeVar("T")
+
+
+def side_by_side(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
+    """Run the calls on the committers' threads at once (one alone runs here); each
+    outcome is the call's result, or the error it raised."""
+    if len(calls) == 1:
+        return [_attempt(calls[0])]
+    return list(_pool().map(_attempt, calls)) if calls else []
+
+
+def _attempt(call: Callable[[], T]) -> T | BaseException:
     try:
-        return writer.commit()
-    except Exception as exc:  # that writer's own error; it has aborted itself
+        return call()
+    except Exception as exc:  # that call's own outcome (a writer has aborted itself)
         return exc
 
 
@@ -98,15 +109,12 @@ def commit_side_by_side(writers: Sequence[BlobWriter]) -> list[str | BaseExcepti
     for i, writer in enumerate(writers):
         first.setdefault(writer.digest(), i)
     leaders = list(first.values())
-    if len(leaders) == 1:
-        outcomes[leaders[0]] = _commit_one(writers[leaders[0]])
-    elif leaders:
-        done = _pool().map(_commit_one, [writers[i] for i in leaders])
-        for i, outcome in zip(leaders, done, strict=True):
-            outcomes[i] = outcome
+    done = side_by_side([writers[i].commit for i in leaders])
+    for i, outcome in zip(leaders, done, strict=True):
+        outcomes[i] = outcome
     for i, writer in enumerate(writers):
         if outcomes[i] is None:  # a copy: stored by its leader by now (or its own try)
-            outcomes[i] = _commit_one(writer)
+            outcomes[i] = _attempt(writer.commit)
     return [o if o is not None else RuntimeError("not committed") for o in outcomes]
 
 
@@ -127,4 +135,11 @@ def open_blob_store(url: str | None, home: Path) -> BlobStore:
     raise InvalidInput(f"Unknown blob URL {url!r}; use file:///path or s3://bucket/prefix")
 
 
-__all__ = ["BlobStore", "BlobWriter", "blob_key", "commit_side_by_side", "open_blob_store"]
+__all__ = [
+    "BlobStore",
+    "BlobWriter",
+    "blob_key",
+    "commit_side_by_side",
+    "open_blob_store",
+    "side_by_side",
+]

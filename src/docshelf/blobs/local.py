@@ -1,40 +1,26 @@
 """Blobs in a local folder: ``<root>/<sha[:2]>/<sha[2:4]>/<sha>``.
 
 A blob is written to a temporary file while its hash is computed, fsynced,
-and renamed into place, so a blob either exists whole under its hash or not
-at all; writing the same bytes twice is harmless.
-
-Several small blobs committed together (``commit_many``: the uploads a server
-received at once) are made durable by one file instead of one fsync chain each:
-their bytes go into a *pack* in ``tmp/`` (``pack-*``: for each blob a line
-``<sha256> <size>`` and its bytes), which is fsynced once; each blob is then
-placed under its hash without an fsync of its own, and a background thread
-fsyncs the placed files and drops the pack. Until then the pack is the durable
-copy: opening the store (every process does, before it reads a blob) restores
-from a pack left by a stopped process whatever of its blobs is missing or not
-whole, then drops it. A pack being written or settled is locked (``flock``) by
-its process, so no other process takes it for a left one.
+and renamed into place (then its folder fsynced), so a blob either exists whole
+under its hash or not at all; writing the same bytes twice is harmless. Several
+blobs committed together (``commit_many``: the uploads a server received at once)
+are committed side by side on a few threads, so the file system takes their
+waiting fsyncs in a few journal commits.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import logging
 import os
-import queue
 import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from docshelf.blobs import blob_key, commit_side_by_side
-from docshelf.errors import DocshelfError, NotFound, TooLarge, from_os_error
-
-log = logging.getLogger("docshelf")
+from docshelf.blobs import blob_key, commit_side_by_side, side_by_side
+from docshelf.errors import NotFound, TooLarge, from_os_error
 
 
 @contextlib.contextmanager
@@ -104,16 +90,6 @@ class TempWriter:
     def digest(self) -> str:
         return self._hash.hexdigest()
 
-    def held(self) -> bytes | None:
-        """The bytes, while they are all still in memory (a small upload)."""
-        return bytes(self._memory) if self._memory is not None and not self._closed else None
-
-    def stored_elsewhere(self) -> str:
-        """The bytes were made durable by someone else (a pack): drop this copy."""
-        self.sha256 = self._hash.hexdigest()
-        self.abort()
-        return self.sha256
-
     def commit(self) -> str:
         assert not self._closed, "writer already closed"
         self.sha256 = self._hash.hexdigest()
@@ -123,23 +99,37 @@ class TempWriter:
             self.abort()
             return self.sha256
         try:
-            if self._memory is not None:
-                self._spill()
-            assert self._file is not None and self._tmp is not None
+            tmp = self.sync()
             with _storage_errors("the uploaded file"):
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
-            self._file = None
-            self._closed = True
-            with _storage_errors("the uploaded file"):
-                self.place(self._tmp, self.sha256)
+                self.place(tmp, self.sha256)
         except BaseException:
             self.abort()
             raise
         finally:
             if self._tmp is not None:
                 self._tmp.unlink(missing_ok=True)
+        return self.sha256
+
+    def sync(self) -> Path:
+        """The first half of ``commit``: the bytes written to their temporary file and
+        fsynced; returns that file, which the caller places (then ``placed``) or drops
+        (``abort``)."""
+        assert not self._closed, "writer already closed"
+        self.sha256 = self._hash.hexdigest()
+        if self._memory is not None:
+            self._spill()
+        assert self._file is not None and self._tmp is not None
+        with _storage_errors("the uploaded file"):
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+        self._file = None
+        self._closed = True
+        return self._tmp
+
+    def placed(self) -> str:
+        """The temporary file from ``sync`` is in its place now: nothing is left to drop."""
+        self._tmp = None
         return self.sha256
 
     def place(self, tmp: Path, sha256: str) -> None:
@@ -180,220 +170,97 @@ class _LocalWriter(TempWriter):
 
     def place(self, tmp: Path, sha256: str) -> None:
         final = self._store.path(sha256)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        new = _make_folders(final.parent)
         os.replace(tmp, final)  # atomic; the same bytes may land twice, harmlessly
-        dir_fd = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        for folder in _to_sync([final], new):
+            _fsync_path(folder)
 
 
-PACK_PREFIX = "pack-"
-
-
-def _fsync_path(path: Path, missing_ok: bool = False) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        if missing_ok:  # deleted meanwhile (the upload's document was removed)
-            return
-        raise
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def _folders(placed: Sequence[Path]) -> list[Path]:
-    """The folders whose entries name the placed blobs (``<sha[2:4]>/``, and the
-    ``<sha[:2]>/`` and root above it, which may be new too)."""
-    folders: dict[Path, None] = {}
-    for path in placed:
-        folders.update(dict.fromkeys([path.parent, path.parent.parent]))
-    for path in placed:
-        folders[path.parent.parent.parent] = None
-    return list(folders)
+def _make_folders(folder: Path) -> list[Path]:
+    """``folder`` and its missing parents; returns the ones made here, whose names their
+    parents must fsync (so a blob placed in one survives a power cut with it)."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another upload
+            new.mkdir()
+    return missing
 
 
-def _write_fresh(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, whole or not at all (a temporary name, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".place-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
+def _to_sync(placed: Sequence[Path], made: Sequence[Path]) -> list[Path]:
+    """The folders to fsync once blobs are placed: each one's own, and the parent of
+    each folder made for them."""
+    return list(dict.fromkeys([p.parent for p in placed] + [m.parent for m in made]))
 
 
-def _read_pack(path: Path) -> Iterator[tuple[str, bytes]]:
-    """The whole entries of a pack (a torn end, from a crash while it was written, is
-    ignored: that batch was never answered)."""
-    with path.open("rb") as fh:
-        while True:
-            line = fh.readline(200)
-            if not line.endswith(b"\n"):
-                return
-            sha, _, size = line.decode("ascii", "replace").strip().partition(" ")
-            if not size.isdigit():
-                return
-            data = fh.read(int(size))
-            if len(data) != int(size) or hashlib.sha256(data).hexdigest() != sha:
-                return
-            yield sha, data
+def _syncer(folder: Path) -> Callable[[], None]:
+    def sync() -> None:
+        with _storage_errors("the uploaded files"):
+            _fsync_path(folder)
 
-
-class _Settler:
-    """The background thread that makes a pack's placed blobs durable one by one, then
-    drops the pack (its lock goes with its file descriptor)."""
-
-    def __init__(self) -> None:
-        self._todo: queue.Queue[tuple[int, Path, list[Path]]] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def settle(self, pack_fd: int, pack: Path, placed: list[Path]) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="blob-settler", daemon=True)
-                self._thread.start()
-        self._todo.put((pack_fd, pack, placed))
-
-    def _run(self) -> None:
-        while True:
-            pack_fd, pack, placed = self._todo.get()
-            try:
-                for path in placed:
-                    _fsync_path(path, missing_ok=True)
-                for folder in _folders(placed):
-                    _fsync_path(folder, missing_ok=True)
-                pack.unlink(missing_ok=True)
-            except OSError as exc:  # the pack stays: the next opening restores from it
-                log.warning("could not settle the upload pack %s: %s", pack.name, exc)
-            finally:
-                os.close(pack_fd)
-                self._todo.task_done()
-
-    def wait(self) -> None:
-        """Until every pack handed over so far is settled (for tests)."""
-        self._todo.join()
+    return sync
 
 
 class LocalBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.tmp = root / "tmp"
-        self._settler = _Settler()
-        self.recover()
-
-    def recover(self) -> int:
-        """Restore blobs from packs that a stopped process left (not locked by a live
-        one), then drop those packs; returns how many blobs were restored."""
-        try:
-            packs = sorted(self.tmp.glob(f"{PACK_PREFIX}*"))
-        except OSError:
-            return 0
-        restored = 0
-        for pack in packs:
-            try:
-                fd = os.open(pack, os.O_RDONLY)
-            except FileNotFoundError:
-                continue  # settled meanwhile
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue  # a live process writes or settles it
-                if not pack.exists():
-                    continue
-                placed = []
-                for sha, data in _read_pack(pack):
-                    final = self.path(sha)
-                    if final.is_file() and final.stat().st_size == len(data):
-                        with final.open("rb") as fh:
-                            if hashlib.sha256(fh.read()).hexdigest() == sha:
-                                placed.append(final)
-                                continue
-                    _write_fresh(final, data)
-                    placed.append(final)
-                    restored += 1
-                for path in placed:
-                    _fsync_path(path)
-                for folder in _folders(placed):
-                    _fsync_path(folder)
-                pack.unlink(missing_ok=True)
-            except OSError as exc:
-                log.warning("could not restore from the upload pack %s: %s", pack.name, exc)
-            finally:
-                os.close(fd)
-        return restored
 
     def commit_many(self, writers: Sequence[_LocalWriter]) -> list[str | BaseException]:
-        """Commit several writers: the small new blobs among them through one pack (one
-        fsync of it, and of its folder), the rest each on its own, side by side. Each
+        """Commit several writers in phases, each waiting on the disk once for all of
+        them (a file system takes fsyncs that wait together in one journal commit)
+        instead of once per blob: the new blobs' temporary files written and fsynced
+        side by side, each renamed into place, then every folder that names one fsynced
+        side by side. Bytes already stored, and second copies, write nothing. Each
         outcome is the writer's hash, or the error it failed with."""
-        outcomes: list[str | BaseException | None] = [None] * len(writers)
-        packed: dict[str, bytes] = {}
-        members: list[int] = []
+        leaders: dict[str, int] = {}
         for i, writer in enumerate(writers):
-            data = writer.held()
             sha = writer.digest()
-            if data is None or sha in packed:
+            if sha not in leaders and not self.exists(sha):
+                leaders[sha] = i
+        if len(leaders) < 2:
+            return commit_side_by_side(writers)
+        outcomes: dict[int, str | BaseException] = {}
+        synced = side_by_side([writers[i].sync for i in leaders.values()])
+        placing: dict[Path, list[int]] = {}
+        for (sha, i), tmp in zip(leaders.items(), synced, strict=True):
+            if isinstance(tmp, BaseException):
+                writers[i].abort()
+                outcomes[i] = tmp
                 continue
-            if self.exists(sha):
-                continue  # its own commit finds it stored and drops the copy
-            packed[sha] = data
-            members.append(i)
-        if len(packed) >= 2:
+            final = self.path(sha)
             try:
-                self._pack(packed)
-            except (OSError, DocshelfError) as exc:  # each writer tries on its own below
-                log.warning("could not write an upload pack: %s", exc)
-            else:
-                for i in members:
-                    outcomes[i] = writers[i].stored_elsewhere()
-        rest = [i for i, outcome in enumerate(outcomes) if outcome is None]
+                with _storage_errors("the uploaded file"):
+                    made = _make_folders(final.parent)
+                    os.replace(tmp, final)
+            except Exception as exc:
+                writers[i].abort()
+                outcomes[i] = exc
+                continue
+            for folder in _to_sync([final], made):
+                placing.setdefault(folder, []).append(i)
+        folders = list(placing)
+        for folder, done in zip(folders, side_by_side([_syncer(f) for f in folders]), strict=True):
+            if isinstance(done, BaseException):  # placed, but not known to be durable
+                for i in placing[folder]:
+                    outcomes.setdefault(i, done)
+        for i in leaders.values():
+            if i not in outcomes:
+                outcomes[i] = writers[i].placed()
+        rest = [i for i in range(len(writers)) if i not in outcomes]
         for i, outcome in zip(rest, commit_side_by_side([writers[i] for i in rest]), strict=True):
-            outcomes[i] = outcome
-        return [o if o is not None else RuntimeError("not committed") for o in outcomes]
-
-    def _pack(self, blobs: dict[str, bytes]) -> None:
-        """Write ``blobs`` to a new pack and fsync it (now they are durable), then place
-        each under its hash and hand the pack to the settler."""
-        with _storage_errors("the uploaded files"):
-            self.tmp.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=self.tmp, prefix=PACK_PREFIX)
-        pack = Path(name)
-        settling = False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # ours until it is settled (see recover)
-            with _storage_errors("the uploaded files"):
-                parts = []
-                for sha, data in blobs.items():
-                    parts += [f"{sha} {len(data)}\n".encode(), data]
-                os.write(fd, b"".join(parts))
-                os.fsync(fd)
-                _fsync_path(self.tmp)  # the pack's name too
-                placed = []
-                for sha, data in blobs.items():
-                    final = self.path(sha)
-                    if not final.is_file():
-                        _write_fresh(final, data)
-                    placed.append(final)
-            self._settler.settle(fd, pack, placed)
-            settling = True
-        finally:
-            if not settling:
-                pack.unlink(missing_ok=True)
-                os.close(fd)
-
-    def settled(self) -> None:
-        """Wait until the blobs placed from packs so far are fsynced (for tests)."""
-        self._settler.wait()
+            outcomes[i] = outcome  # copies find their bytes stored; the others, their own try
+        return [outcomes[i] for i in range(len(writers))]
 
     def path(self, sha256: str) -> Path:
         return self.root / blob_key(sha256)

@@ -10,7 +10,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -121,6 +121,19 @@ def intake_of(runtime: Runtime) -> Intake:
         return intake
 
 
+def _once(check: Callable[[], None]) -> Callable[[], None]:
+    """``check`` until it has passed once (a failure is checked again next time)."""
+    passed = False
+
+    def run() -> None:
+        nonlocal passed
+        if not passed:
+            check()
+            passed = True
+
+    return run
+
+
 class _Refused(Exception):
     """One upload of a batch refused for its own reason (``error``), before it wrote."""
 
@@ -147,15 +160,16 @@ class Uploads:
     ) -> list[UploadResult | DocshelfError]:
         """Record several uploads (``(user_id, name, sha256, size)``, their bytes already
         in the blob store) in one transaction: one commit for all of them (the API's group
-        commit). Each is recorded in a savepoint of its own, so one refused (its bytes
-        deleted meanwhile, a library bound to another model) is that one's error and
-        leaves the others; a failing store (a full disk) raises, and none is recorded."""
+        commit). One refused (its bytes deleted meanwhile, a library bound to another
+        model) is that one's error and leaves the others: it is refused before it writes,
+        so no savepoint is needed around each; a failing store (a full disk) raises, and
+        none is recorded."""
         outcomes: list[UploadResult | DocshelfError] = []
         with self.store.transaction():
+            writable = _once(self.rt.check_writable)  # the model binding: read once a batch
             for user_id, name, sha256, size in uploads:
                 try:
-                    with self.store.transaction():
-                        outcomes.append(self._register(user_id, name, sha256, size))
+                    outcomes.append(self._register(user_id, name, sha256, size, writable))
                 except _Refused as refused:
                     outcomes.append(refused.error)
         for outcome in outcomes:
@@ -163,10 +177,18 @@ class Uploads:
                 self.rt.wake_workers(outcome.document_id)
         return outcomes
 
-    def _register(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
+    def _register(
+        self,
+        user_id: str,
+        name: str,
+        sha256: str,
+        size: int,
+        check_writable: Callable[[], None] | None = None,
+    ) -> UploadResult:
         """One upload's rows (call inside a transaction; the caller wakes the workers).
-        This upload's own refusals raise ``_Refused``; the store's errors raise as they are
-        (the transaction may be gone with them)."""
+        This upload's own refusals raise ``_Refused``, always before its first write (the
+        batch shares one transaction, without a savepoint each); the store's errors raise
+        as they are (the transaction may be gone with them)."""
         file_type = file_type_for(name)
         if file_type is None:
             raise _Refused(UnsupportedType(unsupported_type_message(name)))
@@ -189,7 +211,7 @@ class Uploads:
             status = Stage.QUEUED.value if linked else doc.status
             return UploadResult(doc_id, status, sha256, created=False, linked=linked)
         try:
-            self.rt.check_writable()
+            (check_writable or self.rt.check_writable)()
         except Conflict as exc:  # bound to another model
             raise _Refused(exc) from None
         self.rt.writer.put(

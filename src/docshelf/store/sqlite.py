@@ -159,6 +159,15 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             committed = self.notices.take() if depth == 0 else []
         self.notices.tell(committed)
 
+    @contextmanager
+    def _one_write(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:  # this thread's transaction (it holds the lock): no savepoint
+                yield
+                return
+        with self.transaction():
+            yield
+
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         with self._lock:
             try:

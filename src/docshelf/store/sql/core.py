@@ -42,6 +42,12 @@ class SQLBase(ABC):
         """Group writes atomically; nests (inner blocks become savepoints)."""
         raise NotImplementedError
 
+    def _one_write(self) -> AbstractContextManager[None]:
+        """Around a method that writes with one statement: ``transaction()``, which an
+        engine may skip inside an open transaction (one statement is atomic by itself,
+        so a savepoint around it adds two statements and nothing else)."""
+        return self.transaction()
+
     @abstractmethod
     def _q(self, query: str, params: Sequence[Any] = ()) -> Rows:
         """Run one read (inside a transaction: on its connection)."""

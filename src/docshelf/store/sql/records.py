@@ -217,7 +217,7 @@ class RecordsSQL(SQLBase):
 
     def grant(self, user_id: str, document_id: str, title: str | None = None) -> bool:
         """Give a user access to a document; False if they had it already."""
-        with self.transaction():
+        with self._one_write():
             added = self._x(
                 self.dialect.insert_ignoring(
                     "access(user_id, document_id, title, added_at)", "user_id, document_id"
@@ -332,7 +332,7 @@ class RecordsSQL(SQLBase):
     ) -> int:
         """Record an event; seqs are allocated under the writer lock, so they become
         visible in increasing order."""
-        with self.transaction():
+        with self._one_write():
             rows = self._xr(
                 "INSERT INTO events(document_id, user_id, kind, stage, progress_pct, message, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
