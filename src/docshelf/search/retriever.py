@@ -181,8 +181,8 @@ class Retriever:
             )
         if mode == "hybrid" and self.fusion.feedback_docs > 0 and vector:
             with _timed(timings, "feedback"):
-                vector = self.feedback_recall(qvec, fused, size, filters)
-                fused = fuse(lexical, vector, self.fusion)
+                moved = self.feedback_recall(qvec, fused, size, filters)
+                fused = fuse(lexical, moved, self.fusion, before_feedback=vector)
         with _timed(timings, "fetch"):
             wanted = max(limit, self.rerank_top_k) if self.reranker else limit
             concepts = self.named_concepts(parsed)
