@@ -72,3 +72,55 @@ def test_study_options_in_configurations() -> None:
     for bad in ("hybrid+magic:1", "lexical+strong:0.3", "hybrid+strong:x", "hybrid+adapt:-1"):
         with pytest.raises(InvalidInput):
             parse_config(bad)
+
+
+@given(
+    lex=rankings,
+    vec=rankings,
+    before=rankings,
+    min_lead=st.floats(0.0, 0.5),
+    top=st.integers(1, 6),
+    strong=st.sampled_from([0.0, 0.3]),
+)
+def test_a_clear_first_place_is_kept_in_the_top(
+    lex: list[tuple[str, float]],
+    vec: list[tuple[str, float]],
+    before: list[tuple[str, float]],
+    min_lead: float,
+    top: int,
+    strong: float,
+) -> None:
+    s = FusionSettings(first_top=top, first_lead=min_lead, strong_lead=strong)
+    fused = fuse(lex, vec, s, before_feedback=before)
+    firsts = {r[0][0] for r in (lex, vec, before) if r and lead(r) >= min_lead}
+    firsts &= {f.id for f in fused}  # the list before feedback may name others
+    ids = [f.id for f in fused]
+    for first in firsts:
+        assert ids.index(first) < max(top, len(firsts) + 2)
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    assert set(ids) == {i for i, _ in lex} | {i for i, _ in vec}
+    # off, the fusion is what it was
+    plain = fuse(lex, vec, FusionSettings(strong_lead=strong))
+    assert [f.id for f in fuse(lex, vec, FusionSettings(strong_lead=strong, first_top=0))] == [
+        f.id for f in plain
+    ]
+
+
+def test_a_lexical_first_the_vector_side_never_found_is_shown() -> None:
+    # a lead too small for the strong rule: the convex fusion alone leaves it far down
+    lex = [("d09", 10.0), ("x", 8.5)] + [(f"l{i}", 3.0) for i in range(5)]
+    vec = [(f"v{i}", 0.6 - i * 0.01) for i in range(20)] + [("x", 0.2)]
+    plain = [f.id for f in fuse(lex, vec, FusionSettings())]
+    assert "d09" not in plain[:10]
+    kept = [f.id for f in fuse(lex, vec, FusionSettings(first_top=3, first_lead=0.1))]
+    assert kept.index("d09") == 2
+    assert kept[:2] == plain[:2]
+
+
+def test_a_first_place_both_lists_agree_on_stays_first_after_feedback() -> None:
+    lex = [("both", 9.0), ("a", 8.9)] + [(f"l{i}", 3.0) for i in range(5)]
+    before = [("both", 0.70), ("b", 0.69)] + [(f"v{i}", 0.5) for i in range(5)]
+    moved = [("b", 0.80), ("c", 0.79), ("both", 0.6)] + [(f"v{i}", 0.5) for i in range(5)]
+    assert fuse(lex, moved, FusionSettings(), before_feedback=before)[0].id != "both"
+    agreed = fuse(lex, moved, FusionSettings(agree_first=True), before_feedback=before)
+    assert agreed[0].id == "both" and agreed[0].strong

@@ -131,6 +131,10 @@ OPTIONS = {
     "section": "section_evidence",
     "exact": "exact_first",
     "sibling": "sibling_heading",
+    "top": "first_top",
+    "toplead": "first_lead",
+    "agree": "agree_first",
+    "fbmix": "feedback_mix",
 }
 # options of every mode (the rest are fusion's)
 ANY_MODE = ("heading", "section", "exact", "sibling")
@@ -159,7 +163,12 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
             raise InvalidInput(f"Bad number in {option!r}") from None
         if number < 0:
             raise InvalidInput(f"{option!r} cannot be negative")
-        fusion_options[OPTIONS[name]] = bool(number) if name == "exact" else number
+        if name in ("exact", "agree"):
+            fusion_options[OPTIONS[name]] = bool(number)
+        elif name == "top":
+            fusion_options[OPTIONS[name]] = int(number)
+        else:
+            fusion_options[OPTIONS[name]] = number
     mode, fusion = _parse_base(config)
     if fusion_options:
         fusion = dataclasses.replace(fusion or FusionSettings(), **fusion_options)

@@ -80,6 +80,20 @@ class FusionSettings:
     # top score, so the order of documents is never changed (a corpus of one passage per
     # document is left exactly as it was).
     sibling_heading: float = 0.0
+    # A clear first place never drops out of the top (0 = off): the first of any list
+    # (lexical, vector, and in hybrid the vector list before feedback) that leads its
+    # second by at least `first_lead` of its range is put no lower than place
+    # `first_top` of the fused list (1-based), so a match one retriever ranks first by a
+    # margin smaller than `strong_lead` is still shown.
+    first_top: int = 0
+    first_lead: float = 0.0
+    # Agreement (off by default): a candidate that the lexical list and the vector list
+    # before feedback both rank first is put first, as a strong match is.
+    agree_first: bool = False
+    # The feedback pass's list blended with the query's own (0 = the feedback list
+    # alone, as chosen on dbpedia-5k): the vector side of the second fusion scored
+    # (1 - m) x norm(after feedback) + m x norm(before feedback).
+    feedback_mix: float = 0.0
 
     @classmethod
     def configured(cls, concept_boost: float | None) -> FusionSettings:
@@ -115,11 +129,23 @@ def lead(ranking: Ranking) -> float:
     return (first - second) / (first - last) if first > last else 0.0
 
 
+<<<<<<< HEAD
 def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float) -> list[Fused]:
     """``fused`` with the first of each ranking that leads by at least ``min_lead`` moved
     to the front (several such, in their fused order), its score raised just above the
     top so the order holds when re-sorted; the rest keep their order and scores."""
     strong = _strong(rankings, min_lead)
+=======
+def keep_strong(
+    fused: list[Fused], rankings: Sequence[Ranking], min_lead: float, also: set[str] | None = None
+) -> list[Fused]:
+    """``fused`` with the first of each ranking that leads by at least ``min_lead`` (and
+    the ids of ``also``) moved to the front (several such, in their fused order), its
+    score raised just above the top so the order holds when re-sorted; the rest keep
+    their order and scores. ``min_lead`` 0 counts no ranking."""
+    strong = {r[0][0] for r in rankings if r and min_lead > 0 and lead(r) >= min_lead}
+    strong |= also or set()
+>>>>>>> fuse
     if not strong or not fused:
         return fused
     top = fused[0].score
@@ -131,9 +157,39 @@ def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float
     return raised + [f for f in fused if f.id not in strong]
 
 
+<<<<<<< HEAD
 def _strong(rankings: Sequence[Ranking], min_lead: float) -> set[str]:
     """The ids ``keep_strong`` puts first: each ranking's first that leads by ``min_lead``."""
     return {r[0][0] for r in rankings if r and lead(r) >= min_lead}
+=======
+def keep_near_top(
+    fused: list[Fused], rankings: Sequence[Ranking], min_lead: float, top: int
+) -> list[Fused]:
+    """``fused`` with the first of each ranking that leads by at least ``min_lead`` and
+    sits below place ``top`` (1-based) moved up to place ``top`` (several such, in their
+    fused order, from there on), each given a score between its new neighbours' so the
+    order holds when re-sorted; the rest keep their order and scores."""
+    firsts = {r[0][0] for r in rankings if r and lead(r) >= min_lead}
+    if top < 1 or not firsts:
+        return fused
+    late = [f for f in fused[top - 1 :] if f.id in firsts]
+    if not late:
+        return fused
+    head = fused[: top - 1]
+    rest = [f for f in fused[top - 1 :] if f.id not in firsts]
+    above = head[-1].score if head else None
+    below = rest[0].score if rest else None
+    moved = []
+    for n, f in enumerate(late):
+        if below is None:
+            score = f.score
+        elif above is None or above <= below:
+            score = below + 1e-9 * (len(late) - n)
+        else:
+            score = below + (above - below) * (len(late) - n) / (len(late) + 1)
+        moved.append(replace(f, score=max(score, f.score)))
+    return head + moved + rest
+>>>>>>> fuse
 
 
 def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
@@ -145,9 +201,27 @@ def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
     return replace(settings, lexical_weight=weight, vector_weight=1.0 - weight)
 
 
-def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fused]:
-    """One ranking from two; ties are broken by id so the order is deterministic."""
+def _blended(after: Ranking, before: Ranking, mix: float) -> list[tuple[str, float]]:
+    """One vector list from the feedback pass's and the query's own: min-max scores mixed,
+    ``(1 - mix) x after + mix x before`` (missing from one: 0 there), best first."""
+    a, b = _min_max(after), _min_max(before)
+    ids = list(dict.fromkeys([i for i, _ in after] + [i for i, _ in before]))
+    out = [(i, (1 - mix) * a.get(i, 0.0) + mix * b.get(i, 0.0)) for i in ids]
+    out.sort(key=lambda t: (-t[1], t[0]))
+    return out
+
+
+def fuse(
+    lexical: Ranking,
+    vector: Ranking,
+    settings: FusionSettings,
+    before_feedback: Ranking | None = None,
+) -> list[Fused]:
+    """One ranking from two; ties are broken by id so the order is deterministic.
+    ``before_feedback``, in the fusion after feedback, is the vector list the query
+    itself found: its first place counts for the first-place rules as the others'."""
     settings = _adapted(lexical, settings)
+<<<<<<< HEAD
     ids, score = _scorer(lexical, vector, settings)
     lex_get, vec_get = dict(lexical).get, dict(vector).get
     fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
@@ -174,6 +248,12 @@ def _scorer(
     lexical: Ranking, vector: Ranking, settings: FusionSettings
 ) -> tuple[list[str], Callable[[str], float]]:
     """The candidates of both lists (vector's first, each once) and their fused score."""
+=======
+    vec = dict(vector)  # the parts reported: the cosine of the list searched last
+    if before_feedback is not None and settings.feedback_mix > 0:
+        vector = _blended(vector, before_feedback, settings.feedback_mix)
+    lex = dict(lexical)
+>>>>>>> fuse
     ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
     if settings.method == "rrf":
         lex_rank = {i: r for r, (i, _) in enumerate(lexical, start=1)}
@@ -198,7 +278,23 @@ def _scorer(
 
     else:
         raise ValueError(f"unknown fusion method {settings.method!r}")
+<<<<<<< HEAD
     return ids, score
+=======
+    lex_get, vec_get = lex.get, vec.get
+    fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
+    fused.sort(key=lambda f: (-f.score, f.id))
+    agreed: set[str] = set()
+    original = vector if before_feedback is None else before_feedback
+    if settings.agree_first and lexical and original and lexical[0][0] == original[0][0]:
+        agreed = {lexical[0][0]}
+    if settings.strong_lead > 0 or agreed:
+        fused = keep_strong(fused, (lexical, vector), settings.strong_lead, agreed)
+    if settings.first_top > 0:
+        rankings = [lexical, vector] if before_feedback is None else [lexical, vector, original]
+        fused = keep_near_top(fused, rankings, settings.first_lead, settings.first_top)
+    return fused
+>>>>>>> fuse
 
 
 def by_section(
