@@ -129,13 +129,6 @@ def lead(ranking: Ranking) -> float:
     return (first - second) / (first - last) if first > last else 0.0
 
 
-<<<<<<< HEAD
-def keep_strong(fused: list[Fused], rankings: Sequence[Ranking], min_lead: float) -> list[Fused]:
-    """``fused`` with the first of each ranking that leads by at least ``min_lead`` moved
-    to the front (several such, in their fused order), its score raised just above the
-    top so the order holds when re-sorted; the rest keep their order and scores."""
-    strong = _strong(rankings, min_lead)
-=======
 def keep_strong(
     fused: list[Fused], rankings: Sequence[Ranking], min_lead: float, also: set[str] | None = None
 ) -> list[Fused]:
@@ -143,9 +136,8 @@ def keep_strong(
     the ids of ``also``) moved to the front (several such, in their fused order), its
     score raised just above the top so the order holds when re-sorted; the rest keep
     their order and scores. ``min_lead`` 0 counts no ranking."""
-    strong = {r[0][0] for r in rankings if r and min_lead > 0 and lead(r) >= min_lead}
+    strong = _strong(rankings, min_lead) if min_lead > 0 else set()
     strong |= also or set()
->>>>>>> fuse
     if not strong or not fused:
         return fused
     top = fused[0].score
@@ -157,11 +149,11 @@ def keep_strong(
     return raised + [f for f in fused if f.id not in strong]
 
 
-<<<<<<< HEAD
 def _strong(rankings: Sequence[Ranking], min_lead: float) -> set[str]:
     """The ids ``keep_strong`` puts first: each ranking's first that leads by ``min_lead``."""
     return {r[0][0] for r in rankings if r and lead(r) >= min_lead}
-=======
+
+
 def keep_near_top(
     fused: list[Fused], rankings: Sequence[Ranking], min_lead: float, top: int
 ) -> list[Fused]:
@@ -189,7 +181,6 @@ def keep_near_top(
             score = below + (above - below) * (len(late) - n) / (len(late) + 1)
         moved.append(replace(f, score=max(score, f.score)))
     return head + moved + rest
->>>>>>> fuse
 
 
 def _adapted(lexical: Ranking, settings: FusionSettings) -> FusionSettings:
@@ -221,19 +212,30 @@ def fuse(
     ``before_feedback``, in the fusion after feedback, is the vector list the query
     itself found: its first place counts for the first-place rules as the others'."""
     settings = _adapted(lexical, settings)
-<<<<<<< HEAD
+    vec = dict(vector)  # the parts reported: the cosine of the list searched last
+    if before_feedback is not None and settings.feedback_mix > 0:
+        vector = _blended(vector, before_feedback, settings.feedback_mix)
     ids, score = _scorer(lexical, vector, settings)
-    lex_get, vec_get = dict(lexical).get, dict(vector).get
+    lex_get, vec_get = dict(lexical).get, vec.get
     fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
-    if settings.strong_lead > 0:
-        return keep_strong(fused, (lexical, vector), settings.strong_lead)
+    agreed: set[str] = set()
+    original = vector if before_feedback is None else before_feedback
+    if settings.agree_first and lexical and original and lexical[0][0] == original[0][0]:
+        agreed = {lexical[0][0]}
+    if settings.strong_lead > 0 or agreed:
+        fused = keep_strong(fused, (lexical, vector), settings.strong_lead, agreed)
+    if settings.first_top > 0:
+        rankings = [lexical, vector] if before_feedback is None else [lexical, vector, original]
+        fused = keep_near_top(fused, rankings, settings.first_lead, settings.first_top)
     return fused
 
 
 def fused_ids(lexical: Ranking, vector: Ranking, settings: FusionSettings, n: int) -> list[str]:
     """The ids of ``fuse(lexical, vector, settings)[:n]``, in order, without building the
     whole fused list (what the feedback pass reads of the first fusion)."""
+    if settings.agree_first or settings.first_top > 0:  # the study rules: fuse's own order
+        return [f.id for f in fuse(lexical, vector, settings)[:n]]
     settings = _adapted(lexical, settings)
     ids, score = _scorer(lexical, vector, settings)
     ranked = sorted(ids, key=lambda i: (-score(i), i))
@@ -248,12 +250,6 @@ def _scorer(
     lexical: Ranking, vector: Ranking, settings: FusionSettings
 ) -> tuple[list[str], Callable[[str], float]]:
     """The candidates of both lists (vector's first, each once) and their fused score."""
-=======
-    vec = dict(vector)  # the parts reported: the cosine of the list searched last
-    if before_feedback is not None and settings.feedback_mix > 0:
-        vector = _blended(vector, before_feedback, settings.feedback_mix)
-    lex = dict(lexical)
->>>>>>> fuse
     ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
     if settings.method == "rrf":
         lex_rank = {i: r for r, (i, _) in enumerate(lexical, start=1)}
@@ -278,23 +274,7 @@ def _scorer(
 
     else:
         raise ValueError(f"unknown fusion method {settings.method!r}")
-<<<<<<< HEAD
     return ids, score
-=======
-    lex_get, vec_get = lex.get, vec.get
-    fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
-    fused.sort(key=lambda f: (-f.score, f.id))
-    agreed: set[str] = set()
-    original = vector if before_feedback is None else before_feedback
-    if settings.agree_first and lexical and original and lexical[0][0] == original[0][0]:
-        agreed = {lexical[0][0]}
-    if settings.strong_lead > 0 or agreed:
-        fused = keep_strong(fused, (lexical, vector), settings.strong_lead, agreed)
-    if settings.first_top > 0:
-        rankings = [lexical, vector] if before_feedback is None else [lexical, vector, original]
-        fused = keep_near_top(fused, rankings, settings.first_lead, settings.first_top)
-    return fused
->>>>>>> fuse
 
 
 def by_section(

@@ -194,13 +194,8 @@ class Retriever:
                 )
         if feedback:
             with _timed(timings, "feedback"):
-<<<<<<< HEAD
-                vector = self.vector_recall(self.feedback_vector(qvec, top), size, filters)
-                fused = fuse(lexical, vector, self.fusion)
-=======
-                moved = self.feedback_recall(qvec, fused, size, filters)
+                moved = self.vector_recall(self.feedback_vector(qvec, top), size, filters)
                 fused = fuse(lexical, moved, self.fusion, before_feedback=vector)
->>>>>>> fuse
         with _timed(timings, "fetch"):
             wanted = max(limit, self.rerank_top_k) if self.reranker else limit
             concepts = self.named_concepts(parsed)

@@ -276,18 +276,11 @@ class CatalogueSQL(SQLBase):
                 f"ON CONFLICT (id) DO UPDATE SET {_DOC_UPDATES}",
                 document_row(document, encode),
             )
-<<<<<<< HEAD
-            self._xm(
-                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
-                (chunk_row(c, encode) for c in chunks),  # rows made as they are written
-            )
-=======
             if chunks:  # none for an upload, which the worker parses later
                 self._xm(
-                    f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+                    f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                     (chunk_row(c, encode) for c in chunks),  # rows made as they are written
                 )
->>>>>>> upload
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
             self._bump_generation()
