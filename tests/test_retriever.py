@@ -122,7 +122,8 @@ def test_the_public_stages_compose_to_search(
         assert pool == searched.candidates
 
         retriever.fusion = dataclasses.replace(plain, feedback_docs=2, feedback_weight=1.0)
-        moved = retriever.feedback_recall(qvec, fused, CANDIDATE_POOL, none)
+        top = [f.id for f in fused[:2]]
+        moved = retriever.feedback_recall(qvec, top, CANDIDATE_POOL, none)
         again = fuse(lexical, moved, retriever.fusion)
         hits, _ = retriever.hits(again, 5, parsed, "snippet", None)
         searched = retriever.search(text, limit=5)

@@ -194,7 +194,7 @@ class Retriever:
                 )
         if feedback:
             with _timed(timings, "feedback"):
-                moved = self.vector_recall(self.feedback_vector(qvec, top), size, filters)
+                moved = self.feedback_recall(qvec, top, size, filters)
                 fused = fuse(lexical, moved, self.fusion, before_feedback=vector)
         with _timed(timings, "fetch"):
             wanted = max(limit, self.rerank_top_k) if self.reranker else limit
@@ -235,23 +235,18 @@ class Retriever:
     def feedback_recall(
         self,
         query: npt.NDArray[np.float32],
-        fused: Sequence[Fused],
+        top: Sequence[str],
         limit: int,
         filters: SearchFilters,
     ) -> list[tuple[str, float]]:
-        """Vector recall again, for the query moved toward the first fusion's top snippets
-        (pseudo-relevance feedback: no model call, one more vector search)."""
-        top = [f.id for f in fused[: self.fusion.feedback_docs]]
-        return self.vector_recall(self.feedback_vector(query, top), limit, filters)
-
-    def feedback_vector(
-        self, query: npt.NDArray[np.float32], top: Sequence[str]
-    ) -> npt.NDArray[np.float32]:
-        """The query moved toward the vectors of the snippets ``top`` (``feedback_query``)."""
+        """Vector recall again, for the query moved toward the vectors of the first
+        fusion's top snippets ``top`` (pseudo-relevance feedback: no model call, one more
+        vector search)."""
         found = self.store.get_vectors(top)
-        return feedback_query(
+        moved = feedback_query(
             query, [found[i] for i in top if i in found], self.fusion.feedback_weight
         )
+        return self.vector_recall(moved, limit, filters)
 
     def hits(
         self,
