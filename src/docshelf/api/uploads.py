@@ -223,7 +223,7 @@ def upload_commits(shelf: Shelf) -> Batched[Received, UploadResult]:
 
 
 def commit_uploads(shelf: Shelf, batch: Sequence[Received]) -> list[UploadResult | BaseException]:
-    """Make the blobs durable (small ones through one pack, see ``blobs.local``), then
+    """Make the blobs durable (their fsyncs side by side, see ``blobs.local``), then
     record them all in one transaction: one thread hop for the batch. One outcome per
     upload."""
     hashes = shelf.blobs.commit_many([r.writer for r in batch])
