@@ -604,11 +604,11 @@ def test_any_line_is_read_as_typer_reads_it_or_left_to_typer(argv: list[str]) ->
 def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
     tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from docshelf.cli import library
+    from docshelf.cli.command import err_console  # the console cli/library.py prints to
     from docshelf.cli.typer_app import app as typer_app
 
     asked: list[str] = []
-    real_status = library.err_console.status
+    real_status = err_console.status
 
     def status(text: str, *args: object, **kwargs: object) -> object:
         asked.append(text)
@@ -619,7 +619,7 @@ def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
             m.setenv("DOCSHELF_EMBEDDER", "none")
             m.setattr(sys, "stdout", _Terminal())
             m.setattr(sys, "stderr", _Terminal())
-            m.setattr(library.err_console, "status", status)
+            m.setattr(err_console, "status", status)
             if embedder == "hash":
                 from tests.fakes import HashEmbedder
 
