@@ -69,6 +69,7 @@ def test_every_command_speaks_the_envelope(notes: Path, tmp_path: Path) -> None:
         "chunk_index",
         "page_start",
         "page_end",
+        "anchor",
     }
     assert "context" in env["next_actions"][0]["command"]
 

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "durable",
         "backoff",
         "terminal",
+        "plaintext",
         "telemetry",
         "progress",
     ),
