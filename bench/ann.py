@@ -345,7 +345,8 @@ def report_against(home: Path, args: argparse.Namespace) -> None:
                 dump = Path(tmp) / f"{label}-{r}.json"
                 last = label == "after" and r == args.rounds - 1
                 model = last and not args.no_model  # the figures with the model: once
-                got = child(home, None, model, src=src, dump=dump, engines=label == "after")
+                where = args.baseline_home if label == "before" and args.baseline_home else home
+                got = child(where, None, model, src=src, dump=dump, engines=label == "after")
                 rounds[label].append(got)
                 print(
                     f"    round {r + 1} {label:>6}: hybrid excluding embedding p50/p95 "
@@ -437,6 +438,12 @@ def main() -> None:
         type=Path,
         help="a source tree (its src/) of the code before a change: time both, "
         "interleaved, and assert the same results",
+    )
+    ap.add_argument(
+        "--baseline-home",
+        type=Path,
+        help="with --baseline: a copy of the library whose sidecar indexes the baseline "
+        "code built (when this code's layout differs); default: --home",
     )
     ap.add_argument("--rounds", type=int, default=2, help="with --baseline: rounds of each")
     ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)

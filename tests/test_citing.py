@@ -277,7 +277,7 @@ def test_the_migration_keeps_old_chunks_citable_and_says_a_reindex_is_due(
         _old_store(url, monkeypatch, module)
         store = open_store(url)
         try:
-            assert store.schema_version() == 10
+            assert store.schema_version() >= 10
             (chunk,) = store.chunks_of_document(document_id(FP), Tier.SNIPPET)
             assert chunk.inner == () and chunk.heading_path == ("Log", "Monday")
             assert store.chunk_places([chunk.id])[chunk.id].inner == ()

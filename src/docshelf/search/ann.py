@@ -10,8 +10,12 @@ How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
   log entries after it, read back from the store and scanned exactly — so a crash
   between a commit and an index update can hide nothing and resurrect nothing:
   a chunk in the delta is answered from the store, never from the graph.
-- Every candidate is checked against the store before it is returned (it still has
-  a vector, its document is complete and matches the filters).
+- Every candidate is checked before it is returned: it still has a vector (the graph
+  answers only for seqs that have not changed since its checkpoint), and its document
+  is complete and matches the filters. Unfiltered, the checkpoint's **entries** (each
+  graph key's document, position and heading key: search/entries.py, in a file beside
+  the graph) answer that without reading the candidates from the store; filtered, or
+  without entries, the store checks them.
 - Checkpoints are written by whoever holds ``lock`` (``maintain()``: after ingest,
   by idle workers, by ``reindex``) to a new file, then published by atomically
   replacing ``current.json``; readers map the file read-only (``view``), so many
@@ -32,12 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from docshelf.durable import fsync
+from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.search.sidecar import (
     Progress,
     SidecarIndex,
     SidecarStore,
     read_record,
     remove_index_files,
+    shown,
     sidecar_dir,
     write_record,
 )
@@ -58,6 +64,7 @@ EF_GROWS_FROM = 250_000  # beyond this many vectors ef grows with the graph: 1,0
 MAX_EXPANSION_SEARCH = 4096
 DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.py)
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
+ENTRIES_SUFFIX = ".entries.npy"  # beside each graph file: its keys' entries
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class Checkpoint:
     built_count: int  # vectors at the last full build
     replaced: int  # removals since that build (tombstones in the graph)
     created_at: float
+    entries: str = ""  # the file of the graph keys' entries ("": none, the store checks)
+    stamp: str = ""  # evidence.HEADING_KEY_STAMP the entries' heading keys were made with
 
 
 def index_dir(store: SidecarStore) -> Path:
@@ -103,7 +112,10 @@ class SidecarVectorIndex(SidecarIndex):
         self._ef = 0  # the search depth last set on the graph
         self._position = 0
         self._delta: dict[int, npt.NDArray[np.float32]] = {}  # seq -> current vector
+        self._delta_entries: dict[int, Entry] = {}  # seq -> its entry, for the delta
         self._changed: set[int] = set()  # seqs the graph must not answer for
+        # the checkpoint's entries: rows seq (sorted), doc, ord, head, wide (None: none)
+        self._entries: npt.NDArray[np.uint64] | None = None
         # set by _open before the graph answers (numpy is imported when first needed)
         self._delta_keys: npt.NDArray[np.int64] = cast("npt.NDArray[np.int64]", ())
         self._delta_matrix: npt.NDArray[np.float32] = cast("npt.NDArray[np.float32]", ())
@@ -117,9 +129,14 @@ class SidecarVectorIndex(SidecarIndex):
             return "ann" if self._graph is not None else "exact"
 
     def search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, cosine similarity), best first, filters honoured."""
+        """(chunk_id, cosine similarity), best first, filters honoured; what the entries
+        tell of each hit goes into ``known``."""
         import numpy as np
 
         if limit <= 0:
@@ -133,8 +150,10 @@ class SidecarVectorIndex(SidecarIndex):
             fetch = limit + 10 if filters.empty else 4 * limit
             while True:
                 candidates = self._candidates(q, fetch)
-                visible = self._store.visible_snippets([s for s, _ in candidates], filters)
-                hits = [(visible[s], score) for s, score in candidates if s in visible]
+                entries = self._entries_of([s for s, _ in candidates])
+                hits = shown(
+                    self._store, candidates, entries, filters, self._store.visible_snippets, known
+                )
                 if len(hits) >= limit:
                     return hits[:limit]
                 # Asked for the whole graph (or the most we fetch) and still short: a
@@ -173,6 +192,27 @@ class SidecarVectorIndex(SidecarIndex):
                 scores[int(self._delta_keys[i])] = float(sims[i])
         ranked = sorted(scores.items(), key=lambda kv: -kv[1])
         return ranked[:k]
+
+    def _entries_of(self, seqs: list[int]) -> list[Entry]:
+        """The entry of each seq: the delta's for a changed seq, the checkpoint's for the
+        others (``UNKNOWN`` for every seq when the checkpoint has none)."""
+        import numpy as np
+
+        table = self._entries
+        if table is None or not seqs:
+            return [UNKNOWN] * len(seqs)
+        keys = table[0]
+        at = np.searchsorted(keys, np.asarray(seqs, dtype=np.uint64))
+        at[at >= len(keys)] = 0
+        rows = table[:, at].tolist()
+        out: list[Entry] = list(zip(rows[1], rows[2], rows[3], rows[4], strict=True))
+        changed, delta = self._changed, self._delta_entries
+        for n, (seq, key) in enumerate(zip(seqs, rows[0], strict=True)):
+            if seq in changed:
+                out[n] = delta.get(seq, UNKNOWN)
+            elif key != seq:
+                out[n] = UNKNOWN
+        return out
 
     def _exact_matching(
         self, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
@@ -218,12 +258,15 @@ class SidecarVectorIndex(SidecarIndex):
         if changed:
             seqs, matrix = self._store.vectors_by_seq(changed)
             present = dict(zip(seqs.tolist(), matrix, strict=True))
+            made = self._made_entries(list(present)) if self._entries is not None else {}
             for seq in changed:
                 self._changed.add(seq)
                 if seq in present:
                     self._delta[seq] = present[seq]
+                    self._delta_entries[seq] = made.get(seq, UNKNOWN)
                 else:
                     self._delta.pop(seq, None)
+                    self._delta_entries.pop(seq, None)
             self._delta_keys = np.fromiter(self._delta, dtype=np.int64, count=len(self._delta))
             self._delta_matrix = (
                 np.stack(list(self._delta.values()))
@@ -273,16 +316,20 @@ class SidecarVectorIndex(SidecarIndex):
         self._ef = 0
         self._position = checkpoint.position
         self._delta = {}
+        self._delta_entries = {}
         self._changed = set()
         self._delta_keys = np.zeros(0, dtype=np.int64)
         self._delta_matrix = np.zeros((0, checkpoint.dim), dtype=np.float32)
+        self._entries = None if self._graph is None else read_entries(self.directory, checkpoint)
 
     def _close_graph(self) -> None:
         import numpy as np
 
         self._graph = None
         self._checkpoint = None
+        self._entries = None
         self._delta = {}
+        self._delta_entries = {}
         self._changed = set()
         self._delta_keys = np.zeros(0, dtype=np.int64)
 
@@ -346,11 +393,11 @@ class SidecarVectorIndex(SidecarIndex):
         except LookupError:
             self._build(epoch, progress)
             return "rebuilt"
-        if not changed:
+        if not changed and has_entries(self.directory, usable):
             if current:
                 self._prune_once(current.position)
             return "current"
-        if not force and len(changed) < max(1_000, usable.count // 100):
+        if changed and not force and len(changed) < max(1_000, usable.count // 100):
             return "deferred"
         if usable.replaced + len(changed) > usable.built_count // 2:
             self._build(epoch, progress)
@@ -379,14 +426,17 @@ class SidecarVectorIndex(SidecarIndex):
             expansion_add=EXPANSION_ADD,
         )
         done = 0
+        entries = []
         for seqs, matrix in store.iter_vectors():
             if matrix.shape[1] != dim:
                 raise ValueError(f"vector of {matrix.shape[1]} dims in a {dim}-dim library")
             graph.add(seqs.astype(np.uint64), matrix)
+            entries.append(self._read_entries(seqs.tolist()))
             done += len(seqs)
             if progress:
                 progress(done, total, "building the vector index")
-        self._publish(graph, epoch, position, generation, model, dim, len(graph), 0)
+        table = np.concatenate(entries, axis=1) if entries else np.zeros((5, 0), np.uint64)
+        self._publish(graph, epoch, position, generation, model, dim, len(graph), 0, table)
 
     def _fold(self, base: Checkpoint, position: int, changed: list[int]) -> None:
         """The published graph with the delta applied, as a new checkpoint."""
@@ -398,10 +448,19 @@ class SidecarVectorIndex(SidecarIndex):
         if graph is None:
             raise ValueError(f"{base.file} is not a usearch index")
         keys = np.asarray(changed, dtype=np.uint64)
-        removed = int(graph.remove(keys))
+        removed = int(graph.remove(keys)) if len(keys) else 0
         seqs, matrix = self._store.vectors_by_seq(changed)
         if len(seqs):
             graph.add(seqs.astype(np.uint64), matrix)
+        # the base's entries less the changed seqs, and the re-added seqs' own (all read
+        # anew when the base has none, or of another stamp)
+        table = read_entries(self.directory, base)
+        if table is None:
+            table = self._read_entries(np.sort(graph.keys[:]).tolist())  # (keys[:]: one copy)
+        else:
+            kept = table[:, ~np.isin(table[0], keys)]
+            table = np.concatenate([kept, self._read_entries(seqs.tolist())], axis=1)
+            table = table[:, np.argsort(table[0], kind="stable")]
         self._publish(
             graph,
             base.epoch,
@@ -411,8 +470,25 @@ class SidecarVectorIndex(SidecarIndex):
             base.dim,
             len(graph),
             base.replaced + removed,
+            table,
             built_count=base.built_count,
         )
+
+    def _read_entries(self, seqs: list[int]) -> npt.NDArray[np.uint64]:
+        """The entries of ``seqs`` (sorted) made from the store, as the rows seq, doc,
+        ord, head, wide (``UNKNOWN`` for a seq that is no longer a snippet: it is in the
+        log, never read)."""
+        import numpy as np
+
+        made = self._made_entries(seqs)
+        rows = [(seq, *made.get(seq, UNKNOWN)) for seq in seqs]
+        return np.array(rows, dtype=np.uint64).reshape(-1, 5).T.copy()
+
+    def _made_entries(self, seqs: list[int]) -> dict[int, Entry]:
+        """The entry of each of ``seqs`` that is a snippet, from its place and text."""
+        places = self._store.snippet_places(seqs)
+        texts = {seq: text for seq, _, text in self._store.snippets_by_seq(list(places))}
+        return {seq: entry_of(*places[seq], texts[seq]) for seq in places if seq in texts}
 
     def _publish(
         self,
@@ -424,11 +500,16 @@ class SidecarVectorIndex(SidecarIndex):
         dim: int,
         count: int,
         replaced: int,
+        entries: npt.NDArray[np.uint64],
         *,
         built_count: int | None = None,
     ) -> None:
-        """Write the graph to a new file, then point ``current.json`` at it atomically;
-        only then is the log pruned and the previous file removed."""
+        """Write the graph and its entries to new files, then point ``current.json`` at
+        them atomically; only then is the log pruned and the previous files removed."""
+        import numpy as np
+
+        from docshelf.search.evidence import HEADING_KEY_STAMP
+
         self.directory.mkdir(parents=True, exist_ok=True)
         import uuid
 
@@ -437,6 +518,12 @@ class SidecarVectorIndex(SidecarIndex):
         graph.save(str(tmp))
         fsync(tmp)
         os.replace(tmp, self.directory / name)
+        table = name + ENTRIES_SUFFIX
+        tmp = self.directory / (table + ".tmp")
+        with tmp.open("wb") as fh:
+            np.save(fh, np.ascontiguousarray(entries, dtype=np.uint64))
+        fsync(tmp)
+        os.replace(tmp, self.directory / table)
         checkpoint = Checkpoint(
             epoch=epoch,
             file=name,
@@ -448,6 +535,8 @@ class SidecarVectorIndex(SidecarIndex):
             built_count=count if built_count is None else built_count,
             replaced=replaced,
             created_at=time.time(),
+            entries=table,
+            stamp=HEADING_KEY_STAMP,
         )
         write_checkpoint(self.directory, checkpoint)
         self._prune_log(position)
@@ -468,6 +557,34 @@ def expansion_search(count: int) -> int:
 
 def read_checkpoint(directory: Path) -> Checkpoint | None:
     return read_record(directory, Checkpoint)
+
+
+def has_entries(directory: Path, checkpoint: Checkpoint) -> bool:
+    """Whether the checkpoint's graph has entries search can use (of this code's stamp)."""
+    from docshelf.search.evidence import HEADING_KEY_STAMP
+
+    return (
+        bool(checkpoint.entries)
+        and checkpoint.stamp == HEADING_KEY_STAMP
+        and (directory / checkpoint.entries).exists()
+    )
+
+
+def read_entries(directory: Path, checkpoint: Checkpoint) -> npt.NDArray[np.uint64] | None:
+    """The checkpoint's entries (mapped, read-only), or None: none, of another stamp, or
+    unreadable (the store checks every candidate then)."""
+    import numpy as np
+
+    if not has_entries(directory, checkpoint):
+        return None
+    try:
+        table = np.load(directory / checkpoint.entries, mmap_mode="r")
+    except (OSError, ValueError) as exc:
+        log.warning("cannot read the vector index's entries %s: %s", checkpoint.entries, exc)
+        return None
+    if table.ndim != 2 or table.shape[0] != 5 or table.dtype != np.uint64:
+        return None
+    return cast("npt.NDArray[np.uint64]", table)
 
 
 def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from docshelf.search.ann import SidecarVectorIndex
+from docshelf.search.entries import Known
 from docshelf.search.lexical import SidecarLexicalIndex
 from docshelf.search.sidecar import SidecarStore
 from docshelf.search.vector import ExactVectorIndex
@@ -31,17 +32,37 @@ if TYPE_CHECKING:
 
 class LexicalEngine(Protocol):
     def search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
+        self,
+        terms: Sequence[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, BM25-like score), best first, filters honoured."""
+        """(chunk_id, BM25-like score), best first, filters honoured. An engine that
+        knows each hit's document and heading key (the sidecars' entries) puts them in
+        ``known``, so search need not read them from the store."""
         ...
+
+
+@runtime_checkable
+class Verbatim(Protocol):
+    """A lexical engine that can rule out candidates for the exact-match rule's quoted
+    line (the tantivy sidecar): the seqs of the snippets whose text may hold every one
+    of ``words`` (unless it is ``entries.wide``), or None when it cannot tell."""
+
+    def may_hold(self, words: Sequence[str], limit: int) -> set[int] | None: ...
 
 
 class VectorEngine(Protocol):
     def search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, cosine similarity), best first, filters honoured."""
+        """(chunk_id, cosine similarity), best first, filters honoured (``known``: as
+        for ``LexicalEngine``)."""
         ...
 
 
@@ -52,7 +73,11 @@ class StoreLexicalSearch:
         self._store = store
 
     def search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
+        self,
+        terms: Sequence[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
         return self._store.lexical_search(list(terms), limit, filters)
 
@@ -64,7 +89,11 @@ class NativeVectorEngine:
         self._store = store
 
     def search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
         return self._store.vector_search(query, limit, filters)
 
@@ -77,7 +106,11 @@ class ExactVectorSearch:
         self._index = ExactVectorIndex(store)
 
     def search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
         allowed = None if filters.empty else self._store.documents_matching(filters)
         return self._index.search(query, limit, allowed)

@@ -18,6 +18,7 @@ Words are compared case-folded, as runs of word characters, with a crude English
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -81,6 +82,38 @@ def own_heading(chunk: Placed) -> str:
     return ""
 
 
+def words_key(content: frozenset[str]) -> int:
+    """A stable 64-bit key of a set of content words (never 0): equal sets, equal keys."""
+    joined = "\x1f".join(sorted(content)).encode("utf-8", "surrogatepass")
+    key = int.from_bytes(hashlib.blake2b(joined, digest_size=8).digest(), "little")
+    return key or 1
+
+
+def heading_key(chunk: Placed) -> int:
+    """The key of the content words of the snippet's own heading (``words_key``), or 0
+    when it has fewer than two (no query names it then: ``names_heading``). The sidecar
+    indexes keep it per snippet, so the exact-match rule finds the candidates whose
+    heading the query may name without reading each one's place; a key that matches is
+    only a hint, confirmed by ``names_heading`` on the place itself."""
+    content = content_words(own_heading(chunk))
+    return words_key(content) if len(content) >= 2 else 0
+
+
+def query_heading_key(query: str) -> int:
+    """The key a candidate's ``heading_key`` must equal for ``query`` to name its heading;
+    0 when the query has fewer than two content words (it names no heading)."""
+    content = content_words(query)
+    return words_key(content) if len(content) >= 2 else 0
+
+
+# What ``heading_key`` depends on: this code (bump the version when ``own_heading``,
+# ``content_words``, ``stem`` or ``words_key`` change: tests/test_evidence.py holds the keys
+# of a probe list) and the stopwords. A sidecar index records the stamp it was built with
+# and is rebuilt when it differs, so a change never leaves keys that no longer match.
+HEADING_KEY_VERSION = 1
+HEADING_KEY_STAMP = f"{HEADING_KEY_VERSION}:{words_key(STOPWORDS):016x}"
+
+
 def heading_share(query: frozenset[str], chunk: Placed) -> float:
     """The share of the query's content words that the snippet's own heading names."""
     if not query:
@@ -122,6 +155,33 @@ def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[st
     return _exact_tiers(query, {c.id: c for c in chunks}, lambda: {c.id: c.text for c in chunks})
 
 
+def needs_places(settings: FusionSettings) -> bool:
+    """Whether ``by_evidence`` reads the place of every candidate (the section and
+    sibling evidence); the exact-match rule alone needs only those of the candidates
+    whose heading key matches the query's (``named_headings``)."""
+    return bool(settings.heading_boost or settings.section_evidence or settings.sibling_heading)
+
+
+def named_headings(
+    query: str,
+    places: Mapping[str, Placed],
+    heads: Mapping[str, int],
+    read: Callable[[list[str]], Mapping[str, Placed]],
+) -> set[str]:
+    """The candidates whose heading ``query`` names (``names_heading``): among those of
+    ``places``, by their place; among those known only by their heading key (``heads``),
+    by their place read with ``read``, for those whose key is the query's."""
+    content = content_words(query)
+    if len(content) < 2:
+        return set()
+    named = {i for i, c in places.items() if names_heading(content, c)}
+    key = words_key(content)
+    maybe = [i for i, head in heads.items() if head == key and i not in places]
+    if maybe:
+        named |= {i for i, c in read(maybe).items() if names_heading(content, c)}
+    return named
+
+
 def needs_text(settings: FusionSettings, query: str) -> bool:
     """Whether ``by_evidence`` reads the candidates' text for ``query`` (the exact-match
     rule, for a query long enough to be quoted); every other evidence needs only the
@@ -130,12 +190,16 @@ def needs_text(settings: FusionSettings, query: str) -> bool:
 
 
 def _exact_tiers(
-    query: str, heads: Mapping[str, Placed], texts: Callable[[], Mapping[str, str]]
+    query: str,
+    heads: Mapping[str, Placed],
+    texts: Callable[[], Mapping[str, str]],
+    named: set[str] | None = None,
 ) -> tuple[set[str], set[str]]:
-    """``exact_matches`` over places and headings, the texts read only when the query is
-    long enough to be quoted."""
-    content = content_words(query)
-    named = {i for i, c in heads.items() if names_heading(content, c)}
+    """``exact_matches`` over places and headings (``named``: the title tier, when the
+    caller found it), the texts read only when the query is long enough to be quoted."""
+    if named is None:
+        content = content_words(query)
+        named = {i for i, c in heads.items() if names_heading(content, c)}
     sequence = words(query)
     pattern = verbatim_pattern(sequence)
     if pattern is None:
@@ -156,12 +220,15 @@ def by_evidence(
     query: str,
     settings: FusionSettings,
     texts: Callable[[], Mapping[str, str]] | None = None,
+    named: set[str] | None = None,
 ) -> list[Fused]:
     """The text evidence ``settings`` asks for, applied to the fused candidates in turn:
     section evidence and heading boost (``fusion.by_section``), siblings re-ordered by
     their headings (``fusion.within_documents``), exact matches first
     (``fusion.exact_first``). ``chunks`` may be places (``Placed``); then ``texts`` reads
-    the same candidates' texts, called only when ``needs_text``."""
+    the same candidates' texts, called only when ``needs_text``. ``named``: the
+    candidates whose heading the query names, when the caller found them
+    (``named_headings``: ``chunks`` then need hold only what ``needs_places`` asks)."""
     out = list(fused)
     content = content_words(query)
     if settings.heading_boost or settings.section_evidence:
@@ -174,7 +241,7 @@ def by_evidence(
         shares = {i: heading_share(content, c) for i, c in chunks.items()}
         out = within_documents(out, documents, shares, settings.sibling_heading)
     if settings.exact_first:
-        named, verbatim = _exact_tiers(query, chunks, texts or (lambda: _texts(chunks)))
+        named, verbatim = _exact_tiers(query, chunks, texts or (lambda: _texts(chunks)), named)
         # every snippet under the named heading, but only the best of those that merely
         # quote the query: a line found in several places is not a line remembered from each
         quoted = next(({f.id} for f in out if f.id in verbatim), set())

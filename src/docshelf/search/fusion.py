@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,8 +101,7 @@ class FusionSettings:
         return cls() if concept_boost is None else cls(concept_boost=concept_boost)
 
 
-@dataclass(frozen=True)
-class Fused:
+class Fused(NamedTuple):  # (a tuple: a search makes a few hundred)
     id: str
     score: float
     lexical: float | None
@@ -143,7 +142,7 @@ def keep_strong(
     top = fused[0].score
     first = [f for f in fused if f.id in strong]
     raised = [
-        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
+        f._replace(score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
         for n, f in enumerate(first)
     ]
     return raised + [f for f in fused if f.id not in strong]
@@ -160,7 +159,8 @@ def keep_near_top(
     """``fused`` with the first of each ranking that leads by at least ``min_lead`` and
     sits below place ``top`` (1-based) moved up to place ``top`` (several such, in their
     fused order, from there on), each given a score between its new neighbours' so the
-    order holds when re-sorted; the rest keep their order and scores."""
+    order holds when re-sorted (their score, when the neighbours tie); the rest keep their
+    order and scores."""
     firsts = {r[0][0] for r in rankings if r and lead(r) >= min_lead}
     if top < 1 or not firsts:
         return fused
@@ -175,11 +175,13 @@ def keep_near_top(
     for n, f in enumerate(late):
         if below is None:
             score = f.score
-        elif above is None or above <= below:
+        elif above is None:
             score = below + 1e-9 * (len(late) - n)
+        elif above <= below:  # a tie across place `top`: no score between, so the same
+            score = above
         else:
             score = below + (above - below) * (len(late) - n) / (len(late) + 1)
-        moved.append(replace(f, score=max(score, f.score)))
+        moved.append(f._replace(score=max(score, f.score)))
     return head + moved + rest
 
 
@@ -301,7 +303,7 @@ def by_section(
             gained += settings.section_evidence * support[places[f.id]]
         return f.score + gained
 
-    out = [replace(f, score=score(f)) for f in fused]
+    out = [f._replace(score=score(f)) for f in fused]
     out.sort(key=lambda f: (not f.strong, -f.score, f.id))
     return out
 
@@ -320,7 +322,7 @@ def exact_first(fused: Sequence[Fused], *tiers: set[str]) -> list[Fused]:
         return list(fused)
     top = max(f.score for f in fused)
     raised = [
-        replace(f, score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
+        f._replace(score=max(f.score, top + 1e-6 * (len(first) - n)), strong=True)
         for n, f in enumerate(first)
     ]
     return raised + [f for f in fused if f.id not in placed]
@@ -350,7 +352,7 @@ def within_documents(
         members = [fused[n] for n in positions]
         members.sort(key=lambda f: -(f.score + weight * evidence.get(f.id, 0.0) * top))
         for n, f in zip(positions, members, strict=True):
-            out[n] = replace(f, score=fused[n].score)
+            out[n] = f._replace(score=fused[n].score)
     return out
 
 
@@ -359,7 +361,7 @@ def boost(fused: Sequence[Fused], ids: set[str], factor: float) -> list[Fused]:
     (so a negative score moves toward zero too); parts are kept as they were."""
     if not ids or factor == 0:
         return list(fused)
-    out = [replace(f, score=f.score + factor * abs(f.score)) if f.id in ids else f for f in fused]
+    out = [f._replace(score=f.score + factor * abs(f.score)) if f.id in ids else f for f in fused]
     out.sort(key=lambda f: (not f.strong, -f.score, f.id))
     return out
 

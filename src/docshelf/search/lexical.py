@@ -18,9 +18,11 @@ How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
   store commit and the index update, another process's write not folded in yet)
   FTS5 answers, exactly as below the threshold. Nothing is ever shown from a stale
   index.
-- Every candidate is checked against the store before it is returned (the snippet
-  still exists, its document is complete and matches the filters), so a deletion
-  racing a search never resurrects.
+- Every candidate is checked before it is returned: its document is complete and
+  matches the filters. Unfiltered, each snippet's **entry** in the index (its
+  document, position and heading key: search/entries.py, fast fields beside its seq)
+  answers that without reading the candidates from the store; filtered, the store
+  checks them (and then also that the snippet still exists).
 - ``maintain()`` (after ingest, by idle workers, by ``reindex``) applies the log
   under ``lock``: each logged seq is deleted from the index and re-added if the
   store still has it, so replaying is harmless. A full build goes to a new folder,
@@ -40,12 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.durable import fsync
+from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.search.sidecar import (
     Progress,
     SidecarIndex,
     SidecarStore,
     read_record,
     remove_index_files,
+    shown,
     sidecar_dir,
     write_record,
 )
@@ -58,9 +62,10 @@ DEFAULT_THRESHOLD = 50_000  # snippets; below this FTS5 is fast enough (BENCHMAR
 MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
 ANALYZER = "docshelf"
-LAYOUT = 2  # the schema and analyzer below; an index of another layout is rebuilt
+LAYOUT = 3  # the schema and analyzer below; an index of another layout is rebuilt
 # The fields and their boosts, as FTS5's bm25() column weights (store/lexical_fields.py).
 FIELDS = (("title", WEIGHTS.title), ("headings", WEIGHTS.headings), ("body", WEIGHTS.body))
+ENTRY_FIELDS = ("doc", "ord", "head", "wide")
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class Pointer:
     folder: str
     created_at: float
     layout: int = 0
+    stamp: str = ""  # evidence.HEADING_KEY_STAMP of its entries' heading keys
 
 
 def index_dir(store: SidecarStore) -> Path:
@@ -98,6 +104,8 @@ def _schema() -> Any:
     builder = tantivy.SchemaBuilder()
     builder.add_integer_field("seq", indexed=True, fast=True)
     builder.add_integer_field("mark", fast=True)
+    for name in ENTRY_FIELDS:  # the snippet's entry (search/entries.py)
+        builder.add_unsigned_field(name, fast=True)
     for name, _ in FIELDS:
         builder.add_text_field(name, tokenizer_name=ANALYZER, index_option="freq")
     return builder.build()
@@ -129,20 +137,29 @@ class SidecarLexicalIndex(SidecarIndex):
             return "tantivy" if self._sync() else "fts5"
 
     def search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
+        self,
+        terms: Sequence[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, BM25 score), best first, filters honoured."""
+        """(chunk_id, BM25 score), best first, filters honoured; what the entries tell of
+        each hit goes into ``known``."""
         if not terms or limit <= 0:
             return []
         with self._lock:
             if self._sync():
-                hits = self._search(terms, limit, filters)
+                hits = self._search(terms, limit, filters, known)
                 if hits is not None:
                     return hits
         return self._store.lexical_search(terms, limit, filters)
 
     def _search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
+        self,
+        terms: Sequence[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None,
     ) -> list[tuple[str, float]] | None:
         """None: a filter so selective that FTS5 (filters in SQL) should answer."""
         query = self._query(terms)
@@ -152,15 +169,55 @@ class SidecarLexicalIndex(SidecarIndex):
         fetch = limit + 10 if filters.empty else 4 * limit
         while True:
             found = searcher.search(query, fetch, count=False).hits
-            seqs = searcher.fast_field_values("seq", [address for _, address in found])
-            visible = self._store.lexical_visible([s for s in seqs if s], filters)
-            scored = zip((score for score, _ in found), seqs, strict=True)
-            hits = [(visible[s], float(score)) for score, s in scored if s in visible]
+            addresses = [address for _, address in found]
+            seqs = searcher.fast_field_values("seq", addresses)
+            columns = [searcher.fast_field_values(name, addresses) for name in ENTRY_FIELDS]
+            candidates: list[tuple[int, float]] = []
+            entries: list[Entry] = []
+            for (score, _), seq, doc, ord_, head, wide in zip(found, seqs, *columns, strict=True):
+                if seq:  # (not the watermark)
+                    candidates.append((seq, float(score)))
+                    entries.append((doc, ord_, head, wide) if doc else UNKNOWN)
+            hits = shown(
+                self._store, candidates, entries, filters, self._store.lexical_visible, known
+            )
             if len(hits) >= limit or len(found) < fetch:
                 return hits[:limit]
             if fetch >= MAX_FETCH:
                 return None
             fetch = min(MAX_FETCH, fetch * 8)
+
+    def may_hold(self, words: Sequence[str], limit: int) -> set[int] | None:
+        """The seqs of the snippets whose text may hold every one of ``words`` (the
+        exact-match rule's: ``evidence.words``, each ASCII), unless the text has word
+        characters beyond ASCII (``entries.wide``: the caller keeps those): those whose
+        body has every token the index makes of the words. A text whose words are ASCII
+        and hold the rule's words has those tokens: the index cuts and stems its words as
+        it cuts and stems the rule's. None when the index cannot tell (not current, a
+        word beyond ASCII, or more than ``limit`` such snippets): the caller reads every
+        text."""
+        if not words or not all(w.isascii() for w in words):
+            return None
+        import tantivy
+
+        with self._lock:
+            if not self._sync():
+                return None
+            schema = self._index.schema
+            tokens = dict.fromkeys(t for w in words for t in self._analyzer.analyze(w))
+            if not tokens:
+                return None
+            query = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, tantivy.Query.term_query(schema, "body", t, "freq"))
+                    for t in tokens
+                ]
+            )
+            searcher = self._index.searcher()
+            found = searcher.search(query, limit + 1, count=False).hits
+            if len(found) > limit:
+                return None
+            return set(searcher.fast_field_values("seq", [address for _, address in found]))
 
     def _query(self, terms: Sequence[str]) -> Any:
         """Any of the words in any field, like FTS5's ``"a" OR "b"`` (a term of several
@@ -197,7 +254,7 @@ class SidecarLexicalIndex(SidecarIndex):
             self._close()
             return False
         pointer = read_pointer(self.directory)
-        if pointer is None or pointer.epoch != epoch or pointer.layout != LAYOUT:
+        if pointer is None or pointer.epoch != epoch or not _current_layout(pointer):
             self._close()
             return False
         try:
@@ -282,7 +339,7 @@ class SidecarLexicalIndex(SidecarIndex):
         """Apply the log, or rebuild (asked to, or the folder is of another epoch or
         layout, torn, or behind a pruned log)."""
         pointer = read_pointer(self.directory)
-        if rebuild or pointer is None or pointer.epoch != epoch or pointer.layout != LAYOUT:
+        if rebuild or pointer is None or pointer.epoch != epoch or not _current_layout(pointer):
             self._build(epoch, progress)
             return "rebuilt"
         try:
@@ -313,8 +370,10 @@ class SidecarLexicalIndex(SidecarIndex):
         writer = index.writer(heap_size=50_000_000, num_threads=1)
         for seq in changed:
             writer.delete_documents_by_term("seq", seq)
-        for seq, header, text in store.snippets_by_seq(changed):
-            writer.add_document(_doc(seq, header, text))
+        rows = store.snippets_by_seq(changed)
+        entries = _entries(store, rows)
+        for seq, header, text in rows:
+            writer.add_document(_doc(seq, header, text, entries[seq]))
         _set_watermark(writer, position)
         writer.commit()
         writer.wait_merging_threads()
@@ -344,8 +403,9 @@ class SidecarLexicalIndex(SidecarIndex):
         writer = index.writer(heap_size=200_000_000, num_threads=min(2, os.cpu_count() or 1))
         done = 0
         for rows in store.iter_snippets():
+            entries = _entries(store, rows)
             for seq, header, text in rows:
-                writer.add_document(_doc(seq, header, text))
+                writer.add_document(_doc(seq, header, text, entries[seq]))
             done += len(rows)
             if progress:
                 progress(done, total, "building the lexical index")
@@ -356,7 +416,7 @@ class SidecarLexicalIndex(SidecarIndex):
             if entry.is_file():
                 fsync(entry)
         fsync(path)
-        write_pointer(self.directory, Pointer(epoch, folder, time.time(), LAYOUT))
+        write_pointer(self.directory, Pointer(epoch, folder, time.time(), LAYOUT, _stamp_now()))
         remove_index_files(self.directory, keep=folder)
         self._synced = None
         pointer = read_pointer(self.directory)
@@ -364,12 +424,36 @@ class SidecarLexicalIndex(SidecarIndex):
             self._apply(pointer, switch_off=False)  # what changed while the build streamed
 
 
-def _doc(seq: int, header: str, text: str) -> Any:
-    """A snippet in the index's fields: the header split as every backend splits it."""
+def _doc(seq: int, header: str, text: str, entry: Entry) -> Any:
+    """A snippet in the index's fields (the header split as every backend splits it) and
+    its entry."""
     import tantivy
 
     title, headings = header_fields(header)
-    return tantivy.Document(seq=seq, title=title, headings=headings, body=text)
+    doc = tantivy.Document(seq=seq, title=title, headings=headings, body=text)
+    for name, value in zip(ENTRY_FIELDS, entry, strict=True):
+        doc.add_unsigned(name, value)  # (a Python int past 2**63 would be taken for a float)
+    return doc
+
+
+def _entries(store: SidecarStore, rows: Sequence[tuple[int, str, str]]) -> dict[int, Entry]:
+    """The entry of each snippet of ``rows`` (seq, header, text), its place read from the
+    store."""
+    places = store.snippet_places([seq for seq, _, _ in rows])
+    return {
+        seq: entry_of(*places[seq], text) if seq in places else UNKNOWN for seq, _, text in rows
+    }
+
+
+def _stamp_now() -> str:
+    from docshelf.search.evidence import HEADING_KEY_STAMP
+
+    return HEADING_KEY_STAMP
+
+
+def _current_layout(pointer: Pointer) -> bool:
+    """Whether the index is of this code's layout and heading keys (else it is rebuilt)."""
+    return pointer.layout == LAYOUT and pointer.stamp == _stamp_now()
 
 
 def _set_watermark(writer: Any, position: int) -> None:

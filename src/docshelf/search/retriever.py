@@ -23,8 +23,9 @@ from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
 from docshelf.search import citing
 from docshelf.search.cache import ResultCache
-from docshelf.search.engines import LexicalEngine, VectorEngine
-from docshelf.search.evidence import by_evidence
+from docshelf.search.engines import LexicalEngine, VectorEngine, Verbatim
+from docshelf.search.entries import Known, Told
+from docshelf.search.evidence import by_evidence, named_headings, needs_places, words
 from docshelf.search.filters import SEARCH_MODES, with_query_fields
 from docshelf.search.fusion import (
     Fused,
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
     from docshelf.rerank import Reranker
     from docshelf.telemetry import Metrics
 
+# The most snippets of the library that may quote a query before every candidate's text
+# is read instead (``Retriever.may_quote``).
+QUOTABLE = 1_000
 # The caller's view of shared documents: each with their own name for it (access.as_named).
 SeenBy = Callable[[Sequence[Document], str | None], list[Document]]
 NO_EMBEDDER = (
@@ -173,15 +177,16 @@ class Retriever:
         timings: dict[str, float] = {}
         lexical: list[tuple[str, float]] = []
         vector: list[tuple[str, float]] = []
+        known = Told()  # each candidate's document and heading key, if an engine told them
         if mode in ("hybrid", "lexical"):
             with _timed(timings, "lexical"):
-                lexical = self.lexical_recall(lexical_terms(parsed.text), size, filters)
+                lexical = self.lexical_recall(lexical_terms(parsed.text), size, filters, known)
         if mode in ("hybrid", "vector"):
             assert embedder is not None
             with _timed(timings, "embed"):
                 qvec = embedder.embed([parsed.text])[0]
             with _timed(timings, "vector"):
-                vector = self.vector_recall(qvec, size, filters)
+                vector = self.vector_recall(qvec, size, filters, known)
         feedback = mode == "hybrid" and self.fusion.feedback_docs > 0 and bool(vector)
         with _timed(timings, "fusion"):
             if feedback:  # the first fusion only says which snippets feedback learns from
@@ -194,12 +199,12 @@ class Retriever:
                 )
         if feedback:
             with _timed(timings, "feedback"):
-                moved = self.feedback_recall(qvec, top, size, filters)
+                moved = self.feedback_recall(qvec, top, size, filters, known)
                 fused = fuse(lexical, moved, self.fusion, before_feedback=vector)
         with _timed(timings, "fetch"):
             wanted = max(limit, self.rerank_top_k) if self.reranker else limit
             concepts = self.named_concepts(parsed)
-            hits, pool = self.hits(fused, wanted, parsed, group, expand, concepts)
+            hits, pool = self.hits(fused, wanted, parsed, group, expand, concepts, known)
         if self.reranker is not None and len(hits) > 1:
             with _timed(timings, "rerank"):
                 hits = self.rerank(parsed.text, hits)
@@ -221,16 +226,25 @@ class Retriever:
 
     # -- the stages, public for evaluation and benchmarks (bench/feedback.py) ---------------
     def lexical_recall(
-        self, terms: list[str], limit: int, filters: SearchFilters
+        self,
+        terms: list[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, score) from the lexical engine, best first."""
-        return self.lexical.search(terms, limit, filters)
+        """(chunk_id, score) from the lexical engine, best first (``known``: what it
+        tells of each, see ``LexicalEngine``)."""
+        return self.lexical.search(terms, limit, filters, known)
 
     def vector_recall(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
         """(chunk_id, cosine similarity) from the vector engine, best first."""
-        return self.vector.search(query, limit, filters)
+        return self.vector.search(query, limit, filters, known)
 
     def feedback_recall(
         self,
@@ -238,6 +252,7 @@ class Retriever:
         top: Sequence[str],
         limit: int,
         filters: SearchFilters,
+        known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
         """Vector recall again, for the query moved toward the vectors of the first
         fusion's top snippets ``top`` (pseudo-relevance feedback: no model call, one more
@@ -246,7 +261,7 @@ class Retriever:
         moved = feedback_query(
             query, [found[i] for i in top if i in found], self.fusion.feedback_weight
         )
-        return self.vector_recall(moved, limit, filters)
+        return self.vector_recall(moved, limit, filters, known)
 
     def hits(
         self,
@@ -256,31 +271,42 @@ class Retriever:
         group: str,
         expand: str | None,
         concepts: tuple[str, ...] = (),
+        known: Mapping[str, Known] | None = None,
     ) -> tuple[list[Hit], list[str]]:
         """Fused candidates to cited hits, in order: the concept boost, phrase/exclusion
         checks, near-identical snippets dropped, one hit per group, optionally with the
         parent section. Also the document ids of all the candidates, in fused order (what
         evaluation measures).
 
-        Every candidate's place (document, section, heading path, page) is read, but the
-        text only of those that could still become a hit — a candidate whose group has
-        its hit already is passed over unread — a few at a time, in fused order."""
+        What the engines told of a candidate (``known``: its document and heading key)
+        is not read again; every other candidate's place (document, section, heading
+        path, page) is read at once. The places of the known ones are read as the hits
+        are made, a few at a time, in fused order, and the text only of those that could
+        still become a hit — a candidate whose group has its hit already is passed over
+        unread."""
         ids = [f.id for f in fused]
-        chunks: dict[str, Chunk] = {}
-        places = self.store.chunk_places(ids)
+        places = _Places(self.store, ids, known or {}, max(8, 2 * limit))
+        chunks = places.chunks  # (the candidates read whole: with their places, or below)
+        documents = places.documents()
 
         if concepts:
-            fused = self.boost_concepts(fused, places, concepts)
-        # every candidate's text, only for the exact-match rule of a query long enough to
-        # be quoted (the text alone: the few hits are read whole below)
-        fused = self.sections_first(fused, places, parsed, lambda: self.store.chunk_texts(ids))
-        pool = [places[f.id].document_id for f in fused if f.id in places]
+            fused = self.boost_concepts(fused, documents, concepts)
+
+        # the text of every candidate that may quote the query, only for the exact-match
+        # rule of a query long enough to be quoted (the text alone: the few hits are read
+        # whole below)
+        def quotable() -> Mapping[str, str]:
+            return self.store.chunk_texts(self.may_quote(ids, parsed, known or {}))
+
+        fused = self.sections_first(fused, places, parsed, quotable)
+        pool = [documents[f.id] for f in fused if f.id in documents]
         query_words = citing.query_words(parsed.text)  # the citation step's
         docs: dict[str, Document] = {}
         groups: set[Hashable] = set()
         texts: set[str] = set()
         hits: list[Hit] = []
         read: set[str] = set()  # the candidates looked at for a hit (text and document)
+        asked: set[str] = set()  # the documents read (or gone)
         for n, f in enumerate(fused):
             where = places.get(f.id)
             if where is None:
@@ -288,7 +314,7 @@ class Retriever:
             key = place_key(f.id, where, group)
             if all(k in groups for k in citing.possible_keys(where, key, group)):
                 continue
-            if f.id not in read:  # read the next few candidates that may become hits
+            if f.id not in read and f.id not in chunks:  # the next few that may be hits
                 wanted = self._next_unread(
                     fused[n:], places, groups, group, read, limit - len(hits)
                 )
@@ -296,12 +322,13 @@ class Retriever:
                 if unread:
                     chunks.update((c.id, c) for c in self.store.get_chunks(unread))
                 read.update(wanted)
-                missing = {chunks[i].document_id for i in wanted if i in chunks} - docs.keys()
-                if missing:
-                    docs.update(self.store.get_documents(sorted(missing)))
             chunk = chunks.get(f.id)
             if chunk is None:
                 continue  # deleted between recall and fetch
+            if chunk.document_id not in asked:  # the documents of the chunks read so far
+                missing = {c.document_id for c in chunks.values()} - asked
+                asked |= missing
+                docs.update(self.store.get_documents(sorted(missing)))
             if parsed.constrained and not satisfies(chunk.text, parsed):
                 continue
             same_text = " ".join(chunk.text.casefold().split())[:400]
@@ -342,7 +369,7 @@ class Retriever:
     @staticmethod
     def _next_unread(
         ahead: Sequence[Fused],
-        places: dict[str, ChunkPlace],
+        places: _Places,
         groups: set[Hashable],
         group: str,
         read: set[str],
@@ -356,8 +383,10 @@ class Retriever:
         taken: set[Hashable] = set()
         out: list[str] = []
         for f in ahead:
+            if f.id in read:
+                continue
             where = places.get(f.id)
-            if where is None or f.id in read:
+            if where is None:
                 continue
             key = place_key(f.id, where, group)
             if key in taken or all(k in groups for k in citing.possible_keys(where, key, group)):
@@ -368,18 +397,38 @@ class Retriever:
                 break
         return out
 
+    def may_quote(
+        self, ids: list[str], parsed: ParsedQuery, known: Mapping[str, Known]
+    ) -> list[str]:
+        """The candidates whose text may hold the whole query word for word: those the
+        lexical engine cannot rule out (``Verbatim``: by the entries the engines told of
+        them), or all of them."""
+        if not isinstance(self.lexical, Verbatim) or not all(i in known for i in ids):
+            return ids
+        held = self.lexical.may_hold(words(parsed.text), QUOTABLE)
+        if held is None:
+            return ids
+        return [i for i in ids if known[i][3] or known[i][2] in held]
+
     def sections_first(
         self,
         fused: Sequence[Fused],
-        places: Mapping[str, ChunkPlace],
+        places: _Places,
         parsed: ParsedQuery,
         texts: Callable[[], Mapping[str, str]],
     ) -> list[Fused]:
         """The text evidence of the fusion settings (``evidence.by_evidence``): snippets
         under a heading that names the query's words, of a place several candidates point
-        at, and exact matches of the query move up. It reads the candidates' places and
-        headings, and ``texts`` only when the query is long enough to be quoted."""
-        return by_evidence(fused, places, parsed.text, self.fusion, texts)
+        at, and exact matches of the query move up. It reads the places of the
+        candidates the engines did not describe and, of the others, of those whose
+        heading key is the query's (every place, for the section and sibling evidence),
+        and ``texts`` only when the query is long enough to be quoted."""
+        if needs_places(self.fusion):
+            return by_evidence(fused, places.every(), parsed.text, self.fusion, texts)
+        named = None
+        if self.fusion.exact_first:
+            named = named_headings(parsed.text, places.read, places.heads(), places.some)
+        return by_evidence(fused, places.read, parsed.text, self.fusion, texts, named)
 
     def named_concepts(self, parsed: ParsedQuery) -> tuple[str, ...]:
         """The concepts the query names — in its words (a label or alternative label of the
@@ -395,10 +444,11 @@ class Retriever:
         return tuple(sorted({c for n in named for c in self.taxonomy.narrower_or_same(n)}))
 
     def boost_concepts(
-        self, fused: Sequence[Fused], places: Mapping[str, ChunkPlace], concepts: tuple[str, ...]
+        self, fused: Sequence[Fused], documents: Mapping[str, str], concepts: tuple[str, ...]
     ) -> list[Fused]:
-        """Raise the candidates whose document carries one of ``concepts`` (SPEC §4)."""
-        docs = list(dict.fromkeys(p.document_id for p in places.values()))
+        """Raise the candidates whose document (``documents``: candidate id -> document
+        id) carries one of ``concepts`` (SPEC §4)."""
+        docs = list(dict.fromkeys(documents.values()))
         marked: set[str] = set()
         for start in range(0, len(docs), 400):
             marked |= self.store.documents_matching(
@@ -406,7 +456,7 @@ class Retriever:
                     document_ids=tuple(docs[start : start + 400]), concept_groups=(concepts,)
                 )
             )
-        ids = {f.id for f in fused if f.id in places and places[f.id].document_id in marked}
+        ids = {f.id for f in fused if documents.get(f.id) in marked}
         return boost(fused, ids, self.fusion.concept_boost)
 
     def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
@@ -530,6 +580,67 @@ class Retriever:
         )
         docs = {d.id: d for d in self.seen_by(listed, user_id)}
         return [(x, docs[x.document_id]) for x, _ in found if x.document_id in docs]
+
+
+class _Places:
+    """The places of one search's candidates (``ChunkPlace``): of those the engines did
+    not describe, read at once; of the others (``known``), read as the hits stage reaches
+    them, ``batch`` at a time in fused order, whole (``chunks``: the hits stage wants the
+    text of most of them). A candidate deleted since its recall has none."""
+
+    def __init__(
+        self, store: Store, ids: list[str], known: Mapping[str, Known], batch: int
+    ) -> None:
+        self._store = store
+        self._order = ids
+        self._batch = batch
+        self._known = {i: known[i] for i in ids if i in known}
+        unknown = [i for i in ids if i not in self._known]
+        self.read: dict[str, ChunkPlace] = store.chunk_places(unknown) if unknown else {}
+        self.chunks: dict[str, Chunk] = {}  # the candidates read whole
+        self._asked = set(unknown)  # read, or asked for and gone
+
+    def documents(self) -> dict[str, str]:
+        """Each candidate's document id (those deleted since their recall left out,
+        unless an engine described them)."""
+        out = {i: k[0] for i, k in self._known.items()}
+        out.update((i, p.document_id) for i, p in self.read.items())
+        return out
+
+    def heads(self) -> dict[str, int]:
+        """The heading key of each candidate an engine described."""
+        return {i: k[1] for i, k in self._known.items()}
+
+    def get(self, chunk_id: str) -> ChunkPlace | None:
+        """The candidate's place, read whole with the next few unread candidates if need
+        be."""
+        found = self.read.get(chunk_id)
+        if found is not None or chunk_id in self._asked or chunk_id not in self._known:
+            return found
+        start = self._order.index(chunk_id)
+        batch: list[str] = []
+        for i in self._order[start:]:
+            if i not in self._asked:
+                batch.append(i)
+                if len(batch) == self._batch:
+                    break
+        self._asked.update(batch)
+        for chunk in self._store.get_chunks(batch):
+            self.chunks[chunk.id] = chunk
+            self.read[chunk.id] = chunk_place(chunk)
+        return self.read.get(chunk_id)
+
+    def some(self, ids: list[str]) -> dict[str, ChunkPlace]:
+        """The places of ``ids`` (candidates), read from the store where not read yet."""
+        wanted = [i for i in ids if i not in self._asked]
+        if wanted:
+            self._asked.update(wanted)
+            self.read.update(self._store.chunk_places(wanted))
+        return {i: self.read[i] for i in ids if i in self.read}
+
+    def every(self) -> dict[str, ChunkPlace]:
+        """Every candidate's place."""
+        return self.some(self._order)
 
 
 def chunk_place(chunk: Chunk) -> ChunkPlace:

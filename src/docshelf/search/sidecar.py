@@ -20,13 +20,14 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from docshelf import durable
 from docshelf.durable import folder_lock
-from docshelf.store.base import SearchFilters, Store
+from docshelf.search.entries import Entry, Known, Told, document_id_of
+from docshelf.store.base import ChunkPlace, SearchFilters, Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,6 +69,11 @@ class SidecarStore(Store, Protocol):
     def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]: ...
     def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]: ...
     def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]: ...
+
+    # both (search/entries.py)
+    def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]: ...
+    def incomplete_documents(self) -> frozenset[str]: ...
+    def remember_seqs(self, seqs: Mapping[str, int]) -> None: ...
 
 
 class SidecarIndex:
@@ -195,6 +201,57 @@ class SidecarIndex:
         raise NotImplementedError
 
 
+def shown(
+    store: SidecarStore,
+    found: Sequence[tuple[int, float]],
+    entries: Sequence[Entry],
+    filters: SearchFilters,
+    checked: Callable[[list[int], SearchFilters], dict[int, str]],
+    known: dict[str, Known] | None,
+) -> list[tuple[str, float]]:
+    """The candidates ``found`` (seq, score; best first) that search may show, as
+    (chunk id, score), with what ``entries`` (one per candidate) tell of each in
+    ``known``. Unfiltered, with every entry known, it reads no candidate from the store:
+    a candidate the index still holds exists (the index is current, or answers changed
+    seqs from the store), so it is shown unless its document is not complete. Otherwise
+    ``checked`` (the store's visibility check for these seqs and filters) decides. The
+    store is told each shown candidate's seq, for the reads that follow."""
+    if not found:
+        return []
+    out: list[tuple[str, float]] = []
+    seqs: dict[str, int] = {}
+    if filters.empty and all(e[0] for e in entries):
+        hidden = store.incomplete_documents()
+        named = known.named if isinstance(known, Told) else {}
+        for (seq, score), (doc, ord_, head, wide) in zip(found, entries, strict=True):
+            chunk_id = named.get(seq)
+            if chunk_id is not None:  # named by an earlier list of this search
+                out.append((chunk_id, score))
+                continue
+            hex16 = f"{doc:016x}"  # the ids, as entries.document_id_of and chunk_prefix make them
+            document_id = "doc_" + hex16
+            if document_id in hidden:
+                continue
+            chunk_id = f"chunk_{hex16[:12]}_{ord_}"
+            out.append((chunk_id, score))
+            seqs[chunk_id] = seq
+            named[seq] = chunk_id
+            if known is not None:
+                known[chunk_id] = (document_id, head, seq, wide)
+    else:
+        visible = checked([seq for seq, _ in found], filters)
+        for (seq, score), (doc, _, head, wide) in zip(found, entries, strict=True):
+            seen = visible.get(seq)
+            if seen is None:
+                continue
+            out.append((seen, score))
+            if known is not None and doc:
+                known[seen] = (document_id_of(doc), head, seq, wide)
+    if seqs:
+        store.remember_seqs(seqs)
+    return out
+
+
 def sidecar_dir(store: SidecarStore, suffix: str) -> Path:
     """Beside the database: ``docshelf.db`` → ``docshelf<suffix>/``."""
     return store.path.with_name(store.path.stem + suffix)
@@ -221,10 +278,17 @@ def remove_index_files(directory: Path, keep: str | None) -> None:
     if not directory.exists():
         return
     for path in directory.iterdir():
-        if path.name.startswith("index-") and path.name != keep:
+        if path.name.startswith("index-") and not _kept(path.name, keep):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
     if keep is None:
         (directory / "current.json").unlink(missing_ok=True)
+
+
+def _kept(name: str, keep: str | None) -> bool:
+    """``keep`` itself, or a finished file named after it (its companion: ``<keep>.…``)."""
+    if keep is None:
+        return False
+    return name == keep or (name.startswith(keep + ".") and not name.endswith(".tmp"))

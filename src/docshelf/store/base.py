@@ -8,7 +8,7 @@ transaction. Adapters translate their driver's errors into ``docshelf.errors``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -491,4 +491,17 @@ class SidecarFeed(Store, Protocol):
 
     def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for the seqs lexical search may show under ``filters``."""
+        ...
+
+    # -- both: what an index keeps of each snippet (search/entries.py) -------------------
+    def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]:
+        """chunk seq -> (chunk id, place), for those seqs that are snippets."""
+        ...
+
+    def incomplete_documents(self) -> frozenset[str]:
+        """The ids of the documents that are not ``complete`` (search may not show them)."""
+        ...
+
+    def remember_seqs(self, seqs: Mapping[str, int]) -> None:
+        """Chunk id -> seq of chunks an index just named: read them by seq from now on."""
         ...

@@ -379,3 +379,14 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        11,
+        "documents_incomplete",
+        """
+        -- The documents search may not show (see the SQLite schema): few at any time.
+        CREATE INDEX documents_incomplete ON documents(id) WHERE status <> 'complete';
+        """,
+    ),
+)

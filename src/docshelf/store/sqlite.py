@@ -266,6 +266,16 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
                 out.update(got)
             return out
 
+    def remember_seqs(self, seqs: Mapping[str, int]) -> None:
+        """Chunk id -> seq, as a sidecar index told them (search/entries.py): this
+        search's later reads of those chunks go by seq, the table's key. (A seq that
+        changed hands since is harmless: every read keys its rows by their own id.)"""
+        with self._lock:
+            table = self._memo_table("chunk_seq")
+            if table is not None:
+                table.update(seqs)
+                self._memo_size += len(seqs)
+
     def _known_seqs(self, chunk_ids: Sequence[str]) -> tuple[list[int], list[str]]:
         with self._lock:
             seqs = self._memo_table("chunk_seq")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from docshelf.store.base import SearchFilters
+from docshelf.store.base import ChunkPlace, SearchFilters
 from docshelf.store.sql.catalogue import _PLACE_COLUMNS, CatalogueSQL
 from docshelf.store.sql.core import Rows
 
@@ -122,6 +122,27 @@ class SQLiteSidecarFeed(CatalogueSQL):
                 return
             last = int(rows[-1][0])
             yield [(int(r[0]), r[1], r[2]) for r in rows]
+
+    def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]:
+        """chunk seq -> (chunk id, place), for those seqs that are snippets (what a
+        sidecar index keeps of each: search/entries.py)."""
+        rows = self._each_among(
+            "c.seq",
+            list(seqs),
+            f"SELECT c.seq, c.id, {_PLACE_COLUMNS} FROM chunks c WHERE {{}} AND c.tier = 'snippet'",
+        )
+        return {int(r[0]): (r[1], self._place(r, 2)) for r in rows}
+
+    def incomplete_documents(self) -> frozenset[str]:
+        """The ids of the documents search may not show yet, or no longer (not
+        ``complete``: on their way through the pipeline, or failed), whatever their
+        chunks and vectors — usually few (a partial index holds them)."""
+
+        def read() -> frozenset[str]:
+            rows = self._q("SELECT id FROM documents WHERE status != 'complete'")
+            return frozenset(r[0] for r in rows)
+
+        return self._memo("incomplete_documents", read)
 
     def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
         """chunk seq -> chunk id, for those seqs lexical search may show: a snippet of a

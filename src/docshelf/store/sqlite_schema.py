@@ -448,3 +448,15 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        11,
+        "documents_incomplete",
+        """
+        -- The documents search may not show (on their way through the pipeline, or
+        -- failed): few at any time, read by every search that the sidecar indexes answer.
+        CREATE INDEX documents_incomplete ON documents(id) WHERE status != 'complete';
+        """,
+    ),
+)

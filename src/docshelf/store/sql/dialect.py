@@ -41,7 +41,7 @@ class Dialect:
         return json.dumps(list(values))
 
     def decode_list(self, raw: Any) -> tuple[str, ...]:
-        return tuple(json.loads(raw))
+        return () if raw == "[]" else tuple(json.loads(raw))  # (most lists are empty)
 
     def elements(self, column: str) -> str:
         """A table of the list ``column``'s elements, in a column named ``value``."""
