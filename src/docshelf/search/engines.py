@@ -60,9 +60,11 @@ class VectorEngine(Protocol):
         limit: int,
         filters: SearchFilters,
         known: dict[str, Known] | None = None,
+        near: bool = False,
     ) -> list[tuple[str, float]]:
         """(chunk_id, cosine similarity), best first, filters honoured (``known``: as
-        for ``LexicalEngine``)."""
+        for ``LexicalEngine``; ``near``: the query lies among snippets just found, the
+        feedback pass's, so an approximate index may search less deeply)."""
         ...
 
 
@@ -94,6 +96,7 @@ class NativeVectorEngine:
         limit: int,
         filters: SearchFilters,
         known: dict[str, Known] | None = None,
+        near: bool = False,
     ) -> list[tuple[str, float]]:
         return self._store.vector_search(query, limit, filters)
 
@@ -111,6 +114,7 @@ class ExactVectorSearch:
         limit: int,
         filters: SearchFilters,
         known: dict[str, Known] | None = None,
+        near: bool = False,
     ) -> list[tuple[str, float]]:
         allowed = None if filters.empty else self._store.documents_matching(filters)
         return self._index.search(query, limit, allowed)

@@ -201,11 +201,17 @@ def _exact_tiers(
         content = content_words(query)
         named = {i for i, c in heads.items() if names_heading(content, c)}
     sequence = words(query)
-    pattern = verbatim_pattern(sequence)
-    if pattern is None:
+    if len(sequence) < VERBATIM_WORDS:
         return named, set()
     longest = max(sequence, key=len)
-    quoting = {i for i, text in texts().items() if _quotes(pattern, longest, text)}
+    # the texts that hold the longest word first: most lack it, and a query's pattern is
+    # compiled only when one holds it
+    holding = [(i, text) for i, text in texts().items() if longest in text.casefold()]
+    if not holding:
+        return named, set()
+    pattern = verbatim_pattern(sequence)
+    assert pattern is not None
+    quoting = {i for i, text in holding if _quotes(pattern, longest, text)}
     return named, quoting - named
 
 

@@ -21,7 +21,8 @@ Which method and which weights are the defaults is decided by measurement
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import heapq
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -217,9 +218,9 @@ def fuse(
     vec = dict(vector)  # the parts reported: the cosine of the list searched last
     if before_feedback is not None and settings.feedback_mix > 0:
         vector = _blended(vector, before_feedback, settings.feedback_mix)
-    ids, score = _scorer(lexical, vector, settings)
+    ids, scores = _scorer(lexical, vector, settings)
     lex_get, vec_get = dict(lexical).get, vec.get
-    fused = [Fused(i, score(i), lex_get(i), vec_get(i)) for i in ids]
+    fused = [Fused(i, scores[i], lex_get(i), vec_get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
     agreed: set[str] = set()
     original = vector if before_feedback is None else before_feedback
@@ -239,44 +240,44 @@ def fused_ids(lexical: Ranking, vector: Ranking, settings: FusionSettings, n: in
     if settings.agree_first or settings.first_top > 0:  # the study rules: fuse's own order
         return [f.id for f in fuse(lexical, vector, settings)[:n]]
     settings = _adapted(lexical, settings)
-    ids, score = _scorer(lexical, vector, settings)
-    ranked = sorted(ids, key=lambda i: (-score(i), i))
+    ids, scores = _scorer(lexical, vector, settings)
     strong = _strong((lexical, vector), settings.strong_lead) if settings.strong_lead > 0 else ()
+
+    def order(i: str) -> tuple[float, str]:
+        return -scores[i], i
+
+    # (heapq.nsmallest: sorted(...)[:n], for a few of many)
     if not strong:
-        return ranked[:n]
-    first = [i for i in ranked if i in strong]  # keep_strong: in their fused order, then the rest
-    return (first + [i for i in ranked[: n + len(first)] if i not in strong])[:n]
+        return heapq.nsmallest(n, ids, key=order)
+    first = sorted((i for i in ids if i in strong), key=order)  # keep_strong: in fused order
+    return (first + heapq.nsmallest(n, (i for i in ids if i not in strong), key=order))[:n]
 
 
 def _scorer(
     lexical: Ranking, vector: Ranking, settings: FusionSettings
-) -> tuple[list[str], Callable[[str], float]]:
-    """The candidates of both lists (vector's first, each once) and their fused score."""
+) -> tuple[list[str], dict[str, float]]:
+    """The candidates of both lists (vector's first, each once) and their fused scores."""
     ids = list(dict.fromkeys([i for i, _ in vector] + [i for i, _ in lexical]))
     if settings.method == "rrf":
         lex_rank = {i: r for r, (i, _) in enumerate(lexical, start=1)}
         vec_rank = {i: r for r, (i, _) in enumerate(vector, start=1)}
-        k = settings.rrf_k
+        k, w_l, w_v = settings.rrf_k, settings.lexical_weight, settings.vector_weight
 
         def score(i: str) -> float:
             s = 0.0
             if i in lex_rank:
-                s += settings.lexical_weight / (k + lex_rank[i])
+                s += w_l / (k + lex_rank[i])
             if i in vec_rank:
-                s += settings.vector_weight / (k + vec_rank[i])
+                s += w_v / (k + vec_rank[i])
             return s
 
-    elif settings.method == "convex":
+        return ids, {i: score(i) for i in ids}
+    if settings.method == "convex":
         lex_n = _min_max(lexical).get
         vec_n = _min_max(vector).get
         w_v, w_l = settings.vector_weight, settings.lexical_weight
-
-        def score(i: str) -> float:
-            return w_v * vec_n(i, 0.0) + w_l * lex_n(i, 0.0)
-
-    else:
-        raise ValueError(f"unknown fusion method {settings.method!r}")
-    return ids, score
+        return ids, {i: w_v * vec_n(i, 0.0) + w_l * lex_n(i, 0.0) for i in ids}
+    raise ValueError(f"unknown fusion method {settings.method!r}")
 
 
 def by_section(

@@ -14,10 +14,12 @@ nothing of how they were wired.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Hit, Scores, Tier
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
     from docshelf.rerank import Reranker
     from docshelf.telemetry import Metrics
 
+T = TypeVar("T")
+SIDE_BY_SIDE = 250_000  # vectors in the ANN graph from which both engines answer at once
 # The most snippets of the library that may quote a query before every candidate's text
 # is read instead (``Retriever.may_quote``).
 QUOTABLE = 1_000
@@ -119,7 +123,6 @@ class Retriever:
         """Snippet-first hybrid search: lexical and vector recall, fused, then cited
         (``Shelf.search`` tells the query syntax and options). An identical search
         within the cache's TTL is answered from it, unless the library changed since."""
-        self.store.searching()
 
         def run() -> SearchResult:
             return self._search(
@@ -134,13 +137,15 @@ class Retriever:
                 facets=facets,
             )
 
-        if expand is not None or limit > CACHED_LIMIT:
-            return run()  # large results are not kept: the cache stays a few MB at most
-        # What else shapes the result: fusion (eval compares settings on one Shelf), reranker
-        # (the object itself, not its id(): a freed reranker's id is reused by the next).
-        args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
-        args += (facets, self.fusion, self.reranker, self.rerank_top_k)
-        return self.cache.get_or_compute(args, self.store.generation(), run, user_id=user_id)
+        with self.store.searching():
+            if expand is not None or limit > CACHED_LIMIT:
+                return run()  # large results are not kept: the cache stays a few MB at most
+            # What else shapes the result: fusion (eval compares settings on one Shelf),
+            # reranker (the object itself, not its id(): a freed reranker's id is reused).
+            args: tuple[object, ...] = (query, limit, mode, filters, candidates, user_id, group)
+            args += (facets, self.fusion, self.reranker, self.rerank_top_k)
+            generation = self.store.generation()
+            return self.cache.get_or_compute(args, generation, run, user_id=user_id)
 
     def _search(
         self,
@@ -178,15 +183,28 @@ class Retriever:
         lexical: list[tuple[str, float]] = []
         vector: list[tuple[str, float]] = []
         known = Told()  # each candidate's document and heading key, if an engine told them
-        if mode in ("hybrid", "lexical"):
+
+        def lexical_side() -> list[tuple[str, float]]:
             with _timed(timings, "lexical"):
-                lexical = self.lexical_recall(lexical_terms(parsed.text), size, filters, known)
-        if mode in ("hybrid", "vector"):
+                return self.lexical_recall(lexical_terms(parsed.text), size, filters, known)
+
+        if mode == "lexical":
+            lexical = lexical_side()
+        else:
             assert embedder is not None
-            with _timed(timings, "embed"):
-                qvec = embedder.embed([parsed.text])[0]
-            with _timed(timings, "vector"):
-                vector = self.vector_recall(qvec, size, filters, known)
+            # hybrid: on a large library the lexical engine answers on another thread
+            # meanwhile (both engines and the model let go of the GIL while they work)
+            side = _beside(lexical_side) if mode == "hybrid" and self._side_by_side() else None
+            if mode == "hybrid" and side is None:
+                lexical = lexical_side()
+            try:
+                with _timed(timings, "embed"):
+                    qvec = embedder.embed([parsed.text])[0]
+                with _timed(timings, "vector"):
+                    vector = self.vector_recall(qvec, size, filters, known)
+            finally:
+                if side is not None:
+                    lexical = side.result()
         feedback = mode == "hybrid" and self.fusion.feedback_docs > 0 and bool(vector)
         with _timed(timings, "fusion"):
             if feedback:  # the first fusion only says which snippets feedback learns from
@@ -216,6 +234,12 @@ class Retriever:
                 counts = self.facets(pool)
         return SearchResult(query, mode, hits, notice, timings, pool, counts)
 
+    def _side_by_side(self) -> bool:
+        """Whether a hybrid search recalls lexically on another thread: only where the
+        engines take long enough to gain by it (from a graph of ``SIDE_BY_SIDE`` vectors;
+        at 100k snippets the hand-over cost what the overlap saved: BENCHMARKS.md)."""
+        return getattr(self.vector, "graph_size", 0) >= SIDE_BY_SIDE
+
     def can_embed_queries(self) -> bool:
         """An embedder, of the model the library's vectors were made with (or the library
         has none yet): a query vector from another model would not be comparable."""
@@ -242,9 +266,11 @@ class Retriever:
         limit: int,
         filters: SearchFilters,
         known: dict[str, Known] | None = None,
+        near: bool = False,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, cosine similarity) from the vector engine, best first."""
-        return self.vector.search(query, limit, filters, known)
+        """(chunk_id, cosine similarity) from the vector engine, best first (``near``:
+        see ``VectorEngine``)."""
+        return self.vector.search(query, limit, filters, known, near)
 
     def feedback_recall(
         self,
@@ -261,7 +287,7 @@ class Retriever:
         moved = feedback_query(
             query, [found[i] for i in top if i in found], self.fusion.feedback_weight
         )
-        return self.vector_recall(moved, limit, filters, known)
+        return self.vector_recall(moved, limit, filters, known, near=True)
 
     def hits(
         self,
@@ -285,7 +311,7 @@ class Retriever:
         still become a hit — a candidate whose group has its hit already is passed over
         unread."""
         ids = [f.id for f in fused]
-        places = _Places(self.store, ids, known or {}, max(8, 2 * limit))
+        places = _Places(self.store, ids, known or {}, max(8, limit + 4))
         chunks = places.chunks  # (the candidates read whole: with their places, or below)
         documents = places.documents()
 
@@ -325,9 +351,11 @@ class Retriever:
             chunk = chunks.get(f.id)
             if chunk is None:
                 continue  # deleted between recall and fetch
-            if chunk.document_id not in asked:  # the documents of the chunks read so far
-                missing = {c.document_id for c in chunks.values()} - asked
-                asked |= missing
+            if chunk.document_id not in asked:  # of this and the next few chunks read
+                ahead = (chunks[g.id].document_id for g in fused[n:] if g.id in chunks)
+                missing = [d for d in dict.fromkeys(ahead) if d not in asked]
+                missing = missing[: max(4, limit - len(hits) + 2)]
+                asked.update(missing)
                 docs.update(self.store.get_documents(sorted(missing)))
             if parsed.constrained and not satisfies(chunk.text, parsed):
                 continue
@@ -594,8 +622,8 @@ class _Places:
         self._store = store
         self._order = ids
         self._batch = batch
-        self._known = {i: known[i] for i in ids if i in known}
-        unknown = [i for i in ids if i not in self._known]
+        self._known = known  # (it may tell of others too: the order says which count)
+        unknown = [i for i in ids if i not in known]
         self.read: dict[str, ChunkPlace] = store.chunk_places(unknown) if unknown else {}
         self.chunks: dict[str, Chunk] = {}  # the candidates read whole
         self._asked = set(unknown)  # read, or asked for and gone
@@ -603,13 +631,20 @@ class _Places:
     def documents(self) -> dict[str, str]:
         """Each candidate's document id (those deleted since their recall left out,
         unless an engine described them)."""
-        out = {i: k[0] for i, k in self._known.items()}
-        out.update((i, p.document_id) for i, p in self.read.items())
+        known, read = self._known, self.read
+        out: dict[str, str] = {}
+        for i in self._order:
+            told = known.get(i)
+            if told is not None:
+                out[i] = told[0]
+            elif i in read:
+                out[i] = read[i].document_id
         return out
 
     def heads(self) -> dict[str, int]:
         """The heading key of each candidate an engine described."""
-        return {i: k[1] for i, k in self._known.items()}
+        known = self._known
+        return {i: known[i][1] for i in self._order if i in known}
 
     def get(self, chunk_id: str) -> ChunkPlace | None:
         """The candidate's place, read whole with the next few unread candidates if need
@@ -686,6 +721,19 @@ def _check_search(query: str, limit: int, mode: str, group: str, expand: str | N
         raise InvalidInput(f"Unknown grouping {group!r}; use one of {', '.join(GROUPS)}")
     if expand not in (None, "parent-section"):
         raise InvalidInput(f"Unknown expansion {expand!r}; use parent-section")
+
+
+_SIDE: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool) of _beside
+
+
+def _beside(work: Callable[[], T]) -> Future[T]:
+    """``work`` started on another thread (a small pool per process, made on first use:
+    a forked child makes its own)."""
+    global _SIDE
+    side = _SIDE
+    if side is None or side[0] != os.getpid():
+        side = _SIDE = (os.getpid(), ThreadPoolExecutor(4, thread_name_prefix="docshelf-recall"))
+    return side[1].submit(work)
 
 
 @contextmanager

@@ -169,10 +169,11 @@ class Store(Protocol):
         """Bumped by every committed change to chunks or vectors."""
         ...
 
-    def searching(self) -> None:
-        """This process answers searches (called by each; cheap after the first): the
-        store may ready its reads for them — SQLite maps its file then, so a process
-        that only writes (``add``, ``sync``, a worker) maps nothing."""
+    def searching(self) -> AbstractContextManager[None]:
+        """One search, in this thread (entered by each; cheap after the first): the store
+        may ready its reads for searches — SQLite maps its file then, so a process that
+        only writes (``add``, ``sync``, a worker) maps nothing — and trust its memo of
+        reads for the search's length."""
         ...
 
     # -- sources and files -------------------------------------------------

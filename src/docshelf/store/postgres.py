@@ -133,9 +133,10 @@ class PostgresStore(SQLStore):
             raise self._translate(exc) from exc
 
     # -- plumbing --------------------------------------------------------------------------
-    def searching(self) -> None:
+    @contextmanager
+    def searching(self) -> Iterator[None]:
         """Nothing to ready: the server reads for every client (``Store.searching``)."""
-        return None
+        yield
 
     def close(self) -> None:
         self._pool.close()

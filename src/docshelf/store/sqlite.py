@@ -87,6 +87,7 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         self._memo_kinds: dict[Hashable, dict[Hashable, Any]] = {}  # kind -> key -> answer
         self._memo_size = 0
         self._mapped = False
+        self._searches = threading.local()  # this thread's search: the version it pinned
         try:
             # Private: all text and the token hashes are in it. SQLite gives its -wal
             # and -shm files the database file's permissions.
@@ -105,21 +106,36 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             raise Unavailable(f"Cannot open the database at {path}: {exc.strerror}") from exc
 
     # -- plumbing ---------------------------------------------------------------
-    def searching(self) -> None:
-        """Read the database through a memory map from the first search on (as the ANN
-        index is read): a search reads a few hundred rows at random, and mapped pages skip
-        a copy out of the page cache each (BENCHMARKS.md, issue 20). Only then: mapped
-        pages count in the process's RSS, and a process that writes gains nothing by them
-        (issue 17: `add` of a 25 MB line reached 325 MB with 191 MB of them). SQLite caps
-        the size at its build's maximum; writes still go through the WAL."""
-        if self._mapped:
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """One search, in this thread. The database is read through a memory map from
+        the first search on (as the ANN index is read): a search reads a few hundred rows
+        at random, and mapped pages skip a copy out of the page cache each (BENCHMARKS.md,
+        issue 20). Only then: mapped pages count in the process's RSS, and a process that
+        writes gains nothing by them (issue 17: `add` of a 25 MB line reached 325 MB with
+        191 MB of them). SQLite caps the size at its build's maximum; writes still go
+        through the WAL.
+
+        Meanwhile the memo of reads asks SQLite once whether another connection has
+        committed (``PRAGMA data_version``), not at every lookup: the search sees the
+        memo as of its start (and this process's own commits at once), its reads from
+        the store as they come, as any search racing a commit does."""
+        local = self._searches
+        if getattr(local, "version", None) is not None:  # a search within a search
+            yield
             return
         with self._lock:
             try:
-                self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+                if not self._mapped:
+                    self._db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+                    self._mapped = True
+                local.version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
             except sqlite3.Error as exc:
                 raise _translate(exc, self.url) from exc
-            self._mapped = True
+        try:
+            yield
+        finally:
+            local.version = None
 
     def close(self) -> None:
         with self._lock:
@@ -213,10 +229,12 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         a transaction, whose reads may see its own uncommitted writes."""
         if self._depth:
             return None
-        try:
-            version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
-        except sqlite3.Error as exc:
-            raise _translate(exc, self.url) from exc
+        version = getattr(self._searches, "version", None)  # pinned by ``searching``
+        if version is None:
+            try:
+                version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error as exc:
+                raise _translate(exc, self.url) from exc
         stamp = (version, self._commits)
         if stamp != self._memo_stamp or self._memo_size > MEMO_ENTRIES:
             self._memo_kinds = {}
