@@ -16,7 +16,7 @@ from docshelf.model import Tier, chunk_id, document_id
 from docshelf.search import ann as ann_module
 from docshelf.search import lexical as lexical_module
 from docshelf.search import sidecar
-from docshelf.search.entries import UNKNOWN, chunk_prefix, document_id_of, entry_of, wide
+from docshelf.search.entries import UNKNOWN, Told, document_id_of, entry_of, wide
 from docshelf.search.evidence import (
     HEADING_KEY_STAMP,
     content_words,
@@ -42,13 +42,24 @@ def place(path: tuple[str, ...] = (), index: int = 3, page: int | None = None) -
 
 
 def test_an_entry_names_its_chunk_and_document() -> None:
-    doc, ord_, head, is_wide = entry_of(
-        chunk_id(FP, Tier.SNIPPET, 3), place(("A", "Leader election")), "x"
-    )
-    assert f"{chunk_prefix(doc)}_{ord_}" == chunk_id(FP, Tier.SNIPPET, 3)
+    at = place(("A", "Leader election"))
+    entry = entry_of(chunk_id(FP, Tier.SNIPPET, 3), at, "x")
+    doc, ord_, head, is_wide = entry
     assert document_id_of(doc) == document_id(FP)
-    assert head == heading_key(place(("A", "Leader election"))) != 0
-    assert is_wide == 0
+    assert (ord_, head, is_wide) == (3, heading_key(at), 0) and head != 0
+
+    class Store:  # what `shown` asks of a store, unfiltered
+        def incomplete_documents(self) -> frozenset[str]:
+            return frozenset()
+
+        def remember_seqs(self, seqs: dict[str, int]) -> None:
+            self.seqs = seqs
+
+    store, told = Store(), Told()
+    found = sidecar.shown(store, [(7, 0.5)], [entry], SearchFilters(), None, told)  # type: ignore[arg-type]
+    assert found == [(chunk_id(FP, Tier.SNIPPET, 3), 0.5)]
+    assert told[chunk_id(FP, Tier.SNIPPET, 3)] == (document_id(FP), head, 7, 0)
+    assert store.seqs == {chunk_id(FP, Tier.SNIPPET, 3): 7}
 
 
 def test_ids_of_another_pattern_are_left_to_the_store() -> None:

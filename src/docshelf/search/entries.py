@@ -80,12 +80,6 @@ def wide(text: str) -> bool:
     return any(not c.isascii() and unicodedata.category(c)[0] in "LMN" for c in text)
 
 
-def chunk_prefix(doc: int) -> str:
-    """``chunk_<fp12>``: what the chunk ids of an entry's document (``doc``) begin with;
-    a snippet's id is this, ``_`` and its ``ord``."""
-    return f"{_CHUNK}{doc:016x}"[:18]
-
-
 def document_id_of(doc: int) -> str:
     """The document id of an entry's ``doc``."""
     return f"{_DOC}{doc:016x}"

@@ -228,7 +228,7 @@ def shown(
             if chunk_id is not None:  # named by an earlier list of this search
                 out.append((chunk_id, score))
                 continue
-            hex16 = f"{doc:016x}"  # the ids, as entries.document_id_of and chunk_prefix make them
+            hex16 = f"{doc:016x}"  # the ids (entries.document_id_of, model.chunk_id), inline
             document_id = "doc_" + hex16
             if document_id in hidden:
                 continue
