@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docshelf.model import Tier, chunk_id, document_id
+from docshelf.model import Tier, User, chunk_id, document_id
 from docshelf.search import ann as ann_module
 from docshelf.search import lexical as lexical_module
 from docshelf.search import sidecar
@@ -176,6 +176,9 @@ def library(
     )
     with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
         shelf.add(root)
+        shelf.store.put_user(User(id="u1", name="ann", is_admin=False, created_at=1.0), None)
+        for doc in shelf.store.list_documents()[::3]:  # a user who may read a third of them
+            shelf.store.grant("u1", doc.id)
         assert shelf.vector_index is not None and shelf.lexical_index is not None
         shelf.vector_index.maintain(force=True)
         shelf.lexical_index.maintain(force=True)
@@ -229,8 +232,10 @@ def _answers(shelf: Shelf, **options: Any) -> list[Any]:
         {"group": "all"},
         {"expand": "parent-section"},
         {"filters": SearchFilters(path_prefix="bread")},
+        {"filters": SearchFilters(user_id="u1")},
+        {"filters": SearchFilters(tags=("nothing-has-it",))},
     ],
-    ids=["default", "limit", "by-document", "every-snippet", "expand", "filtered"],
+    ids=["default", "limit", "by-document", "every-snippet", "expand", "path", "user", "none"],
 )
 def test_the_entries_give_the_answers_of_the_store(
     library: Shelf, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
@@ -244,8 +249,8 @@ def test_the_entries_give_the_answers_of_the_store(
 
     monkeypatch.setattr(library.store, "incomplete_documents", counted)
     fast = _answers(library, **options)
-    assert any(hits for *_, hits, _ in fast)
-    assert asked or "filters" in options
+    assert any(hits for *_, hits, _ in fast) or options["filters"].tags
+    assert asked
     _long_way(monkeypatch)
     asked.clear()
     assert _answers(library, **options) == fast

@@ -166,7 +166,10 @@ class SidecarLexicalIndex(SidecarIndex):
         if query is None:
             return []
         searcher = self._index.searcher()
-        fetch = limit + 10 if filters.empty else 4 * limit
+        # Filtered or not, the first ``limit`` that may be shown among the best ``fetch``
+        # are the best ``limit`` that may be shown whenever that many are among them
+        # (tantivy's top k is exact): fetch more only when short.
+        fetch = limit + 10
         while True:
             found = searcher.search(query, fetch, count=False).hits
             addresses = [address for _, address in found]

@@ -73,6 +73,7 @@ class SidecarStore(Store, Protocol):
     # both (search/entries.py)
     def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]: ...
     def incomplete_documents(self) -> frozenset[str]: ...
+    def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]: ...
     def remember_seqs(self, seqs: Mapping[str, int]) -> None: ...
 
 
@@ -211,17 +212,22 @@ def shown(
 ) -> list[tuple[str, float]]:
     """The candidates ``found`` (seq, score; best first) that search may show, as
     (chunk id, score), with what ``entries`` (one per candidate) tell of each in
-    ``known``. Unfiltered, with every entry known, it reads no candidate from the store:
-    a candidate the index still holds exists (the index is current, or answers changed
-    seqs from the store), so it is shown unless its document is not complete. Otherwise
-    ``checked`` (the store's visibility check for these seqs and filters) decides. The
-    store is told each shown candidate's seq, for the reads that follow."""
+    ``known``. With every entry known, it reads no candidate from the store: a candidate
+    the index still holds exists (the index is current, or answers changed seqs from the
+    store), so it is shown unless its document is not complete, or does not match the
+    filters (every filter is a document's: asked of the store once per document, and
+    remembered until a commit). Otherwise ``checked`` (the store's visibility check for
+    these seqs and filters) decides. The store is told each shown candidate's seq, for
+    the reads that follow."""
     if not found:
         return []
     out: list[tuple[str, float]] = []
     seqs: dict[str, int] = {}
-    if filters.empty and all(e[0] for e in entries):
+    if all(e[0] for e in entries):
         hidden = store.incomplete_documents()
+        if not filters.empty:  # the documents that match, as (hidden) the ones that do not
+            among = {document_id_of(e[0]) for e in entries}
+            hidden = hidden | (among - store.documents_among(filters, list(among)))
         named = known.named if isinstance(known, Told) else {}
         for (seq, score), (doc, ord_, head, wide) in zip(found, entries, strict=True):
             chunk_id = named.get(seq)

@@ -503,6 +503,10 @@ class SidecarFeed(Store, Protocol):
         """The ids of the documents that are not ``complete`` (search may not show them)."""
         ...
 
+    def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]:
+        """Those of ``document_ids`` that match ``filters`` (whatever their status)."""
+        ...
+
     def remember_seqs(self, seqs: Mapping[str, int]) -> None:
         """Chunk id -> seq of chunks an index just named: read them by seq from now on."""
         ...

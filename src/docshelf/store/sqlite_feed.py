@@ -133,6 +133,19 @@ class SQLiteSidecarFeed(CatalogueSQL):
         )
         return {int(r[0]): (r[1], self._place(r, 2)) for r in rows}
 
+    def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]:
+        """Those of ``document_ids`` that match ``filters`` (whatever their status), each
+        answer kept in the memo of reads per filter set."""
+        where, params = self._filters(filters)
+
+        def read(ids: list[str]) -> dict[str, bool]:
+            rows = self._each_among(
+                "d.id", ids, f"SELECT d.id FROM documents d WHERE {{}} {where}", after=params
+            )
+            return dict.fromkeys((r[0] for r in rows), True)
+
+        return set(self._memo_many(("matching", filters), list(dict.fromkeys(document_ids)), read))
+
     def incomplete_documents(self) -> frozenset[str]:
         """The ids of the documents search may not show yet, or no longer (not
         ``complete``: on their way through the pipeline, or failed), whatever their
