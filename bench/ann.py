@@ -137,7 +137,7 @@ def ef_sweep(home: Path, efs: list[int]) -> None:
         assert shelf.vector_index is not None and shelf.vector_index.path == "ann"
         want = exact_top10(shelf, vectors)
         for ef in efs:
-            ann_module.expansion_search = lambda count, ef=ef: ef  # type: ignore[misc]
+            ann_module.expansion_search = lambda count, m=0, ef=ef: ef  # type: ignore[misc]
             r = recall(shelf, vectors, want)
             times = []
             for q in vectors:
@@ -147,18 +147,24 @@ def ef_sweep(home: Path, efs: list[int]) -> None:
             print(f"    ef {ef:>5}: recall@10 {r:.3f}; vector stage p50/p95 {fmt(cuts(times))} ms")
 
 
-def speed_probe() -> float:
-    """ms of a fixed pure-Python loop, best of three: how fast this machine runs Python
-    right now (a shared host's speed drifts by a third within the hour here), printed
-    beside the figures so runs at different times can be told apart."""
-    best = float("inf")
+def speed_probe() -> str:
+    """How fast this machine is right now, printed beside the figures so runs at different
+    times can be told apart (a shared host's speed drifts within the hour here): ms of a
+    fixed pure-Python loop, and of 2M random reads over 256 MB (what a graph search and a
+    cold cache feel), each the best of three."""
+    loop = gather = float("inf")
+    array = np.ones(64_000_000, dtype=np.float32)
+    at = np.random.default_rng(0).integers(0, len(array), 2_000_000)
     for _ in range(3):
         t = time.perf_counter()
         x = 0
         for i in range(2_000_000):
             x += i
-        best = min(best, time.perf_counter() - t)
-    return best * 1000
+        loop = min(loop, time.perf_counter() - t)
+        t = time.perf_counter()
+        array[at].sum()
+        gather = min(gather, time.perf_counter() - t)
+    return f"{loop * 1000:.0f} ms loop, {gather * 1000:.0f} ms reads"
 
 
 def cuts(values: list[float]) -> tuple[float, float]:
@@ -211,7 +217,7 @@ def engine_times(
     searcher = lexical._index.searcher()
     graph = vector._graph
     k = 110  # what search asks of either engine, unfiltered: 100 candidates + 10
-    deep = max(ann_module.expansion_search(len(graph)), k)  # the query's own search
+    deep = max(ann_module.expansion_search(len(graph), graph.connectivity), k)  # the query's
     near = max(ann_module.EXPANSION_SEARCH, k)  # the feedback pass's (SidecarVectorIndex.search)
     lex_ms: list[float] = []
     ann_ms: list[float] = []
@@ -280,13 +286,15 @@ def search(
 def query_model(home: Path) -> Any:
     """The packaged model for query vectors, on the runtime ``BENCH_QUERY_MODEL`` names:
     ``torch`` (the default: ``LocalEmbedder``), ``onnx`` (the fp32 export, ONNX Runtime
-    with its graph optimised) or ``lean`` (what a CLI search uses: the same export, no
-    optimisation, weights mapped). The exports are cached in the library's ``models/``."""
+    with its graph optimised, its threads as ``DOCSHELF_EMBED_BACKEND=onnx`` sets them:
+    ONNX Runtime's default, a thread per core) or ``lean`` (what a CLI search uses: the
+    same export, no optimisation, weights mapped). The exports are cached in the
+    library's ``models/``."""
     runtime = os.environ.get("BENCH_QUERY_MODEL", "torch")
     if runtime == "onnx":
         from docshelf.embed.onnx import OnnxEmbedder
 
-        return OnnxEmbedder(home / "models", threads=1)
+        return OnnxEmbedder(home / "models")
     if runtime == "lean":
         from docshelf.embed.lean import LeanEmbedder
 
@@ -384,7 +392,7 @@ def report_against(home: Path, args: argparse.Namespace) -> None:
                     f"{fmt(got['excluding']['total'])} ms (CPU time "
                     f"{fmt(got['excluding']['cpu'])} ms); peak RSS {got['rss_mb']:.0f} MB "
                     f"(anonymous now: {got['anon_mb']:.0f} MB); load average "
-                    f"{os.getloadavg()[0]:.1f}; speed probe {speed_probe():.0f} ms",
+                    f"{os.getloadavg()[0]:.1f}; speed probe {speed_probe()}",
                     flush=True,
                 )
                 stages = ", ".join(f"{k} {fmt(v)}" for k, v in got["excluding"]["stages"].items())
@@ -428,8 +436,10 @@ def report_searches(home: Path, args: argparse.Namespace) -> None:
     if args.baseline:
         report_against(home, args)
         return
+    probe = speed_probe()
     ann = child(home, None, with_model=not args.no_model)
     including = "" if args.no_model else f"; including {fmt(ann['including']['total'])} ms"
+    including += f"; speed probe {probe} before, {speed_probe()} after"
     print(
         f"    ANN ({ann['path']}) + {ann['lexical_path']}: hybrid excluding embedding p50/p95 "
         f"{fmt(ann['excluding']['total'])} ms{including}; peak RSS {ann['rss_mb']:.0f} MB"

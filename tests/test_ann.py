@@ -119,9 +119,15 @@ def test_recall_at_10_of_the_ann_path_against_exact_search(store: SQLiteStore) -
 def test_the_search_depth_grows_with_the_graph() -> None:
     from docshelf.search.ann import EXPANSION_SEARCH, MAX_EXPANSION_SEARCH, expansion_search
 
-    assert expansion_search(20_000) == expansion_search(250_000) == EXPANSION_SEARCH
-    assert expansion_search(1_000_000) == 1_024  # recall@10 0.976 there (BENCHMARKS.md)
-    assert expansion_search(500_000) == 512
+    # a graph of M 16 (built before M 32 was the default)
+    assert expansion_search(20_000, 16) == expansion_search(250_000, 16) == EXPANSION_SEARCH
+    assert expansion_search(1_000_000, 16) == 1_024  # recall@10 0.976 there (BENCHMARKS.md)
+    assert expansion_search(500_000, 16) == 512
+    assert expansion_search(10**9, 16) == MAX_EXPANSION_SEARCH
+    assert expansion_search(1_000_000, 24) == 1_024  # an M it does not know: M 16's rule
+    # M 32, the default: the base depth up to 1M (recall@10 0.993 there), then growing
+    assert expansion_search(1_000_000) == EXPANSION_SEARCH
+    assert expansion_search(2_000_000) == 512
     assert expansion_search(10**9) == MAX_EXPANSION_SEARCH
 
 

@@ -57,10 +57,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 20_000  # vectors; below this an exact scan is fast enough (BENCHMARKS.md)
-CONNECTIVITY = 16  # HNSW "M"
+# HNSW "M" of the graphs built from now on. At 1M snippets a graph of M 32 gave recall@10
+# 0.993 at ef 256 in 2.2 / 4.2 ms (p50 / p95), where M 16 gave 0.975 at ef 1,024 in
+# 3.2 / 6.7 ms, for 14% more file (BENCHMARKS.md, "A denser graph"); graphs of M 16 keep
+# their own depth rule.
+CONNECTIVITY = 32
 EXPANSION_ADD = 128  # "efConstruction"
 EXPANSION_SEARCH = 256  # "ef" up to EF_GROWS_FROM vectors (BENCHMARKS.md: recall and latency by ef)
-EF_GROWS_FROM = 250_000  # beyond this many vectors ef grows with the graph: 1,024 at 1M
+# Beyond this many vectors ef grows with the graph, by the graph's M: a graph of M 16
+# needs ef 1,024 at 1M; one of M 32 does at 1M with 256 what M 16 did at 250k.
+EF_GROWS_FROM = {16: 250_000, 32: 1_000_000}
 MAX_EXPANSION_SEARCH = 4096
 DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.py)
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
@@ -109,6 +115,7 @@ class SidecarVectorIndex(SidecarIndex):
         self._checkpoint: Checkpoint | None = None
         self._graph: Any = None  # usearch.index.Index (a read-only view)
         self._graph_size = 0  # len(self._graph), read once when it is opened
+        self._connectivity = 0  # the graph's M, read with it
         self._ef = 0  # the search depth last set on the graph
         self._position = 0
         self._delta: dict[int, npt.NDArray[np.float32]] = {}  # seq -> current vector
@@ -182,7 +189,7 @@ class SidecarVectorIndex(SidecarIndex):
 
         scores: dict[int, float] = {}
         size = self._graph_size  # a read-only view: its size is fixed while it is open
-        ef = max(EXPANSION_SEARCH if near else expansion_search(size), k)
+        ef = max(EXPANSION_SEARCH if near else expansion_search(size, self._connectivity), k)
         if ef != self._ef:
             self._graph.expansion_search = self._ef = ef
         want = k + len(self._changed) if len(self._changed) < k else 2 * k
@@ -327,6 +334,7 @@ class SidecarVectorIndex(SidecarIndex):
             self._graph = None
         self._checkpoint = checkpoint if self._graph is not None else None
         self._graph_size = len(self._graph) if self._graph is not None else 0
+        self._connectivity = int(self._graph.connectivity) if self._graph is not None else 0
         self._ef = 0
         self._position = checkpoint.position
         self._delta = {}
@@ -558,15 +566,17 @@ class SidecarVectorIndex(SidecarIndex):
         self._generation = None  # reopen on the next search
 
 
-def expansion_search(count: int) -> int:
-    """The search depth ("ef") for a graph of ``count`` vectors: EXPANSION_SEARCH up to
-    EF_GROWS_FROM, then in proportion to the graph. A bigger graph needs a deeper search
-    for the same recall: at 1M (M 16, efConstruction 128) recall@10 was 0.920 at ef 256,
-    0.956 at 512, 0.974 at 768, 0.976 at 1,024 and 0.978 at 2,048, the vector stage
-    ~3 ms slower at 1,024 than at 256 (BENCHMARKS.md)."""
-    if count <= EF_GROWS_FROM:
+def expansion_search(count: int, connectivity: int = CONNECTIVITY) -> int:
+    """The search depth ("ef") for a graph of ``count`` vectors and M ``connectivity``:
+    EXPANSION_SEARCH up to EF_GROWS_FROM (by M; an M it does not list gets M 16's),
+    then in proportion to the graph. A bigger graph needs a deeper search for the same
+    recall: at 1M with M 16 (efConstruction 128) recall@10 was 0.920 at ef 256, 0.956 at
+    512, 0.974 at 768, 0.976 at 1,024 and 0.978 at 2,048, the vector stage ~3 ms slower
+    at 1,024 than at 256; with M 32, 0.993 at ef 256 (BENCHMARKS.md)."""
+    grows_from = EF_GROWS_FROM.get(connectivity, EF_GROWS_FROM[16])
+    if count <= grows_from:
         return EXPANSION_SEARCH
-    return min(MAX_EXPANSION_SEARCH, EXPANSION_SEARCH * count // EF_GROWS_FROM)
+    return min(MAX_EXPANSION_SEARCH, EXPANSION_SEARCH * count // grows_from)
 
 
 def read_checkpoint(directory: Path) -> Checkpoint | None:

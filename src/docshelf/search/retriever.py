@@ -192,14 +192,14 @@ class Retriever:
             lexical = lexical_side()
         else:
             assert embedder is not None
+            with _timed(timings, "embed"):  # (the model takes every core it is given)
+                qvec = embedder.embed([parsed.text])[0]
             # hybrid: on a large library the lexical engine answers on another thread
-            # meanwhile (both engines and the model let go of the GIL while they work)
+            # meanwhile (both engines let go of the GIL while they work)
             side = _beside(lexical_side) if mode == "hybrid" and self._side_by_side() else None
             if mode == "hybrid" and side is None:
                 lexical = lexical_side()
             try:
-                with _timed(timings, "embed"):
-                    qvec = embedder.embed([parsed.text])[0]
                 with _timed(timings, "vector"):
                     vector = self.vector_recall(qvec, size, filters, known)
             finally:
