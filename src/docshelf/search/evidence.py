@@ -107,9 +107,10 @@ def query_heading_key(query: str) -> int:
 
 
 # What ``heading_key`` depends on: this code (bump the version when ``own_heading``,
-# ``content_words``, ``stem`` or ``words_key`` change: tests/test_evidence.py holds the keys
-# of a probe list) and the stopwords. A sidecar index records the stamp it was built with
-# and is rebuilt when it differs, so a change never leaves keys that no longer match.
+# ``content_words``, ``stem`` or ``words_key`` change: tests/test_entries.py holds the keys
+# of a probe list) and the stopwords. A sidecar index records the stamp its entries were
+# made with and ignores them, until it makes them again, when it differs: a change never
+# leaves keys that no longer match.
 HEADING_KEY_VERSION = 1
 HEADING_KEY_STAMP = f"{HEADING_KEY_VERSION}:{words_key(STOPWORDS):016x}"
 
