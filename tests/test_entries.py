@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docshelf.model import Tier, User, chunk_id, document_id
@@ -292,6 +292,7 @@ def test_a_remembered_line_is_found_whatever_the_index_rules_out(library: Shelf)
 ascii_words = st.sampled_from(["leader", "election", "votes", "x_y", "3d", "Runs", "running", "a"])
 
 
+@settings(max_examples=60, deadline=None)  # each example builds a store and an index
 @given(
     texts=st.lists(
         st.lists(

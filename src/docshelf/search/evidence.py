@@ -172,11 +172,11 @@ def named_headings(
     """The candidates whose heading ``query`` names (``names_heading``): among those of
     ``places``, by their place; among those known only by their heading key (``heads``),
     by their place read with ``read``, for those whose key is the query's."""
-    content = content_words(query)
-    if len(content) < 2:
+    key = query_heading_key(query)
+    if not key:  # fewer than two content words: the query names no heading
         return set()
+    content = content_words(query)
     named = {i for i, c in places.items() if names_heading(content, c)}
-    key = words_key(content)
     maybe = [i for i, head in heads.items() if head == key and i not in places]
     if maybe:
         named |= {i for i, c in read(maybe).items() if names_heading(content, c)}
