@@ -285,20 +285,23 @@ def search(
 
 def query_model(home: Path) -> Any:
     """The packaged model for query vectors, on the runtime ``BENCH_QUERY_MODEL`` names:
-    ``torch`` (the default: ``LocalEmbedder``), ``onnx`` (the fp32 export, ONNX Runtime
-    with its graph optimised, its threads as ``DOCSHELF_EMBED_BACKEND=onnx`` sets them:
-    ONNX Runtime's default, a thread per core) or ``lean`` (what a CLI search uses: the
-    same export, no optimisation, weights mapped). The exports are cached in the
-    library's ``models/``."""
-    runtime = os.environ.get("BENCH_QUERY_MODEL", "torch")
+    ``served`` (the default: what a server or the library embeds queries with once the
+    query model is ready, ``Runtime.query_embedder`` — the lean export with its graph
+    optimised, a thread per core), ``torch`` (``LocalEmbedder``: the ingest model, what
+    they used before), ``onnx`` (the fp32 export, ONNX Runtime as
+    ``DOCSHELF_EMBED_BACKEND=onnx`` sets it up) or ``lean`` (what a CLI search uses: the
+    same export, no optimisation, one thread, weights mapped). The exports are cached in
+    the library's ``models/``."""
+    runtime = os.environ.get("BENCH_QUERY_MODEL", "served")
     if runtime == "onnx":
         from docshelf.embed.onnx import OnnxEmbedder
 
         return OnnxEmbedder(home / "models")
-    if runtime == "lean":
+    if runtime in ("lean", "served"):
         from docshelf.embed.lean import LeanEmbedder
 
-        return LeanEmbedder(home / "models")
+        lean = LeanEmbedder(home / "models")
+        return lean.for_many_queries() if runtime == "served" else lean
     from docshelf.embed.local import LocalEmbedder
 
     return LocalEmbedder()

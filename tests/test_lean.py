@@ -312,3 +312,40 @@ def test_add_on_the_command_line_prepares_the_query_model(
     result = CliRunner().invoke(app, ["--json", "add", str(tmp_path / "notes")])
     assert result.exit_code == 0, result.output
     assert len(calls) == 1
+
+
+def test_a_process_that_ingests_on_pytorch_searches_on_the_lean_runtime_once_ready(
+    lean: LeanEmbedder,
+    cache: Path,
+    reference: np.ndarray,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server or the library ingests on PyTorch; its queries take the lean runtime of
+    the same weights (graph optimised, a thread per core) once the export is ready, and
+    PyTorch until then — never an export inside a search."""
+    from docshelf.shelf import Shelf
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "local")
+    monkeypatch.delenv("DOCSHELF_EMBED_BACKEND", raising=False)
+    with Shelf(home) as shelf:
+        runtime = shelf.runtime
+        assert isinstance(runtime.embedder, LocalEmbedder)
+        assert runtime.query_embedder() is runtime.embedder  # no export yet: PyTorch
+        (home / "models").mkdir(exist_ok=True)
+        for f in cache.iterdir():  # the module's export, as `add` would have made it
+            (home / "models" / f.name).symlink_to(f)
+        assert runtime.query_embedder() is runtime.embedder  # looked once, until prepared
+        assert runtime.prepare_query_model()
+        query = runtime.query_embedder()
+        assert isinstance(query, LeanEmbedder) and query.optimise
+        assert query.model_id == runtime.embedder.model_id
+        assert runtime.retriever.embedder is query  # what a search embeds with
+        vectors = np.concatenate([query.embed([t]) for t in TEXTS])
+        assert float((vectors * reference).sum(axis=1).min()) >= 0.9999
+        runtime.embedder = None  # swapped: the choice follows the embedder
+        assert runtime.query_embedder() is None
+    monkeypatch.setenv("DOCSHELF_EMBED_BACKEND", "torch")  # named: queries keep it
+    with Shelf(home) as shelf:
+        assert shelf.runtime.query_embedder() is shelf.runtime.embedder

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from docshelf.blobs import BlobStore
     from docshelf.chunk import ChunkSettings
     from docshelf.config import Settings
+    from docshelf.embed.lean import LeanEmbedder
     from docshelf.ingest.prepare import Chunking, EmbedCounts
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.knowledge.taxonomy import Taxonomy
@@ -116,6 +117,8 @@ class Runtime:
             self.store.close()
             raise
         self._opened_with = self.embedder  # the chunking and token counts follow it
+        # (the embedder it was chosen for, the query model or None: query_embedder)
+        self._query_model: tuple[Embedder | None, Embedder | None] | None = None
         # which engines answer recall; on SQLite, the sidecar indexes beside the database
         self._engines: Engines = engines_for(self.store, settings)
         self.vector_index: SidecarVectorIndex | None = self._engines.vector_sidecar
@@ -245,7 +248,7 @@ class Runtime:
             self.store,
             lexical=self._engines.lexical,
             vector=self._engines.vector,
-            embedder=lambda: self.embedder,
+            embedder=self.query_embedder,
             fusion=self._fusion_given or FusionSettings.configured(settings.concept_boost),
             # the configured LLM, as when the retriever was made with the library
             reranker=make_reranker(settings.reranker, self._configured_llm),
@@ -332,13 +335,44 @@ class Runtime:
         return embedder
 
     def prepare_query_model(self) -> bool:
-        """Make ready what a new process's search embeds its query with (the lean
-        runtime's export in the home's ``models/``, made once), so the first search
-        after an ``add`` does not pay for it. Only when this process runs the model
-        from the settings and queries would get the lean runtime of the same model;
-        True when it was prepared (or already was)."""
-        if self.embedder is None or self.embed_purpose != "index":
+        """Make ready what a search embeds its query with (the lean runtime's export in
+        the home's ``models/``, made once), so the first search of a new process after
+        an ``add`` does not pay for it, and this process's searches take it from now on
+        (``query_embedder``). Only when this process runs the model from the settings and
+        queries would get the lean runtime of the same model; True when it was prepared
+        (or already was)."""
+        query = self._lean_twin()
+        if query is None:
             return False
+        try:
+            query.model_path()
+        except DocshelfError:
+            return False  # the search prepares it then, or says why it cannot
+        self._query_model = None  # found ready at the next search
+        return True
+
+    def query_embedder(self) -> Embedder | None:
+        """What a search embeds its query with: the embedder; but in a process that
+        ingests with the packaged model on PyTorch (a server, the library), the lean
+        runtime of the same weights once its export is ready — ONNX Runtime with the
+        graph optimised: the same vectors (tests/test_lean.py) in a third of the time
+        (BENCHMARKS.md, "Queries on ONNX Runtime in a server"). Not ready: the embedder,
+        until ``prepare_query_model`` makes it (``serve`` does at start)."""
+        embedder = self.embedder
+        chosen = self._query_model
+        if chosen is None or chosen[0] is not embedder:
+            twin = self._lean_twin()
+            fast = twin.for_many_queries() if twin is not None and twin.ready() else None
+            chosen = self._query_model = (embedder, fast)
+        return chosen[1] or embedder
+
+    def _lean_twin(self) -> LeanEmbedder | None:
+        """The lean runtime of this process's model, where its queries may take it: the
+        packaged model from the settings, no runtime named for it, ONNX Runtime there."""
+        from docshelf.embed.local import PackagedModel
+
+        if not isinstance(self.embedder, PackagedModel) or self.embed_purpose != "index":
+            return None  # (a fake, another model, or a query process's own lean runtime)
         try:
             query = make_embedder(
                 self.settings.embedder,
@@ -348,16 +382,12 @@ class Runtime:
                 purpose="query",
             )
         except DocshelfError:
-            return False
+            return None
         from docshelf.embed.lean import LeanEmbedder
 
         if not isinstance(query, LeanEmbedder) or query.model_id != self.embedder.model_id:
-            return False
-        try:
-            query.model_path()
-        except DocshelfError:
-            return False  # the search prepares it then, or says why it cannot
-        return True
+            return None
+        return query
 
     def model_conflict(self, embedder: Embedder | None) -> str | None:
         bound = self.store.get_meta("embedding_model")

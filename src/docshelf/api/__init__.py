@@ -14,6 +14,7 @@ except ``/healthz``, ``/readyz``, ``/metrics`` and the web page (``/``,
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -73,6 +74,11 @@ def create_app(
         elif workers > 0:
             app.state.pool = WorkerPool(shelf, workers, worker_settings)
             app.state.pool.start()
+        # the query model (embed/lean.py) made ready beside the first requests, which
+        # embed on the ingest model until it is; an export runs in a child process
+        threading.Thread(
+            target=shelf.runtime.prepare_query_model, name="query-model", daemon=True
+        ).start()
         try:
             async with shelf.broadcast.listening(wakeups.notify), mcp_endpoint.running():
                 yield

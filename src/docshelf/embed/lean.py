@@ -82,23 +82,43 @@ class LeanEmbedder(OnnxEmbedder):
     mapped from a file beside it, found through a key file instead of a hash, run by a
     session built for one short text at a time."""
 
-    def __init__(self, cache_dir: Path, batch_size: int = 16, *, threads: int = 1) -> None:
+    def __init__(
+        self, cache_dir: Path, batch_size: int = 16, *, threads: int = 1, optimise: bool = False
+    ) -> None:
         super().__init__(cache_dir, batch_size, int8=False, threads=threads)
+        self.optimise = optimise
 
-    def model_path(self) -> Path:
-        """The query model named by the key file, while the weights it was made from are
-        still the installed ones; otherwise made (from the hashed export, exported when
-        missing) and recorded for the next start."""
+    def for_many_queries(self) -> LeanEmbedder:
+        """The same model for a process that embeds many queries (a server): the graph
+        optimised and a thread per core — slower to start, ~2.5 times faster a query."""
+        return LeanEmbedder(self._cache_dir, self.batch_size, threads=0, optimise=True)
+
+    def ready(self) -> bool:
+        """Whether the query model is made for the installed weights (no export needed)."""
+        return self._known() is not None
+
+    def _known(self) -> Path | None:
+        """The query model the key file names, while the weights it was made from are
+        still the installed ones."""
         stamp = _weights_stamp(self._dir)
-        key = self._cache_dir / KEY_FILE
         try:
-            known = json.loads(key.read_text())
+            known = json.loads((self._cache_dir / KEY_FILE).read_text())
             if {k: known.get(k) for k in stamp} == stamp:
                 path = self._cache_dir / str(known["file"])
                 if path.name == known["file"] and _complete(path):
                     return path
         except (OSError, ValueError, KeyError, TypeError):
-            pass  # no key yet, or an unreadable one: fall back to the hash
+            pass  # no key yet, or an unreadable one
+        return None
+
+    def model_path(self) -> Path:
+        """The query model named by the key file (``_known``); otherwise made (from the
+        hashed export, exported when missing) and recorded for the next start."""
+        known = self._known()
+        if known is not None:
+            return known
+        stamp = _weights_stamp(self._dir)
+        key = self._cache_dir / KEY_FILE
         export = super().model_path()  # hashes the weights; exports when missing
         path = export.with_name(f"{export.stem}-lean.onnx")
         if not _complete(path):
@@ -122,11 +142,17 @@ class LeanEmbedder(OnnxEmbedder):
                 import onnxruntime as ort
 
                 options = ort.SessionOptions()
-                # Optimising the graph and pre-packing the weights cost more at start-up
-                # than they saved on one query; the vectors are the same (tests/test_lean.py).
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-                options.add_session_config_entry("session.disable_prepacking", "1")
-                options.intra_op_num_threads = self._threads
+                if not self.optimise:
+                    # Optimising the graph and pre-packing the weights cost more at start-up
+                    # than they save on one query; the vectors are the same (test_lean.py).
+                    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                    options.add_session_config_entry("session.disable_prepacking", "1")
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                else:
+                    # its threads sleep once a query is embedded, not spin: the search
+                    # that follows needs the cores (BENCHMARKS.md)
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.inter_op_num_threads = 1
                 self._session = ort.InferenceSession(
                     str(self.model_path()), options, providers=["CPUExecutionProvider"]
