@@ -11,17 +11,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from docshelf.api import create_app
 from docshelf.api.batching import Batched
-from docshelf.api.uploads import Received, commit_uploads
 from docshelf.blobs.local import LocalBlobStore
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.ingest.uploads import UploadResult
@@ -173,106 +170,6 @@ def test_a_batch_records_each_new_upload_in_a_few_statements(shelf: Shelf) -> No
     # chunker's version (4)
     assert len(savepoints) <= 2 * len(shas) + 4, savepoints
     assert len(shelf.store.list_documents(limit=100)) == 10
-
-
-def _received(shelf: Shelf, user_id: str, datas: Sequence[bytes]) -> list[Received]:
-    received = []
-    for i, data in enumerate(datas):
-        writer = shelf.blobs.writer(1 << 20)
-        writer.write(data)
-        received.append(Received(writer, user_id, f"n{i}.md"))
-    return received
-
-
-def test_a_batch_commits_its_rows_only_once_its_blobs_are_durable(
-    shelf: Shelf, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The rows are written while the blobs are committed on another thread; the
-    transaction waits for them: a record never names bytes a crash could lose."""
-    alice = shelf.create_user("alice")[0].id
-    batch = _received(shelf, alice, [note(i) for i in range(4)])
-    rows_written = threading.Event()
-    seen_before_durable: list[int] = []
-    real_commit_many = shelf.blobs.commit_many
-
-    def slow_commit_many(writers: Sequence[Any]) -> list[str | BaseException]:
-        assert rows_written.wait(10)  # the rows are being written meanwhile
-        # another connection sees nothing yet: the transaction has not committed
-        assert isinstance(shelf.store, SQLiteStore)
-        other = SQLiteStore(shelf.store.path)
-        try:
-            seen_before_durable.append(len(other.list_documents(limit=10)))
-        finally:
-            other.close()
-        return real_commit_many(writers)
-
-    real_put_job = shelf.store.put_job
-    put_jobs = 0
-
-    def put_job(job: Any) -> None:
-        nonlocal put_jobs
-        real_put_job(job)
-        put_jobs += 1
-        if put_jobs == len(batch):
-            rows_written.set()
-
-    monkeypatch.setattr(shelf.blobs, "commit_many", slow_commit_many)
-    monkeypatch.setattr(shelf.store, "put_job", put_job)
-    outcomes = commit_uploads(shelf, batch)
-    assert all(isinstance(o, UploadResult) and o.created for o in outcomes), outcomes
-    assert seen_before_durable == [0]
-    assert len(shelf.store.list_documents(limit=10)) == 4
-    for o in outcomes:
-        assert isinstance(o, UploadResult) and shelf.blobs.exists(o.fingerprint)
-
-
-def test_a_failed_blob_rolls_its_batch_back_and_the_others_are_recorded_alone(
-    shelf: Shelf, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    alice = shelf.create_user("alice")[0].id
-    batch = _received(shelf, alice, [note(i) for i in range(3)])
-    real_commit_many = shelf.blobs.commit_many
-
-    def one_fails(writers: Sequence[Any]) -> list[str | BaseException]:
-        outcomes = real_commit_many(writers)
-        shelf.blobs.delete(str(outcomes[1]))  # as if the disk had refused it
-        return [outcomes[0], Unavailable("disk full"), outcomes[2]]
-
-    monkeypatch.setattr(shelf.blobs, "commit_many", one_fails)
-    outcomes = commit_uploads(shelf, batch)
-    assert isinstance(outcomes[0], UploadResult) and isinstance(outcomes[2], UploadResult)
-    assert isinstance(outcomes[1], Unavailable)
-    assert {d.sha256 for d in shelf.store.list_documents(limit=10)} == {
-        outcomes[0].fingerprint,
-        outcomes[2].fingerprint,
-    }
-    jobs = [shelf.job(o.document_id) for o in (outcomes[0], outcomes[2])]
-    assert [j.status for j in jobs] == ["queued", "queued"]
-
-
-def test_a_store_that_fails_the_batch_fails_every_upload_once_its_blobs_are_done(
-    shelf: Shelf, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    alice = shelf.create_user("alice")[0].id
-    batch = _received(shelf, alice, [note(i) for i in range(3)])
-    finished: list[bool] = []
-    real_commit_many = shelf.blobs.commit_many
-
-    def slow(writers: Sequence[Any]) -> list[str | BaseException]:
-        time.sleep(0.05)
-        outcomes = real_commit_many(writers)
-        finished.append(True)
-        return outcomes
-
-    def full_disk(*args: Any, **kwargs: Any) -> Any:
-        raise Unavailable("the database's disk is full")
-
-    monkeypatch.setattr(shelf.blobs, "commit_many", slow)
-    monkeypatch.setattr(shelf, "register_uploads", full_disk)
-    outcomes = commit_uploads(shelf, batch)
-    assert finished == [True]  # answered only after the blobs' thread let go of the writers
-    assert all(isinstance(o, Unavailable) for o in outcomes)
-    assert not shelf.store.list_documents(limit=10)
 
 
 # -- every blob of a batch durable before its answer ---------------------------------------

@@ -409,16 +409,11 @@ class Shelf:
         return self._uploads.register(user_id, name, sha256, size)
 
     def register_uploads(
-        self,
-        uploads: Sequence[tuple[str, str, str, int]],
-        *,
-        stored: Callable[[], None] | None = None,
+        self, uploads: Sequence[tuple[str, str, str, int]]
     ) -> list[UploadResult | DocshelfError]:
         """Several ``register_upload`` calls (``(user_id, name, sha256, size)`` each) in
-        one transaction: one commit for all; each one's own refusal is its outcome.
-        ``stored``: the bytes are made durable meanwhile; it waits for them before the
-        commit, or raises to roll it back (``UploadService.register_many``)."""
-        return self._uploads.register_many(uploads, stored=stored)
+        one transaction: one commit for all; each one's own refusal is its outcome."""
+        return self._uploads.register_many(uploads)
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
         """Store ``data`` as an upload named ``name`` (the library form of POST /v1/documents)."""

@@ -8,8 +8,8 @@ is written. Only then is the upload recorded (a document and a job, or a link
 to bytes already there); parsing and embedding happen in a worker.
 
 Uploads received together are committed together (``Batched``): one thread hop
-records them in one store transaction while their blobs are made durable beside it
-(their fsyncs side by side), and each is answered 202 after that shared commit. A burst of
+makes all their blobs durable (their fsyncs side by side) and records them in one
+store transaction, and each is answered 202 after that shared commit. A burst of
 uploads then costs a few commits, not one fsync chain and one transaction each
 (BENCHMARKS.md, "Uploads: group commit").
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -224,32 +223,10 @@ def upload_commits(shelf: Shelf) -> Batched[Received, UploadResult]:
 
 
 def commit_uploads(shelf: Shelf, batch: Sequence[Received]) -> list[UploadResult | BaseException]:
-    """Record the batch in one transaction while its blobs are made durable beside it
-    (their fsyncs side by side, see ``blobs.local``): the rows are written meanwhile, and
-    the transaction commits only once every blob is durable and in place, so no record
-    ever names bytes a crash could lose. Should any blob fail, that transaction is rolled
-    back and the stored ones are recorded on their own. One outcome per upload."""
-    writers = [r.writer for r in batch]
-    blobs = _blob_commits().submit(shelf.blobs.commit_many, writers)
-    every = [(r.user_id, r.name, r.writer.digest(), r.writer.size) for r in batch]
-
-    def stored() -> None:
-        if not all(isinstance(h, str) and shelf.blobs.exists(h) for h in blobs.result()):
-            raise _NotAllStored
-
-    try:
-        return list(shelf.register_uploads(every, stored=stored))
-    except _NotAllStored:
-        return _record_stored(shelf, batch, blobs.result())
-    except Exception as exc:  # the store failed the transaction: none is recorded
-        return [h if isinstance(h, BaseException) else exc for h in blobs.result()]
-
-
-def _record_stored(
-    shelf: Shelf, batch: Sequence[Received], hashes: Sequence[str | BaseException]
-) -> list[UploadResult | BaseException]:
-    """The uploads whose blobs were stored, recorded on their own (each checks its bytes
-    are still there); the others' outcome is their blob's error."""
+    """Make the blobs durable (their fsyncs side by side, see ``blobs.local``), then
+    record them all in one transaction: one thread hop for the batch. One outcome per
+    upload."""
+    hashes = shelf.blobs.commit_many([r.writer for r in batch])
     outcomes: list[UploadResult | BaseException] = [
         sha if isinstance(sha, BaseException) else _NOT_YET for sha in hashes
     ]
@@ -268,22 +245,6 @@ def _record_stored(
     for i, outcome in zip(stored, recorded, strict=True):
         outcomes[i] = outcome
     return outcomes
-
-
-class _NotAllStored(Exception):
-    """A blob of the batch failed (or went): its transaction is rolled back."""
-
-
-_committer: ThreadPoolExecutor | None = None
-
-
-def _blob_commits() -> ThreadPoolExecutor:
-    """The thread a batch's blobs are committed on while its rows are written (one batch
-    commits at a time: ``Batched``)."""
-    global _committer
-    if _committer is None:
-        _committer = ThreadPoolExecutor(1, thread_name_prefix="upload-blobs")
-    return _committer
 
 
 _NOT_YET = RuntimeError("not recorded")  # replaced for every upload whose blob was stored

@@ -156,34 +156,22 @@ class Uploads:
         return outcome
 
     def register_many(
-        self,
-        uploads: Sequence[tuple[str, str, str, int]],
-        *,
-        stored: Callable[[], None] | None = None,
+        self, uploads: Sequence[tuple[str, str, str, int]]
     ) -> list[UploadResult | DocshelfError]:
         """Record several uploads (``(user_id, name, sha256, size)``, their bytes already
         in the blob store) in one transaction: one commit for all of them (the API's group
         commit). One refused (its bytes deleted meanwhile, a library bound to another
         model) is that one's error and leaves the others: it is refused before it writes,
         so no savepoint is needed around each; a failing store (a full disk) raises, and
-        none is recorded.
-
-        ``stored``: the bytes are still being made durable while the rows are written
-        (the API's group commit). It is called after the last row, before the commit,
-        and must wait until every upload's bytes are durable and in place, or raise —
-        which rolls the transaction back; their presence is its check, not each row's."""
+        none is recorded."""
         outcomes: list[UploadResult | DocshelfError] = []
         with self.store.transaction():
             writable = _once(self.rt.check_writable)  # the model binding: read once a batch
             for user_id, name, sha256, size in uploads:
                 try:
-                    outcomes.append(
-                        self._register(user_id, name, sha256, size, writable, stored is None)
-                    )
+                    outcomes.append(self._register(user_id, name, sha256, size, writable))
                 except _Refused as refused:
                     outcomes.append(refused.error)
-            if stored is not None:
-                stored()
         for outcome in outcomes:
             if isinstance(outcome, UploadResult) and outcome.created:
                 self.rt.wake_workers(outcome.document_id)
@@ -196,7 +184,6 @@ class Uploads:
         sha256: str,
         size: int,
         check_writable: Callable[[], None] | None = None,
-        check_bytes: bool = True,
     ) -> UploadResult:
         """One upload's rows (call inside a transaction; the caller wakes the workers).
         This upload's own refusals raise ``_Refused``, always before its first write (the
@@ -207,7 +194,7 @@ class Uploads:
             raise _Refused(UnsupportedType(unsupported_type_message(name)))
         doc_id = document_id(sha256)
         now = time.time()
-        if check_bytes and not self.rt.blobs.exists(sha256):
+        if not self.rt.blobs.exists(sha256):
             # the same bytes were deleted between the blob write and this transaction
             raise _Refused(
                 Unavailable("The upload raced with a deletion of the same file; send it again")
