@@ -233,6 +233,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def settle(root: int, limit: float = 240.0) -> float:
+    """Wait until ``root`` and its children are quiet (under 10% of a core for half a
+    second): a server started on a new home makes its query model in a child first
+    (``Runtime.prepare_query_model``), once per home. Returns the seconds waited."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        before = sum(cpu_seconds(p) for p in tree(root))
+        await asyncio.sleep(0.5)
+        if 0 <= sum(cpu_seconds(p) for p in tree(root)) - before < 0.05:
+            break
+    return time.perf_counter() - started
+
+
 def tree(root: int) -> list[int]:
     """``root`` and every process below it."""
     children: dict[int, list[int]] = {}
@@ -322,6 +335,7 @@ async def run(
         if args.warm:  # one upload ingested first: the model is loaded and has embedded
             warm = Upload("alice", "warm.md", markdown(10_000, random.Random(1)))
             await wait_complete(client, [await send(client, warm, tokens["alice"])], tokens)
+            print(f"quiet after:        {await settle(proc.pid):.1f} s")
         host, port = base_url.rsplit("//", 1)[1].split(":")
         if args.client == "raw":  # connected and built before the clock starts
             requests = [raw_request(u, tokens[u.user]) for u in uploads]

@@ -628,3 +628,26 @@ def test_readyz_follows_the_worker_pool(shelf: Shelf) -> None:
         page = c.get("/")
         assert "text/html" in page.headers["content-type"] and 'href="/docs"' in page.text
     assert outside.get("/readyz").status_code == 503  # stopped on shutdown
+
+
+def test_serve_makes_the_query_model_ready_at_start_without_waiting_for_it(
+    shelf: Shelf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lean export (Runtime.prepare_query_model) is made beside the first requests:
+    the app answers while it runs."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def prepare() -> bool:
+        started.set()
+        release.wait(10)
+        return True
+
+    monkeypatch.setattr(shelf.runtime, "prepare_query_model", prepare)
+    try:
+        with TestClient(create_app(shelf)) as client:
+            assert started.wait(5)
+            assert client.get("/healthz").status_code == 200  # not held by it
+    finally:
+        release.set()

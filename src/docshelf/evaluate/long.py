@@ -288,10 +288,12 @@ def _run_one(
         if long_doc:
             corpus = long_corpus(ds)
             files = build_long_index(shelf, corpus, header=header, progress=progress)
+            shelf.runtime.prepare_query_model()  # queries embedded as a CLI search's are
             for c in configs:
                 runs.append(evaluate_long(shelf, ds, corpus, files, mode=c, k=k, header=header))
         else:
             mapping = build_index(shelf, ds, progress)
+            shelf.runtime.prepare_query_model()
             for c in configs:
                 runs.append(evaluate(shelf, ds, mapping, mode=c, k=k))
     return runs[0], (runs[1] if len(runs) > 1 else None)
