@@ -368,14 +368,14 @@ class Runtime:
 
     def _lean_twin(self) -> LeanEmbedder | None:
         """The lean runtime of this process's model, where its queries may take it: the
-        packaged model from the settings, no runtime named for it, ONNX Runtime there."""
+        packaged model, no runtime named for it, ONNX Runtime there."""
         from docshelf.embed.local import PackagedModel
 
         if not isinstance(self.embedder, PackagedModel) or self.embed_purpose != "index":
             return None  # (a fake, another model, or a query process's own lean runtime)
         try:
             query = make_embedder(
-                self.settings.embedder,
+                "local",  # (the packaged model: the settings may name it otherwise, as eval's)
                 home=self.settings.home,
                 library_model=self.store.get_meta("embedding_model"),
                 backend=self.settings.embed_backend,
