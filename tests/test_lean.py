@@ -349,3 +349,24 @@ def test_a_process_that_ingests_on_pytorch_searches_on_the_lean_runtime_once_rea
     monkeypatch.setenv("DOCSHELF_EMBED_BACKEND", "torch")  # named: queries keep it
     with Shelf(home) as shelf:
         assert shelf.runtime.query_embedder() is shelf.runtime.embedder
+
+
+def test_the_search_helper_keeps_the_query_model_for_many_queries(
+    lean: LeanEmbedder, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resident helper answers many searches: it swaps the one-query session (no
+    graph optimisation, one thread) for the optimised one before its first."""
+    from docshelf.cli.resident import Helper
+    from docshelf.shelf import Shelf
+
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    for f in cache.iterdir():
+        (home / "models" / f.name).symlink_to(f)
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "local")
+    monkeypatch.delenv("DOCSHELF_EMBED_BACKEND", raising=False)
+    with Shelf(home, embed_purpose="query") as shelf:
+        assert isinstance(shelf.embedder, LeanEmbedder) and not shelf.embedder.optimise
+        Helper(shelf, 60).warm()
+        assert isinstance(shelf.embedder, LeanEmbedder) and shelf.embedder.optimise
+        assert shelf.runtime.retriever.embedder is shelf.embedder
