@@ -338,9 +338,9 @@ class Runtime:
         """Make ready what a search embeds its query with (the lean runtime's export in
         the home's ``models/``, made once), so the first search of a new process after
         an ``add`` does not pay for it, and this process's searches take it from now on
-        (``query_embedder``). Only when this process runs the model from the settings and
-        queries would get the lean runtime of the same model; True when it was prepared
-        (or already was)."""
+        (``query_embedder``). Only when this process runs the packaged model and its
+        queries may take the lean runtime (``_lean_twin``); True when it was prepared (or
+        already was)."""
         query = self._lean_twin()
         if query is None:
             return False
