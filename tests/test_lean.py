@@ -370,3 +370,23 @@ def test_the_search_helper_keeps_the_query_model_for_many_queries(
         Helper(shelf, 60).warm()
         assert isinstance(shelf.embedder, LeanEmbedder) and shelf.embedder.optimise
         assert shelf.runtime.retriever.embedder is shelf.embedder
+
+
+def test_eval_searches_on_the_query_model_users_get(
+    lean: LeanEmbedder, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An eval library's settings name the model id, not `local`: its queries still take
+    the lean runtime once prepared, as a CLI search's and a server's do."""
+    from docshelf.evaluate.beir import eval_settings
+    from docshelf.shelf import Shelf
+
+    monkeypatch.delenv("DOCSHELF_EMBED_BACKEND", raising=False)
+    home = tmp_path / "eval"
+    (home / "models").mkdir(parents=True)
+    for f in cache.iterdir():
+        (home / "models" / f.name).symlink_to(f)
+    model = LocalEmbedder()
+    with Shelf(settings=eval_settings(home, model.model_id), embedder=model) as shelf:
+        assert shelf.runtime.prepare_query_model()
+        query = shelf.runtime.query_embedder()
+        assert isinstance(query, LeanEmbedder) and query.optimise
