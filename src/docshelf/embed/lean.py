@@ -95,12 +95,11 @@ class LeanEmbedder(OnnxEmbedder):
 
     def ready(self) -> bool:
         """Whether the query model is made for the installed weights (no export needed)."""
-        return self._known() is not None
+        return self._known(_weights_stamp(self._dir)) is not None
 
-    def _known(self) -> Path | None:
-        """The query model the key file names, while the weights it was made from are
-        still the installed ones."""
-        stamp = _weights_stamp(self._dir)
+    def _known(self, stamp: dict[str, Any]) -> Path | None:
+        """The query model the key file names, while the weights it was made from
+        (``stamp``) are still the installed ones."""
         try:
             known = json.loads((self._cache_dir / KEY_FILE).read_text())
             if {k: known.get(k) for k in stamp} == stamp:
@@ -114,10 +113,10 @@ class LeanEmbedder(OnnxEmbedder):
     def model_path(self) -> Path:
         """The query model named by the key file (``_known``); otherwise made (from the
         hashed export, exported when missing) and recorded for the next start."""
-        known = self._known()
+        stamp = _weights_stamp(self._dir)
+        known = self._known(stamp)
         if known is not None:
             return known
-        stamp = _weights_stamp(self._dir)
         key = self._cache_dir / KEY_FILE
         export = super().model_path()  # hashes the weights; exports when missing
         path = export.with_name(f"{export.stem}-lean.onnx")

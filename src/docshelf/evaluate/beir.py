@@ -314,7 +314,8 @@ def _doc_name(corpus_id: str) -> str:
 
 
 def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> dict[str, str]:
-    """Index the corpus into ``shelf`` (once); returns document id -> corpus id."""
+    """Index the corpus into ``shelf`` (once) and make its query model ready (queries
+    embedded as a CLI search's and a server's are); returns document id -> corpus id."""
     items = [
         (_doc_name(cid), (f"# {title}\n\n{text}" if title else text).encode("utf-8"), title or None)
         for cid, title, text in ds.corpus
@@ -322,6 +323,7 @@ def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> 
     if shelf.store.get_meta("eval_index") != INDEX_VERSION:
         shelf.add_documents(items, progress=progress)
         shelf.store.set_meta("eval_index", INDEX_VERSION)
+    shelf.runtime.prepare_query_model()
     from docshelf.model import document_id, fingerprint
 
     return {

@@ -118,8 +118,9 @@ def long_corpus(ds: Dataset, seed: int = 0) -> LongCorpus:
 def build_long_index(
     shelf: Shelf, corpus: LongCorpus, *, header: bool = True, progress: Progress | None = None
 ) -> dict[str, str]:
-    """Index the files into ``shelf`` (once); returns document id -> file name. Without
-    ``header`` the chunker gets no room for the structural header (eval only)."""
+    """Index the files into ``shelf`` (once) and make its query model ready, as
+    ``build_index``; returns document id -> file name. Without ``header`` the chunker gets
+    no room for the structural header (eval only)."""
     if not header:
         shelf.chunk_settings = without_header(shelf.chunk_settings)
     items = [(f.name, f.text.encode("utf-8"), None) for f in corpus.files]
@@ -127,6 +128,7 @@ def build_long_index(
     if shelf.store.get_meta("eval_index") != marker:
         shelf.add_documents(items, progress=progress)
         shelf.store.set_meta("eval_index", marker)
+    shelf.runtime.prepare_query_model()
     return {document_id(fingerprint(data)): name for name, data, _ in items}
 
 
@@ -288,12 +290,10 @@ def _run_one(
         if long_doc:
             corpus = long_corpus(ds)
             files = build_long_index(shelf, corpus, header=header, progress=progress)
-            shelf.runtime.prepare_query_model()  # queries embedded as a CLI search's are
             for c in configs:
                 runs.append(evaluate_long(shelf, ds, corpus, files, mode=c, k=k, header=header))
         else:
             mapping = build_index(shelf, ds, progress)
-            shelf.runtime.prepare_query_model()
             for c in configs:
                 runs.append(evaluate(shelf, ds, mapping, mode=c, k=k))
     return runs[0], (runs[1] if len(runs) > 1 else None)

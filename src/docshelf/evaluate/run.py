@@ -91,7 +91,6 @@ def _beir(o: EvalOptions, settings: Callable[[], Settings], progress: ProgressSc
         progress("Indexing corpus") as step,
     ):
         mapping = build_index(shelf, ds, step)
-        shelf.runtime.prepare_query_model()  # queries embedded as a CLI search's are
         first = evaluate(shelf, ds, mapping, mode=o.mode, k=o.k)
         second = evaluate(shelf, ds, mapping, mode=o.against, k=o.k) if o.against else None
     if o.per_query is not None:
