@@ -46,10 +46,13 @@ def put_doc(
     *,
     file_type: str = "markdown",
     version: int = 0,
+    fingerprinted: bool = False,
 ) -> str:
-    """Document ``n`` with one snippet per vector row (``version`` changes its content)."""
+    """Document ``n`` with one snippet per vector row (``version`` changes its content;
+    ``fingerprinted``: its id from its fingerprint too, as ingest makes them, so the
+    index's entries name its document: search/entries.py)."""
     fp = f"{n:08x}{version:08x}".rjust(64, "0")[::-1]
-    did = document_id(f"{n:016x}".rjust(64, "0")[::-1])
+    did = document_id(fp if fingerprinted else f"{n:016x}".rjust(64, "0")[::-1])
     chunks = [
         Chunk(chunk_id(fp, Tier.SNIPPET, i), did, Tier.SNIPPET, i, f"text {n} {i}", "[h]", 0, 1)
         for i in range(len(vectors))
@@ -61,16 +64,22 @@ def put_doc(
     return did
 
 
-def fill(store: SQLiteStore, vectors: npt.NDArray[np.float32], first: int = 0) -> list[str]:
+def fill(
+    store: SQLiteStore,
+    vectors: npt.NDArray[np.float32],
+    first: int = 0,
+    *,
+    fingerprinted: bool = False,
+) -> list[str]:
     store.set_meta("embedding_model", "fake")
     store.set_meta("embedding_dim", str(DIM))
     ids = []
     with store.transaction():
         for d in range(0, len(vectors), PER_DOC):
-            file_type = "markdown" if (first + d // PER_DOC) % 2 == 0 else "text"
-            ids.append(
-                put_doc(store, first + d // PER_DOC, vectors[d : d + PER_DOC], file_type=file_type)
-            )
+            n = first + d // PER_DOC
+            file_type = "markdown" if n % 2 == 0 else "text"
+            part = vectors[d : d + PER_DOC]
+            ids.append(put_doc(store, n, part, file_type=file_type, fingerprinted=fingerprinted))
     return ids
 
 
@@ -85,6 +94,12 @@ def assert_like_exact(store: SQLiteStore, got: list[str], q: npt.NDArray[np.floa
     up to a near-tie at its edge (the graph keeps half-precision vectors)."""
     assert len(got) == 10 and len(store.get_chunks(got)) == 10
     assert len(set(got) & set(exact(store, q, 10))) >= 9
+
+
+def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    """The same hits in the same order, with the same scores (to float rounding)."""
+    assert [c for c, _ in got] == [c for c, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
 
 
 @pytest.fixture
@@ -390,6 +405,67 @@ def test_a_selective_filter_is_complete_even_when_the_graph_misses_a_node(
     graph.search = lambda q, k: Missing(real_search(q, k))
     got = [c for c, _ in index.search(vectors[50], 10, one)]
     assert got == want
+
+
+def test_a_filter_that_lets_few_snippets_through_is_scanned_exactly(store: SQLiteStore) -> None:
+    """No more snippets than the threshold: the filter's vectors are scanned exactly (the
+    exact path's answer, scores and all; the graph is not searched), and kept only while
+    the library is unchanged — a document added, replaced or no longer complete is seen
+    by the next search."""
+    rng = np.random.default_rng(12)
+    vectors = clustered(2_000, rng)
+    ids = fill(store, vectors, fingerprinted=True)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    exact_index = SidecarVectorIndex(store, threshold=0)
+    coming = document_id(f"{5_000:08x}{0:08x}".rjust(64, "0")[::-1])  # put_doc's, below
+    few = SearchFilters(document_ids=(ids[3], ids[40], ids[41], ids[150], coming))
+    index.search(vectors[0], 1, NONE)  # opens the graph
+    graph = index._graph
+    assert graph is not None
+
+    def unused(q: object, k: int) -> object:
+        raise AssertionError("the graph was searched")
+
+    graph.search = unused
+    for q in vectors[::150]:
+        assert_same(index.search(q, 10, few), exact_index.search(q, 10, few))
+    assert len(index.search(vectors[0], 100, few)) == 4 * PER_DOC  # every one, no more
+
+    # the library changes: a new document the filter names (in the delta), one of its
+    # documents deleted, one no longer complete
+    fresh = unit(rng.normal(size=(PER_DOC, DIM)).astype(np.float32))
+    assert put_doc(store, 5_000, fresh, fingerprinted=True) == coming
+    store.delete_document(ids[40])
+    store.set_document_status(ids[150], "embedding")
+    for q in (fresh[0], vectors[405], vectors[1505]):
+        got = index.search(q, 10, few)
+        assert_same(got, exact_index.search(q, 10, few))
+        documents = {store.get_chunks([c])[0].document_id for c, _ in got}
+        assert not documents & {ids[40], ids[150]}
+    assert index.search(fresh[0], 1, few)[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert len(index.search(fresh[0], 100, few)) == 3 * PER_DOC  # 3, 41 and the new one
+
+
+def test_a_filter_that_lets_many_through_searches_the_graph(store: SQLiteStore) -> None:
+    """More snippets than the threshold: the graph answers, as deep as the filter's share
+    needs (at least the exact path's top 9 of 10), and the subset is never read."""
+    rng = np.random.default_rng(13)
+    vectors = clustered(2_000, rng)
+    ids = fill(store, vectors, fingerprinted=True)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    exact_index = SidecarVectorIndex(store, threshold=0)
+    quarter = SearchFilters(document_ids=tuple(ids[::4]))  # 500 snippets
+
+    def unread(seqs: object) -> object:
+        raise AssertionError("the filter's vectors were read")
+
+    store.vectors_by_seq = unread  # type: ignore[method-assign]
+    for q in vectors[::101]:
+        got = [c for c, _ in index.search(q, 10, quarter)]
+        want = [c for c, _ in exact_index.search(q, 10, quarter)]
+        assert len(got) == 10 and len(set(got) & set(want)) >= 9
 
 
 # -- through the facade ---------------------------------------------------------------------

@@ -31,6 +31,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -70,6 +71,13 @@ EF_GROWS_FROM = {16: 250_000, 32: 1_000_000}
 MAX_EXPANSION_SEARCH = 4096
 DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.py)
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
+# A filtered search whose filter lets through no more snippets than the index's threshold
+# scans those exactly, as a library of that size is scanned; its vectors are kept for the
+# next searches with the same filters until the library changes (this many filter sets:
+# at most threshold x dim x 4 bytes each, 30 MB at 20,000 vectors of 384). A graph search
+# would have to fetch ~limit / share of its candidates: at 10% of 100k snippets 3,200 at
+# ef 3,200, 86 ms a hybrid search (BENCHMARKS.md, "Filtered searches").
+SUBSETS_KEPT = 2
 ENTRIES_SUFFIX = ".entries.npy"  # beside each graph file: its keys' entries
 
 
@@ -89,6 +97,54 @@ class Checkpoint:
     created_at: float
     entries: str = ""  # the file of the graph keys' entries ("": none, the store checks)
     stamp: str = ""  # evidence.HEADING_KEY_STAMP the entries' heading keys were made with
+
+
+class Subset:
+    """The snippets one set of filters lets a search show, as the graph's entries tell:
+    their ``count``, and when few enough to scan, their seqs and vectors (seq order)."""
+
+    def __init__(
+        self,
+        count: int,
+        seqs: npt.NDArray[np.int64] | None = None,
+        matrix: npt.NDArray[np.float32] | None = None,
+    ) -> None:
+        self.count = count
+        self.seqs = seqs
+        self.matrix = matrix
+
+    def nearest(self, q: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The ``k`` best (seq, cosine similarity), best first (ties in seq order)."""
+        import numpy as np
+
+        assert self.seqs is not None and self.matrix is not None
+        if not len(self.seqs) or k <= 0:
+            return []
+        sims = self.matrix @ q
+        if k < len(sims):
+            top = np.argpartition(-sims, k - 1)[:k]
+            top = top[np.lexsort((top, -sims[top]))]
+        else:
+            top = np.argsort(-sims, kind="stable")
+        return list(zip(self.seqs[top].tolist(), sims[top].tolist(), strict=True))
+
+
+def _deeper(fetch: int, passed: int, of: int) -> int:
+    """How many candidates to fetch for ``fetch`` to pass a filter that let ``passed`` of
+    ``of`` through, with a quarter more for the filter's share varying by neighbourhood."""
+    return -(-fetch * of * 5 // (4 * max(passed, 1)))
+
+
+def _document_bits(document_ids: Iterable[str]) -> list[int]:
+    """The 64 bits an entry keeps of each document id (``doc_<16 hex digits>``); an id of
+    another shape has none, and no entry names it."""
+    out = []
+    for document_id in document_ids:
+        hex16 = document_id[4:]
+        if document_id.startswith("doc_") and len(hex16) == 16:
+            with contextlib.suppress(ValueError):
+                out.append(int(hex16, 16))
+    return out
 
 
 def index_dir(store: SidecarStore) -> Path:
@@ -123,6 +179,9 @@ class SidecarVectorIndex(SidecarIndex):
         self._changed: set[int] = set()  # seqs the graph must not answer for
         # the checkpoint's entries: rows seq (sorted), doc, ord, head, wide (None: none)
         self._entries: npt.NDArray[np.uint64] | None = None
+        # the entries' positions sorted by document, and the documents in that order
+        self._by_document: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]] | None = None
+        self._subsets: dict[SearchFilters, tuple[object, Subset]] = {}  # oldest first
         # set by _open before the graph answers (numpy is imported when first needed)
         self._delta_keys: npt.NDArray[np.int64] = cast("npt.NDArray[np.int64]", ())
         self._delta_matrix: npt.NDArray[np.float32] = cast("npt.NDArray[np.float32]", ())
@@ -164,20 +223,30 @@ class SidecarVectorIndex(SidecarIndex):
             if self._graph is None:
                 allowed = None if filters.empty else self._store.documents_matching(filters)
                 return self._exact.search(q, limit, allowed)
-            fetch = limit + 10 if filters.empty else 4 * limit
+            fetch = limit + 10
+            subset = None if filters.empty else self._subset(filters)
+            if subset is None and not filters.empty:
+                fetch = 4 * limit  # no entries to tell the filter's share by
+            elif subset is not None and subset.seqs is None:  # a share of the graph
+                fetch = min(MAX_FETCH, _deeper(fetch, subset.count, self._graph_size))
             while True:
-                candidates = self._candidates(q, fetch, near)
+                if subset is not None and subset.seqs is not None:
+                    candidates = subset.nearest(q, fetch)
+                else:
+                    candidates = self._candidates(q, fetch, near)
                 entries = self._entries_of([s for s, _ in candidates])
                 hits = shown(
                     self._store, candidates, entries, filters, self._store.visible_snippets, known
                 )
                 if len(hits) >= limit:
                     return hits[:limit]
+                if subset is not None and subset.seqs is not None and len(candidates) < fetch:
+                    return hits  # every snippet the filter lets through, scanned
                 # Asked for the whole graph (or the most we fetch) and still short: a
                 # graph search need not reach every node, so never trust it for the rest.
                 if len(candidates) < fetch or fetch >= MAX_FETCH:
                     break
-                fetch = min(MAX_FETCH, fetch * 8)
+                fetch = min(MAX_FETCH, max(2 * fetch, _deeper(fetch, len(hits), len(candidates))))
         # A very selective filter: few vectors match, so scan exactly those.
         return self._exact_matching(q, limit, filters)
 
@@ -211,6 +280,48 @@ class SidecarVectorIndex(SidecarIndex):
                 scores[int(self._delta_keys[i])] = float(sims[i])
         ranked = sorted(scores.items(), key=lambda kv: -kv[1])
         return ranked[:k]
+
+    def _subset(self, filters: SearchFilters) -> Subset | None:
+        """What ``filters`` let through of the graph, told by its entries: how many
+        snippets, and when they are no more than the threshold, their seqs and vectors
+        (kept for the next searches with these filters until the library changes).
+        None when the graph has no entries to tell it by."""
+        import numpy as np
+
+        table = self._entries
+        if table is None:
+            return None
+        kept = self._subsets.get(filters)
+        if kept is not None and kept[0] == self._generation:
+            return kept[1]
+        if self._by_document is None:  # the entries' positions in document order, once
+            order = np.argsort(table[1], kind="stable")
+            self._by_document = (order, table[1][order])
+        order, docs = self._by_document
+        # 0: an entry of no known document (the store tells for it), taken as a match
+        bits = sorted(_document_bits(self._store.documents_matching(filters)))
+        wanted = np.array([0, *bits], dtype=np.uint64)
+        starts = np.searchsorted(docs, wanted, "left").tolist()
+        ends = np.searchsorted(docs, wanted, "right").tolist()
+        count = sum(ends) - sum(starts)
+        changed = self._changed
+        if count > self.threshold:
+            subset = Subset(count)
+        else:
+            ranges = [order[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
+            keys = table[0][np.concatenate(ranges)] if ranges else table[0][:0]
+            seqs = [k for k in keys.tolist() if k not in changed]
+            if self._delta_entries:  # the delta's own, whose documents match (or may)
+                among = set(wanted.tolist())  # (0 among them)
+                seqs += [
+                    s for s, e in self._delta_entries.items() if s in self._delta and e[0] in among
+                ]
+            found, matrix = self._store.vectors_by_seq(seqs)  # exact, as the store holds them
+            subset = Subset(count, found, matrix)
+        self._subsets[filters] = (self._generation, subset)
+        while len(self._subsets) > SUBSETS_KEPT:
+            del self._subsets[next(iter(self._subsets))]
+        return subset
 
     def _entries_of(self, seqs: list[int]) -> list[Entry]:
         """The entry of each seq: the delta's for a changed seq, the checkpoint's for the
@@ -343,6 +454,8 @@ class SidecarVectorIndex(SidecarIndex):
         self._delta_keys = np.zeros(0, dtype=np.int64)
         self._delta_matrix = np.zeros((0, checkpoint.dim), dtype=np.float32)
         self._entries = None if self._graph is None else read_entries(self.directory, checkpoint)
+        self._by_document = None
+        self._subsets = {}
 
     def _close_graph(self) -> None:
         import numpy as np
@@ -350,6 +463,8 @@ class SidecarVectorIndex(SidecarIndex):
         self._graph = None
         self._checkpoint = None
         self._entries = None
+        self._by_document = None
+        self._subsets = {}
         self._delta = {}
         self._delta_entries = {}
         self._changed = set()
