@@ -42,6 +42,7 @@ from docshelf.search.sidecar import (
     Progress,
     SidecarIndex,
     SidecarStore,
+    deeper,
     read_record,
     remove_index_files,
     shown,
@@ -127,12 +128,6 @@ class Subset:
         else:
             top = np.argsort(-sims, kind="stable")
         return list(zip(self.seqs[top].tolist(), sims[top].tolist(), strict=True))
-
-
-def _deeper(fetch: int, passed: int, of: int) -> int:
-    """How many candidates to fetch for ``fetch`` to pass a filter that let ``passed`` of
-    ``of`` through, with a quarter more for the filter's share varying by neighbourhood."""
-    return -(-fetch * of * 5 // (4 * max(passed, 1)))
 
 
 def _document_bits(document_ids: Iterable[str]) -> list[int]:
@@ -228,7 +223,7 @@ class SidecarVectorIndex(SidecarIndex):
             if subset is None and not filters.empty:
                 fetch = 4 * limit  # no entries to tell the filter's share by
             elif subset is not None and subset.seqs is None:  # a share of the graph
-                fetch = min(MAX_FETCH, _deeper(fetch, subset.count, self._graph_size))
+                fetch = min(MAX_FETCH, deeper(fetch, subset.count, self._graph_size))
             while True:
                 if subset is not None and subset.seqs is not None:
                     candidates = subset.nearest(q, fetch)
@@ -246,7 +241,7 @@ class SidecarVectorIndex(SidecarIndex):
                 # graph search need not reach every node, so never trust it for the rest.
                 if len(candidates) < fetch or fetch >= MAX_FETCH:
                     break
-                fetch = min(MAX_FETCH, max(2 * fetch, _deeper(fetch, len(hits), len(candidates))))
+                fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(candidates))))
         # A very selective filter: few vectors match, so scan exactly those.
         return self._exact_matching(q, limit, filters)
 

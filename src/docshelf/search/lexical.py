@@ -47,6 +47,7 @@ from docshelf.search.sidecar import (
     Progress,
     SidecarIndex,
     SidecarStore,
+    deeper,
     read_record,
     remove_index_files,
     shown,
@@ -188,7 +189,7 @@ class SidecarLexicalIndex(SidecarIndex):
                 return hits[:limit]
             if fetch >= MAX_FETCH:
                 return None
-            fetch = min(MAX_FETCH, fetch * 8)
+            fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(candidates))))
 
     def may_hold(self, words: Sequence[str], limit: int) -> set[int] | None:
         """The seqs of the snippets whose text may hold every one of ``words`` (the

@@ -258,6 +258,12 @@ def shown(
     return out
 
 
+def deeper(fetch: int, passed: int, of: int) -> int:
+    """How many candidates to fetch for ``fetch`` to pass a filter that let ``passed`` of
+    ``of`` through, with a quarter more for the filter's share varying by neighbourhood."""
+    return -(-fetch * of * 5 // (4 * max(passed, 1)))
+
+
 def sidecar_dir(store: SidecarStore, suffix: str) -> Path:
     """Beside the database: ``docshelf.db`` → ``docshelf<suffix>/``."""
     return store.path.with_name(store.path.stem + suffix)
