@@ -461,7 +461,7 @@ def test_a_filter_that_lets_many_through_searches_the_graph(store: SQLiteStore) 
     def unread(seqs: object) -> object:
         raise AssertionError("the filter's vectors were read")
 
-    store.vectors_by_seq = unread  # type: ignore[method-assign]
+    store.vectors_by_seq = unread  # type: ignore[method-assign, assignment]
     for q in vectors[::101]:
         got = [c for c, _ in index.search(q, 10, quarter)]
         want = [c for c, _ in exact_index.search(q, 10, quarter)]
