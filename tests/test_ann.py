@@ -7,14 +7,15 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
+from docshelf.model import Chunk, Document, Tier, User, chunk_id, document_id
 from docshelf.search.ann import SidecarVectorIndex, read_checkpoint
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
@@ -445,6 +446,46 @@ def test_a_filter_that_lets_few_snippets_through_is_scanned_exactly(store: SQLit
         assert not documents & {ids[40], ids[150]}
     assert index.search(fresh[0], 1, few)[0][1] == pytest.approx(1.0, abs=1e-5)
     assert len(index.search(fresh[0], 100, few)) == 3 * PER_DOC  # 3, 41 and the new one
+
+    # one of its snippets gets another vector: only that one is read again
+    target = store.get_chunks([index.search(vectors[30], 1, few)[0][0]])[0].id
+    moved = unit(rng.normal(size=DIM).astype(np.float32))
+    read: list[int] = []
+    real_read = store.vectors_by_seq
+
+    def counted(seqs: Sequence[int]) -> Any:
+        read.extend(seqs)
+        return real_read(seqs)
+
+    store.vectors_by_seq = counted  # type: ignore[method-assign]
+    store.put_vectors([target], moved[None, :])
+    top = index.search(moved, 10, few)
+    assert_same(top, exact_index.search(moved, 10, few))
+    assert top[0][0] == target and top[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert len(read) <= 2  # the delta's read of it, and the subset's
+
+
+def test_a_grant_changes_what_a_user_filter_scans_at_once(store: SQLiteStore) -> None:
+    """A grant or a revocation moves no generation, yet the next search sees it."""
+    rng = np.random.default_rng(14)
+    vectors = clustered(2_000, rng)
+    ids = fill(store, vectors, fingerprinted=True)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    store.put_user(User("u1", "one", False, 0.0), None)
+    for granted in ids[:3]:
+        store.grant("u1", granted)
+    mine = SearchFilters(user_id="u1")
+    q = vectors[55]  # a snippet of ids[5]
+    assert {store.get_chunks([c])[0].document_id for c, _ in index.search(q, 50, mine)} == set(
+        ids[:3]
+    )
+    store.grant("u1", ids[5])
+    top = index.search(q, 1, mine)[0]
+    assert store.get_chunks([top[0]])[0].document_id == ids[5]
+    assert top[1] == pytest.approx(1.0, abs=1e-5)
+    store.revoke_access("u1", ids[5])
+    assert all(store.get_chunks([c])[0].document_id != ids[5] for c, _ in index.search(q, 50, mine))
 
 
 def test_a_filter_that_lets_many_through_searches_the_graph(store: SQLiteStore) -> None:

@@ -74,8 +74,8 @@ DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
 # A filtered search whose filter lets through no more snippets than the index's threshold
 # scans those exactly, as a library of that size is scanned; its vectors are kept for the
-# next searches with the same filters until the library changes (this many filter sets:
-# at most threshold x dim x 4 bytes each, 30 MB at 20,000 vectors of 384). A graph search
+# next searches with the same filters (this many filter sets: at most threshold x dim x 4
+# bytes each, 30 MB at 20,000 vectors of 384), a change reading only its own. A graph search
 # would have to fetch ~limit / share of its candidates: at 10% of 100k snippets 3,200 at
 # ef 3,200, 86 ms a hybrid search (BENCHMARKS.md, "Filtered searches").
 SUBSETS_KEPT = 2
@@ -113,6 +113,16 @@ class Subset:
         self.count = count
         self.seqs = seqs
         self.matrix = matrix
+        self.stale: set[int] = set()  # seqs whose vector changed since they were read
+
+    def rows(self) -> dict[int, npt.NDArray[np.float32]]:
+        """The vectors read that still hold, by seq (for the next subset of these filters)."""
+        if self.seqs is None or self.matrix is None:
+            return {}
+        stale = self.stale
+        return {
+            s: row for s, row in zip(self.seqs.tolist(), self.matrix, strict=True) if s not in stale
+        }
 
     def nearest(self, q: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The ``k`` best (seq, cosine similarity), best first (ties in seq order)."""
@@ -286,15 +296,18 @@ class SidecarVectorIndex(SidecarIndex):
         table = self._entries
         if table is None:
             return None
+        # the filters' documents, read once per commit: a grant or a moved document
+        # changes them without a new generation
+        documents = self._store.matching_documents(filters)
         kept = self._subsets.get(filters)
-        if kept is not None and kept[0] == self._generation:
+        if kept is not None and kept[0] == (self._generation, documents):
             return kept[1]
         if self._by_document is None:  # the entries' positions in document order, once
             order = np.argsort(table[1], kind="stable")
             self._by_document = (order, table[1][order])
         order, docs = self._by_document
         # 0: an entry of no known document (the store tells for it), taken as a match
-        bits = sorted(_document_bits(self._store.documents_matching(filters)))
+        bits = sorted(_document_bits(documents))
         wanted = np.array([0, *bits], dtype=np.uint64)
         starts = np.searchsorted(docs, wanted, "left").tolist()
         ends = np.searchsorted(docs, wanted, "right").tolist()
@@ -311,12 +324,29 @@ class SidecarVectorIndex(SidecarIndex):
                 seqs += [
                     s for s, e in self._delta_entries.items() if s in self._delta and e[0] in among
                 ]
-            found, matrix = self._store.vectors_by_seq(seqs)  # exact, as the store holds them
-            subset = Subset(count, found, matrix)
-        self._subsets[filters] = (self._generation, subset)
+            subset = self._read_subset(count, seqs, kept[1].rows() if kept else {})
+        self._subsets.pop(filters, None)  # (kept newest last)
+        self._subsets[filters] = ((self._generation, documents), subset)
         while len(self._subsets) > SUBSETS_KEPT:
             del self._subsets[next(iter(self._subsets))]
         return subset
+
+    def _read_subset(
+        self, count: int, seqs: list[int], known: dict[int, npt.NDArray[np.float32]]
+    ) -> Subset:
+        """The subset of these seqs, its vectors exact as the store holds them: those
+        ``known`` (read for the filters' last subset, unchanged since) are not read again,
+        so a commit elsewhere in the library costs a user's next search only its own."""
+        import numpy as np
+
+        found, matrix = self._store.vectors_by_seq([s for s in seqs if s not in known])
+        if not known:
+            return Subset(count, found, matrix)
+        rows = dict(zip(found.tolist(), matrix, strict=True))
+        rows.update((s, known[s]) for s in seqs if s in known)
+        order = sorted(rows)
+        stacked = np.stack([rows[s] for s in order]) if order else matrix  # (0 rows, dim)
+        return Subset(count, np.array(order, dtype=np.int64), stacked)
 
     def _entries_of(self, seqs: list[int]) -> list[Entry]:
         """The entry of each seq: the delta's for a changed seq, the checkpoint's for the
@@ -383,6 +413,8 @@ class SidecarVectorIndex(SidecarIndex):
                 self._generation = None
                 return
         if changed:
+            for _, kept in self._subsets.values():
+                kept.stale.update(changed)  # their rows of these seqs are read again
             seqs, matrix = self._store.vectors_by_seq(changed)
             present = dict(zip(seqs.tolist(), matrix, strict=True))
             made = self._made_entries(list(present)) if self._entries is not None else {}

@@ -146,6 +146,13 @@ class SQLiteSidecarFeed(CatalogueSQL):
 
         return set(self._memo_many(("matching", filters), list(dict.fromkeys(document_ids)), read))
 
+    def matching_documents(self, filters: SearchFilters) -> frozenset[str]:
+        """The ids of every document that matches ``filters`` (whatever its status), kept
+        in the memo of reads until a commit (a grant moves no generation)."""
+        return self._memo(
+            ("all matching", filters), lambda: frozenset(self.documents_matching(filters))
+        )
+
     def incomplete_documents(self) -> frozenset[str]:
         """The ids of the documents search may not show yet, or no longer (not
         ``complete``: on their way through the pipeline, or failed), whatever their
