@@ -115,14 +115,21 @@ class Subset:
         self.matrix = matrix
         self.stale: set[int] = set()  # seqs whose vector changed since they were read
 
-    def rows(self) -> dict[int, npt.NDArray[np.float32]]:
-        """The vectors read that still hold, by seq (for the next subset of these filters)."""
-        if self.seqs is None or self.matrix is None:
-            return {}
-        stale = self.stale
-        return {
-            s: row for s, row in zip(self.seqs.tolist(), self.matrix, strict=True) if s not in stale
-        }
+    def holding(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """For each of ``seqs`` (sorted), the row that still holds its vector, or -1 (not
+        read, or its vector changed since)."""
+        import numpy as np
+
+        out = np.full(len(seqs), -1, dtype=np.int64)
+        mine = self.seqs
+        if mine is None or not len(mine) or not len(seqs):
+            return out
+        at = np.minimum(np.searchsorted(mine, seqs), len(mine) - 1)
+        held = mine[at] == seqs
+        if self.stale:
+            held &= ~np.isin(seqs, np.fromiter(self.stale, dtype=np.int64))
+        out[held] = at[held]
+        return out
 
     def nearest(self, q: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The ``k`` best (seq, cosine similarity), best first (ties in seq order)."""
@@ -318,35 +325,41 @@ class SidecarVectorIndex(SidecarIndex):
         else:
             ranges = [order[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
             keys = table[0][np.concatenate(ranges)] if ranges else table[0][:0]
-            seqs = [k for k in keys.tolist() if k not in changed]
+            seqs = keys.astype(np.int64)
+            if changed:  # the graph's own vector no longer holds for these
+                seqs = seqs[~np.isin(seqs, np.fromiter(changed, dtype=np.int64))]
             if self._delta_entries:  # the delta's own, whose documents match (or may)
                 among = set(wanted.tolist())  # (0 among them)
-                seqs += [
+                extra = [
                     s for s, e in self._delta_entries.items() if s in self._delta and e[0] in among
                 ]
-            subset = self._read_subset(count, seqs, kept[1].rows() if kept else {})
+                seqs = np.concatenate([seqs, np.array(extra, dtype=np.int64)])
+            subset = self._read_subset(count, np.unique(seqs), kept[1] if kept else None)
         self._subsets.pop(filters, None)  # (kept newest last)
         self._subsets[filters] = ((self._generation, documents), subset)
         while len(self._subsets) > SUBSETS_KEPT:
             del self._subsets[next(iter(self._subsets))]
         return subset
 
-    def _read_subset(
-        self, count: int, seqs: list[int], known: dict[int, npt.NDArray[np.float32]]
-    ) -> Subset:
-        """The subset of these seqs, its vectors exact as the store holds them: those
-        ``known`` (read for the filters' last subset, unchanged since) are not read again,
-        so a commit elsewhere in the library costs a user's next search only its own."""
+    def _read_subset(self, count: int, seqs: npt.NDArray[np.int64], last: Subset | None) -> Subset:
+        """The subset of these seqs (sorted), its vectors exact as the store holds them:
+        those the filters' ``last`` subset holds, unchanged since, are not read again, so
+        a commit elsewhere in the library costs a user's next search only its own."""
         import numpy as np
 
-        found, matrix = self._store.vectors_by_seq([s for s in seqs if s not in known])
-        if not known:
+        rows = last.holding(seqs) if last is not None else np.full(len(seqs), -1)
+        unread = rows < 0
+        found, matrix = self._store.vectors_by_seq(seqs[unread].tolist())
+        if last is None or last.matrix is None or bool(unread.all()):
             return Subset(count, found, matrix)
-        rows = dict(zip(found.tolist(), matrix, strict=True))
-        rows.update((s, known[s]) for s in seqs if s in known)
-        order = sorted(rows)
-        stacked = np.stack([rows[s] for s in order]) if order else matrix  # (0 rows, dim)
-        return Subset(count, np.array(order, dtype=np.int64), stacked)
+        # the unread that have no vector any more are left out
+        keep = ~unread
+        keep[np.flatnonzero(unread)[np.isin(seqs[unread], found)]] = True
+        seqs, rows, unread = seqs[keep], rows[keep], unread[keep]
+        out = np.empty((len(seqs), last.matrix.shape[1]), dtype=np.float32)
+        out[~unread] = last.matrix[rows[~unread]]
+        out[unread] = matrix  # (both in seq order)
+        return Subset(count, seqs, out)
 
     def _entries_of(self, seqs: list[int]) -> list[Entry]:
         """The entry of each seq: the delta's for a changed seq, the checkpoint's for the
