@@ -296,17 +296,22 @@ class SidecarVectorIndex(SidecarIndex):
     def _subset(self, filters: SearchFilters) -> Subset | None:
         """What ``filters`` let through of the graph, told by its entries: how many
         snippets, and when they are no more than the threshold, their seqs and vectors
-        (kept for the next searches with these filters until the library changes).
-        None when the graph has no entries to tell it by."""
+        (kept for the next searches with these filters; see ``_read_subset``). None when
+        the graph has no entries to tell it by."""
         import numpy as np
 
         table = self._entries
         if table is None:
             return None
+        kept = self._subsets.get(filters)
+        if kept is not None and kept[1].seqs is None:
+            # a share of the graph: only how deep the graph is asked hangs on it, so it
+            # holds until the checkpoint changes (a broad filter's documents are many to
+            # read again at every commit; the candidates are checked one by one anyway)
+            return kept[1]
         # the filters' documents, read once per commit: a grant or a moved document
         # changes them without a new generation
         documents = self._store.matching_documents(filters)
-        kept = self._subsets.get(filters)
         if kept is not None and kept[0] == (self._generation, documents):
             return kept[1]
         if self._by_document is None:  # the entries' positions in document order, once
