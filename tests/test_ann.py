@@ -408,16 +408,25 @@ def test_a_selective_filter_is_complete_even_when_the_graph_misses_a_node(
     assert got == want
 
 
+def ingested(
+    store: SQLiteStore, rng: np.random.Generator
+) -> tuple[npt.NDArray[np.float32], list[str], SidecarVectorIndex]:
+    """2,000 snippets in documents whose ids come from their fingerprints (as ingest makes
+    them, so the entries name them), and their ANN index (threshold 100), built."""
+    vectors = clustered(2_000, rng)
+    ids = fill(store, vectors, fingerprinted=True)
+    index = SidecarVectorIndex(store, threshold=100)
+    index.maintain()
+    return vectors, ids, index
+
+
 def test_a_filter_that_lets_few_snippets_through_is_scanned_exactly(store: SQLiteStore) -> None:
     """No more snippets than the threshold: the filter's vectors are scanned exactly (the
     exact path's answer, scores and all; the graph is not searched), and kept only while
     the library is unchanged — a document added, replaced or no longer complete is seen
     by the next search."""
     rng = np.random.default_rng(12)
-    vectors = clustered(2_000, rng)
-    ids = fill(store, vectors, fingerprinted=True)
-    index = SidecarVectorIndex(store, threshold=100)
-    index.maintain()
+    vectors, ids, index = ingested(store, rng)
     exact_index = SidecarVectorIndex(store, threshold=0)
     coming = document_id(f"{5_000:08x}{0:08x}".rjust(64, "0")[::-1])  # put_doc's, below
     few = SearchFilters(document_ids=(ids[3], ids[40], ids[41], ids[150], coming))
@@ -468,10 +477,7 @@ def test_a_filter_that_lets_few_snippets_through_is_scanned_exactly(store: SQLit
 def test_a_grant_changes_what_a_user_filter_scans_at_once(store: SQLiteStore) -> None:
     """A grant or a revocation moves no generation, yet the next search sees it."""
     rng = np.random.default_rng(14)
-    vectors = clustered(2_000, rng)
-    ids = fill(store, vectors, fingerprinted=True)
-    index = SidecarVectorIndex(store, threshold=100)
-    index.maintain()
+    vectors, ids, index = ingested(store, rng)
     store.put_user(User("u1", "one", False, 0.0), None)
     for granted in ids[:3]:
         store.grant("u1", granted)
@@ -492,10 +498,7 @@ def test_a_filter_that_lets_many_through_searches_the_graph(store: SQLiteStore) 
     """More snippets than the threshold: the graph answers, as deep as the filter's share
     needs (at least the exact path's top 9 of 10), and the subset is never read."""
     rng = np.random.default_rng(13)
-    vectors = clustered(2_000, rng)
-    ids = fill(store, vectors, fingerprinted=True)
-    index = SidecarVectorIndex(store, threshold=100)
-    index.maintain()
+    vectors, ids, index = ingested(store, rng)
     exact_index = SidecarVectorIndex(store, threshold=0)
     quarter = SearchFilters(document_ids=tuple(ids[::4]))  # 500 snippets
 

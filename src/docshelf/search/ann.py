@@ -31,13 +31,12 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from docshelf.durable import fsync
-from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
+from docshelf.search.entries import UNKNOWN, Entry, Known, document_bits, entry_of
 from docshelf.search.sidecar import (
     Progress,
     SidecarIndex,
@@ -145,18 +144,6 @@ class Subset:
         else:
             top = np.argsort(-sims, kind="stable")
         return list(zip(self.seqs[top].tolist(), sims[top].tolist(), strict=True))
-
-
-def _document_bits(document_ids: Iterable[str]) -> list[int]:
-    """The 64 bits an entry keeps of each document id (``doc_<16 hex digits>``); an id of
-    another shape has none, and no entry names it."""
-    out = []
-    for document_id in document_ids:
-        hex16 = document_id[4:]
-        if document_id.startswith("doc_") and len(hex16) == 16:
-            with contextlib.suppress(ValueError):
-                out.append(int(hex16, 16))
-    return out
 
 
 def index_dir(store: SidecarStore) -> Path:
@@ -319,8 +306,8 @@ class SidecarVectorIndex(SidecarIndex):
             self._by_document = (order, table[1][order])
         order, docs = self._by_document
         # 0: an entry of no known document (the store tells for it), taken as a match
-        bits = sorted(_document_bits(documents))
-        wanted = np.array([0, *bits], dtype=np.uint64)
+        bits = {document_bits(d) for d in documents}
+        wanted = np.array(sorted(bits | {0}), dtype=np.uint64)
         starts = np.searchsorted(docs, wanted, "left").tolist()
         ends = np.searchsorted(docs, wanted, "right").tolist()
         count = sum(ends) - sum(starts)

@@ -55,17 +55,22 @@ def entry_of(chunk_id: str, place: ChunkPlace, text: str) -> Entry:
     store answers for it)."""
     from docshelf.search.evidence import heading_key
 
-    document_id = place.document_id
-    hex16 = document_id[len(_DOC) :]
-    if not document_id.startswith(_DOC) or len(hex16) != 16 or hex16 != hex16.lower():
-        return UNKNOWN
-    try:
-        doc = int(hex16, 16)
-    except ValueError:
-        return UNKNOWN
-    if doc == 0 or chunk_id != f"{_CHUNK}{hex16[:12]}_{place.index}":
+    doc = document_bits(place.document_id)
+    if doc == 0 or chunk_id != f"{_CHUNK}{place.document_id[len(_DOC) :][:12]}_{place.index}":
         return UNKNOWN
     return (doc, place.index, heading_key(place), int(wide(text)))
+
+
+def document_bits(document_id: str) -> int:
+    """An entry's ``doc`` for ``document_id``: the 64 bits of ``doc_<16 hex digits>``;
+    0 for an id of another shape (no entry names it)."""
+    hex16 = document_id[len(_DOC) :]
+    if not document_id.startswith(_DOC) or len(hex16) != 16 or hex16 != hex16.lower():
+        return 0
+    try:
+        return int(hex16, 16)
+    except ValueError:
+        return 0
 
 
 def wide(text: str) -> bool:
