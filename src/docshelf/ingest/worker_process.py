@@ -102,23 +102,30 @@ class WorkerProcess:
             self._thread(self._relay_intake, "worker-process-intake")
 
     def stop(self, timeout: float = 30.0) -> bool:
-        """Close the lifeline and SIGTERM the child; wait ``timeout`` s for its drain,
-        then kill it. True when it exited by itself with status 0."""
+        """Close the lifeline and wait ``timeout`` s for the child's drain; SIGTERM it
+        if it is still there, then kill it. True when it exited by itself with status 0.
+
+        The closed lifeline alone stops the child (as SIGTERM would). A SIGTERM sent at
+        once could land while the child's interpreter is already finishing, after
+        Python put back the signal's default action, and kill a child that was
+        exiting cleanly."""
         self._stopping.set()
         with self._lock:
             proc = self.process
         clean = True
         if proc is not None:
             _close(proc.stdin)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
             try:
-                clean = proc.wait(timeout + 2) == 0
+                clean = proc.wait(timeout) == 0
             except subprocess.TimeoutExpired:
-                log.warning("the worker process did not drain in %.0f s; killed", timeout)
-                proc.kill()
-                proc.wait()
                 clean = False
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(2)
+                except subprocess.TimeoutExpired:
+                    log.warning("the worker process did not drain in %.0f s; killed", timeout)
+                    proc.kill()
+                    proc.wait()
         for t in self._threads:
             t.join(5)
         return clean
