@@ -318,6 +318,44 @@ def test_filters_are_honoured_broad_and_very_selective(store: SQLiteStore) -> No
         assert set(ids(narrow)) == set(ids(store.lexical_search(terms, 10, selective)))
 
 
+def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same_answer(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter that lets a few documents through has the deeper fetches' candidates of
+    other documents dropped by their entry before they are looked at: the same hits and
+    BM25 scores as looking at each, and documents that join the filter later are seen."""
+    from docshelf.search import lexical
+
+    rng = np.random.default_rng(12)
+    fill(store, 300, rng)
+    index = SidecarLexicalIndex(store, threshold=10)
+    index.maintain()
+    narrowed: list[SearchFilters] = []
+    within = index._documents_within
+    monkeypatch.setattr(index, "_documents_within", lambda f: narrowed.append(f) or within(f))
+    selective = SearchFilters(path_prefix="/lib/d7")  # d7, d70-d79: 11 of 300 documents
+
+    def both(terms: list[str]) -> list[tuple[str, float]]:
+        got = index.search(terms, 10, selective)
+        with monkeypatch.context() as m:
+            m.setattr(lexical, "WITHIN_AT", 10**9)  # each candidate looked at
+            assert got == index.search(terms, 10, selective)
+        assert len(got) == len(store.lexical_search(terms, 10, selective))
+        for chunk in store.get_chunks(ids(got)):
+            document = store.get_document(chunk.document_id)
+            assert document is not None and document.path.startswith("/lib/d7")
+        return got
+
+    asked = queries(rng, 20)
+    for terms in asked:
+        both(terms)
+    assert len(narrowed) >= 10  # (the rest found enough in the first fetch)
+    later = fill(store, 10, rng, first=700)  # d700-d709 join the filter
+    index.maintain()
+    seen = {c.document_id for terms in asked for c in store.get_chunks(ids(both(terms)))}
+    assert seen & set(later)
+
+
 # -- through the Shelf -------------------------------------------------------------------
 
 

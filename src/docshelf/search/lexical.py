@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.durable import fsync
-from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
+from docshelf.search.entries import UNKNOWN, Entry, Known, document_bits, entry_of
 from docshelf.search.sidecar import (
     Progress,
     SidecarIndex,
@@ -61,6 +61,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 50_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
 MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
+# A filter whose share would have the index fetch more than this many times the first
+# fetch has the deeper fetches' candidates of other documents dropped before they are
+# looked at (BENCHMARKS.md, "Filtered searches: the lexical side").
+WITHIN_AT = 4
+WITHIN_KEPT = 2  # filter sets whose documents' entry ``doc`` are kept
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
 ANALYZER = "docshelf"
 LAYOUT = 3  # the schema and analyzer below; an index of another layout is rebuilt
@@ -129,6 +134,8 @@ class SidecarLexicalIndex(SidecarIndex):
         self._index: Any = None  # tantivy.Index
         self._folder: str | None = None
         self._analyzer: Any = None
+        # per filter set: (its documents, their entries' ``doc``, with 0 for an unknown entry)
+        self._within: dict[SearchFilters, tuple[frozenset[str], frozenset[int]]] = {}
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -169,16 +176,25 @@ class SidecarLexicalIndex(SidecarIndex):
         searcher = self._index.searcher()
         # Filtered or not, the first ``limit`` that may be shown among the best ``fetch``
         # are the best ``limit`` that may be shown whenever that many are among them
-        # (tantivy's top k is exact): fetch more only when short.
+        # (tantivy's top k is exact): fetch more only when short. Tantivy's part of a deep
+        # fetch is cheap, looking at each candidate is not: a filter that lets few through
+        # has the candidates of other documents dropped by their entry's ``doc`` first.
         fetch = limit + 10
+        within: frozenset[int] | None = None
         while True:
             found = searcher.search(query, fetch, count=False).hits
+            scores = [score for score, _ in found]
             addresses = [address for _, address in found]
+            if within is not None:
+                docs = searcher.fast_field_values("doc", addresses)
+                kept = [i for i, doc in enumerate(docs) if doc in within]
+                scores = [scores[i] for i in kept]
+                addresses = [addresses[i] for i in kept]
             seqs = searcher.fast_field_values("seq", addresses)
             columns = [searcher.fast_field_values(name, addresses) for name in ENTRY_FIELDS]
             candidates: list[tuple[int, float]] = []
             entries: list[Entry] = []
-            for (score, _), seq, doc, ord_, head, wide in zip(found, seqs, *columns, strict=True):
+            for score, seq, doc, ord_, head, wide in zip(scores, seqs, *columns, strict=True):
                 if seq:  # (not the watermark)
                     candidates.append((seq, float(score)))
                     entries.append((doc, ord_, head, wide) if doc else UNKNOWN)
@@ -189,7 +205,24 @@ class SidecarLexicalIndex(SidecarIndex):
                 return hits[:limit]
             if fetch >= MAX_FETCH:
                 return None
-            fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(candidates))))
+            wanted = deeper(fetch, len(hits), len(found))
+            if within is None and wanted > WITHIN_AT * fetch:
+                within = self._documents_within(filters)
+            fetch = min(MAX_FETCH, max(2 * fetch, wanted))
+
+    def _documents_within(self, filters: SearchFilters) -> frozenset[int]:
+        """The entries' ``doc`` of the documents ``filters`` let through, and 0 (an unknown
+        entry, which ``shown`` asks the store about): kept per filter set while the
+        filter's documents (read once per commit) stay the same."""
+        documents = self._store.matching_documents(filters)
+        kept = self._within.get(filters)
+        if kept is None or kept[0] != documents:
+            kept = (documents, frozenset({document_bits(d) for d in documents} | {0}))
+            self._within.pop(filters, None)  # (kept newest last)
+            self._within[filters] = kept
+            while len(self._within) > WITHIN_KEPT:
+                del self._within[next(iter(self._within))]
+        return kept[1]
 
     def may_hold(self, words: Sequence[str], limit: int) -> set[int] | None:
         """The seqs of the snippets whose text may hold every one of ``words`` (the
