@@ -332,7 +332,12 @@ def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same
     index.maintain()
     narrowed: list[SearchFilters] = []
     within = index._documents_within
-    monkeypatch.setattr(index, "_documents_within", lambda f: narrowed.append(f) or within(f))
+
+    def spy(filters: SearchFilters) -> frozenset[int]:
+        narrowed.append(filters)
+        return within(filters)
+
+    monkeypatch.setattr(index, "_documents_within", spy)
     selective = SearchFilters(path_prefix="/lib/d7")  # d7, d70-d79: 11 of 300 documents
 
     def both(terms: list[str]) -> list[tuple[str, float]]:
