@@ -73,15 +73,22 @@ def searches(home: Path, out: Path) -> None:
             for text in texts[:N_WARM]:
                 shelf.search(text, limit=10, mode="hybrid", filters=filters)
             times, hits = [], []
+            stages: dict[str, list[float]] = {}
             for text in texts:
                 t = time.perf_counter()
-                found = shelf.search(text, limit=10, mode="hybrid", filters=filters).hits
+                result = shelf.search(text, limit=10, mode="hybrid", filters=filters)
                 times.append((time.perf_counter() - t) * 1000)
-                hits.append([(h.chunk.id, round(h.score, 5)) for h in found])
-            times.sort()
-            report[user] = {"p50": times[len(times) // 2], "p95": times[int(len(times) * 0.95)]}
-            report[user]["hits"] = hits
+                hits.append([(h.chunk.id, round(h.score, 5)) for h in result.hits])
+                for stage, ms in result.timings_ms.items():
+                    stages.setdefault(stage, []).append(ms)
+            report[user] = {"p50": p(times, 0.5), "p95": p(times, 0.95), "hits": hits}
+            report[user]["stages"] = {k: (p(v, 0.5), p(v, 0.95)) for k, v in stages.items()}
     out.write_text(json.dumps(report))
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 def run(home: Path, src: Path | None, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -130,6 +137,10 @@ def main() -> None:
             report = last[name] = run(args.home, src)
             cells = [f"{r['p50']:.1f} / {r['p95']:.1f}" for r in report.values()]
             print(f"| {n + 1} | {name} | " + " | ".join(cells) + " |", flush=True)
+    for name, report in last.items():  # the last round's stages
+        for user, r in report.items():
+            line = ", ".join(f"{k} {a:.1f}/{b:.1f}" for k, (a, b) in r["stages"].items())
+            print(f"{name}, {user}, per stage p50/p95 ms: {line}")
     exact = run(args.home, None, {"DOCSHELF_ANN_THRESHOLD": "0"}) if args.exact else None
     for user in last["this tree"]:
         mine = last["this tree"][user]["hits"]

@@ -512,6 +512,47 @@ def test_a_filter_that_lets_many_through_searches_the_graph(store: SQLiteStore) 
         assert len(got) == 10 and len(set(got) & set(want)) >= 9
 
 
+def test_a_tenth_of_the_graph_is_looked_at_only_in_its_own_documents(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter above the threshold that lets a small share through: the graph's
+    candidates of other documents are dropped by their entry before they are looked at
+    (the same answer as looking at each), and a grant is seen by the next search."""
+    from docshelf.search import ann
+
+    rng = np.random.default_rng(15)
+    vectors, ids, index = ingested(store, rng)
+    store.put_user(User("u1", "one", False, 0.0), None)
+    for granted in ids[::10]:  # 200 snippets: above the threshold (100), a tenth
+        store.grant("u1", granted)
+    mine = SearchFilters(user_id="u1")
+    looked = {"within": 0, "each": 0}  # candidates handed to `shown`
+    phase = "within"
+    real_shown = ann.shown  # type: ignore[attr-defined]
+
+    def counted(store_: Any, found: Sequence[Any], *args: Any) -> Any:
+        looked[phase] += len(found)
+        return real_shown(store_, found, *args)
+
+    monkeypatch.setattr(ann, "shown", counted)
+    for q in vectors[::97]:
+        phase = "within"
+        got = index.search(q, 10, mine)
+        phase = "each"
+        with monkeypatch.context() as m:
+            m.setattr(ann, "WITHIN_AT", 10**9)  # each candidate looked at
+            assert index.search(q, 10, mine) == got
+        assert len(got) == 10
+    subset = index._subset(mine)
+    assert subset is not None and subset.seqs is None  # the graph answered
+    assert looked["within"] * 4 < looked["each"]
+    q = vectors[55]  # a snippet of ids[5], not granted yet
+    assert all(store.get_chunks([c])[0].document_id != ids[5] for c, _ in index.search(q, 10, mine))
+    store.grant("u1", ids[5])
+    top = index.search(q, 1, mine)[0]
+    assert store.get_chunks([top[0]])[0].document_id == ids[5]
+
+
 # -- through the facade ---------------------------------------------------------------------
 
 

@@ -331,13 +331,13 @@ def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same
     index = SidecarLexicalIndex(store, threshold=10)
     index.maintain()
     narrowed: list[SearchFilters] = []
-    within = index._documents_within
+    within = index._within
 
     def spy(filters: SearchFilters) -> frozenset[int]:
         narrowed.append(filters)
         return within(filters)
 
-    monkeypatch.setattr(index, "_documents_within", spy)
+    monkeypatch.setattr(index, "_within", spy)
     selective = SearchFilters(path_prefix="/lib/d7")  # d7, d70-d79: 11 of 300 documents
 
     def both(terms: list[str]) -> list[tuple[str, float]]:

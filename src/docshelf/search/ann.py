@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any, cast
 from docshelf.durable import fsync
 from docshelf.search.entries import UNKNOWN, Entry, Known, document_bits, entry_of
 from docshelf.search.sidecar import (
+    WITHIN_AT,
+    DocumentsWithin,
     Progress,
     SidecarIndex,
     SidecarStore,
@@ -181,6 +183,7 @@ class SidecarVectorIndex(SidecarIndex):
         # the entries' positions sorted by document, and the documents in that order
         self._by_document: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]] | None = None
         self._subsets: dict[SearchFilters, tuple[object, Subset]] = {}  # oldest first
+        self._within = DocumentsWithin(store)
         # set by _open before the graph answers (numpy is imported when first needed)
         self._delta_keys: npt.NDArray[np.int64] = cast("npt.NDArray[np.int64]", ())
         self._delta_matrix: npt.NDArray[np.float32] = cast("npt.NDArray[np.float32]", ())
@@ -224,28 +227,39 @@ class SidecarVectorIndex(SidecarIndex):
                 return self._exact.search(q, limit, allowed)
             fetch = limit + 10
             subset = None if filters.empty else self._subset(filters)
+            within: frozenset[int] | None = None  # see sidecar.DocumentsWithin
             if subset is None and not filters.empty:
                 fetch = 4 * limit  # no entries to tell the filter's share by
             elif subset is not None and subset.seqs is None:  # a share of the graph
                 fetch = min(MAX_FETCH, deeper(fetch, subset.count, self._graph_size))
+                if fetch > WITHIN_AT * (limit + 10):
+                    within = self._within(filters)
             while True:
                 if subset is not None and subset.seqs is not None:
                     candidates = subset.nearest(q, fetch)
                 else:
                     candidates = self._candidates(q, fetch, near)
                 entries = self._entries_of([s for s, _ in candidates])
+                found = len(candidates)
+                if within is not None:  # only the filter's documents' are looked at
+                    kept = [i for i, entry in enumerate(entries) if entry[0] in within]
+                    candidates = [candidates[i] for i in kept]
+                    entries = [entries[i] for i in kept]
                 hits = shown(
                     self._store, candidates, entries, filters, self._store.visible_snippets, known
                 )
                 if len(hits) >= limit:
                     return hits[:limit]
-                if subset is not None and subset.seqs is not None and len(candidates) < fetch:
+                if subset is not None and subset.seqs is not None and found < fetch:
                     return hits  # every snippet the filter lets through, scanned
                 # Asked for the whole graph (or the most we fetch) and still short: a
                 # graph search need not reach every node, so never trust it for the rest.
-                if len(candidates) < fetch or fetch >= MAX_FETCH:
+                if found < fetch or fetch >= MAX_FETCH:
                     break
-                fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(candidates))))
+                wanted = deeper(fetch, len(hits), found)
+                if within is None and not filters.empty and wanted > WITHIN_AT * fetch:
+                    within = self._within(filters)
+                fetch = min(MAX_FETCH, max(2 * fetch, wanted))
         # A very selective filter: few vectors match, so scan exactly those.
         return self._exact_matching(q, limit, filters)
 

@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.durable import fsync
-from docshelf.search.entries import UNKNOWN, Entry, Known, document_bits, entry_of
+from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.search.sidecar import (
+    WITHIN_AT,
+    DocumentsWithin,
     Progress,
     SidecarIndex,
     SidecarStore,
@@ -61,11 +63,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 50_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
 MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
-# A filter whose share would have the index fetch more than this many times the first
-# fetch has the deeper fetches' candidates of other documents dropped before they are
-# looked at (BENCHMARKS.md, "Filtered searches: the lexical side").
-WITHIN_AT = 4
-WITHIN_KEPT = 2  # filter sets whose documents' entry ``doc`` are kept
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
 ANALYZER = "docshelf"
 LAYOUT = 3  # the schema and analyzer below; an index of another layout is rebuilt
@@ -134,8 +131,7 @@ class SidecarLexicalIndex(SidecarIndex):
         self._index: Any = None  # tantivy.Index
         self._folder: str | None = None
         self._analyzer: Any = None
-        # per filter set: (its documents, their entries' ``doc``, with 0 for an unknown entry)
-        self._within: dict[SearchFilters, tuple[frozenset[str], frozenset[int]]] = {}
+        self._within = DocumentsWithin(store)
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -206,23 +202,9 @@ class SidecarLexicalIndex(SidecarIndex):
             if fetch >= MAX_FETCH:
                 return None
             wanted = deeper(fetch, len(hits), len(found))
-            if within is None and wanted > WITHIN_AT * fetch:
-                within = self._documents_within(filters)
+            if within is None and not filters.empty and wanted > WITHIN_AT * fetch:
+                within = self._within(filters)
             fetch = min(MAX_FETCH, max(2 * fetch, wanted))
-
-    def _documents_within(self, filters: SearchFilters) -> frozenset[int]:
-        """The entries' ``doc`` of the documents ``filters`` let through, and 0 (an unknown
-        entry, which ``shown`` asks the store about): kept per filter set while the
-        filter's documents (read once per commit) stay the same."""
-        documents = self._store.matching_documents(filters)
-        kept = self._within.get(filters)
-        if kept is None or kept[0] != documents:
-            kept = (documents, frozenset({document_bits(d) for d in documents} | {0}))
-            self._within.pop(filters, None)  # (kept newest last)
-            self._within[filters] = kept
-            while len(self._within) > WITHIN_KEPT:
-                del self._within[next(iter(self._within))]
-        return kept[1]
 
     def may_hold(self, words: Sequence[str], limit: int) -> set[int] | None:
         """The seqs of the snippets whose text may hold every one of ``words`` (the

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 
 from docshelf import durable
 from docshelf.durable import folder_lock
-from docshelf.search.entries import Entry, Known, Told, document_id_of
+from docshelf.search.entries import Entry, Known, Told, document_bits, document_id_of
 from docshelf.store.base import ChunkPlace, SearchFilters, Store
 
 if TYPE_CHECKING:
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int, str], None]
 R = TypeVar("R")
+# A filter whose share would have a sidecar fetch more than this many times its first
+# fetch has the candidates of other documents dropped by their entry before they are
+# looked at (``DocumentsWithin``; BENCHMARKS.md, "Filtered searches: the lexical side").
+WITHIN_AT = 4
 
 
 @runtime_checkable
@@ -257,6 +261,30 @@ def shown(
     if seqs:
         store.remember_seqs(seqs)
     return out
+
+
+class DocumentsWithin:
+    """Per filter set, the entries' ``doc`` of the documents it lets through, and 0 (an
+    unknown entry, which ``shown`` asks the store about). Looking at a candidate costs
+    far more than fetching it; checking its entry's ``doc`` against this set first
+    leaves ``shown`` only the filter's own. Kept for the last ``kept`` filter sets while
+    their documents (the store's ``matching_documents``, read once per commit) stay the
+    same."""
+
+    def __init__(self, store: SidecarStore, kept: int = 2) -> None:
+        self._store = store
+        self._kept = kept
+        self._sets: dict[SearchFilters, tuple[frozenset[str], frozenset[int]]] = {}
+
+    def __call__(self, filters: SearchFilters) -> frozenset[int]:
+        documents = self._store.matching_documents(filters)
+        held = self._sets.pop(filters, None)  # (kept newest last)
+        if held is None or held[0] != documents:
+            held = (documents, frozenset({document_bits(d) for d in documents} | {0}))
+        self._sets[filters] = held
+        while len(self._sets) > self._kept:
+            del self._sets[next(iter(self._sets))]
+        return held[1]
 
 
 def deeper(fetch: int, passed: int, of: int) -> int:
