@@ -279,7 +279,7 @@ class DocumentsWithin:
     def __call__(self, filters: SearchFilters) -> frozenset[int]:
         documents = self._store.matching_documents(filters)
         held = self._sets.pop(filters, None)  # (kept newest last)
-        if held is None or held[0] != documents:
+        if held is None or (held[0] is not documents and held[0] != documents):
             held = (documents, frozenset({document_bits(d) for d in documents} | {0}))
         self._sets[filters] = held
         while len(self._sets) > self._kept:
