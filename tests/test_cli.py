@@ -342,6 +342,26 @@ def test_an_unchanged_sync_imports_no_parser_no_numpy_and_loads_no_model(
     assert "markdown_it" in _modules_after(["sync"], lexical, "none")
 
 
+def test_a_lexical_search_imports_no_model_runtime_even_on_a_library_bound_to_the_model(
+    tmp_path: Path, notes: Path
+) -> None:
+    """`--mode lexical` embeds no query: the query model is bound (its id checked against
+    the library's) but neither ONNX Runtime, nor tokenizers, nor numpy is imported."""
+    from docshelf.embed import local_available
+    from docshelf.embed.local import MODEL_ID
+    from docshelf.shelf import Shelf
+    from tests.fakes import HashEmbedder
+
+    if not local_available():
+        pytest.skip("the packaged model is not installed (docshelf[local])")
+    bound = tmp_path / "bound"
+    with Shelf(bound, embedder=HashEmbedder(MODEL_ID, dim=384)) as shelf:
+        shelf.add(notes)
+    argv = ["search", "leader election", "--mode", "lexical"]
+    imported = _modules_after(argv, bound, "local")
+    assert not {"numpy", "onnxruntime", "tokenizers", "torch"} & set(imported), imported
+
+
 # -- the quick path (cli/quick.py) reads an argument line as the typer app does ---------
 
 

@@ -18,13 +18,14 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from docshelf.embed.local import MODEL_ID, PackagedModel, _model_dir, sentence_module
 from docshelf.errors import Unavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 OPSET = 17
 EXPORT_VERSION = "1"  # bump when the exported graph changes
@@ -118,6 +119,8 @@ class OnnxEmbedder(PackagedModel):
             return self._session
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np  # (here: a process that never embeds, a lexical search, skips it)
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         session = self._load()
