@@ -309,6 +309,7 @@ def _modules_after(
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHELF_")}
     env.update(DOCSHELF_HOME=str(home), DOCSHELF_EMBEDDER=embedder, DOCSHELF_ENRICH="off")
+    env.update(DOCSHELF_SEARCH_HELPER="off")  # a search answers in this process
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
