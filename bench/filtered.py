@@ -81,12 +81,16 @@ def searches(home: Path, out: Path) -> None:
                 hits.append([(h.chunk.id, round(h.score, 5)) for h in result.hits])
                 for stage, ms in result.timings_ms.items():
                     stages.setdefault(stage, []).append(ms)
-            report[user] = {"p50": p(times, 0.5), "p95": p(times, 0.95), "hits": hits}
-            report[user]["stages"] = {k: (p(v, 0.5), p(v, 0.95)) for k, v in stages.items()}
+            report[user] = {
+                "p50": percentile(times, 0.5),
+                "p95": percentile(times, 0.95),
+                "hits": hits,
+                "stages": {k: (percentile(v, 0.5), percentile(v, 0.95)) for k, v in stages.items()},
+            }
     out.write_text(json.dumps(report))
 
 
-def p(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
