@@ -518,7 +518,7 @@ def test_a_tenth_of_the_graph_is_looked_at_only_in_its_own_documents(
     """A filter above the threshold that lets a small share through: the graph's
     candidates of other documents are dropped by their entry before they are looked at
     (the same answer as looking at each), and a grant is seen by the next search."""
-    from docshelf.search import ann
+    from docshelf.search import ann, sidecar
 
     rng = np.random.default_rng(15)
     vectors, ids, index = ingested(store, rng)
@@ -540,7 +540,7 @@ def test_a_tenth_of_the_graph_is_looked_at_only_in_its_own_documents(
         got = index.search(q, 10, mine)
         phase = "each"
         with monkeypatch.context() as m:
-            m.setattr(ann, "WITHIN_AT", 10**9)  # each candidate looked at
+            m.setattr(sidecar, "WITHIN_AT", 10**9)  # each candidate looked at
             assert index.search(q, 10, mine) == got
         assert len(got) == 10
     subset = index._subset(mine)

@@ -324,26 +324,28 @@ def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same
     """A filter that lets a few documents through has the deeper fetches' candidates of
     other documents dropped by their entry before they are looked at: the same hits and
     BM25 scores as looking at each, and documents that join the filter later are seen."""
-    from docshelf.search import lexical
+    from docshelf.search import sidecar
 
     rng = np.random.default_rng(12)
     fill(store, 300, rng)
     index = SidecarLexicalIndex(store, threshold=10)
     index.maintain()
     narrowed: list[SearchFilters] = []
-    within = index._within
+    for_depth = index._within.for_depth
 
-    def spy(filters: SearchFilters) -> frozenset[int]:
-        narrowed.append(filters)
-        return within(filters)
+    def spy(filters: SearchFilters, depth: int, first: int) -> frozenset[int] | None:
+        within = for_depth(filters, depth, first)
+        if within is not None:
+            narrowed.append(filters)
+        return within
 
-    monkeypatch.setattr(index, "_within", spy)
+    monkeypatch.setattr(index._within, "for_depth", spy)
     selective = SearchFilters(path_prefix="/lib/d7")  # d7, d70-d79: 11 of 300 documents
 
     def both(terms: list[str]) -> list[tuple[str, float]]:
         got = index.search(terms, 10, selective)
         with monkeypatch.context() as m:
-            m.setattr(lexical, "WITHIN_AT", 10**9)  # each candidate looked at
+            m.setattr(sidecar, "WITHIN_AT", 10**9)  # each candidate looked at
             assert got == index.search(terms, 10, selective)
         assert len(got) == len(store.lexical_search(terms, 10, selective))
         for chunk in store.get_chunks(ids(got)):

@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from docshelf.durable import fsync
-from docshelf.search.entries import UNKNOWN, Entry, Known, document_bits, entry_of
+from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.search.sidecar import (
-    WITHIN_AT,
     DocumentsWithin,
     Progress,
     SidecarIndex,
@@ -232,8 +231,7 @@ class SidecarVectorIndex(SidecarIndex):
                 fetch = 4 * limit  # no entries to tell the filter's share by
             elif subset is not None and subset.seqs is None:  # a share of the graph
                 fetch = min(MAX_FETCH, deeper(fetch, subset.count, self._graph_size))
-                if fetch > WITHIN_AT * (limit + 10):
-                    within = self._within(filters)
+                within = self._within.for_depth(filters, fetch, limit + 10)
             while True:
                 if subset is not None and subset.seqs is not None:
                     candidates = subset.nearest(q, fetch)
@@ -257,8 +255,8 @@ class SidecarVectorIndex(SidecarIndex):
                 if found < fetch or fetch >= MAX_FETCH:
                     break
                 wanted = deeper(fetch, len(hits), found)
-                if within is None and not filters.empty and wanted > WITHIN_AT * fetch:
-                    within = self._within(filters)
+                if within is None:
+                    within = self._within.for_depth(filters, wanted, fetch)
                 fetch = min(MAX_FETCH, max(2 * fetch, wanted))
         # A very selective filter: few vectors match, so scan exactly those.
         return self._exact_matching(q, limit, filters)
@@ -320,8 +318,7 @@ class SidecarVectorIndex(SidecarIndex):
             self._by_document = (order, table[1][order])
         order, docs = self._by_document
         # 0: an entry of no known document (the store tells for it), taken as a match
-        bits = {document_bits(d) for d in documents}
-        wanted = np.array(sorted(bits | {0}), dtype=np.uint64)
+        wanted = np.array(sorted(self._within(filters)), dtype=np.uint64)
         starts = np.searchsorted(docs, wanted, "left").tolist()
         ends = np.searchsorted(docs, wanted, "right").tolist()
         count = sum(ends) - sum(starts)

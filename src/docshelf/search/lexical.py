@@ -44,7 +44,6 @@ from typing import Any
 from docshelf.durable import fsync
 from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.search.sidecar import (
-    WITHIN_AT,
     DocumentsWithin,
     Progress,
     SidecarIndex,
@@ -202,8 +201,8 @@ class SidecarLexicalIndex(SidecarIndex):
             if fetch >= MAX_FETCH:
                 return None
             wanted = deeper(fetch, len(hits), len(found))
-            if within is None and not filters.empty and wanted > WITHIN_AT * fetch:
-                within = self._within(filters)
+            if within is None:
+                within = self._within.for_depth(filters, wanted, fetch)
             fetch = min(MAX_FETCH, max(2 * fetch, wanted))
 
     def may_hold(self, words: Sequence[str], limit: int) -> set[int] | None:

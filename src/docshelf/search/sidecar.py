@@ -276,6 +276,11 @@ class DocumentsWithin:
         self._kept = kept
         self._sets: dict[SearchFilters, tuple[frozenset[str], frozenset[int]]] = {}
 
+    def for_depth(self, filters: SearchFilters, depth: int, first: int) -> frozenset[int] | None:
+        """The set, when ``filters``' share would have a sidecar fetch ``depth`` candidates
+        where ``first`` would do unfiltered: more than ``WITHIN_AT`` times as many."""
+        return None if filters.empty or depth <= WITHIN_AT * first else self(filters)
+
     def __call__(self, filters: SearchFilters) -> frozenset[int]:
         documents = self._store.matching_documents(filters)
         held = self._sets.pop(filters, None)  # (kept newest last)
