@@ -679,3 +679,22 @@ def test_a_hit_is_shown_on_a_terminal_as_text_without_its_markup(
     shown = " ".join(out.getvalue().split())
     assert "A follower that hears no heartbeat becomes a candidate and asks for votes." in shown
     assert "**" not in shown and "](" not in shown and "[[" not in shown and "## " not in shown
+
+
+@pytest.mark.parametrize("set_before", [None, "2"])
+def test_a_one_shot_command_keeps_numpys_blas_to_one_thread_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, set_before: str | None
+) -> None:
+    """OpenBLAS reads its thread count when numpy is first imported, which a search
+    does after the quick path has set it; a person's own setting is kept."""
+    from docshelf.cli import quick
+
+    with monkeypatch.context() as m:
+        if set_before is None:
+            m.delenv("OPENBLAS_NUM_THREADS", raising=False)
+        else:
+            m.setenv("OPENBLAS_NUM_THREADS", set_before)
+        m.setenv("DOCSHELF_EMBEDDER", "none")
+        m.setattr(sys, "stdout", io.StringIO())
+        assert quick.main(["--home", str(tmp_path / "home"), "--json", "status"])
+        assert os.environ["OPENBLAS_NUM_THREADS"] == (set_before or "1")

@@ -20,14 +20,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from docshelf.config import Settings
-from docshelf.ingest.sync import Sync
 from docshelf.progress import counter
 from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
 
-# Only what opening a library and a sync need is imported here: the rest (search,
+# Only what opening a library needs is imported here: the rest (sync, search,
 # uploads, the catalogue, accounts) where a method first uses it, so a one-shot
-# `docshelf sync` or `status` starts without them (BENCHMARKS.md, "Start-up").
+# `docshelf search` or `status` starts without the others (BENCHMARKS.md, "Start-up").
 if TYPE_CHECKING:
     from docshelf.blobs import BlobStore
     from docshelf.catalogue import DocumentView, Facets, Status
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from docshelf.embed import Embedder
     from docshelf.errors import DocshelfError
     from docshelf.ingest.prepare import EmbedCounts
+    from docshelf.ingest.sync import Sync
     from docshelf.ingest.uploads import UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
@@ -104,7 +104,12 @@ class Shelf:
             check_model=check_model,
             embed_purpose=embed_purpose,
         )
-        self._sync = Sync(self.runtime)
+
+    @cached_property
+    def _sync(self) -> Sync:
+        from docshelf.ingest.sync import Sync  # a search needs none of it
+
+        return Sync(self.runtime)
 
     @cached_property
     def _uploads(self) -> Uploads:

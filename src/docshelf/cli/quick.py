@@ -18,6 +18,7 @@ A search runs :func:`search_json`: the library's resident helper first
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
 
@@ -350,6 +351,9 @@ def main(argv: list[str]) -> bool:
     parsed = parse(argv)
     if parsed is None:
         return False
+    # numpy's OpenBLAS starts a thread per core that spins before it sleeps (~90 ms of
+    # CPU a search on 2 cores); these commands' linear algebra is one query's worth.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     run = OneShot(parsed.home, parsed.command, parsed.json, parsed.progress)
     fn, render = COMMANDS[parsed.command]
     run.finish(lambda: fn(run, **parsed.values), render)
