@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from docshelf.cli import app
-from docshelf.cli.progress import Board, JsonLines, RichBoard, line_column
+from docshelf.cli.progress import SEPARATOR, Board, JsonLines, RichBoard, line_column, packed
 from docshelf.progress import ProgressEvent, Rate, describe, middle_ellipsis
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
@@ -163,6 +165,48 @@ def test_the_terminal_bars_redraw_from_the_last_event() -> None:
     assert "Indexing" in first and "parse" in first and "3/10 files" in first
     assert "30 snippets" in first and "…" in first and "/end.md" in first
     assert "0:01" in first and "0:02" in second
+
+
+@given(st.lists(st.text(min_size=1, max_size=30), max_size=8), st.integers(1, 60))
+def test_a_packed_line_breaks_only_between_its_fields(parts: list[str], width: int) -> None:
+    lines = packed(parts, width)
+    assert SEPARATOR.join(lines) == SEPARATOR.join(parts)
+    fields = iter(parts)
+    for line in lines:  # each line is whole fields, in order
+        taken = [next(fields)]
+        while SEPARATOR.join(taken) != line:
+            assert len(SEPARATOR.join(taken)) < len(line)
+            taken.append(next(fields))
+        assert len(line) <= width or len(taken) == 1  # over only for one long field
+    assert next(fields, None) is None
+
+
+def test_on_a_narrow_terminal_the_line_wraps_between_fields() -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    clock = FakeClock()
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None)
+    board = Board("Indexing", clock)
+    bars = Progress(  # not started: the frame is printed once, below
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=24),
+        line_column(board, lambda: console.width - len("Enriching") - 24 - 2),
+        console=console,
+    )
+    show = RichBoard(board, bars)
+    item = "languages/haskell/tail-calls-in-haskell.pdf"
+    show(ProgressEvent("embed", 1, 20, "files", item, snippets=0, snippets_total=1108))
+    clock.now += 10
+    show(ProgressEvent("embed", 1, 20, "files", item, snippets=96, snippets_total=1108))
+    console.print(bars.get_renderable())
+    drawn = [line.rstrip() for line in out.getvalue().splitlines() if line.strip()]
+    assert len(drawn) == 2 and all(len(line) <= 100 for line in drawn), drawn
+    assert "embed" in drawn[0] and "96/1,108 snippets" in drawn[0]
+    assert re.search(r"ETA \d+:\d\d", drawn[1])  # "ETA" beside its time
+    assert drawn[1].split()[0] in ("ETA", "9.6")  # a field starts the next line
+    assert drawn[1].endswith("calls-in-haskell.pdf")
 
 
 def test_json_progress_lines_go_to_stderr_and_stdout_keeps_one_envelope(

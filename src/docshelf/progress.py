@@ -139,6 +139,11 @@ def clock_text(seconds: float) -> str:
 
 def describe(event: ProgressEvent, rate: Rate, item_width: int = 40) -> str:
     """The line a person reads: phase, done of total, snippets, rate, ETA, elapsed, item."""
+    return " · ".join(describe_parts(event, rate, item_width))
+
+
+def describe_parts(event: ProgressEvent, rate: Rate, item_width: int = 40) -> list[str]:
+    """``describe``'s fields, each to be kept on one line where the line is wrapped."""
     parts = [f"{event.phase:<6}"]
     total = "?" if event.total is None else f"{event.total:,}"
     parts.append(f"{event.done:,}/{total} {event.unit}")
@@ -155,4 +160,4 @@ def describe(event: ProgressEvent, rate: Rate, item_width: int = 40) -> str:
     parts.append(clock_text(rate.elapsed()))
     if event.item:
         parts.append(middle_ellipsis(event.item, item_width))
-    return " · ".join(parts)
+    return parts

@@ -2,10 +2,12 @@
 
 On a terminal, ``Board`` keeps one bar for the files (scan, parse, embed, index)
 and another for enrichment, each line naming its phase, done of total, snippets,
-rate, ETA, elapsed time and the current item (its middle elided). rich redraws the
-lines ten times a second from the last event, so the elapsed time ticks even
-while one model batch runs. With ``--json --progress``, ``JsonLines`` writes each
-event as one JSON line on stderr, stdout keeping its one envelope.
+rate, ETA, elapsed time and the current item (its middle elided); a line too long
+for the terminal breaks between those fields, never inside one ("ETA" beside its
+time). rich redraws the lines four times a second from the last event, so the
+elapsed time ticks even while one model batch runs. With ``--json --progress``,
+``JsonLines`` writes each event as one JSON line on stderr, stdout keeping its one
+envelope.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from docshelf.progress import ProgressEvent, Rate, describe
+from docshelf.progress import ProgressEvent, Rate, describe_parts
 from docshelf.terminal import printable
 
 if TYPE_CHECKING:
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from rich.progress import ProgressColumn, Task, TaskID
 
 ITEM_WIDTH = 40  # characters of the current item shown (a middle ellipsis beyond)
+BAR_WIDTH = 24
+SEPARATOR = " · "
 
 
 def bar_of(phase: str) -> str:
@@ -50,8 +54,11 @@ class Board:
         self.events[key] = event
         return key
 
+    def parts(self, key: str) -> list[str]:
+        return [printable(p) for p in describe_parts(self.events[key], self.rates[key], ITEM_WIDTH)]
+
     def line(self, key: str) -> str:
-        return printable(describe(self.events[key], self.rates[key], ITEM_WIDTH))
+        return SEPARATOR.join(self.parts(key))
 
     def lines(self) -> list[str]:
         return [self.line(key) for key in self.events]
@@ -115,11 +122,13 @@ class LateBars:
                 return
             from rich.progress import BarColumn, Progress, TextColumn
 
+            console = self._console()
+            labels = max(len(self.board.label), len("Enriching"))
             bars = Progress(
                 TextColumn("{task.description}"),
-                BarColumn(bar_width=24),
-                line_column(self.board),
-                console=self._console(),
+                BarColumn(bar_width=BAR_WIDTH),
+                line_column(self.board, lambda: console.width - labels - BAR_WIDTH - 2),
+                console=console,
                 transient=True,
                 refresh_per_second=4,
             )
@@ -136,17 +145,35 @@ class LateBars:
                 self._rich.bars.stop()
 
 
-def line_column(board: Board) -> ProgressColumn:
-    """The column that prints a bar's line, read at every redraw."""
+def line_column(board: Board, room: Callable[[], int] | None = None) -> ProgressColumn:
+    """The column that prints a bar's line, read at every redraw; broken between its
+    fields into lines of at most ``room()`` characters (the terminal's width left of
+    the label and the bar) when given."""
     from rich.progress import ProgressColumn
     from rich.text import Text
 
     class Line(ProgressColumn):
         def render(self, task: Task) -> Text:
             key = task.fields.get("key", "work")
-            return Text(board.line(key) if key in board.events else "", style="dim")
+            if key not in board.events:
+                return Text("", style="dim")
+            parts = board.parts(key)
+            lines = [SEPARATOR.join(parts)] if room is None else packed(parts, room())
+            return Text("\n".join(lines), style="dim")
 
     return Line()
+
+
+def packed(parts: list[str], width: int) -> list[str]:
+    """``parts`` joined by the separator into lines of at most ``width`` characters,
+    broken only between parts (a part longer than ``width`` has a line of its own)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(SEPARATOR) + len(part) <= width:
+            lines[-1] += SEPARATOR + part
+        else:
+            lines.append(part)
+    return lines
 
 
 class JsonLines:
