@@ -679,6 +679,8 @@ def test_a_hit_is_shown_on_a_terminal_as_text_without_its_markup(
     shown = " ".join(out.getvalue().split())
     assert "A follower that hears no heartbeat becomes a candidate and asks for votes." in shown
     assert "**" not in shown and "](" not in shown and "[[" not in shown and "## " not in shown
+    # the place under the title: its headings once, the title (which heads the file) once
+    assert "§ Leader election chunk_" in shown and shown.count("Raft") == 1, shown
 
 
 @pytest.mark.parametrize("set_before", [None, "2"])

@@ -60,6 +60,9 @@ def test_a_heading_after_a_paragraph_line_is_not_read_as_text() -> None:
 
 def test_a_preview_of_only_markup_is_the_text_itself_and_is_cut_with_an_ellipsis() -> None:
     assert plaintext.preview("## Only a heading", 100) == "## Only a heading"
+    footer = "# Zettelkasten\n\n%% Hub footer: Please don't edit below this line %%\n"
+    assert plaintext.preview(footer, 100) == "# Zettelkasten"  # comments stay unseen
+    assert plaintext.preview("%% only a comment %%", 100) == "%% only a comment %%"
     assert plaintext.preview("word " * 100, 20) == "word word word word…"
 
 

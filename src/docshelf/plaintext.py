@@ -135,6 +135,8 @@ def units(markdown: str, *, code: bool = False) -> list[tuple[str, bool]]:
 def preview(text: str, limit: int) -> str:
     """A snippet's text as one line of at most ``limit`` characters (then "…"), to read
     beside its citation: headings (the citation names them), directives and markup
-    removed, code kept as text. A snippet that is all markup shows its own text."""
-    body = " ".join(t for t, _ in units(text, code=True)) or " ".join(text.split())
+    removed, code kept as text. A snippet that is all markup shows its own text, less
+    its comments (which a reader of the note never sees)."""
+    body = " ".join(t for t, _ in units(text, code=True))
+    body = body or " ".join(_COMMENT.sub("", text).split()) or " ".join(text.split())
     return body if len(body) <= limit else body[:limit].rstrip() + "…"

@@ -317,10 +317,14 @@ def render_hits(o: Outcome) -> None:
         c = h["citation"]
         head = Text(f"{n}. ", style="bold")
         head.append(c["label"], style="bold cyan")
-        if c["heading_path"]:
-            head.append(f"  > {' > '.join(c['heading_path'])}", style="cyan")
-        head.append(f"  {h['score']:.3f}  {h['chunk_id']}", style="dim")
+        head.append(f"  {h['score']:.3f}", style="dim")
         console.print(head)
+        # the headings under the title (a document's title often heads its top too)
+        path = c["heading_path"]
+        headings = path[1:] if path[:1] == [c["title"]] else path
+        place = Text(f"§ {' > '.join(headings)}  ", style="cyan") if headings else Text()
+        place.append(h["chunk_id"], style="dim")
+        console.print(Padding(place, (0, 0, 0, 3)))
         console.print(Padding(Text(plaintext.preview(h["text"], 300)), (0, 0, 1, 3)))
 
 
