@@ -191,6 +191,12 @@ class Run:
         raise SystemExit(1)
 
 
+def under_title(path: list[str], title: str) -> list[str]:
+    """A heading path as a person reads it under its document's title: without its
+    first heading when that repeats the title (it heads the file)."""
+    return path[1:] if path and path[0].casefold() == title.casefold() else path
+
+
 def report_render(title: str) -> Render:
     """How a sync report (add, sync, remove) looks on a terminal."""
 

@@ -6,6 +6,8 @@ from contextlib import nullcontext, suppress
 from typing import Annotated, Any
 
 import typer
+from rich.padding import Padding
+from rich.table import Table
 from rich.text import Text
 
 from docshelf.cli import options, quick
@@ -20,6 +22,7 @@ from docshelf.cli.command import (
     err_console,
     report_render,
 )
+from docshelf.cli.core import under_title
 from docshelf.terminal import printable_tree
 
 
@@ -89,8 +92,6 @@ def watch(run: Run) -> Outcome:
 
 
 def _render_list(o: Outcome) -> None:
-    from rich.table import Table
-
     sources = Table("source", "path", "kind", title="Sources")
     for s in o.result["sources"]:
         sources.add_row(s["id"], s["path"], s["kind"])
@@ -174,8 +175,6 @@ def _shown(key: str, value: Any) -> str:
 
 
 def _render_show(o: Outcome) -> None:
-    from rich.table import Table
-
     r = o.result
     table = Table(show_header=False, box=None)
     for key in _SHOWN:
@@ -188,12 +187,17 @@ def _render_show(o: Outcome) -> None:
             pages += f" ({r['pages_without_text']} pages without text)"
         table.add_row(Text("pages", style="bold"), Text(pages))
     console.print(table)
-    for s in r["sections"]:
-        console.print(Text(f"  {s['chunk_id']}  {' > '.join(s['heading_path']) or '(top)'}"))
+    if r["sections"]:
+        console.print(Text("Sections:", style="bold"))
+        rows = [
+            (s["chunk_id"], " > ".join(under_title(s["heading_path"], r["title"])) or "(top)")
+            for s in r["sections"]
+        ]
+        console.print(_hanging(rows))
     if r["distillates"]:
         console.print(Text("Key claims:", style="bold"))
-        for x in r["distillates"]:
-            console.print(Text(f"  • {x['text']}  [{', '.join(x['chunk_ids'])}]"))
+        claims = [("•", f"{x['text']}  [{', '.join(x['chunk_ids'])}]") for x in r["distillates"]]
+        console.print(_hanging(claims))
     if r["links"]:
         console.print(Text("Links:", style="bold"))
         links: dict[str, list[str]] = {}  # each target once, however often and however
@@ -206,6 +210,17 @@ def _render_show(o: Outcome) -> None:
         console.print(Text("Backlinks:", style="bold"))
         for b in r["backlinks"]:
             console.print(Text(f"  {b['document_id']}  {b['title']}"))
+
+
+def _hanging(rows: list[tuple[str, str]]) -> Padding:
+    """Rows of a mark (an id, a bullet) and its text, indented; a text too long for the
+    terminal wraps under itself, not under the mark."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for mark, text in rows:
+        grid.add_row(Text(mark, style="dim"), Text(text))
+    return Padding(grid, (0, 0, 0, 2), expand=False)
 
 
 @command(render=_render_show)

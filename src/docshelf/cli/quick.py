@@ -320,11 +320,10 @@ def render_hits(o: Outcome) -> None:
         head.append(f"  {h['score']:.3f}", style="dim")
         console.print(head)
         # the headings under the title (a document's title often heads its top too)
-        path = c["heading_path"]
-        headings = path[1:] if path[:1] == [c["title"]] else path
+        headings = core.under_title(c["heading_path"], c["title"])
         place = Text(f"§ {' > '.join(headings)}  ", style="cyan") if headings else Text()
         place.append(h["chunk_id"], style="dim")
-        console.print(Padding(place, (0, 0, 0, 3)))
+        console.print(Padding(place, (0, 0, 0, 3), expand=False))
         console.print(Padding(Text(plaintext.preview(h["text"], 300)), (0, 0, 1, 3)))
 
 
