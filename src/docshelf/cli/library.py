@@ -40,7 +40,10 @@ def add(
         ),
     ] = None,
 ) -> Outcome:
-    """Register a file or folder and index it (Markdown and text)."""
+    """Register a file or folder and index it where it lives.
+
+    Markdown (Obsidian vaults too), plain text, PDF, HTML, DOCX and reStructuredText.
+    """
     from docshelf import views
 
     shelf = run.shelf()
