@@ -172,6 +172,24 @@ def test_the_answer_sentence_is_the_one_about_what_was_asked(shelf: Shelf, tmp_p
     assert "master" not in answer.answer.split("[1]")[0]
 
 
+def test_a_sentence_is_read_under_its_heading(shelf: Shelf, tmp_path: Path) -> None:
+    """The sentence that answers names only part of what was asked; its heading names
+    the rest."""
+    root = tmp_path / "book"
+    root.mkdir()
+    (root / "data-types.md").write_text(
+        "# Data Types\n\n## Integer Types\n\nRust has signed and unsigned integer types. "
+        "An integer literal without a suffix is an i32.\n\n## Floating-Point Types\n\n"
+        "Rust also has two primitive types for floating-point numbers, f32 and f64. "
+        "Both of them are always signed. The default is f64 because on modern CPUs it is "
+        "about as fast as f32 and more precise.\n"
+    )
+    shelf.add(root)
+    answer = shelf.ask("Which floating-point type is the default?")
+    assert answer.mode == "extractive"
+    assert "The default is f64 because" in answer.answer, answer.answer
+
+
 def _sentences(text: str) -> list[tuple[str, int]]:
     """(sentence, n) of an answer whose sentences each end in one ``[n]``."""
     return [(m.group(1).strip(), int(m.group(2))) for m in re.finditer(r"(.+?) \[(\d+)\]", text)]

@@ -215,6 +215,15 @@ def key_terms(question: str) -> list[str]:
 
 # A sentence scoring below this share of the best one is not part of the answer.
 KEEP = 0.75
+# A sentence is read under the headings of its snippet: a key word of the question that
+# only those headings hold counts for it at this share of its weight ("The default type
+# is f64" under "Floating-Point Types", asked which floating-point type is the default).
+# BENCHMARKS.md, "Extractive answers read sentences under their headings".
+HEADING_SHARE = 0.5
+
+
+def _heading_stems(source: Source) -> set[str]:
+    return {_stem(w) for h in source.hit.citation.heading_path for w in re.findall(r"\w+", h)}
 
 
 @dataclass(frozen=True)
@@ -242,13 +251,13 @@ def extract(
 
     A sentence is scored by the share of the question's key terms it holds (each term
     weighted by how rare it is among the candidates, so a word on every line counts
-    little) and a bonus when it defines what a "what is X?" question asks about; only
-    sentences with at least ``KEEP`` of the best such score answer (so an answer about
-    Raft does not end with a sentence about bread, nor a tablet's definition come with
-    a sentence about the master). Among those, the embedder's cosine similarity to
-    the question (when there is one) adds to the ranking; at most two per source.
-    With no sentence holding a key word, the most similar one alone is given, marked
-    weak. The kept sentences
+    little; one only its snippet's headings hold counts ``HEADING_SHARE``) and a bonus
+    when it defines what a "what is X?" question asks about; only sentences with at
+    least ``KEEP`` of the best such score answer (so an answer about Raft does not end
+    with a sentence about bread, nor a tablet's definition come with a sentence about
+    the master). Among those, the embedder's cosine similarity to the question (when
+    there is one) adds to the ranking; at most two per source. With no sentence holding
+    a key word, the most similar one alone is given, marked weak. The kept sentences
     read as in their source, sources in retrieval order. With ``renumber``, sources
     are numbered 1..n in order of first use (the citations say which hit each is);
     without, they keep their numbers (when a ``sources`` event already named them).
@@ -264,7 +273,12 @@ def extract(
     stems = [{_stem(w) for w in re.findall(r"\w+", c[2])} for c in candidates]
     weight = {t: math.log(1 + len(candidates) / (1 + sum(t in ws for ws in stems))) for t in terms}
     total = sum(weight.values()) or 1.0
-    coverage = [sum(weight[t] for t in terms if t in ws) / total for ws in stems]
+    heads = {s.n: _heading_stems(s) for s in sources}
+    coverage = [
+        sum(weight[t] * (1.0 if t in ws else HEADING_SHARE * (t in heads[c[0].n])) for t in terms)
+        / total
+        for ws, c in zip(stems, candidates, strict=True)
+    ]
     scores = list(coverage)
     defined = _DEFINITION.match(question)
     focus = [_stem(w) for w in re.findall(r"\w+", defined.group(1))] if defined else []
