@@ -43,6 +43,14 @@ def test_a_preview_keeps_code_as_it_is_in_reading_order() -> None:
     )
 
 
+def test_a_reference_link_reads_as_its_text_and_an_index_stays() -> None:
+    line = "Traits come in [Chapter 10][traits]<!-- ignore --> and [the book][]."
+    assert plaintext.preview(line, 200) == "Traits come in Chapter 10 and the book."
+    assert plaintext.inline_plain("The cell `grid[i][j]` and a[0][1].") == (
+        "The cell grid[i][j] and a[0][1]."
+    )
+
+
 def test_markdown_preview_drops_headings_links_and_images() -> None:
     md = (
         "## Obsidian Updates\n\n* The team's [About page](https://obsidian.md/about) has "
