@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from docshelf.cli import app
-from docshelf.cli.progress import SEPARATOR, Board, JsonLines, RichBoard, line_column, packed
+from docshelf.cli.progress import (
+    SEPARATOR,
+    Board,
+    JsonLines,
+    RichBoard,
+    line_column,
+    line_room,
+    packed,
+)
 from docshelf.progress import ProgressEvent, Rate, describe, middle_ellipsis
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
@@ -192,7 +200,7 @@ def test_on_a_narrow_terminal_the_line_wraps_between_fields() -> None:
     bars = Progress(  # not started: the frame is printed once, below
         TextColumn("{task.description}"),
         BarColumn(bar_width=24),
-        line_column(board, lambda: console.width - len("Enriching") - 24 - 2),
+        line_column(board, lambda: line_room(console.width, board.label)),
         console=console,
     )
     show = RichBoard(board, bars)

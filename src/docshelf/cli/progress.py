@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 ITEM_WIDTH = 40  # characters of the current item shown (a middle ellipsis beyond)
 BAR_WIDTH = 24
 SEPARATOR = " · "
+ENRICHING = "Enriching"  # the enrichment bar's label
+
+
+def line_room(width: int, label: str) -> int:
+    """Characters a bar's line has on a terminal ``width`` wide: what the widest label
+    (``label`` or the enrichment bar's) and the bar leave, less the columns' gaps."""
+    return width - max(len(label), len(ENRICHING)) - BAR_WIDTH - 2
 
 
 def bar_of(phase: str) -> str:
@@ -78,7 +85,7 @@ class RichBoard:
     def show(self, key: str, event: ProgressEvent) -> None:
         """Move bar ``key`` to ``event`` (the board has it already)."""
         if key not in self.tasks:
-            title = "Enriching" if key == "enrich" else self.board.label
+            title = ENRICHING if key == "enrich" else self.board.label
             self.tasks[key] = self.bars.add_task(title, total=None, key=key)
         self.bars.update(self.tasks[key], completed=event.done, total=event.total)
 
@@ -123,11 +130,10 @@ class LateBars:
             from rich.progress import BarColumn, Progress, TextColumn
 
             console = self._console()
-            labels = max(len(self.board.label), len("Enriching"))
             bars = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(bar_width=BAR_WIDTH),
-                line_column(self.board, lambda: console.width - labels - BAR_WIDTH - 2),
+                line_column(self.board, lambda: line_room(console.width, self.board.label)),
                 console=console,
                 transient=True,
                 refresh_per_second=4,
