@@ -3,6 +3,7 @@ each link once, and the failures listed matching the failure count."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,24 @@ def test_status_lists_as_many_failures_as_it_counts(terminal: Path, tmp_path: Pa
     assert sorted(line.split("/")[-1].split(":")[0] for line in listed) == [
         f"scan{i:02}.pdf" for i in range(23)
     ]
+
+
+def test_a_long_failure_wraps_under_its_text_not_under_the_cross(
+    terminal: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "broken"
+    root.mkdir()
+    (root / ("a-rather-long-name-for-a-scan-" * 2 + ".pdf")).write_bytes(b"not a pdf " * 4)
+    with Shelf(terminal, embedder=None) as shelf:
+        shelf.add(root)
+    result = typer.testing.CliRunner().invoke(app, ["status"], env={"COLUMNS": "60"})
+    lines = result.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("✗"))
+    cross = lines[at].index("✗")
+    text = lines[at].index("/", cross)  # where the failure's text starts
+    rest = list(itertools.takewhile(lambda line: line[:text].isspace(), lines[at + 1 :]))
+    assert len(rest) >= 1 and all(line[text] != " " for line in rest), lines  # hangs under it
+    assert "not a PDF" in " ".join(line.strip() for line in lines[at : at + 1 + len(rest)])
 
 
 def test_status_counts_and_lists_documents_whose_processing_failed(

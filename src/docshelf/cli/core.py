@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
 
     from docshelf.config import Settings
     from docshelf.shelf import Progress, Shelf
@@ -197,6 +197,28 @@ def under_title(path: list[str], title: str) -> list[str]:
     return path[1:] if path and path[0].casefold() == title.casefold() else path
 
 
+def hanging(rows: Sequence[tuple[str, str]], mark: str = "dim", text: str = "") -> RenderableType:
+    """Rows of a mark (an id, a bullet, a cross) and its text, indented two spaces; a
+    text too long for the terminal wraps under itself, not under the mark."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for m, t in rows:
+        grid.add_row(Text(m, style=mark), Text(t, style=text))
+    return Padding(grid, (0, 0, 0, 2), expand=False)
+
+
+def print_failures(out: Console, failures: Sequence[dict[str, str]]) -> None:
+    """Files that could not be read, each with why, as ``✗ path: reason`` rows."""
+    if failures:
+        rows = [("✗", f"{f['path']}: {f['reason']}") for f in failures]
+        out.print(hanging(rows, mark="yellow", text="yellow"))
+
+
 def report_render(title: str) -> Render:
     """How a sync report (add, sync, remove) looks on a terminal."""
 
@@ -207,8 +229,7 @@ def report_render(title: str) -> Render:
         counts = o.result["counts"]
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
         out.print(Text(f"{title}: {summary or 'nothing to do'}", style="bold"))
-        for f in o.result["failures"][:50]:
-            out.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        print_failures(out, o.result["failures"][:50])
         if len(o.result["failures"]) > 50:
             out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))
 

@@ -6,7 +6,6 @@ from contextlib import nullcontext, suppress
 from typing import Annotated, Any
 
 import typer
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +21,7 @@ from docshelf.cli.command import (
     err_console,
     report_render,
 )
-from docshelf.cli.core import under_title
+from docshelf.cli.core import hanging, under_title
 from docshelf.terminal import printable_tree
 
 
@@ -196,11 +195,11 @@ def _render_show(o: Outcome) -> None:
             (s["chunk_id"], " > ".join(under_title(s["heading_path"], r["title"])) or "(top)")
             for s in r["sections"]
         ]
-        console.print(_hanging(rows))
+        console.print(hanging(rows))
     if r["distillates"]:
         console.print(Text("Key claims:", style="bold"))
         claims = [("•", f"{x['text']}  [{', '.join(x['chunk_ids'])}]") for x in r["distillates"]]
-        console.print(_hanging(claims))
+        console.print(hanging(claims))
     if r["links"]:
         console.print(Text("Links:", style="bold"))
         links: dict[str, list[str]] = {}  # each target once, however often and however
@@ -213,17 +212,6 @@ def _render_show(o: Outcome) -> None:
         console.print(Text("Backlinks:", style="bold"))
         for b in r["backlinks"]:
             console.print(Text(f"  {b['document_id']}  {b['title']}"))
-
-
-def _hanging(rows: list[tuple[str, str]]) -> Padding:
-    """Rows of a mark (an id, a bullet) and its text, indented; a text too long for the
-    terminal wraps under itself, not under the mark."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True)
-    grid.add_column()
-    for mark, text in rows:
-        grid.add_row(Text(mark, style="dim"), Text(text))
-    return Padding(grid, (0, 0, 0, 2), expand=False)
 
 
 @command(render=_render_show)

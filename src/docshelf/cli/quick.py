@@ -293,8 +293,7 @@ def render_status(o: Outcome) -> None:
     failures = r["failures"]
     listed = len(failures) < r["failed"]  # never, unless the store changes under us
     console.print(f"Failures: {r['failed']}" + (f" ({len(failures)} listed)" if listed else ""))
-    for f in failures:
-        console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+    core.print_failures(console, failures)
     if "problems" in r:
         console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
         for p in r["problems"]:

@@ -9,6 +9,7 @@ import typer
 from rich.text import Text
 
 from docshelf.cli.command import Action, Outcome, Run, command, console, emit, err_console, q
+from docshelf.cli.core import print_failures
 from docshelf.terminal import printable_tree
 
 
@@ -20,8 +21,7 @@ def _render_reindex(o: Outcome) -> None:
             f"{r['embedding_model']} in {r['seconds']} s: {r['rechunked']} re-chunked, "
             f"{r['reembedded']} re-embedded as they were, {r['resumed']} resumed"
         )
-        for f in r["failures"]:
-            console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+        print_failures(console, r["failures"])
     console.print(f"Vector index: {r['vector_index']}")
 
 
@@ -92,8 +92,7 @@ def enrich(
 def _render_inbox(o: Outcome) -> None:
     for f in o.result["filed"]:
         console.print(Text(f"  {f['from']} → {f['to']}"))
-    for f in o.result["failures"]:
-        console.print(Text(f"  ✗ {f['path']}: {f['reason']}", style="yellow"))
+    print_failures(console, o.result["failures"])
     console.print(Text(f"Filed {len(o.result['filed'])}", style="bold"))
 
 
