@@ -87,6 +87,32 @@ def test_one_document_alone(shelf: Shelf, notes: Path) -> None:
     other.close()
 
 
+def test_a_reindex_titles_each_file_as_a_sync_now_would(tmp_path: Path) -> None:
+    """A title an older parser gave (a chapter file's name, say) is not kept by a reindex:
+    the file is titled again as it is read now."""
+    import dataclasses
+
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "ch03-02-data-types.md").write_text(
+        "# Data Types\n\nEvery value has a type.\n\n## Scalar Types\n\nIntegers, floats.\n"
+    )
+    with Shelf(tmp_path / "home", embedder=None) as shelf:
+        shelf.add(book)
+        (doc,) = shelf.documents()
+        assert doc.title == "Data Types"
+        chunks = [
+            *shelf.store.chunks_of_document(doc.id, Tier.SECTION),
+            *shelf.store.chunks_of_document(doc.id, Tier.SNIPPET),
+        ]
+        with shelf.store.transaction():  # as an older parser titled it
+            older = dataclasses.replace(doc, title="ch03-02-data-types")
+            shelf.store.put_document(older, chunks, None)
+        assert shelf.documents()[0].title == "ch03-02-data-types"
+        shelf.reindex()
+        assert shelf.documents()[0].title == "Data Types"
+
+
 def test_uploads_are_rechunked_from_their_blob_and_lost_files_re_embedded(
     shelf: Shelf, notes: Path
 ) -> None:

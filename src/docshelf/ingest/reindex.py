@@ -94,7 +94,7 @@ def _stage(rt: Runtime, doc: Document, target: str, *, reread: bool = True) -> t
     data = _bytes_of(rt, doc) if reread else None
     links: list[WikiLink] = []
     aliases: tuple[str, ...] = ()
-    if data is not None:
+    if data is not None:  # titled as a sync titles it (a better parser's title comes too)
         prepared = prepare(
             data,
             file_type=doc.file_type,
@@ -103,7 +103,6 @@ def _stage(rt: Runtime, doc: Document, target: str, *, reread: bool = True) -> t
             source_id=doc.source_id,
             host=rt.host,
             chunking=rt.chunking(),
-            title=doc.title,
             embedding_model=rt.model_id,
             fp=doc.sha256,
             limits=rt.settings.parse,
