@@ -26,9 +26,10 @@ def test_documents_are_written_by_the_writer_alone() -> None:
 
 def test_the_environment_is_read_in_config_alone() -> None:
     readers = _calls(r"os\.environ|os\.getenv|getenv\(")
-    # The model libraries are told to stay offline (set, not read, before they load).
-    offline = {"embed/local.py", "rerank/cross_encoder.py"}
-    for path in offline:
+    # Libraries are told how to run, set, not read, before they load: the model libraries
+    # to stay offline, numpy's BLAS to one thread in a one-shot command.
+    told = {"embed/local.py", "rerank/cross_encoder.py", "cli/quick.py"}
+    for path in told:
         lines = (SRC / path).read_text(encoding="utf-8").splitlines()
         assert all("os.environ.setdefault(" in lines[n - 1] for n in readers.pop(path, []))
     assert set(readers) == {"config.py"}
