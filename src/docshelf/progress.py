@@ -137,9 +137,12 @@ def clock_text(seconds: float) -> str:
     )
 
 
+SEPARATOR = " · "  # between a progress line's fields
+
+
 def describe(event: ProgressEvent, rate: Rate, item_width: int = 40) -> str:
     """The line a person reads: phase, done of total, snippets, rate, ETA, elapsed, item."""
-    return " · ".join(describe_parts(event, rate, item_width))
+    return SEPARATOR.join(describe_parts(event, rate, item_width))
 
 
 def describe_parts(event: ProgressEvent, rate: Rate, item_width: int = 40) -> list[str]:

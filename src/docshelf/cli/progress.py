@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from docshelf.progress import ProgressEvent, Rate, describe_parts
+from docshelf.progress import SEPARATOR, ProgressEvent, Rate, describe_parts
 from docshelf.terminal import printable
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 ITEM_WIDTH = 40  # characters of the current item shown (a middle ellipsis beyond)
 BAR_WIDTH = 24
-SEPARATOR = " · "
 ENRICHING = "Enriching"  # the enrichment bar's label
 
 
