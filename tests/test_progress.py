@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 
 from docshelf.cli import app
 from docshelf.cli.progress import (
-    SEPARATOR,
     Board,
     JsonLines,
     RichBoard,
@@ -28,7 +27,7 @@ from docshelf.cli.progress import (
     line_room,
     packed,
 )
-from docshelf.progress import ProgressEvent, Rate, describe, middle_ellipsis
+from docshelf.progress import SEPARATOR, ProgressEvent, Rate, describe, middle_ellipsis
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
 
