@@ -51,6 +51,21 @@ def test_a_reference_link_reads_as_its_text_and_an_index_stays() -> None:
     )
 
 
+def test_code_is_kept_as_written_and_only_html_tags_go() -> None:
+    line = (
+        "A `Vec<T>` or `HashMap<K, V>` (not Option<String>) calls `__init__` and "
+        '`a*b*c`; <span class="filename">Filename: src/main.rs</span><br/>.'
+    )
+    assert plaintext.inline_plain(line) == (
+        "A Vec<T> or HashMap<K, V> (not Option<String>) calls __init__ and a*b*c; "
+        "Filename: src/main.rs."
+    )
+    # a link's text may be code; a role's backticks are not code marks
+    assert plaintext.inline_plain("[`flask run`](https://x) and :func:`url_for`.") == (
+        "flask run and url_for."
+    )
+
+
 def test_markdown_preview_drops_headings_links_and_images() -> None:
     md = (
         "## Obsidian Updates\n\n* The team's [About page](https://obsidian.md/about) has "

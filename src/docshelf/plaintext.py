@@ -28,7 +28,9 @@ _FOOTNOTE = re.compile(r"\[\^[^\]\n]+\]")
 # underscores inside a word (snake_case) are not emphasis
 _EMPHASIS = re.compile(r"(\*{1,3}|(?<!\w)_{1,3}|~~|==)(?=\S)(.+?)(?<=\S)\1(?!(?<=_)\w)")
 _CODE = re.compile(r"`+([^`\n]*)`+")
-_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
+# an HTML tag as Markdown holds one (lower case): not a generic type, Option<String>
+_HTML_TAG = re.compile(r"</?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?/?>")
+_HELD = re.compile(r"\ue000(\d+)\ue001")  # a code span set aside while markup goes
 _COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.DOTALL)  # Obsidian and HTML comments
 _BULLET = re.compile(r"\s*[•▪◦●]\s+")  # bullets inside extracted (PDF) text
 _RST_ROLE = re.compile(
@@ -47,19 +49,28 @@ def _wikilink_text(match: re.Match[str]) -> str:
 
 def inline_plain(text: str) -> str:
     """One line of Markdown or reStructuredText as text: links and roles as their
-    text, emphasis, code marks, tags and footnote marks removed, whitespace collapsed."""
+    text, emphasis, code marks, tags and footnote marks removed, whitespace collapsed.
+    Code is kept as written: ``Vec<T>`` is not a tag, ``__init__`` not emphasis."""
+    text = _RST_ROLE.sub(r"\1", text)  # (their backticks are not code marks)
+    text = _RST_LINK.sub(r"\1", text)
+    codes: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        codes.append(match.group(1))
+        return f"\ue000{len(codes) - 1}\ue001"
+
+    text = _CODE.sub(hold, text)
     text = _EMBED.sub("", text)
     text = _WIKILINK.sub(_wikilink_text, text)
     text = _IMAGE.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _FOOTNOTE.sub("", text)
     text = _REF_LINK.sub(r"\1", text)
-    text = _RST_ROLE.sub(r"\1", text)
-    text = _RST_LINK.sub(r"\1", text)
-    text = _CODE.sub(r"\1", text)
     text = _HTML_TAG.sub("", text)
     for _ in range(2):  # nested emphasis: ***x*** or **_x_**
         text = _EMPHASIS.sub(r"\2", text)
+    if codes:
+        text = _HELD.sub(lambda m: codes[int(m.group(1))], text)
     return " ".join(text.split())
 
 
