@@ -216,6 +216,9 @@ def test_highlights_skip_stopwords_and_parts_of_words_and_markdown_reads_as_text
                 plain: dom.plainText(
                     '## Leader election\n\n- **Bold** [[Raft#Log|the log]] and [[Paxos]]\n'
                     + '1. a [link](https://example.org) and `code`'),
+                code: dom.plainText(
+                    'A `Vec<T>` calls `__init__`; <span class="f">Name</span> <!-- hid -->'
+                    + 'and _emphasis_, [Chapter 10][traits], a[0][1], Option<String>.'),
             };
         }"""
     )
@@ -223,6 +226,9 @@ def test_highlights_skip_stopwords_and_parts_of_words_and_markdown_reads_as_text
     assert result["docs"] == ["docs", "Docs"]  # never "do", never inside "docstrings"
     assert result["elect"] == ["election", "elects", "elector"]  # not inside "select"
     assert result["plain"] == "Leader election\nBold the log and Paxos\na link and code"
+    assert result["code"] == (  # code as written; tags, comments and link syntax gone
+        "A Vec<T> calls __init__; Name and emphasis, Chapter 10, a[0][1], Option<String>."
+    )
 
 
 def test_search_highlights_cites_and_expands_context(page: Page, site: Site) -> None:
