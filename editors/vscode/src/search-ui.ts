@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 
 import { type DocshelfClient, type Hit, isAbort } from "./api";
 import { openCitation } from "./open";
+import { plainSnippet } from "./plain";
 import { type Session } from "./session";
 
 /** Wait after the last key before asking the server (a newer query cancels the older). */
@@ -22,7 +23,7 @@ export function pageText(hit: Hit): string {
 
 export function hitItem(hit: Hit): HitItem {
   const where = [hit.citation.heading_path.join(" › "), pageText(hit)].filter(Boolean).join(" · ");
-  const snippet = hit.text.replace(/\s+/g, " ").trim();
+  const snippet = plainSnippet(hit.text);
   return {
     label: hit.citation.title || hit.citation.label,
     description: where,

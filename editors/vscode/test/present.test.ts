@@ -78,6 +78,15 @@ describe("search rows", () => {
     expect(pageText(hit(null, null))).toBe("");
   });
 
+  it("shows the snippet as text, code as written", () => {
+    const text =
+      "## Vectors\n\nA `Vec<T>` holds _values_ of one **type** <!-- ignore -->(see " +
+      '[Chapter 8][ch08], <span class="f">src/main.rs</span>), and `__init__` stays.';
+    expect(hitItem(hit(null, null, text)).detail).toBe(
+      "Vectors A Vec<T> holds values of one type (see Chapter 8, src/main.rs), and __init__ stays.",
+    );
+  });
+
   it("cuts a long snippet", () => {
     const detail = hitItem(hit(null, null, "word ".repeat(100))).detail ?? "";
     expect(detail.length).toBe(200);
