@@ -576,6 +576,7 @@ def _on_a_terminal(home: Path, *args: str) -> str:
         "DOCSHELF_HOME": str(home),
         "DOCSHELF_EMBEDDER": "none",
         "DOCSHELF_ENRICH": "off",
+        "DOCSHELF_SEARCH_HELPER": "off",  # a search answers here, leaving no helper behind
         "COLUMNS": "250",
         "TERM": "xterm",
     }
