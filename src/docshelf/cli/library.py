@@ -6,7 +6,6 @@ from contextlib import nullcontext, suppress
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from docshelf.cli import options, quick
@@ -94,6 +93,8 @@ def watch(run: Run) -> Outcome:
 
 
 def _render_list(o: Outcome) -> None:
+    from rich.table import Table
+
     sources = Table("source", "path", "kind", title="Sources")
     for s in o.result["sources"]:
         sources.add_row(s["id"], s["path"], s["kind"])
@@ -177,6 +178,8 @@ def _shown(key: str, value: Any) -> str:
 
 
 def _render_show(o: Outcome) -> None:
+    from rich.table import Table
+
     r = o.result
     table = Table(show_header=False, box=None)
     for key in _SHOWN:
