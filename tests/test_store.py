@@ -770,6 +770,24 @@ def test_payloads(store: Store) -> None:
     store.put_payload(job.document_id, "parsing", b"p")
     store.put_job(job)  # replacing the job drops its payload
     assert store.get_payload(job.document_id, "parsing") is None
+    store.put_payload(job.document_id, "queued", b"held")
+    store.delete_payload(job.document_id, "parsing")  # not that stage's: kept
+    assert store.get_payload(job.document_id, "queued") == b"held"
+    store.delete_payload(job.document_id, "queued")
+    assert store.get_payload(job.document_id, "queued") is None
+
+
+def test_a_durable_transaction_commits_and_rolls_back_like_any_other(store: Store) -> None:
+    with store.transaction(durable=True):
+        doc = put(store, 1, "x", status="queued")
+    assert store.get_document(doc.id) is not None
+    with pytest.raises(RuntimeError, match="boom"), store.transaction(durable=True):
+        put(store, 2, "y", status="queued")
+        raise RuntimeError("boom")
+    assert store.get_document(make_doc(2, "")[0].id) is None
+    with store.transaction():  # and the ones after are as before
+        put(store, 3, "z", status="queued")
+    assert store.count_documents() == 2
 
 
 def test_job_of_a_deleted_document_goes_with_it(store: Store) -> None:
@@ -974,6 +992,26 @@ def test_the_sqlite_memo_of_reads_never_outlives_a_commit(tmp_path: Path) -> Non
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_durable_sqlite_commit_syncs_its_wal_and_only_it(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'd.db'}")
+    db: sqlite3.Connection = store._db  # type: ignore[attr-defined]
+
+    def level() -> int:
+        return int(db.execute("PRAGMA synchronous").fetchone()[0])
+
+    seen = []
+    assert level() == 1  # NORMAL: the WAL reaches the disk at checkpoints
+    with store.transaction(durable=True):
+        seen.append(level())  # FULL: the commit fsyncs the WAL
+        with pytest.raises(RuntimeError, match="outermost"), store.transaction(durable=True):
+            pass
+    assert seen == [2] and level() == 1
+    with pytest.raises(ValueError), store.transaction(durable=True):
+        raise ValueError("rolled back")
+    assert level() == 1
+    store.close()
 
 
 def test_bad_database_file(tmp_path: Path) -> None:

@@ -20,8 +20,9 @@ import pytest
 from docshelf.api import create_app
 from docshelf.api.batching import Batched
 from docshelf.blobs.local import LocalBlobStore
-from docshelf.errors import InvalidInput, Unavailable
-from docshelf.ingest.uploads import UploadResult
+from docshelf.errors import InvalidInput, NotFound, Unavailable
+from docshelf.ingest.held import HOLD_BYTES
+from docshelf.ingest.uploads import Upload, UploadResult
 from docshelf.ingest.worker import Worker
 from docshelf.shelf import Shelf
 from docshelf.store.sqlite import SQLiteStore
@@ -129,8 +130,8 @@ def test_a_batch_records_each_upload_or_that_ones_own_refusal(shelf: Shelf) -> N
             shas.append(writer.commit())
     shelf.blobs.delete(shas[1])  # deleted between its blob write and its recording
     outcomes = shelf.register_uploads(
-        [(alice, f"n{i}.md", sha, len(note(i))) for i, sha in enumerate(shas)]
-        + [(alice, "n3.exe", shas[0], 1)]
+        [Upload(alice, f"n{i}.md", sha, len(note(i))) for i, sha in enumerate(shas)]
+        + [Upload(alice, "n3.exe", shas[0], 1)]
     )
     assert isinstance(outcomes[0], UploadResult) and outcomes[0].created
     assert isinstance(outcomes[1], Unavailable) and "send it again" in outcomes[1].message
@@ -154,7 +155,7 @@ def test_a_batch_records_each_new_upload_in_a_few_statements(shelf: Shelf) -> No
     store._db.set_trace_callback(statements.append)
     try:
         outcomes = shelf.register_uploads(
-            [(alice, f"n{i}.md", sha, len(note(i))) for i, sha in enumerate(shas)]
+            [Upload(alice, f"n{i}.md", sha, len(note(i))) for i, sha in enumerate(shas)]
         )
     finally:
         store._db.set_trace_callback(None)
@@ -163,13 +164,84 @@ def test_a_batch_records_each_new_upload_in_a_few_statements(shelf: Shelf) -> No
     statements = [s for s in statements if not s.startswith("--") and "'main'." not in s]
     # a document, its job, the grant and two events, the model binding read once (with
     # the first write's chunker version, read and written once: 2 more), and no savepoint
-    # around each upload or each one-statement write (25 an upload before)
-    assert len(statements) <= 15 * len(shas) + 17, len(statements)
+    # around each upload or each one-statement write (25 an upload before); the durable
+    # commit's two pragmas (synchronous FULL for it, NORMAL after)
+    assert statements[0] == "PRAGMA synchronous=FULL"
+    assert statements[-1] == "PRAGMA synchronous=NORMAL"
+    assert len(statements) <= 15 * len(shas) + 19, len(statements)
     savepoints = [s for s in statements if s.startswith("SAVEPOINT")]
     # the document's and the job's, and the first write's binding of the model and of the
     # chunker's version (4)
     assert len(savepoints) <= 2 * len(shas) + 4, savepoints
     assert len(shelf.store.list_documents(limit=100)) == 10
+
+
+# -- small uploads held in the store until parsed (ingest/held.py) ------------------------
+
+
+def _blob_file(shelf: Shelf, sha: str) -> Path:
+    path = shelf.blobs.local_path(sha)
+    return path if path is not None else Path("/nonexistent")
+
+
+def test_a_small_upload_is_held_with_its_record_until_its_parse_moves_it(shelf: Shelf) -> None:
+    alice = shelf.create_user("alice")[0].id
+    small = shelf.upload(alice, "small.md", note(1))
+    large_body = note(2) + b"words " * (HOLD_BYTES // 6 + 10)
+    large = shelf.upload(alice, "large.md", large_body)
+    assert not _blob_file(shelf, small.fingerprint).exists()  # no file, no fsync chain
+    assert shelf.store.get_payload(small.document_id, "queued") == note(1)
+    assert shelf.blobs.read(small.fingerprint) == note(1)  # every read finds it
+    assert shelf.blobs.open(small.fingerprint).read() == note(1)
+    assert shelf.blobs.exists(small.fingerprint)
+    assert _blob_file(shelf, large.fingerprint).is_file()  # over the limit: stored at once
+    assert shelf.store.get_payload(large.document_id, "queued") is None
+    while Worker(shelf).run_once():
+        pass
+    assert _blob_file(shelf, small.fingerprint).read_bytes() == note(1)
+    assert shelf.store.get_payload(small.document_id, "queued") is None
+    assert {d.status for d in shelf.store.list_documents(limit=10)} == {"complete"}
+    # the same bytes again, by another user: a link, nothing held twice
+    bob = shelf.create_user("bob")[0].id
+    again = shelf.upload(bob, "mine.md", note(1))
+    assert again.document_id == small.document_id and not again.created
+    assert shelf.store.get_payload(small.document_id, "queued") is None
+
+
+def test_settling_again_after_a_crash_between_its_two_steps_only_drops_the_copy(
+    shelf: Shelf,
+) -> None:
+    alice = shelf.create_user("alice")[0].id
+    up = shelf.upload(alice, "n.md", note(3))
+    with shelf.blobs.writer(1 << 20) as writer:  # the blob written, the crash before the drop
+        writer.write(note(3))
+        writer.commit()
+    assert shelf.store.get_payload(up.document_id, "queued") == note(3)
+    shelf.blobs.settle(up.fingerprint)
+    assert shelf.store.get_payload(up.document_id, "queued") is None
+    assert shelf.blobs.read(up.fingerprint) == note(3)
+    shelf.blobs.settle(up.fingerprint)  # nothing held: nothing to do
+
+
+def test_a_held_upload_deleted_before_its_parse_leaves_nothing(shelf: Shelf) -> None:
+    alice = shelf.create_user("alice")[0].id
+    up = shelf.upload(alice, "n.md", note(4))
+    assert shelf.delete_document(up.document_id, alice)
+    assert shelf.store.get_payload(up.document_id, "queued") is None
+    assert not shelf.blobs.exists(up.fingerprint)
+    with pytest.raises(NotFound):
+        shelf.blobs.read(up.fingerprint)
+    assert not Worker(shelf).run_once()
+
+
+def test_held_bytes_are_checked_against_their_fingerprint(shelf: Shelf) -> None:
+    alice = shelf.create_user("alice")[0].id
+    up = shelf.upload(alice, "n.md", note(5))
+    with shelf.store.transaction():  # another file whose hash shares the id's prefix
+        shelf.store.put_payload(up.document_id, "queued", b"other bytes")
+    assert not shelf.blobs.exists(up.fingerprint)
+    with pytest.raises(NotFound):
+        shelf.blobs.read(up.fingerprint)
 
 
 # -- every blob of a batch durable before its answer ---------------------------------------

@@ -26,10 +26,10 @@ from docshelf.store import Store, open_store
 # (the retriever, the LLM, the queue, the blob store, metrics) are made on first use,
 # with their modules, so a one-shot `sync` or `status` starts without them.
 if TYPE_CHECKING:
-    from docshelf.blobs import BlobStore
     from docshelf.chunk import ChunkSettings
     from docshelf.config import Settings
     from docshelf.embed.lean import LeanEmbedder
+    from docshelf.ingest.held import HeldBlobs
     from docshelf.ingest.prepare import Chunking, EmbedCounts
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.knowledge.taxonomy import Taxonomy
@@ -174,10 +174,11 @@ class Runtime:
         return EmbedCounts()
 
     @cached_property
-    def blobs(self) -> BlobStore:
+    def blobs(self) -> HeldBlobs:
         from docshelf.blobs import open_blob_store
+        from docshelf.ingest.held import HeldBlobs
 
-        return open_blob_store(self.settings.blob_url, self.settings.home)
+        return HeldBlobs(open_blob_store(self.settings.blob_url, self.settings.home), self.store)
 
     @cached_property
     def metrics(self) -> Metrics:

@@ -28,14 +28,15 @@ from docshelf.runtime import Progress as Progress  # the faces type their callba
 # uploads, the catalogue, accounts) where a method first uses it, so a one-shot
 # `docshelf search` or `status` starts without the others (BENCHMARKS.md, "Start-up").
 if TYPE_CHECKING:
-    from docshelf.blobs import BlobStore
+    from docshelf.blobs import BlobWriter
     from docshelf.catalogue import DocumentView, Facets, Status
     from docshelf.chunk import ChunkSettings
     from docshelf.embed import Embedder
     from docshelf.errors import DocshelfError
+    from docshelf.ingest.held import HeldBlobs
     from docshelf.ingest.prepare import EmbedCounts
     from docshelf.ingest.sync import Sync
-    from docshelf.ingest.uploads import UploadResult, Uploads
+    from docshelf.ingest.uploads import Upload, UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.knowledge.taxonomy import Taxonomy
@@ -72,7 +73,7 @@ class Shelf:
     vector_index: OnRuntime[SidecarVectorIndex | None] = OnRuntime("vector_index")
     lexical_index: OnRuntime[SidecarLexicalIndex | None] = OnRuntime("lexical_index")
     embed_counts: OnRuntime[EmbedCounts] = OnRuntime("embed_counts")
-    blobs: OnRuntime[BlobStore] = OnRuntime("blobs")
+    blobs: OnRuntime[HeldBlobs] = OnRuntime("blobs")
     metrics: OnRuntime[Metrics] = OnRuntime("metrics")
     rate_limit: OnRuntime[RateLimiter] = OnRuntime("rate_limit")
     transport: OnRuntime[Transport] = OnRuntime("transport")
@@ -413,12 +414,17 @@ class Shelf:
         """
         return self._uploads.register(user_id, name, sha256, size)
 
-    def register_uploads(
-        self, uploads: Sequence[tuple[str, str, str, int]]
-    ) -> list[UploadResult | DocshelfError]:
-        """Several ``register_upload`` calls (``(user_id, name, sha256, size)`` each) in
-        one transaction: one commit for all; each one's own refusal is its outcome."""
+    def register_uploads(self, uploads: Sequence[Upload]) -> list[UploadResult | DocshelfError]:
+        """Several ``register_upload`` calls in one durable transaction: one commit for
+        all; each one's own refusal is its outcome."""
         return self._uploads.register_many(uploads)
+
+    def receive_uploads(
+        self, received: Sequence[tuple[str, str, BlobWriter]]
+    ) -> list[UploadResult | BaseException]:
+        """Uploads read whole into blob writers (``(user_id, name, writer)`` each), stored
+        and recorded together: the API's group commit. One outcome per upload."""
+        return self._uploads.receive_many(received)
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
         """Store ``data`` as an upload named ``name`` (the library form of POST /v1/documents)."""

@@ -7,11 +7,12 @@ sanitised and its type checked when the part's headers end — before any byte
 is written. Only then is the upload recorded (a document and a job, or a link
 to bytes already there); parsing and embedding happen in a worker.
 
-Uploads received together are committed together (``Batched``): one thread hop
-makes all their blobs durable (their fsyncs side by side) and records them in one
-store transaction, and each is answered 202 after that shared commit. A burst of
-uploads then costs a few commits, not one fsync chain and one transaction each
-(BENCHMARKS.md, "Uploads: group commit").
+Uploads received together are committed together (``Batched``): one thread hop stores
+and records them all (``Uploads.receive_many``: small files held in the store with their
+records, larger blobs fsynced side by side first, one durable transaction), and each is
+answered 202 after that shared commit. A burst of uploads then costs a few commits, not
+one fsync chain and one transaction each (BENCHMARKS.md, "Uploads: group commit" and
+"Uploads: small files held in the store").
 """
 
 from __future__ import annotations
@@ -223,28 +224,6 @@ def upload_commits(shelf: Shelf) -> Batched[Received, UploadResult]:
 
 
 def commit_uploads(shelf: Shelf, batch: Sequence[Received]) -> list[UploadResult | BaseException]:
-    """Make the blobs durable (their fsyncs side by side, see ``blobs.local``), then
-    record them all in one transaction: one thread hop for the batch. One outcome per
-    upload."""
-    hashes = shelf.blobs.commit_many([r.writer for r in batch])
-    outcomes: list[UploadResult | BaseException] = [
-        sha if isinstance(sha, BaseException) else _NOT_YET for sha in hashes
-    ]
-    stored = [i for i, sha in enumerate(hashes) if isinstance(sha, str)]
-    if not stored:
-        return outcomes
-    try:
-        recorded: Sequence[UploadResult | BaseException] = shelf.register_uploads(
-            [
-                (batch[i].user_id, batch[i].name, str(hashes[i]), batch[i].writer.size)
-                for i in stored
-            ]
-        )
-    except Exception as exc:  # the store failed the transaction: none is recorded
-        recorded = [exc] * len(stored)
-    for i, outcome in zip(stored, recorded, strict=True):
-        outcomes[i] = outcome
-    return outcomes
-
-
-_NOT_YET = RuntimeError("not recorded")  # replaced for every upload whose blob was stored
+    """Store and record a batch in one thread hop (``Shelf.receive_uploads``: small files
+    held in the store, larger ones fsynced side by side, one durable transaction)."""
+    return shelf.receive_uploads([(r.user_id, r.name, r.writer) for r in batch])

@@ -40,6 +40,10 @@ class BlobWriter(Protocol):
         """The SHA-256 of the bytes written so far (what ``commit`` will store them under)."""
         ...
 
+    def in_memory(self, limit: int) -> bytes | None:
+        """The bytes written, if still in memory and at most ``limit`` long."""
+        ...
+
     def commit(self) -> str:
         """Make the blob durable under its hash; returns the hash."""
         ...

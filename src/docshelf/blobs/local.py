@@ -90,6 +90,13 @@ class TempWriter:
     def digest(self) -> str:
         return self._hash.hexdigest()
 
+    def in_memory(self, limit: int) -> bytes | None:
+        """The bytes written, if they are still held in memory and at most ``limit``
+        (the caller may then keep them elsewhere and ``abort`` this writer)."""
+        if self._memory is None or self._closed or self.size > limit:
+            return None
+        return bytes(self._memory)
+
     def commit(self) -> str:
         assert not self._closed, "writer already closed"
         self.sha256 = self._hash.hexdigest()

@@ -12,10 +12,12 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from docshelf.accounts.access import title_from_name, visible
+from docshelf.blobs import BlobWriter
 from docshelf.errors import Conflict, DocshelfError, NotFound, Unavailable, UnsupportedType
+from docshelf.ingest.held import HOLD_BYTES
 from docshelf.ingest.sync import unsupported_type_message
 from docshelf.model import Document, Event, Job, Stage, document_id
 from docshelf.parse import file_type_for
@@ -142,6 +144,17 @@ class _Refused(Exception):
         self.error = error
 
 
+class Upload(NamedTuple):
+    """One upload to record: its bytes in the blob store already, or ``data`` to hold in
+    the store with its record (``ingest/held.py``)."""
+
+    user_id: str
+    name: str
+    sha256: str
+    size: int
+    data: bytes | None = None
+
+
 class Uploads:
     """Uploads, jobs and their events (``Shelf``'s)."""
 
@@ -149,27 +162,58 @@ class Uploads:
         self.rt = runtime
         self.store = runtime.store
 
+    def receive_many(
+        self, received: Sequence[tuple[str, str, BlobWriter]]
+    ) -> list[UploadResult | BaseException]:
+        """Record uploads read whole (``(user_id, name, writer)`` each): the small ones'
+        bytes held in the store with their records, the others' made durable in the blob
+        store first (their fsyncs side by side), then all recorded in one durable
+        transaction. One outcome per upload: its result, or the error it failed with."""
+        writers = [writer for _, _, writer in received]
+        held = [writer.in_memory(HOLD_BYTES) for writer in writers]
+        hashes: list[str | BaseException] = [writer.digest() for writer in writers]
+        to_store = [i for i, data in enumerate(held) if data is None]
+        stored = self.rt.blobs.commit_many([writers[i] for i in to_store])
+        for i, outcome in zip(to_store, stored, strict=True):
+            hashes[i] = outcome
+        for writer, data in zip(writers, held, strict=True):
+            if data is not None:
+                writer.abort()  # nothing was written to disk: its bytes go with its record
+        outcomes: dict[int, UploadResult | BaseException] = {
+            i: sha for i, sha in enumerate(hashes) if isinstance(sha, BaseException)
+        }
+        todo = [i for i in range(len(received)) if i not in outcomes]
+        if todo:
+            uploads = [
+                Upload(received[i][0], received[i][1], str(hashes[i]), writers[i].size, held[i])
+                for i in todo
+            ]
+            try:
+                recorded: Sequence[UploadResult | BaseException] = self.register_many(uploads)
+            except Exception as exc:  # the store failed the transaction: none is recorded
+                recorded = [exc] * len(todo)
+            outcomes.update(zip(todo, recorded, strict=True))
+        return [outcomes[i] for i in range(len(received))]
+
     def register(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
-        outcome = self.register_many([(user_id, name, sha256, size)])[0]
+        outcome = self.register_many([Upload(user_id, name, sha256, size)])[0]
         if isinstance(outcome, DocshelfError):
             raise outcome
         return outcome
 
-    def register_many(
-        self, uploads: Sequence[tuple[str, str, str, int]]
-    ) -> list[UploadResult | DocshelfError]:
-        """Record several uploads (``(user_id, name, sha256, size)``, their bytes already
-        in the blob store) in one transaction: one commit for all of them (the API's group
-        commit). One refused (its bytes deleted meanwhile, a library bound to another
-        model) is that one's error and leaves the others: it is refused before it writes,
-        so no savepoint is needed around each; a failing store (a full disk) raises, and
-        none is recorded."""
+    def register_many(self, uploads: Sequence[Upload]) -> list[UploadResult | DocshelfError]:
+        """Record several uploads in one durable transaction: one commit for all of them
+        (the API's group commit), on disk before it returns — an answered upload survives
+        a power cut, its held bytes with it. One refused (its stored bytes deleted
+        meanwhile, a library bound to another model) is that one's error and leaves the
+        others: it is refused before it writes, so no savepoint is needed around each; a
+        failing store (a full disk) raises, and none is recorded."""
         outcomes: list[UploadResult | DocshelfError] = []
-        with self.store.transaction():
+        with self.store.transaction(durable=True):
             writable = _once(self.rt.check_writable)  # the model binding: read once a batch
-            for user_id, name, sha256, size in uploads:
+            for upload in uploads:
                 try:
-                    outcomes.append(self._register(user_id, name, sha256, size, writable))
+                    outcomes.append(self._register(upload, writable))
                 except _Refused as refused:
                     outcomes.append(refused.error)
         for outcome in outcomes:
@@ -177,24 +221,18 @@ class Uploads:
                 self.rt.wake_workers(outcome.document_id)
         return outcomes
 
-    def _register(
-        self,
-        user_id: str,
-        name: str,
-        sha256: str,
-        size: int,
-        check_writable: Callable[[], None] | None = None,
-    ) -> UploadResult:
+    def _register(self, upload: Upload, check_writable: Callable[[], None]) -> UploadResult:
         """One upload's rows (call inside a transaction; the caller wakes the workers).
         This upload's own refusals raise ``_Refused``, always before its first write (the
         batch shares one transaction, without a savepoint each); the store's errors raise
         as they are (the transaction may be gone with them)."""
+        user_id, name, sha256, size, data = upload
         file_type = file_type_for(name)
         if file_type is None:
             raise _Refused(UnsupportedType(unsupported_type_message(name)))
         doc_id = document_id(sha256)
         now = time.time()
-        if not self.rt.blobs.exists(sha256):
+        if data is None and not self.rt.blobs.exists(sha256):
             # the same bytes were deleted between the blob write and this transaction
             raise _Refused(
                 Unavailable("The upload raced with a deletion of the same file; send it again")
@@ -211,7 +249,7 @@ class Uploads:
             status = Stage.QUEUED.value if linked else doc.status
             return UploadResult(doc_id, status, sha256, created=False, linked=linked)
         try:
-            (check_writable or self.rt.check_writable)()
+            check_writable()
         except Conflict as exc:  # bound to another model
             raise _Refused(exc) from None
         self.rt.writer.put(
@@ -249,6 +287,8 @@ class Uploads:
                 now,
             )
         )
+        if data is not None:
+            self.rt.blobs.hold(doc_id, data)
         self.store.grant(user_id, doc_id, title=name)
         self.store.add_event(doc_id, "stage", stage="queued", progress_pct=0, message="queued")
         self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
@@ -287,8 +327,10 @@ class Uploads:
             raise UnsupportedType(unsupported_type_message(clean))
         with self.rt.blobs.writer(self.rt.settings.max_upload_bytes) as writer:
             writer.write(data)
-            sha = writer.commit()
-        return self.register(user_id, clean, sha, len(data))
+            outcome = self.receive_many([(user_id, clean, writer)])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     def job(self, document_id: str, user_id: str | None = None) -> Job:
         visible(self.store, document_id, user_id)

@@ -242,6 +242,7 @@ class Worker:
 
     # -- the stages --------------------------------------------------------------------------
     def _parse(self, job: Job) -> Stage:
+        self.rt.blobs.settle(job.blob_sha256)  # a small upload's bytes, from the store
         chunking = self.rt.chunking()
         local = self._blob_path(job.blob_sha256)
         if local is not None and portable_counter(chunking.count_tokens):
@@ -263,12 +264,9 @@ class Worker:
     def _blob_path(self, sha256: str) -> Path | None:
         """A large blob's file in a local blob store (the sandbox's child reads it, not
         this process), else None."""
-        path = getattr(self.rt.blobs, "path", None)
-        if path is None:
-            return None
         try:
-            local = Path(path(sha256))
-            return local if local.stat().st_size > parse_mod.IN_PROCESS_BYTES else None
+            local = self.rt.blobs.local_path(sha256)
+            return local if local and local.stat().st_size > parse_mod.IN_PROCESS_BYTES else None
         except OSError:
             return None  # read() below says what is wrong
 

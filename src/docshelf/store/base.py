@@ -158,8 +158,11 @@ class Store(Protocol):
         """The highest migration applied (migrations run when the store is opened)."""
         ...
 
-    def transaction(self) -> AbstractContextManager[None]:
-        """Group writes atomically; nests (inner blocks become savepoints)."""
+    def transaction(self, *, durable: bool = False) -> AbstractContextManager[None]:
+        """Group writes atomically; nests (inner blocks become savepoints). A ``durable``
+        one (the outermost only) is on disk when its commit returns, power cut or not;
+        others may wait for the engine's next checkpoint (SQLite's WAL), though a crash
+        of the process never loses a commit."""
         ...
 
     # -- settings that bind the store ------------------------------------
@@ -383,7 +386,10 @@ class Store(Protocol):
 
     def put_payload(self, document_id: str, stage: str, payload: bytes) -> None: ...
     def get_payload(self, document_id: str, stage: str) -> bytes | None: ...
-    def delete_payload(self, document_id: str) -> None: ...
+    def delete_payload(self, document_id: str, stage: str | None = None) -> None:
+        """Drop the job's payload (only if it is ``stage``'s, when given)."""
+        ...
+
     def set_document_status(self, document_id: str, status: str) -> None: ...
     def add_event(
         self,

@@ -212,8 +212,9 @@ class PostgresStore(SQLStore):
             raise self._translate(exc) from exc
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Pin a pooled connection to this thread; nested blocks become savepoints."""
+    def transaction(self, *, durable: bool = False) -> Iterator[None]:
+        """Pin a pooled connection to this thread; nested blocks become savepoints. Every
+        commit is ``durable`` here (PostgreSQL's ``synchronous_commit``, left on)."""
         pinned = self._pinned()
         if pinned is not None:
             try:

@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -142,12 +142,17 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             self._db.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, durable: bool = False) -> Iterator[None]:
         with self._lock:
             depth = self._depth
+            if durable and depth:
+                raise RuntimeError("a durable transaction must be the outermost one")
             try:
+                if durable:  # its commit fsyncs the WAL (NORMAL waits for a checkpoint)
+                    self._db.execute("PRAGMA synchronous=FULL")
                 self._db.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
             except sqlite3.Error as exc:
+                self._normal_sync(durable)
                 raise _translate(exc, self.url) from exc
             self._depth += 1
             try:
@@ -162,6 +167,7 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
                 elif self._db.in_transaction:  # the savepoint went with the transaction
                     self._db.execute(f"ROLLBACK TO sp{depth}")
                     self._db.execute(f"RELEASE sp{depth}")
+                self._normal_sync(durable)
                 raise
             self._depth -= 1
             try:
@@ -172,8 +178,16 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             finally:
                 if depth == 0:
                     self._commits += 1  # the memo of reads no longer holds
+                    self._normal_sync(durable)
             committed = self.notices.take() if depth == 0 else []
         self.notices.tell(committed)
+
+    def _normal_sync(self, durable: bool) -> None:
+        """Back to the library's usual commits after a durable transaction: a commit is
+        atomic and survives the process, and reaches the disk at the next checkpoint."""
+        if durable and not self._db.in_transaction:
+            with suppress(sqlite3.Error):  # a closed or broken connection
+                self._db.execute("PRAGMA synchronous=NORMAL")
 
     @contextmanager
     def _one_write(self) -> Iterator[None]:

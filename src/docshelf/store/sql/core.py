@@ -38,8 +38,11 @@ class SQLBase(ABC):
     notices: CommitNotices  # who to tell, after each commit, which documents got events
 
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[None]:
-        """Group writes atomically; nests (inner blocks become savepoints)."""
+    def transaction(self, *, durable: bool = False) -> AbstractContextManager[None]:
+        """Group writes atomically; nests (inner blocks become savepoints). A ``durable``
+        one (the outermost only) is on disk when its commit returns, power cut or not;
+        others may wait for the engine's next checkpoint (SQLite's WAL), though a crash
+        of the process never loses a commit."""
         raise NotImplementedError
 
     def _one_write(self) -> AbstractContextManager[None]:

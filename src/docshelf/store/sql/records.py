@@ -300,7 +300,7 @@ class RecordsSQL(SQLBase):
         return {str(r[0]): float(r[1]) for r in rows}
 
     def put_payload(self, document_id: str, stage: str, payload: bytes) -> None:
-        with self.transaction():
+        with self._one_write():
             self._x(
                 "INSERT INTO job_payloads(document_id, stage, payload) VALUES (?, ?, ?) "
                 "ON CONFLICT (document_id) DO UPDATE SET stage = excluded.stage, "
@@ -315,9 +315,15 @@ class RecordsSQL(SQLBase):
         )
         return bytes(rows[0][0]) if rows else None
 
-    def delete_payload(self, document_id: str) -> None:
-        with self.transaction():
-            self._x("DELETE FROM job_payloads WHERE document_id = ?", (document_id,))
+    def delete_payload(self, document_id: str, stage: str | None = None) -> None:
+        with self._one_write():
+            if stage is None:
+                self._x("DELETE FROM job_payloads WHERE document_id = ?", (document_id,))
+            else:
+                self._x(
+                    "DELETE FROM job_payloads WHERE document_id = ? AND stage = ?",
+                    (document_id, stage),
+                )
 
     # -- events -----------------------------------------------------------------------------------
     def add_event(
