@@ -33,6 +33,8 @@ from docshelf.parse.links import WikiLink
 from docshelf.search.vector import ExactVectorIndex
 from docshelf.store import (
     FileRecord,
+    NewEvent,
+    NewUpload,
     SearchFilters,
     Store,
     open_store,
@@ -788,6 +790,46 @@ def test_a_durable_transaction_commits_and_rolls_back_like_any_other(store: Stor
     with store.transaction():  # and the ones after are as before
         put(store, 3, "z", status="queued")
     assert store.count_documents() == 2
+
+
+def test_new_uploads_are_recorded_together_with_their_events(store: Store) -> None:
+    store.put_user(user("u1", "ann"), None)
+    none = {"section": 0, "snippet": 0}  # parsed later
+    docs = [
+        dataclasses.replace(make_doc(n, "")[0], status="queued", chunk_counts=none) for n in (1, 2)
+    ]
+    jobs = [make_job(1), make_job(2)]
+    generation = store.generation()
+    with store.transaction():
+        store.add_uploads(
+            [
+                NewUpload(docs[0], jobs[0], b"\x00held", "u1", "mine.md"),
+                NewUpload(docs[1], jobs[1], None, "u1", "other.md"),  # in the blob store
+            ]
+        )
+        store.add_events(
+            [NewEvent(d.id, "stage", "queued", 0, "queued") for d in docs]
+            + [NewEvent(docs[1].id, "document.queued", message="other.md", user_id="u1")]
+        )
+    assert store.generation() > generation
+    assert [store.get_document(d.id) for d in docs] == docs
+    assert [store.get_job(d.id) for d in docs] == jobs
+    assert store.get_payload(docs[0].id, "queued") == b"\x00held"
+    assert store.get_payload(docs[1].id, "queued") is None
+    assert store.access_titles("u1", [d.id for d in docs]) == {
+        docs[0].id: "mine.md",
+        docs[1].id: "other.md",
+    }
+    events = store.events_after(0, limit=10)
+    assert [(e.document_id, e.kind, e.user_id) for e in events] == [
+        (docs[0].id, "stage", None),
+        (docs[1].id, "stage", None),
+        (docs[1].id, "document.queued", "u1"),
+    ]
+    assert events[0].seq < events[1].seq < events[2].seq
+    with store.transaction():
+        store.add_uploads([])
+        store.add_events([])
 
 
 def test_job_of_a_deleted_document_goes_with_it(store: Store) -> None:

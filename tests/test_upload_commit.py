@@ -162,17 +162,19 @@ def test_a_batch_records_each_new_upload_in_a_few_statements(shelf: Shelf) -> No
     assert all(isinstance(o, UploadResult) and o.created for o in outcomes)
     # ours, not SQLite's own (a trigger's, or the full-text index reading its settings)
     statements = [s for s in statements if not s.startswith("--") and "'main'." not in s]
-    # a document, its job, the grant and two events, the model binding read once (with
-    # the first write's chunker version, read and written once: 2 more), and no savepoint
-    # around each upload or each one-statement write (25 an upload before); the durable
-    # commit's two pragmas (synchronous FULL for it, NORMAL after)
+    # a document, its job, the grant and two events each (rows of one statement per table:
+    # SQLite's trace shows each row), the documents looked up at once, the model binding
+    # read once (with the first write's chunker version, read and written once: 2 more);
+    # no savepoint around each upload or each write (25 statements an upload before, 15
+    # after the first group commit); the durable commit's two pragmas (synchronous FULL
+    # for it, NORMAL after)
     assert statements[0] == "PRAGMA synchronous=FULL"
     assert statements[-1] == "PRAGMA synchronous=NORMAL"
-    assert len(statements) <= 15 * len(shas) + 19, len(statements)
+    assert len(statements) <= 5 * len(shas) + 22, statements
     savepoints = [s for s in statements if s.startswith("SAVEPOINT")]
-    # the document's and the job's, and the first write's binding of the model and of the
+    # the batch's rows (1), and the first write's binding of the model and of the
     # chunker's version (4)
-    assert len(savepoints) <= 2 * len(shas) + 4, savepoints
+    assert len(savepoints) <= 5, savepoints
     assert len(shelf.store.list_documents(limit=100)) == 10
 
 

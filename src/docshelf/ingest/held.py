@@ -81,11 +81,6 @@ class HeldBlobs:
         return local if local.is_file() else None
 
     # -- held uploads ------------------------------------------------------------------
-    def hold(self, doc_id: str, data: bytes) -> None:
-        """Keep an upload's bytes as its queued job's payload (inside the transaction that
-        records the job)."""
-        self.store.put_payload(doc_id, HELD, data)
-
     def held(self, sha256: str) -> bytes | None:
         """The bytes held for ``sha256``, if its job still holds them."""
         data = self.store.get_payload(document_id(sha256), HELD)

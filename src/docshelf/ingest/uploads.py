@@ -10,7 +10,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -21,6 +21,7 @@ from docshelf.ingest.held import HOLD_BYTES
 from docshelf.ingest.sync import unsupported_type_message
 from docshelf.model import Document, Event, Job, Stage, document_id
 from docshelf.parse import file_type_for
+from docshelf.store import NewEvent, NewUpload
 
 if TYPE_CHECKING:
     from docshelf.runtime import Runtime
@@ -204,95 +205,111 @@ class Uploads:
     def register_many(self, uploads: Sequence[Upload]) -> list[UploadResult | DocshelfError]:
         """Record several uploads in one durable transaction: one commit for all of them
         (the API's group commit), on disk before it returns — an answered upload survives
-        a power cut, its held bytes with it. One refused (its stored bytes deleted
-        meanwhile, a library bound to another model) is that one's error and leaves the
-        others: it is refused before it writes, so no savepoint is needed around each; a
-        failing store (a full disk) raises, and none is recorded."""
-        outcomes: list[UploadResult | DocshelfError] = []
+        a power cut, its held bytes with it. The new documents are written a statement
+        per table for all of them (``Store.add_uploads``); bytes someone has already get
+        an access link each. One refused (its stored bytes deleted meanwhile, a library
+        bound to another model) is that one's error and leaves the others: it is refused
+        before anything is written, so no savepoint is needed around each; a failing store
+        (a full disk) raises, and none is recorded."""
+        outcomes: dict[int, UploadResult | DocshelfError] = {}
         with self.store.transaction(durable=True):
+            known = self.store.get_documents([document_id(u.sha256) for u in uploads])
             writable = _once(self.rt.check_writable)  # the model binding: read once a batch
-            for upload in uploads:
+            new: dict[str, NewUpload] = {}  # document id -> the upload that creates it
+            copies: list[int] = []  # uploads of bytes stored already, or new in this batch
+            for i, upload in enumerate(uploads):
                 try:
-                    outcomes.append(self._register(upload, writable))
+                    created = self._new(upload, known, new, writable)
                 except _Refused as refused:
-                    outcomes.append(refused.error)
-        for outcome in outcomes:
-            if isinstance(outcome, UploadResult) and outcome.created:
-                self.rt.wake_workers(outcome.document_id)
-        return outcomes
+                    outcomes[i] = refused.error
+                    continue
+                if created is None:
+                    copies.append(i)
+                else:
+                    new[created.document.id] = created
+                    outcomes[i] = UploadResult(
+                        created.document.id, created.job.stage.value, upload.sha256, True, True
+                    )
+            self.rt.writer.add_uploads(list(new.values()))
+            queued = Stage.QUEUED.value
+            self.store.add_events(
+                [
+                    event
+                    for n in new.values()
+                    for event in (
+                        NewEvent(n.document.id, "stage", queued, 0, "queued"),
+                        NewEvent(n.document.id, "document.queued", queued, None, n.title),
+                    )
+                ]
+            )
+            for i in copies:  # their documents exist now
+                doc_id = document_id(uploads[i].sha256)
+                doc = known.get(doc_id) or new[doc_id].document
+                outcomes[i] = self._link(uploads[i], doc)
+        for doc_id in new:
+            self.rt.wake_workers(doc_id)
+        return [outcomes[i] for i in range(len(uploads))]
 
-    def _register(self, upload: Upload, check_writable: Callable[[], None]) -> UploadResult:
-        """One upload's rows (call inside a transaction; the caller wakes the workers).
-        This upload's own refusals raise ``_Refused``, always before its first write (the
-        batch shares one transaction, without a savepoint each); the store's errors raise
-        as they are (the transaction may be gone with them)."""
+    def _new(
+        self,
+        upload: Upload,
+        known: Mapping[str, Document],
+        new: Mapping[str, NewUpload],
+        check_writable: Callable[[], None],
+    ) -> NewUpload | None:
+        """The rows of an upload whose bytes no document holds yet, or None if one does
+        (in the store, or new in this batch). Writes nothing; this upload's own refusals
+        raise ``_Refused``."""
         user_id, name, sha256, size, data = upload
         file_type = file_type_for(name)
         if file_type is None:
             raise _Refused(UnsupportedType(unsupported_type_message(name)))
         doc_id = document_id(sha256)
-        now = time.time()
         if data is None and not self.rt.blobs.exists(sha256):
             # the same bytes were deleted between the blob write and this transaction
             raise _Refused(
                 Unavailable("The upload raced with a deletion of the same file; send it again")
             )
-        doc = self.store.get_document(doc_id)
-        if doc is not None:
-            linked = self.store.grant(user_id, doc_id, title=name)
-            if linked:
-                self.rt.writer.changed()  # the user sees one more document
-                self.rt.metrics.upload_dedup("linked")
-                self._link_events(doc, name, user_id)
-            else:
-                self.rt.metrics.upload_dedup("same_user")
-            status = Stage.QUEUED.value if linked else doc.status
-            return UploadResult(doc_id, status, sha256, created=False, linked=linked)
+        if doc_id in known or doc_id in new:
+            return None
         try:
             check_writable()
         except Conflict as exc:  # bound to another model
             raise _Refused(exc) from None
-        self.rt.writer.put(
-            Document(
-                id=doc_id,
-                sha256=sha256,
-                title=title_from_name(name),
-                path=f"upload://{sha256}",
-                rel_path=name,
-                source_id=None,
-                source_host=self.rt.host,
-                file_type=file_type,
-                size_bytes=size,
-                added_at=now,
-                updated_at=now,
-                status=Stage.QUEUED.value,
-                embedding_model=self.rt.model_id,
-            ),
-            [],
+        now = time.time()
+        queued = Stage.QUEUED
+        document = Document(
+            id=doc_id,
+            sha256=sha256,
+            title=title_from_name(name),
+            path=f"upload://{sha256}",
+            rel_path=name,
+            source_id=None,
+            source_host=self.rt.host,
+            file_type=file_type,
+            size_bytes=size,
+            added_at=now,
+            updated_at=now,
+            status=queued.value,
+            embedding_model=self.rt.model_id,
         )
-        self.store.put_job(
-            Job(
-                doc_id,
-                Stage.QUEUED,
-                "queued",
-                0,
-                now,
-                None,
-                None,
-                None,
-                sha256,
-                file_type,
-                name,
-                now,
-                now,
-            )
+        job = Job(
+            doc_id, queued, "queued", 0, now, None, None, None, sha256, file_type, name, now, now
         )
-        if data is not None:
-            self.rt.blobs.hold(doc_id, data)
-        self.store.grant(user_id, doc_id, title=name)
-        self.store.add_event(doc_id, "stage", stage="queued", progress_pct=0, message="queued")
-        self.store.add_event(doc_id, "document.queued", stage="queued", message=name)
-        return UploadResult(doc_id, Stage.QUEUED.value, sha256, created=True, linked=True)
+        return NewUpload(document, job, data, user_id, name)
+
+    def _link(self, upload: Upload, doc: Document) -> UploadResult:
+        """Bytes a document holds already: an access link for this user (if new), with
+        its own events; nothing parsed or embedded again."""
+        linked = self.store.grant(upload.user_id, doc.id, title=upload.name)
+        if linked:
+            self.rt.writer.changed()  # the user sees one more document
+            self.rt.metrics.upload_dedup("linked")
+            self._link_events(doc, upload.name, upload.user_id)
+        else:
+            self.rt.metrics.upload_dedup("same_user")
+        status = Stage.QUEUED.value if linked else doc.status
+        return UploadResult(doc.id, status, upload.sha256, created=False, linked=linked)
 
     def _link_events(self, doc: Document, name: str, user_id: str) -> None:
         """A new link's own events, addressed to its user (they see no earlier ones)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from docshelf.model import Chunk, Document
 from docshelf.parse.links import WikiLink, names_for
-from docshelf.store import FileRecord, Store
+from docshelf.store import FileRecord, NewUpload, Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,6 +52,11 @@ class DocumentWriter:
             self.store.put_names(doc.id, names_for("", doc.title, aliases), "title")
         if file is not None:
             self.point_file(file, previous)
+
+    def add_uploads(self, uploads: Sequence[NewUpload]) -> None:
+        """New uploaded documents with their queued jobs, held bytes and first access,
+        together (``Store.add_uploads``)."""
+        self.store.add_uploads(uploads)
 
     def add_chunks(self, doc: Document, chunks: Sequence[Chunk]) -> None:
         """More chunks of ``doc``, written by ``put`` with the first of them: a large

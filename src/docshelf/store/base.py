@@ -35,6 +35,31 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class NewUpload:
+    """An upload's first rows (``Store.add_uploads``): a document no one has yet, its
+    queued job, the bytes held with it (None: they are in the blob store), and the
+    uploader's access under their own name for it."""
+
+    document: Document
+    job: Job
+    held: bytes | None
+    user_id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to record (``Store.add_events``); see ``Store.add_event``."""
+
+    document_id: str
+    kind: str
+    stage: str | None = None
+    progress_pct: int | None = None
+    message: str = ""
+    user_id: str | None = None
+
+
+@dataclass(frozen=True)
 class FileRecord:
     """A file on disk that currently holds a document's bytes (the connector's view)."""
 
@@ -384,6 +409,12 @@ class Store(Protocol):
         """Per stage, the ``updated_at`` of the longest-unchanged queued or running job."""
         ...
 
+    def add_uploads(self, uploads: Sequence[NewUpload]) -> None:
+        """Record new uploads (inside the caller's transaction, having checked that none
+        of their documents exists): documents, queued jobs, held bytes (as each job's
+        payload) and access, a statement per table for all of them, not one per row."""
+        ...
+
     def put_payload(self, document_id: str, stage: str, payload: bytes) -> None: ...
     def get_payload(self, document_id: str, stage: str) -> bytes | None: ...
     def delete_payload(self, document_id: str, stage: str | None = None) -> None:
@@ -401,6 +432,10 @@ class Store(Protocol):
         message: str = "",
         user_id: str | None = None,
     ) -> int: ...
+    def add_events(self, events: Sequence[NewEvent]) -> None:
+        """Record several events in one statement, in order (their seqs unreturned)."""
+        ...
+
     def events_after(
         self,
         after: int,

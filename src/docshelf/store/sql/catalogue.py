@@ -15,6 +15,7 @@ from docshelf.store.base import (
     ChunkPlace,
     FileRecord,
     Listing,
+    NewUpload,
     SearchFilters,
     StoreStats,
     VectorSnapshot,
@@ -24,12 +25,15 @@ from docshelf.store.rows import (
     DOCUMENT_COLUMNS,
     DOCUMENT_FIELDS,
     FILE_COLUMNS,
+    JOB_COLUMNS,
+    JOB_FIELDS,
     SOURCE_COLUMNS,
     chunk_from_row,
     chunk_row,
     document_from_row,
     document_row,
     inner_paths,
+    job_row,
     like_prefix,
     source_from_row,
     source_row,
@@ -283,6 +287,32 @@ class CatalogueSQL(SQLBase):
                 )
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
+            self._bump_generation()
+
+    def add_uploads(self, uploads: Sequence[NewUpload]) -> None:
+        if not uploads:
+            return
+        encode = self.dialect.encode_list
+        with self.transaction():
+            self._xm(
+                f"INSERT INTO documents({DOCUMENT_COLUMNS}) "
+                f"VALUES ({', '.join('?' * len(DOCUMENT_FIELDS))})",
+                [document_row(u.document, encode) for u in uploads],
+            )
+            self._xm(
+                f"INSERT INTO jobs({JOB_COLUMNS}) VALUES ({', '.join('?' * len(JOB_FIELDS))})",
+                [job_row(u.job) for u in uploads],
+            )
+            self._xm(
+                "INSERT INTO job_payloads(document_id, stage, payload) VALUES (?, ?, ?)",
+                [(u.job.document_id, u.job.stage.value, u.held) for u in uploads if u.held],
+            )
+            self._xm(
+                self.dialect.insert_ignoring(
+                    "access(user_id, document_id, title, added_at)", "user_id, document_id"
+                ),
+                [(u.user_id, u.document.id, u.title, u.document.added_at) for u in uploads],
+            )
             self._bump_generation()
 
     def add_chunks(self, document_id: str, chunks: Sequence[Chunk]) -> None:

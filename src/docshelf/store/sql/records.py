@@ -9,6 +9,7 @@ from typing import Any
 
 from docshelf.model import Distillate, Enrichment, Event, Job, User
 from docshelf.parse.links import WikiLink
+from docshelf.store.base import NewEvent
 from docshelf.store.rows import (
     DISTILLATE_COLUMNS,
     JOB_COLUMNS,
@@ -346,6 +347,20 @@ class RecordsSQL(SQLBase):
             )
             self.notices.note(document_id)
         return int(rows[0][0])
+
+    def add_events(self, events: Sequence[NewEvent]) -> None:
+        now = time.time()
+        with self._one_write():
+            self._xm(
+                "INSERT INTO events(document_id, user_id, kind, stage, progress_pct, message, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (e.document_id, e.user_id, e.kind, e.stage, e.progress_pct, e.message, now)
+                    for e in events
+                ],
+            )
+            for e in events:
+                self.notices.note(e.document_id)
 
     def events_after(
         self,
