@@ -5,15 +5,15 @@ transaction), on SQLite and on PostgreSQL.
     .venv/bin/python bench/upload_record.py [--rounds 10] [--new 35] [--duplicates 15]
         [--postgres URL] [--before SRC]
 
-Each round makes a fresh library (a temporary home; with ``--postgres``, also a fresh
-schema on that server, dropped afterwards), two users and one ingested-looking upload,
-then times the commit of ``--new`` new Markdown notes and ``--duplicates`` copies
-(bench/upload_load.py's plan: every other copy by the second user), read whole into
-blob writers as the API reads them. ``--before SRC`` runs the same rounds with another
-``src`` folder's code (in a child process with it on ``PYTHONPATH``), alternating round
-by round, so a busy disk or server weighs on both. Prints p50 / min / max of the wall
-time per backend and code, and the statements the store ran (SQLite's trace, where each
-row of a many-row statement counts).
+Each round is a child process that warms up on one fresh library, then makes another (a
+temporary home; with ``--postgres``, also a fresh schema on that server, dropped
+afterwards) with two users and one upload, and times the commit of ``--new`` new
+Markdown notes and ``--duplicates`` copies (bench/upload_load.py's plan: every other
+copy by the second user), read whole into blob writers as the API reads them.
+``--before SRC`` runs the same rounds with another ``src`` folder's code (with it on
+``PYTHONPATH``), alternating round by round, so a busy disk or server weighs on both.
+Prints p50 / min / max of the wall time per backend and code, and the statements the
+store ran (SQLite's trace, where each row of a many-row statement counts).
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None, help="src folder to compare")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child is not None:
+    if args.child is not None:  # one round in a fresh library, after one to warm up
+        one_round(args.new, args.duplicates, args.child + 10_000, args.postgres)
         print(json.dumps(one_round(args.new, args.duplicates, args.child, args.postgres)))
         return
     backends: list[tuple[str, str | None]] = [("SQLite", None)]
