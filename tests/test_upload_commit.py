@@ -210,6 +210,20 @@ def test_a_small_upload_is_held_with_its_record_until_its_parse_moves_it(shelf: 
     assert shelf.store.get_payload(small.document_id, "queued") is None
 
 
+def test_an_upload_of_a_folder_file_s_bytes_keeps_its_own_copy(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "n.md").write_bytes(note(6))
+    shelf.add(folder)
+    alice = shelf.create_user("alice")[0].id
+    up = shelf.upload(alice, "mine.md", note(6))  # held, then linked to the folder's document
+    assert not up.created and up.linked
+    assert _blob_file(shelf, up.fingerprint).read_bytes() == note(6)
+    assert shelf.store.get_payload(up.document_id, "queued") is None
+
+
 def test_settling_again_after_a_crash_between_its_two_steps_only_drops_the_copy(
     shelf: Shelf,
 ) -> None:

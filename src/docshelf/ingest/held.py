@@ -95,8 +95,12 @@ class HeldBlobs:
         data = self.held(sha256)
         if data is None:
             return
-        if not self.blobs.exists(sha256):
-            with self.blobs.writer(len(data)) as writer:
-                writer.write(data)
-                writer.commit()
+        self.keep(data)
         self.store.delete_payload(document_id(sha256), HELD)
+
+    def keep(self, data: bytes) -> None:
+        """Write ``data`` to the blob store (durably), unless it holds them already."""
+        with self.blobs.writer(len(data)) as writer:
+            writer.write(data)
+            if not self.blobs.exists(writer.digest()):
+                writer.commit()

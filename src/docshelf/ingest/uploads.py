@@ -301,6 +301,10 @@ class Uploads:
     def _link(self, upload: Upload, doc: Document) -> UploadResult:
         """Bytes a document holds already: an access link for this user (if new), with
         its own events; nothing parsed or embedded again."""
+        if upload.data is not None and not self.rt.blobs.exists(upload.sha256):
+            # a folder's file holds these bytes, not the blob store: the upload keeps its
+            # own copy, as a larger upload's is kept before its record
+            self.rt.blobs.keep(upload.data)
         linked = self.store.grant(upload.user_id, doc.id, title=upload.name)
         if linked:
             self.rt.writer.changed()  # the user sees one more document
