@@ -19,7 +19,7 @@ before the burst; without it the burst meets a freshly started server. Prints:
 
     .venv/bin/python bench/upload_load.py [--embedder none|local] [--new 35] [--duplicates 15]
         [--shape process,thread] [--rounds 1] [--warm] [--client raw|httpx] [--before SRC]
-        [--variant LABEL=SRC ...] [--variants-only] [--http auto,h11]
+        [--variant LABEL=SRC ...] [--variants-only] [--http auto,h11] [--postgres URL]
 
 With several shapes and rounds, the runs alternate (process, thread, process, …)
 so a busy machine weighs on both alike; a table of every run ends the output, with
@@ -34,6 +34,9 @@ leaves uvicorn's own choice; ``auto,h11`` runs both, back to back.
 `--worker-nice`, default 10). The client sends prepared request bytes on
 connections opened before the clock starts (`--client raw`), so the times are
 the server's; `--client httpx` is the previous client.
+
+``--postgres URL`` puts each run's store in a fresh schema on that PostgreSQL server
+(the team deployment's store; the blobs stay in the temporary home).
 
 Bounded: one request per file, and the whole run stops after --timeout seconds.
 """
@@ -52,8 +55,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -181,6 +188,26 @@ def hide_speedups(folder: Path) -> Path:
     for name, text in NO_SPEEDUPS.items():
         (folder / name).write_text(text)
     return folder
+
+
+@contextmanager
+def fresh_database(postgres: str | None) -> Iterator[str | None]:
+    """None for the embedded SQLite store, or a URL of a new schema on ``postgres``
+    (dropped afterwards)."""
+    if postgres is None:
+        yield None
+        return
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    options = quote(f"-c search_path={schema},public", safe="")
+    try:
+        yield f"{postgres}{'&' if '?' in postgres else '?'}options={options}"
+    finally:
+        with psycopg.connect(postgres, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def start_server(
@@ -419,6 +446,9 @@ def main() -> None:
     parser.add_argument(
         "--variants-only", action="store_true", help="run the variants, not this tree"
     )
+    parser.add_argument(
+        "--postgres", default=None, help="the store on this PostgreSQL server (a fresh schema)"
+    )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
     trees: list[tuple[str, Path | None]] = []
@@ -467,7 +497,12 @@ def one_run(
     hidden: Path | None = None,
 ) -> dict[str, str]:
     row = {"shape": label, "round": str(round_no), "load": f"{os.getloadavg()[0]:.1f}"}
-    with tempfile.TemporaryDirectory(prefix="docshelf-upload-bench-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="docshelf-upload-bench-") as tmp,
+        fresh_database(args.postgres) as url,
+    ):
+        if url is not None:  # the server and this process's reads: a schema of its own
+            os.environ["DOCSHELF_DATABASE_URL"] = url
         home = Path(tmp) / "home"
         with Shelf(home, embedder=None) as shelf:
             args.tokens = {name: shelf.create_user(name)[1] for name in ("alice", "bob")}

@@ -26,39 +26,17 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-@contextmanager
-def fresh_database(postgres: str | None) -> Iterator[str | None]:
-    """None for the embedded SQLite store, or a URL of a new schema on ``postgres``."""
-    if postgres is None:
-        yield None
-        return
-    import psycopg
-
-    schema = f"bench_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(postgres, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    options = quote(f"-c search_path={schema},public", safe="")
-    try:
-        yield f"{postgres}{'&' if '?' in postgres else '?'}options={options}"
-    finally:
-        with psycopg.connect(postgres, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
 def one_round(new: int, duplicates: int, seed: int, postgres: str | None) -> dict[str, float]:
     """One batch committed in a fresh library: its wall time and SQLite's statements."""
-    from bench.upload_load import plan
+    from bench.upload_load import fresh_database, plan
     from docshelf.shelf import Shelf
 
     with (

@@ -645,14 +645,19 @@ def test_users_and_tokens(store: Store) -> None:
     store.put_user(user("u2", "bob"), None)
     assert store.get_user("u1") == ann and store.get_user("ann") == ann
     assert store.get_user("nobody") is None
-    assert store.user_for_token("hash1") == ann and store.user_for_token("nope") is None
+    store.put_user(user("u4", "cy"), "hash4")
+    assert store.users_for_tokens(["hash1", "nope", "hash4", "hash1"]) == {
+        "hash1": ann,
+        "hash4": user("u4", "cy"),
+    }
+    assert store.users_for_tokens([]) == {}
     assert store.has_token("u1") and not store.has_token("u2")
-    assert [u.name for u in store.list_users()] == ["ann", "bob"]
+    assert [u.name for u in store.list_users()] == ["ann", "bob", "cy"]
     revoked = dataclasses.replace(ann, revoked_at=5.0)
     store.put_user(revoked, "hash1")  # an upsert: token and revocation change
-    assert store.user_for_token("hash1") is None and store.get_user("u1") == revoked
+    assert store.users_for_tokens(["hash1"]) == {} and store.get_user("u1") == revoked
     store.put_user(ann, "hash2")
-    assert store.user_for_token("hash2") == ann and store.user_for_token("hash1") is None
+    assert store.users_for_tokens(["hash2", "hash1"]) == {"hash2": ann}
     with pytest.raises(Conflict):
         store.put_user(user("u3", "ann"), None)  # names are unique
 

@@ -80,6 +80,24 @@ def test_a_failing_call_fails_its_items_and_the_next_call_still_runs() -> None:
     assert isinstance(failed, Unavailable) and good == "GOOD"
 
 
+def test_tokens_that_arrive_together_are_checked_in_one_query_each_on_its_own(
+    shelf: Shelf,
+) -> None:
+    (alice, alice_token), (_, bob_token) = (shelf.create_user(n) for n in ("alice", "bob"))
+    shelf.revoke_user("bob")
+    store = shelf.store
+    assert isinstance(store, SQLiteStore)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        users = shelf.authenticate_many([alice_token, bob_token, "dsk_unknown", "", alice_token])
+    finally:
+        store._db.set_trace_callback(None)
+    assert [u.id if u else None for u in users] == [alice.id, None, None, None, alice.id]
+    assert len([s for s in statements if "FROM users" in s]) == 1
+    assert shelf.authenticate(alice_token) == alice and shelf.authenticate(bob_token) is None
+
+
 # -- one transaction for the uploads that arrive together --------------------------------
 
 

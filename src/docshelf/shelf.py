@@ -392,9 +392,15 @@ class Shelf:
         return users_mod.revoke(self.store, name_or_id)
 
     def authenticate(self, token: str) -> User | None:
+        """The user a bearer token names; None if it is unknown or revoked."""
+        return self.authenticate_many([token])[0]
+
+    def authenticate_many(self, tokens: Sequence[str]) -> list[User | None]:
+        """``authenticate`` of several tokens in one store query (the API's requests that
+        arrive together)."""
         from docshelf.accounts import users as users_mod
 
-        return users_mod.authenticate(self.store, token)
+        return users_mod.authenticate(self.store, tokens)
 
     def local_admin_token(self) -> str | None:
         """On a home with no token yet, create the local admin's and return it (once)."""

@@ -7,6 +7,7 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Sequence
 
 from docshelf.errors import Conflict, InvalidInput, NotFound
 from docshelf.model import User
@@ -56,8 +57,11 @@ def issue_token(store: Store, user: User) -> str:
     return token
 
 
-def authenticate(store: Store, token: str) -> User | None:
-    return store.user_for_token(token_hash(token)) if token else None
+def authenticate(store: Store, tokens: Sequence[str]) -> list[User | None]:
+    """The user each token names (None: unknown, revoked or empty), in one query."""
+    hashes = [token_hash(token) if token else "" for token in tokens]
+    users = store.users_for_tokens([h for h in hashes if h])
+    return [users.get(h) if h else None for h in hashes]
 
 
 def revoke(store: Store, name_or_id: str) -> User:

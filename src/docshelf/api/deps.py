@@ -120,7 +120,7 @@ def token_checks(shelf: Shelf) -> Batched[str, User | None]:
     """Bearer tokens looked up in the store on the threadpool (never on the event loop: a
     worker's transaction may hold the store), the tokens of requests that arrive
     together in one hop (``create_app`` keeps one)."""
-    return Batched(lambda tokens: [shelf.authenticate(token) for token in tokens])
+    return Batched(shelf.authenticate_many)
 
 
 async def current_user(

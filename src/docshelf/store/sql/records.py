@@ -200,12 +200,13 @@ class RecordsSQL(SQLBase):
         )
         return user_from_row(rows[0]) if rows else None
 
-    def user_for_token(self, token_hash: str) -> User | None:
-        rows = self._q(
-            f"SELECT {USER_COLUMNS} FROM users WHERE token_hash = ? AND revoked_at IS NULL",
-            (token_hash,),
+    def users_for_tokens(self, token_hashes: Sequence[str]) -> dict[str, User]:
+        rows = self._each_among(
+            "token_hash",
+            list(dict.fromkeys(token_hashes)),
+            f"SELECT token_hash, {USER_COLUMNS} FROM users WHERE revoked_at IS NULL AND {{}}",
         )
-        return user_from_row(rows[0]) if rows else None
+        return {r[0]: user_from_row(r[1:]) for r in rows}
 
     def has_token(self, user_id: str) -> bool:
         return bool(
