@@ -55,14 +55,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
+
+if __package__ in (None, ""):  # run as a script: make the project root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from docshelf.shelf import Shelf
 
@@ -197,17 +198,10 @@ def fresh_database(postgres: str | None) -> Iterator[str | None]:
     if postgres is None:
         yield None
         return
-    import psycopg
+    from bench.cluster import fresh_schema
 
-    schema = f"bench_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(postgres, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    options = quote(f"-c search_path={schema},public", safe="")
-    try:
-        yield f"{postgres}{'&' if '?' in postgres else '?'}options={options}"
-    finally:
-        with psycopg.connect(postgres, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with fresh_schema(postgres) as url:
+        yield url
 
 
 def start_server(

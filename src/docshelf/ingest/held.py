@@ -51,19 +51,13 @@ class HeldBlobs:
         try:
             return self.blobs.read(sha256)
         except NotFound:
-            held = self.held(sha256)
-            if held is None:
-                raise
-            return held
+            return self._held_or_not_found(sha256)
 
     def open(self, sha256: str) -> BinaryIO:
         try:
             return self.blobs.open(sha256)
         except NotFound:
-            held = self.held(sha256)
-            if held is None:
-                raise
-            return io.BytesIO(held)
+            return io.BytesIO(self._held_or_not_found(sha256))
 
     def exists(self, sha256: str) -> bool:
         return self.blobs.exists(sha256) or self.held(sha256) is not None
@@ -73,12 +67,10 @@ class HeldBlobs:
         self.store.delete_payload(document_id(sha256), HELD)
 
     def local_path(self, sha256: str) -> Path | None:
-        """The blob's file, when the blob store is a local folder that holds it."""
+        """Where the blob's file is when the blob store is a local folder (it may not be
+        there yet: a held upload), else None."""
         path = getattr(self.blobs, "path", None)
-        if path is None:
-            return None
-        local = Path(path(sha256))
-        return local if local.is_file() else None
+        return None if path is None else Path(path(sha256))
 
     # -- held uploads ------------------------------------------------------------------
     def held(self, sha256: str) -> bytes | None:
@@ -87,6 +79,12 @@ class HeldBlobs:
         if data is None or hashlib.sha256(data).hexdigest() != sha256:
             return None  # none, or another document's (ids are a prefix of the hash)
         return data
+
+    def _held_or_not_found(self, sha256: str) -> bytes:
+        held = self.held(sha256)
+        if held is None:
+            raise NotFound(f"No blob {sha256}")
+        return held
 
     def settle(self, sha256: str) -> None:
         """Move a job's held bytes into the blob store (durably), then drop them from the
