@@ -11,7 +11,9 @@ Variants, run round-robin (so a noisy moment hits them alike), after one warm-up
 (which also writes the ONNX exports and compiles each tree's modules once):
 
 - ``before``       the code before this change (``--before SRC``, e.g. ``git archive
-                   4e2bfed | tar -x -C DIR``): no runtime set, so the lean query model
+                   4e2bfed | tar -x -C DIR``), in-process (``DOCSHELF_SEARCH_HELPER=off``;
+                   a tree older than the helper ignores it): no runtime set, so the
+                   lean query model
 - ``before-lex``   the same tree, ``--mode lexical`` (no query vector)
 - ``in-process``   this tree, ``DOCSHELF_SEARCH_HELPER=off``: cli/quick.py, in-process
 - ``lexical``      this tree, in-process, ``--mode lexical``
@@ -45,8 +47,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent / "src"
 # name: (tree, environment changes, extra CLI arguments)
 VARIANTS: dict[str, tuple[str, dict[str, str | None], list[str]]] = {
-    "before": ("before", {}, []),
-    "before-lex": ("before", {}, ["--mode", "lexical"]),
+    "before": ("before", {"DOCSHELF_SEARCH_HELPER": "off"}, []),
+    "before-lex": ("before", {"DOCSHELF_SEARCH_HELPER": "off"}, ["--mode", "lexical"]),
     "in-process": ("current", {"DOCSHELF_SEARCH_HELPER": "off"}, []),
     "lexical": ("current", {"DOCSHELF_SEARCH_HELPER": "off"}, ["--mode", "lexical"]),
     "resident": ("current", {"DOCSHELF_SEARCH_HELPER": "use"}, []),

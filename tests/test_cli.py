@@ -525,6 +525,30 @@ def test_a_bad_line_gets_typers_error_and_exit_status(argv: list[str], tmp_path:
     assert seen[0][0] == 2 and "Error" in seen[0][2] and not seen[0][1]
 
 
+@pytest.mark.parametrize("busy", [False, True])
+def test_a_one_shot_command_ends_at_once_and_loses_no_output(busy: bool, tmp_path: Path) -> None:
+    """The installed command skips the interpreter's finalisation once a quick command
+    has answered (an atexit hook never runs), unless a thread is still at work, which
+    then finishes; the JSON is whole either way."""
+    finalised, worked = tmp_path / "finalised", tmp_path / "worked"
+    script = tmp_path / "docshelf"
+    script.write_text(
+        "import atexit, sys, threading, time\n"
+        f"atexit.register(lambda: open({str(finalised)!r}, 'w').close())\n"
+        f"def work():\n    time.sleep(0.3)\n    open({str(worked)!r}, 'w').close()\n"
+        f"if {busy}:\n    threading.Thread(target=work).start()\n"
+        "from docshelf.cli import main\nmain()\n"
+    )
+    env = {**os.environ, "DOCSHELF_HOME": str(tmp_path / "home"), "DOCSHELF_EMBEDDER": "none"}
+    done = subprocess.run(
+        [sys.executable, str(script), "--json", "status"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] is True
+    assert worked.exists() is busy
+    assert finalised.exists() is busy  # finalised only when a thread held the exit
+
+
 def test_the_bars_come_up_only_for_work_that_lasts() -> None:
     import io
     import time

@@ -32,6 +32,7 @@ def main() -> None:
     from docshelf.cli import quick
 
     if quick.main(sys.argv[1:]):
+        quick.exit_now()
         return
     from docshelf.cli.typer_app import app
 
