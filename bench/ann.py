@@ -216,6 +216,7 @@ def engine_times(
     none = SearchFilters()
     searcher = lexical._index.searcher()
     graph = vector._graph
+    assert graph is not None
     k = 110  # what search asks of either engine, unfiltered: 100 candidates + 10
     deep = max(ann_module.expansion_search(len(graph), graph.connectivity), k)  # the query's
     near = max(ann_module.EXPANSION_SEARCH, k)  # the feedback pass's (SidecarVectorIndex.search)

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.model import Chunk, Document, Tier, User, chunk_id, document_id
-from docshelf.search.ann import SidecarVectorIndex, read_checkpoint
+from docshelf.search.ann import Found, GraphView, SidecarVectorIndex, read_checkpoint, usearch_index
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
 from docshelf.store.sqlite import SQLiteStore
@@ -145,6 +145,41 @@ def test_the_search_depth_grows_with_the_graph() -> None:
     assert expansion_search(1_000_000) == EXPANSION_SEARCH
     assert expansion_search(2_000_000) == 512
     assert expansion_search(10**9) == MAX_EXPANSION_SEARCH
+
+
+@pytest.mark.parametrize("ef", [16, 64, 256])
+def test_the_graph_view_answers_as_usearchs_own_wrapper(ef: int, tmp_path: Path) -> None:
+    """``GraphView`` calls usearch's native module as its Python wrapper does: the same
+    keys and distances, in the same order, for any k (a few, the whole graph, more than
+    it holds), and the same size, connectivity and depth."""
+    from docshelf.search.ann import CONNECTIVITY, DTYPE
+
+    rng = np.random.default_rng(ef)
+    vectors = clustered(1_500, rng)
+    Index = usearch_index()
+    built = Index(ndim=DIM, metric="ip", dtype=DTYPE, connectivity=CONNECTIVITY)
+    built.add(np.arange(10, 10 + len(vectors), dtype=np.uint64) * 7, vectors)
+    path = str(tmp_path / "graph.usearch")
+    built.save(path)
+    theirs, ours = Index.restore(path, view=True), GraphView(path)
+    assert (len(ours), ours.connectivity) == (len(theirs), theirs.connectivity) == (1_500, 32)
+    theirs.expansion_search = ours.expansion_search = ef
+    assert ours.expansion_search == ef
+    for q in clustered(30, rng):
+        for k in (1, 10, 110, 1_500, 2_000):
+            want, got = theirs.search(q, k), ours.search(q, k)
+            assert got.keys.tolist() == want.keys.tolist()
+            assert got.distances.tolist() == want.distances.tolist()
+            if k <= 110:  # (asked for more, a graph search need not reach every node)
+                assert len(got.keys) == k
+
+
+def test_a_torn_graph_file_is_refused(tmp_path: Path) -> None:
+    for body in (b"", b"not a usearch index at all" * 10):
+        torn = tmp_path / "torn.usearch"
+        torn.write_bytes(body)
+        with pytest.raises((OSError, RuntimeError, ValueError)):
+            GraphView(str(torn))
 
 
 def test_scores_are_cosine_similarities_like_the_exact_path(store: SQLiteStore) -> None:
@@ -397,13 +432,13 @@ def test_a_selective_filter_is_complete_even_when_the_graph_misses_a_node(
     hidden = next(iter(store.vectors_matching(one)[0].tolist()))
     real_search = graph.search
 
-    class Missing:  # the graph's answer without one of the filter's snippets
-        def __init__(self, found: object) -> None:
-            keep = [i for i, k in enumerate(found.keys.tolist()) if k != hidden]  # type: ignore[attr-defined]
-            self.keys = found.keys[keep]  # type: ignore[attr-defined]
-            self.distances = found.distances[keep]  # type: ignore[attr-defined]
+    def missing(query: npt.NDArray[np.float32], k: int) -> Found:
+        """The graph's answer without one of the filter's snippets."""
+        found = real_search(query, k)
+        keep = [i for i, key in enumerate(found.keys.tolist()) if key != hidden]
+        return Found(found.keys[keep], found.distances[keep])
 
-    graph.search = lambda q, k: Missing(real_search(q, k))
+    graph.search = missing  # type: ignore[method-assign]
     got = [c for c, _ in index.search(vectors[50], 10, one)]
     assert got == want
 
@@ -434,10 +469,10 @@ def test_a_filter_that_lets_few_snippets_through_is_scanned_exactly(store: SQLit
     graph = index._graph
     assert graph is not None
 
-    def unused(q: object, k: int) -> object:
+    def unused(query: npt.NDArray[np.float32], k: int) -> Found:
         raise AssertionError("the graph was searched")
 
-    graph.search = unused
+    graph.search = unused  # type: ignore[method-assign]
     for q in vectors[::150]:
         assert_same(index.search(q, 10, few), exact_index.search(q, 10, few))
     assert len(index.search(vectors[0], 100, few)) == 4 * PER_DOC  # every one, no more

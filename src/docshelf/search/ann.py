@@ -33,7 +33,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from docshelf.durable import fsync
 from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
@@ -169,7 +169,7 @@ class SidecarVectorIndex(SidecarIndex):
         self._maintained: object = None  # _version() maintain() last looked at
         self._looking: object = None  # _version() the running maintain() looks at
         self._checkpoint: Checkpoint | None = None
-        self._graph: Any = None  # usearch.index.Index (a read-only view)
+        self._graph: GraphView | None = None
         self._graph_size = 0  # len(self._graph), read once when it is opened
         self._connectivity = 0  # the graph's M, read with it
         self._ef = 0  # the search depth last set on the graph
@@ -270,10 +270,12 @@ class SidecarVectorIndex(SidecarIndex):
         scores: dict[int, float] = {}
         size = self._graph_size  # a read-only view: its size is fixed while it is open
         ef = max(EXPANSION_SEARCH if near else expansion_search(size, self._connectivity), k)
+        graph = self._graph
+        assert graph is not None  # (called only while a graph is open)
         if ef != self._ef:
-            self._graph.expansion_search = self._ef = ef
+            graph.expansion_search = self._ef = ef
         want = k + len(self._changed) if len(self._changed) < k else 2 * k
-        found = self._graph.search(q, min(want, size))
+        found = graph.search(q, min(want, size))
         keys, distances = found.keys.tolist(), found.distances.tolist()
         if not self._changed:  # nothing to leave out or add: the graph's order, best first
             ranked = [(key, 1.0 - distance) for key, distance in zip(keys, distances, strict=True)]
@@ -479,10 +481,8 @@ class SidecarVectorIndex(SidecarIndex):
     def _open(self, checkpoint: Checkpoint) -> None:
         import numpy as np
 
-        Index = usearch_index()
-
         try:
-            self._graph = Index.restore(str(self.directory / checkpoint.file), view=True)
+            self._graph = GraphView(str(self.directory / checkpoint.file))
         except (OSError, RuntimeError, ValueError) as exc:  # removed or torn: answer exactly
             log.warning("cannot open the vector index %s: %s", checkpoint.file, exc)
             self._graph = None
@@ -775,12 +775,74 @@ def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
 
 
 def usearch_index() -> Any:
-    """usearch's ``Index`` class. onnxruntime is imported first when it is installed:
+    """usearch's ``Index`` class (its Python wrapper), for building and folding."""
+    usearch_compiled()
+    from usearch.index import Index
+
+    return Index
+
+
+def usearch_compiled() -> Any:
+    """usearch's native module. onnxruntime is imported first when it is installed:
     importing it *after* usearch's native module crashes the process (seen with
     onnxruntime 1.32 and usearch 2.x), and the ONNX embedder may be loaded later."""
     with contextlib.suppress(ImportError):
         import onnxruntime  # noqa: F401
 
-    from usearch.index import Index
+    from usearch import compiled
 
-    return Index
+    return compiled
+
+
+class Found(NamedTuple):
+    """One graph search's answer, nearest first: keys (seqs) and ip distances."""
+
+    keys: npt.NDArray[np.uint64]
+    distances: npt.NDArray[np.float32]
+
+
+class GraphView:
+    """A published graph mapped read-only from its file and searched one query at a
+    time, through usearch's native module alone.
+
+    Port note: usearch's Python wrapper (``usearch.index``) imports tqdm and ``inspect``
+    for progress bars and callbacks a search never uses (~13 ms of a new process's
+    search), and wraps each answer in objects read once. This calls the same native
+    ``Index`` with the arguments the wrapper's ``restore(view=True)`` and ``search``
+    pass (``tests/test_ann.py`` compares both answers); building and folding keep the
+    wrapper."""
+
+    def __init__(self, path: str) -> None:
+        native = usearch_compiled()
+        meta = native.index_dense_metadata_from_path(path)
+        self._graph = native.Index(
+            ndim=meta["dimensions"],
+            dtype=meta["kind_scalar"],
+            metric_kind=meta["kind_metric"],
+            metric_signature=native.MetricSignature.ArrayArraySize,
+        )
+        self._graph.view_index_from_path(path, None)
+        self._unknown = native.ScalarKind.Unknown  # the query's own dtype
+        self.connectivity = int(self._graph.connectivity)
+        self._size = len(self._graph)
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def expansion_search(self) -> int:
+        return int(self._graph.expansion_search)
+
+    @expansion_search.setter
+    def expansion_search(self, ef: int) -> None:
+        self._graph.expansion_search = ef
+
+    def search(self, query: npt.NDArray[np.float32], k: int) -> Found:
+        """The ``k`` nearest keys to ``query`` (one contiguous float32 vector), on this
+        thread: one query is one thread's work whatever the pool (the wrapper's default,
+        ``threads=0``, gives the same answer)."""
+        keys, distances, counts, _, _ = self._graph.search_many(
+            query.reshape(1, -1), count=k, exact=False, threads=1, dtype=self._unknown
+        )
+        n = int(counts[0])
+        return Found(keys[0, :n], distances[0, :n])
