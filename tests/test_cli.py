@@ -198,7 +198,9 @@ def test_help_is_fast_and_imports_no_model_stack(tmp_path: Path) -> None:
 
 def test_status_imports_no_model_stack(tmp_path: Path, notes: Path) -> None:
     code = (
-        "import sys; from docshelf.cli import main; sys.argv = ['docshelf', '--json', 'status'];\n"
+        "import sys; from docshelf.cli import main, quick\n"
+        "sys.argv = ['docshelf', '--json', 'status']\n"
+        "quick.exit_now = lambda: None  # (so the lines after main() run)\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print([m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules])"
     )
@@ -300,7 +302,8 @@ def _modules_after(
     or on a terminal)."""
     names = HEAVY + ONLY_WHEN_USED + NOT_AT_START
     code = (
-        "import sys\nfrom docshelf.cli import main\n"
+        "import sys\nfrom docshelf.cli import main, quick\n"
+        "quick.exit_now = lambda: None  # (so the lines after main() run)\n"
         f"sys.argv = ['docshelf', *{(argv if terminal else ['--json', *argv])!r}]\n"
         + (AT_A_TERMINAL if terminal else "")
         + "try:\n    main()\nexcept SystemExit:\n    pass\n"

@@ -394,7 +394,8 @@ def test_a_json_search_loads_no_typer_and_a_helped_one_not_the_library(
     home = tmp_path / "lib"
     _lexical_library(home, notes)
     probe = (
-        "import sys\nfrom docshelf.cli import main\n"
+        "import sys\nfrom docshelf.cli import main, quick\n"
+        "quick.exit_now = lambda: None  # (so the lines after main() run)\n"
         "sys.argv = ['docshelf', 'search', 'flour', '--json']\nmain()\n"
         "heavy = ('typer', 'click', 'rich', 'pydantic', 'numpy', 'docshelf.shelf', "
         "'prometheus_client')\n"
