@@ -25,8 +25,9 @@ Each child runs ``python -m docshelf.cli search … --json`` with its tree first
 ``PYTHONPATH`` and bytecode caching on, as an installed docshelf does. Wall time, CPU
 time (user + system: less sensitive to a busy machine than wall time) and peak RSS are
 each child's own (``os.wait4``); the parent stays small (the library is built in a
-child). Then ``python -X importtime`` of one in-process search of this tree, its import
-time summed by top-level package.
+child). ``bench/ann.py``'s speed probe is printed from before and after the runs. Then
+``python -X importtime`` of one in-process search of this tree, its import time summed
+by top-level package.
 
     flock /tmp/docshelf-bench.lock .venv/bin/python bench/cli_search.py \
         [--snippets 100000] [--runs 20] [--dir DIR] [--before SRC] [--variants ...]
@@ -112,6 +113,20 @@ def run_once(
         if proc.returncode != 0 or b'"hits"' not in out.read():
             raise RuntimeError(f"{variant}: docshelf search failed: {err.read().decode()[-800:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def probe() -> str:
+    """``bench/ann.py``'s speed probe, in a child (this process stays small): how fast the
+    shared host is right now, so runs at different times can be told apart."""
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", "from bench.ann import speed_probe; print(speed_probe())"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    return done.stdout.strip() or f"unavailable ({done.stderr.strip()[-200:]})"
 
 
 def start_helper(home: Path) -> subprocess.Popen[bytes]:
@@ -207,6 +222,7 @@ def main() -> None:
     if args.before:
         trees["before"] = args.before.resolve()
     helper = start_helper(home) if "resident" in variants else None
+    probe_before = probe()
     try:
         for variant in variants:  # warm-up: exports, page cache, .pyc files, sidecars
             run_once(trees, "warm up", home, variant)
@@ -228,7 +244,8 @@ def main() -> None:
     print(
         f"\n`docshelf search` as a new process, hybrid unless noted, {args.snippets:,} "
         f"snippets, {args.runs} runs each, round-robin; load average "
-        f"{os.getloadavg()[0]:.1f} at the end"
+        f"{os.getloadavg()[0]:.1f} at the end; speed probe {probe_before} before, "
+        f"{probe()} after"
     )
     print(
         "| variant | p50 ms | p95 ms | CPU p50 ms | peak RSS MB (max) | p50 ÷ before |\n"
