@@ -106,6 +106,39 @@ def test_a_clear_first_place_is_kept_in_the_top(
     ]
 
 
+@given(lex=rankings, vec=rankings, few=st.integers(1, 12), strong=st.sampled_from([0.0, 0.3]))
+def test_a_rare_words_few_holders_come_first(
+    lex: list[tuple[str, float]], vec: list[tuple[str, float]], few: int, strong: float
+) -> None:
+    s = FusionSettings(few_lexical=few, strong_lead=strong)
+    fused = fuse(lex, vec, s)
+    ids = [f.id for f in fused]
+    plain = [f.id for f in fuse(lex, vec, FusionSettings(strong_lead=strong))]
+    if len(lex) >= few:
+        assert ids == plain  # a list of many: the rule is silent
+    else:  # every holder first, in the order the fusion gave them; the rest as they were
+        held = {i for i, _ in lex}
+        strong_ids = {r[0][0] for r in (lex, vec) if r and strong and lead(r) >= strong}
+        first = held | strong_ids
+        assert set(ids[: len(first)]) == first
+        assert [i for i in ids if i not in first] == [i for i in plain if i not in first]
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    assert set(ids) == {i for i, _ in lex} | {i for i, _ in vec}
+
+
+def test_a_name_only_a_few_snippets_hold_is_not_buried() -> None:
+    """A name such as "Obsidian2Mkdocs": three snippets hold it, none leading by much,
+    and the vector side (which cuts the name into word pieces) ranks other notes far
+    above them."""
+    lex = [("index", 11.4), ("note6", 10.6), ("note1", 7.3)]
+    vec = [(f"v{i}", 0.65 - i * 0.01) for i in range(20)] + [("note1", 0.45)]
+    plain = [f.id for f in fuse(lex, vec, FusionSettings())]
+    assert plain.index("note1") > 5 and "index" not in plain[:10]
+    kept = [f.id for f in fuse(lex, vec, FusionSettings(few_lexical=10))]
+    assert set(kept[:3]) == {"index", "note6", "note1"}
+    assert parse_config("hybrid+few:10")[1] == FusionSettings(few_lexical=10)
+
+
 def test_a_lexical_first_the_vector_side_never_found_is_shown() -> None:
     # a lead too small for the strong rule: the convex fusion alone leaves it far down
     lex = [("d09", 10.0), ("x", 8.5)] + [(f"l{i}", 3.0) for i in range(5)]

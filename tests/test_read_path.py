@@ -27,6 +27,7 @@ settings = st.builds(
     method=st.sampled_from(["convex", "rrf"]),
     strong_lead=st.sampled_from([0.0, 0.1, 0.3, 0.9]),
     adaptive_lead=st.sampled_from([0.0, 0.5]),
+    few_lexical=st.sampled_from([0, 4, 10]),
 )
 
 

@@ -135,6 +135,7 @@ OPTIONS = {
     "toplead": "first_lead",
     "agree": "agree_first",
     "fbmix": "feedback_mix",
+    "few": "few_lexical",
 }
 # options of every mode (the rest are fusion's)
 ANY_MODE = ("heading", "section", "exact", "sibling")
@@ -165,7 +166,7 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
             raise InvalidInput(f"{option!r} cannot be negative")
         if name in ("exact", "agree"):
             fusion_options[OPTIONS[name]] = bool(number)
-        elif name == "top":
+        elif name in ("top", "few"):
             fusion_options[OPTIONS[name]] = int(number)
         else:
             fusion_options[OPTIONS[name]] = number

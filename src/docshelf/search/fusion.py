@@ -91,6 +91,11 @@ class FusionSettings:
     # Agreement (off by default): a candidate that the lexical list and the vector list
     # before feedback both rank first is put first, as a strong match is.
     agree_first: bool = False
+    # A rare word's few holders (0 = off): when fewer than `few_lexical` snippets hold
+    # any of the query's words (a name, an identifier: "Obsidian2Mkdocs"), they are put
+    # first (in their fused order), as strong matches are; min-max over a handful of
+    # candidates says nothing of how far they stand above the rest of the library.
+    few_lexical: int = 0
     # The feedback pass's list blended with the query's own (0 = the feedback list
     # alone, as chosen on dbpedia-5k): the vector side of the second fusion scored
     # (1 - m) x norm(after feedback) + m x norm(before feedback).
@@ -147,6 +152,12 @@ def keep_strong(
         for n, f in enumerate(first)
     ]
     return raised + [f for f in fused if f.id not in strong]
+
+
+def _few(lexical: Ranking, settings: FusionSettings) -> set[str]:
+    """Every lexical candidate, when there are fewer than ``settings.few_lexical``: the
+    few snippets that hold the query's words (``FusionSettings.few_lexical``)."""
+    return {i for i, _ in lexical} if len(lexical) < settings.few_lexical else set()
 
 
 def _strong(rankings: Sequence[Ranking], min_lead: float) -> set[str]:
@@ -222,10 +233,10 @@ def fuse(
     lex_get, vec_get = dict(lexical).get, vec.get
     fused = [Fused(i, scores[i], lex_get(i), vec_get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
-    agreed: set[str] = set()
+    agreed = _few(lexical, settings)
     original = vector if before_feedback is None else before_feedback
     if settings.agree_first and lexical and original and lexical[0][0] == original[0][0]:
-        agreed = {lexical[0][0]}
+        agreed.add(lexical[0][0])
     if settings.strong_lead > 0 or agreed:
         fused = keep_strong(fused, (lexical, vector), settings.strong_lead, agreed)
     if settings.first_top > 0:
@@ -241,7 +252,8 @@ def fused_ids(lexical: Ranking, vector: Ranking, settings: FusionSettings, n: in
         return [f.id for f in fuse(lexical, vector, settings)[:n]]
     settings = _adapted(lexical, settings)
     ids, scores = _scorer(lexical, vector, settings)
-    strong = _strong((lexical, vector), settings.strong_lead) if settings.strong_lead > 0 else ()
+    strong = _strong((lexical, vector), settings.strong_lead) if settings.strong_lead > 0 else set()
+    strong |= _few(lexical, settings)
 
     def order(i: str) -> tuple[float, str]:
         return -scores[i], i
