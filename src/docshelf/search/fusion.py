@@ -93,9 +93,12 @@ class FusionSettings:
     agree_first: bool = False
     # A rare word's few holders (0 = off): when fewer than `few_lexical` snippets hold
     # any of the query's words (a name, an identifier: "Obsidian2Mkdocs"), they are put
-    # first (in their fused order), as strong matches are; min-max over a handful of
+    # first (in their fused order), below strong matches; min-max over a handful of
     # candidates says nothing of how far they stand above the rest of the library.
-    few_lexical: int = 0
+    # 10: no query of docqa-dev or dbpedia-5k has so few (their figures are unchanged
+    # up to 20); a rare word of a title searched alone found its document first 0.78 →
+    # 0.92 of the time in the vault (bench/rare_names.py, BENCHMARKS.md).
+    few_lexical: int = 10
     # The feedback pass's list blended with the query's own (0 = the feedback list
     # alone, as chosen on dbpedia-5k): the vector side of the second fusion scored
     # (1 - m) x norm(after feedback) + m x norm(before feedback).
@@ -152,6 +155,25 @@ def keep_strong(
         for n, f in enumerate(first)
     ]
     return raised + [f for f in fused if f.id not in strong]
+
+
+def keep_below_strong(fused: list[Fused], ids: set[str]) -> list[Fused]:
+    """``fused`` with the candidates of ``ids`` moved up to just below its strong ones (in
+    their fused order) and marked strong, each scored between its new neighbours so the
+    order holds when re-sorted; the rest keep their order and scores."""
+    head = [f for f in fused if f.strong]
+    moved = [f for f in fused if not f.strong and f.id in ids]
+    if not moved:
+        return fused
+    rest = [f for f in fused if not f.strong and f.id not in ids]
+    floor = rest[0].score if rest else moved[-1].score
+    ceiling = head[-1].score if head else floor + 1e-6 * (len(moved) + 1)
+    step = (ceiling - floor) / (len(moved) + 1)
+    raised = [
+        f._replace(score=max(f.score, floor + step * (len(moved) - n)), strong=True)
+        for n, f in enumerate(moved)
+    ]
+    return head + raised + rest
 
 
 def _few(lexical: Ranking, settings: FusionSettings) -> set[str]:
@@ -233,12 +255,15 @@ def fuse(
     lex_get, vec_get = dict(lexical).get, vec.get
     fused = [Fused(i, scores[i], lex_get(i), vec_get(i)) for i in ids]
     fused.sort(key=lambda f: (-f.score, f.id))
-    agreed = _few(lexical, settings)
+    agreed: set[str] = set()
     original = vector if before_feedback is None else before_feedback
     if settings.agree_first and lexical and original and lexical[0][0] == original[0][0]:
-        agreed.add(lexical[0][0])
+        agreed = {lexical[0][0]}
     if settings.strong_lead > 0 or agreed:
         fused = keep_strong(fused, (lexical, vector), settings.strong_lead, agreed)
+    few = _few(lexical, settings)
+    if few:
+        fused = keep_below_strong(fused, few)
     if settings.first_top > 0:
         rankings = [lexical, vector] if before_feedback is None else [lexical, vector, original]
         fused = keep_near_top(fused, rankings, settings.first_lead, settings.first_top)
@@ -253,16 +278,18 @@ def fused_ids(lexical: Ranking, vector: Ranking, settings: FusionSettings, n: in
     settings = _adapted(lexical, settings)
     ids, scores = _scorer(lexical, vector, settings)
     strong = _strong((lexical, vector), settings.strong_lead) if settings.strong_lead > 0 else set()
-    strong |= _few(lexical, settings)
+    few = _few(lexical, settings) - strong
 
     def order(i: str) -> tuple[float, str]:
         return -scores[i], i
 
     # (heapq.nsmallest: sorted(...)[:n], for a few of many)
-    if not strong:
+    if not strong and not few:
         return heapq.nsmallest(n, ids, key=order)
-    first = sorted((i for i in ids if i in strong), key=order)  # keep_strong: in fused order
-    return (first + heapq.nsmallest(n, (i for i in ids if i not in strong), key=order))[:n]
+    # keep_strong's tiers: strong matches, then a rare word's few holders, each in fused order
+    first = sorted(strong, key=order) + sorted(few, key=order)
+    rest = heapq.nsmallest(n, (i for i in ids if i not in strong and i not in few), key=order)
+    return (first + rest)[:n]
 
 
 def _scorer(
