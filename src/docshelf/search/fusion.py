@@ -9,7 +9,9 @@ Two methods:
             list gets 0 for that part.
 
 A strong match is kept first (``keep_strong``): when one list's first leads its second
-by at least ``strong_lead`` of that list's score range, it tops the fused list too.
+by at least ``strong_lead`` of that list's score range, it tops the fused list too. A
+rare word's few holders come next (``keep_below_strong``): when fewer than
+``few_lexical`` snippets hold any of the query's words, all of them.
 
 Then, in hybrid search, pseudo-relevance feedback (``feedback_query``): the query
 vector moved toward the mean of the fused top snippets, the vector side searched
@@ -286,7 +288,7 @@ def fused_ids(lexical: Ranking, vector: Ranking, settings: FusionSettings, n: in
     # (heapq.nsmallest: sorted(...)[:n], for a few of many)
     if not strong and not few:
         return heapq.nsmallest(n, ids, key=order)
-    # keep_strong's tiers: strong matches, then a rare word's few holders, each in fused order
+    # fuse's tiers: strong matches, then a rare word's few holders, each in fused order
     first = sorted(strong, key=order) + sorted(few, key=order)
     rest = heapq.nsmallest(n, (i for i in ids if i not in strong and i not in few), key=order)
     return (first + rest)[:n]
