@@ -356,6 +356,84 @@ def test_rst_sections_code_and_tables(capfd: pytest.CaptureFixture[str]) -> None
     assert capfd.readouterr().err == ""  # docutils' warnings are not printed
 
 
+SPHINX = """\
+Configuration
+=============
+
+- :data:`MAX_FORM_PARTS` limits the fields parsed.
+
+Limits
+    :data:`MAX_CONTENT_LENGTH` caps a request body.
+
+.. py:data:: SEND_FILE_MAX_AGE_DEFAULT
+    :noindex:
+
+    When serving files, set the cache control max age.
+
+    Default: ``None``
+
+.. versionadded:: 2.0
+    The *session* interface.
+
+.. sourcecode:: python
+
+    def view(*args): return "ok"
+
+.. toctree::
+    :maxdepth: 2
+
+    quickstart
+    tutorial/index
+
+.. autoclass:: flask.Flask
+"""
+
+
+def test_rst_keeps_the_text_of_sphinx_directives_and_drops_docutils_messages() -> None:
+    """Directives docutils does not know (Sphinx's) keep their argument and body: a
+    config key and its description are found, not an error message; docutils' messages
+    about unknown roles are not part of the text."""
+    doc = parse(SPHINX.encode(), "rst")
+    assert "(INFO" not in doc.body and "ERROR" not in doc.body and "Unknown" not in doc.body
+    assert "- :data:`MAX_FORM_PARTS` limits the fields parsed." in texts(doc, BlockKind.LIST)
+    assert "- Limits: :data:`MAX_CONTENT_LENGTH` caps a request body." in texts(doc, BlockKind.LIST)
+    paragraphs = texts(doc, BlockKind.PARAGRAPH)
+    for line in (
+        "SEND_FILE_MAX_AGE_DEFAULT",
+        "When serving files, set the cache control max age.",
+        "Default: None",
+        "New in version 2.0.",
+        "The session interface.",
+        "flask.Flask",
+    ):
+        assert line in paragraphs
+    assert texts(doc, BlockKind.CODE) == ['def view(*args): return "ok"']
+    assert "noindex" not in doc.body and "quickstart" not in doc.body  # options, a toctree
+    assert all(b.heading_path == ("Configuration",) for b in doc.blocks[1:])
+    chunks_of(doc, SPHINX.encode())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ".. py:data::\n",  # no argument, no body
+        ".. note::\n",  # a known directive without its content: docutils' own error
+        ".. x::   \n    :opt:\n",  # only an option
+        ".. py:function:: f(`a`, ``b``)\n\n    .. py:data:: nested\n\n        deep\n",
+        ".. sourcecode::\n",
+        "Text\n\n.. versionchanged::\n",
+    ],
+)
+def test_rst_unknown_directives_at_their_edges(text: str) -> None:
+    """Empty, option-only, nested and quoted directives: a document or a clear error,
+    never a crash, and never docutils' messages in the text."""
+    try:
+        doc = parse(("Title\n=====\n\n" + text).encode(), "rst")
+    except InvalidInput:
+        return
+    assert "ERROR" not in doc.body and "(INFO" not in doc.body
+
+
 def test_rst_goes_through_text_decoding() -> None:
     with pytest.raises(InvalidInput, match="binary content"):
         parse(b"Title\n=====\n\x00", "rst")
