@@ -107,7 +107,7 @@ _VERSIONED = {
     "versionchanged": "Changed in version",
     "deprecated": "Deprecated since version",
 }
-_CODE = frozenset({"sourcecode", "code-block", "highlight"})
+_CODE = frozenset({"sourcecode", "code-block", "highlight"})  # (highlight: a language only)
 _DIRECTIVE_LINE = re.compile(r"\.\. +([\w:.+-]+)::[ \t]*(.*)")
 _OPTION_LINE = re.compile(r":[\w-]+:(?:[ \t].*)?")
 
@@ -138,11 +138,12 @@ def _doctree(text: str, rfc822: bool = False) -> nodes.document:
 def _unknown_directive(message: nodes.system_message) -> nodes.document | None:
     """The text of a directive docutils does not know, which it keeps only inside its
     error message (as the directive's source): the argument line, then the body with
-    its options left out, parsed as reStructuredText. None for any other message, and
-    for a directive that holds no text (``_NOT_TEXT``)."""
+    its options left out, parsed as reStructuredText. None for any other message (a
+    known directive's error), and for a directive that holds no text (``_NOT_TEXT``)."""
     raw = next(iter(message.findall(nodes.literal_block)), None)
-    if message.get("type") != "ERROR" or raw is None:
-        return None
+    said = next(iter(message.findall(nodes.paragraph)), None)
+    if raw is None or said is None or not said.astext().startswith("Unknown directive type"):
+        return None  # (a known directive's error, as a disabled ``raw``'s, keeps it out)
     first, _, rest = raw.astext().partition("\n")
     directive = _DIRECTIVE_LINE.fullmatch(first.strip())
     if directive is None or directive.group(1) in _NOT_TEXT:
@@ -192,10 +193,10 @@ def _text(node: nodes.Node) -> str:
         or next(iter(node.findall(nodes.system_message)), None) is None
     ):
         return node.astext()
-    copy = node.deepcopy()
-    for message in list(copy.findall(nodes.system_message)):
+    bare = node.deepcopy()
+    for message in list(bare.findall(nodes.system_message)):
         message.parent.remove(message)
-    return copy.astext()
+    return bare.astext()
 
 
 def _header_title(tree: nodes.document) -> str | None:
