@@ -117,6 +117,7 @@ def parse_rst(text: str) -> ParsedDocument:
     header = _HEADER_BLOCK.match(text)
     rfc822 = header is not None and _HEADER_TITLE.search(header.group()) is not None
     tree = _doctree(text, rfc822)
+    _mend(tree)
     builder = BodyBuilder()
     title = tree.get("title") or _header_title(tree)
     has_title = any(isinstance(child, nodes.title) for child in tree.children)
@@ -185,18 +186,20 @@ def _fragment(text: str) -> nodes.document | None:
     return document
 
 
-def _text(node: nodes.Node) -> str:
-    """``node.astext()`` without docutils' messages inside it (an unknown role's, in a
-    list item or a definition)."""
-    if (
-        not isinstance(node, nodes.Element)
-        or next(iter(node.findall(nodes.system_message)), None) is None
-    ):
-        return node.astext()
-    bare = node.deepcopy()
-    for message in list(bare.findall(nodes.system_message)):
-        message.parent.remove(message)
-    return bare.astext()
+def _mend(tree: nodes.Element) -> None:
+    """docutils' messages out of ``tree`` (an unknown role's sits inside a list item or a
+    definition, where its text would join the item's); an unknown directive's replaced
+    in place by the directive's own text (``_unknown_directive``), mended likewise."""
+    for message in list(tree.findall(nodes.system_message)):
+        parent = message.parent
+        if parent is None:
+            continue
+        at = parent.index(message)
+        parent.remove(message)
+        recovered = _unknown_directive(message)
+        if recovered is not None:
+            _mend(recovered)
+            parent.insert(at, list(recovered.children))
 
 
 def _header_title(tree: nodes.document) -> str | None:
@@ -226,10 +229,6 @@ def _walk(tree: nodes.document) -> Iterator[tuple[nodes.Node, int]]:
         node = next(children, None)
         if node is None:
             stack.pop()
-        elif isinstance(node, nodes.system_message):
-            recovered = _unknown_directive(node)
-            if recovered is not None:
-                stack.append((iter(recovered.children), depth))
         elif isinstance(node, _SKIP):
             continue
         elif isinstance(node, nodes.section):
@@ -272,11 +271,11 @@ def _add(node: nodes.Node, level: int, builder: BodyBuilder) -> None:
     elif isinstance(node, (*_LISTS, nodes.docinfo)):
         builder.add(BlockKind.LIST, "\n".join(_list_lines(node)))
     elif isinstance(node, nodes.block_quote):
-        builder.add(BlockKind.QUOTE, _text(node))
+        builder.add(BlockKind.QUOTE, node.astext())
     elif isinstance(node, nodes.line_block):
-        builder.add(BlockKind.PARAGRAPH, _text(node))
+        builder.add(BlockKind.PARAGRAPH, node.astext())
     else:
-        builder.add(BlockKind.PARAGRAPH, one_line(_text(node)))
+        builder.add(BlockKind.PARAGRAPH, one_line(node.astext()))
 
 
 def _table(table: nodes.table) -> str:
@@ -284,7 +283,7 @@ def _table(table: nodes.table) -> str:
     for title in table.findall(nodes.title, include_self=False, descend=False):
         lines.append(one_line(title.astext()))
     for row in table.findall(nodes.row):
-        cells = [one_line(_text(entry)) for entry in row.children]
+        cells = [one_line(entry.astext()) for entry in row.children]
         if any(cells):
             lines.append(" | ".join(cells))
     return "\n".join(lines)
@@ -304,7 +303,7 @@ def _list_lines(root: nodes.Element) -> list[str]:
             continue
         nested = [c for c in item.children if isinstance(c, _LISTS)]
         own = " ".join(
-            one_line(_text(c)) for c in item.children if not isinstance(c, (*_LISTS, *_SKIP))
+            one_line(c.astext()) for c in item.children if not isinstance(c, (*_LISTS, *_SKIP))
         )
         if isinstance(item, nodes.field | nodes.definition_list_item | nodes.option_list_item):
             own = _pair(item)
@@ -320,5 +319,5 @@ def _list_lines(root: nodes.Element) -> list[str]:
 
 def _pair(item: nodes.Element) -> str:
     """A field, definition or option: ``name: body``."""
-    parts = [one_line(_text(c)) for c in item.children if not isinstance(c, _SKIP)]
+    parts = [one_line(c.astext()) for c in item.children if not isinstance(c, _SKIP)]
     return f"{parts[0]}: {' '.join(parts[1:])}" if len(parts) > 1 else " ".join(parts)
