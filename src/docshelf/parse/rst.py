@@ -107,7 +107,8 @@ _VERSIONED = {
     "versionchanged": "Changed in version",
     "deprecated": "Deprecated since version",
 }
-_CODE = frozenset({"sourcecode", "code-block", "highlight"})  # (highlight: a language only)
+# (docutils reads code-block itself; highlight names a language only)
+_CODE = frozenset({"sourcecode", "highlight"})
 _DIRECTIVE_LINE = re.compile(r"\.\. +([\w:.+-]+)::[ \t]*(.*)")
 _OPTION_LINE = re.compile(r":[\w-]+:(?:[ \t].*)?")
 
