@@ -154,6 +154,18 @@ def test_inline_tags_outside_code_deduplicated_in_order() -> None:
     assert doc.tags == ("todo", "project/sub-part", "listed")
 
 
+def test_no_tags_from_html() -> None:
+    """Colours in an HTML block or in inline HTML's attributes are not tags (an Obsidian
+    theme note listed #ffffff, #f5f6f8… among the library's tags)."""
+    doc = md(
+        "<table>\n<tr><td>--background: #ffffff</td>\n"
+        '    <td style="color: #f5f6f8">x</td></tr>\n</table>\n\n'
+        'A <span style="color: #abc">#kept</span> tag and #after.\n\n'
+        "  <div>\n#indented-html\n</div>\n\n#last\n"
+    )
+    assert doc.tags == ("kept", "after", "last")
+
+
 def test_unicode_tags() -> None:
     assert md("Über #café and #日本\n").tags == ("café", "日本")
 

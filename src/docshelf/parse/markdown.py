@@ -40,6 +40,7 @@ HEADING_CHARS = 1000
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"(`+).*?\1", re.DOTALL)
+_INLINE_HTML = re.compile(r"</?[A-Za-z][^<>]*>")  # a tag of inline HTML, attributes and all
 _INLINE_TAG = re.compile(r"(?<!\S)#([^\W\d_][\w/-]*)")
 _LIST_SEPARATORS = re.compile(r"[,\s]+")
 
@@ -66,14 +67,15 @@ class _Frontmatter:
 def parse_markdown(text: str) -> ParsedDocument:
     """Parse decoded markdown (LF line ends) into blocks, title, tags and aliases."""
     front, body = _split_frontmatter(text)
-    blocks = tuple(_blocks(body, _parsers()[0].parse(body)))
+    tokens = _parsers()[0].parse(body)
+    blocks = tuple(_blocks(body, tokens))
     h1_titles = (b.heading_path[0] for b in blocks if b.level == 1 and b.heading_path)
     title = front.title or next(h1_titles, None)
     return ParsedDocument(
         body=body,
         blocks=blocks,
         title=title,
-        tags=_unique([*front.tags, *_inline_tags(body, blocks)]),
+        tags=_unique([*front.tags, *_inline_tags(body, blocks, _html_starts(body, tokens))]),
         aliases=_unique(front.aliases),
         warnings=tuple(front.warnings),
     )
@@ -141,7 +143,7 @@ def _strings(value: object, separators: re.Pattern[str]) -> list[str]:
 
 def _blocks(body: str, tokens: Sequence[Token]) -> Iterator[Block]:
     """One Block per top-level token, with the heading path in force at it."""
-    line_starts = [0, *(m.end() for m in re.finditer("\n", body))]
+    line_starts = _line_starts(body)
     headings: list[tuple[int, str]] = []  # the open headings: (level, text)
     for i, token in enumerate(tokens):
         if token.level != 0 or token.nesting == -1 or token.map is None:
@@ -159,6 +161,10 @@ def _blocks(body: str, tokens: Sequence[Token]) -> Iterator[Block]:
             if text:
                 headings.append((level, text))
         yield Block(kind, start, end, tuple(t for _, t in headings), level=level)
+
+
+def _line_starts(body: str) -> list[int]:
+    return [0, *(m.end() for m in re.finditer("\n", body))]
 
 
 def _span(body: str, line_starts: list[int], first: int, last: int) -> tuple[int, int]:
@@ -188,15 +194,26 @@ def _heading_text(inline: Token) -> str:
 # -- tags ----------------------------------------------------------------------
 
 
-def _inline_tags(body: str, blocks: Sequence[Block]) -> list[str]:
-    """``#tags`` in the text of non-code blocks, outside inline code spans."""
+def _inline_tags(body: str, blocks: Sequence[Block], html: frozenset[int]) -> list[str]:
+    """``#tags`` in the text of non-code blocks, outside inline code spans and HTML
+    (``html``: where HTML blocks start; their text is not markdown, so the colours of a
+    ``<td style="color: #fff">`` are no tags, as Obsidian sees them)."""
     tags: list[str] = []
     for block in blocks:
-        if block.kind is BlockKind.CODE:
+        if block.kind is BlockKind.CODE or block.start in html:
             continue
-        text = _INLINE_CODE.sub(" ", body[block.start : block.end])
+        text = _INLINE_HTML.sub(" ", _INLINE_CODE.sub(" ", body[block.start : block.end]))
         tags.extend(m.group(1) for m in _INLINE_TAG.finditer(text))
     return tags
+
+
+def _html_starts(body: str, tokens: Sequence[Token]) -> frozenset[int]:
+    """Where each top-level HTML block starts in ``body`` (as its ``Block`` does)."""
+    html = [t.map for t in tokens if t.type == "html_block" and t.level == 0 and t.map]
+    if not html:
+        return frozenset()
+    line_starts = _line_starts(body)
+    return frozenset(_span(body, line_starts, first, last)[0] for first, last in html)
 
 
 def _unique(items: Sequence[str]) -> tuple[str, ...]:
