@@ -651,3 +651,17 @@ def test_headings_on_a_page_keep_the_minimum() -> None:
     assert packed.inner == (InnerHeading(body.index("Discussion"), ("Discussion",)),)
     apart = dataclasses.replace(settings_, snippet_per_heading=True)
     assert len(tier(chunk(unpaged, apart), Tier.SNIPPET)) == 2
+
+
+def test_reindex_due_names_what_changed_since_the_recorded_version() -> None:
+    from docshelf.chunk import CHANGES, CHUNKER_VERSION, reindex_due
+
+    assert reindex_due(str(CHUNKER_VERSION)) is None
+    assert reindex_due(str(CHUNKER_VERSION + 1)) is None  # a newer docshelf's library
+    oldest = reindex_due(None)  # before the number was kept
+    assert oldest is not None and all(change in oldest for change in CHANGES.values())
+    assert reindex_due("not a number") == oldest
+    one_behind = reindex_due(str(CHUNKER_VERSION - 1))
+    assert one_behind is not None and "docshelf reindex" in one_behind
+    assert CHANGES[CHUNKER_VERSION] in one_behind
+    assert CHANGES[CHUNKER_VERSION - 1] not in one_behind

@@ -53,12 +53,17 @@ __all__ = [
     "reindex_due",
 ]
 
-# What a library records of the chunker that made its chunks (meta ``chunker_version``):
-# raised whenever the same file and settings would give other chunks or chunk columns, so
-# ``status`` can tell a library made by an older one that a ``reindex`` is due. 1: every
-# library before the number was recorded; 2: snippets keep their inner headings' places,
-# and a block a little over the limit is cut in even halves.
-CHUNKER_VERSION = 2
+# What a library records of the parsers and chunker that made its chunks (meta
+# ``chunker_version``): raised whenever the same file and settings would give other
+# chunks or chunk columns, so ``status`` can tell a library made by an older one that a
+# ``reindex`` is due. 1: every library before the number was recorded; then what each
+# version changed (what ``status`` names):
+CHANGES = {
+    2: "a snippet that packs short sections is cited under the one the query's words are in",
+    3: "reStructuredText keeps the text of Sphinx directives (`py:data`, `versionadded`, "
+    "`autofunction` …), and Markdown takes no tags from HTML",
+}
+CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"
 
 
@@ -71,11 +76,11 @@ def reindex_due(recorded: str | None) -> str | None:
         version = 1
     if version >= CHUNKER_VERSION:
         return None
+    since = "; ".join(CHANGES[v] for v in sorted(CHANGES) if v > version)
     return (
-        f"The library was chunked by an older chunker (version {version}; this one is "
-        f"{CHUNKER_VERSION}: a snippet that packs short sections is cited under the one "
-        "the query's words are in). Search works as before; run `docshelf reindex` to "
-        "re-chunk every file (search keeps answering meanwhile)."
+        f"The library was indexed by older parsers and chunker (version {version}; this "
+        f"one is {CHUNKER_VERSION}: {since}). Search works as before; run `docshelf "
+        "reindex` to re-index every file (search keeps answering meanwhile)."
     )
 
 
