@@ -132,6 +132,11 @@ def test_the_export_is_found_without_hashing_the_weights(
     # The query model is the export's graph, its weights in a file of their own.
     assert expected.stat().st_size < 1_000_000
     assert expected.with_name(f"{expected.name}.data").stat().st_size > 80_000_000
+    # the export it was made from is not kept: the same weights a second time
+    assert sorted(p.name for p in cache.glob("*.onnx*")) == [
+        expected.name,
+        f"{expected.name}.data",
+    ]
 
     def no_hash(*args: object, **kwargs: object) -> None:
         raise AssertionError("hashed the weights")
@@ -312,6 +317,54 @@ def test_add_on_the_command_line_prepares_the_query_model(
     result = CliRunner().invoke(app, ["--json", "add", str(tmp_path / "notes")])
     assert result.exit_code == 0, result.output
     assert len(calls) == 1
+
+
+def test_add_prepares_the_query_model_while_it_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export (seconds, in child processes) runs beside the indexing, not after it;
+    the command still waits for it, and a path that does not exist starts none."""
+    import threading
+
+    from typer.testing import CliRunner
+
+    from docshelf.cli import app
+    from docshelf.runtime import Runtime
+    from docshelf.shelf import Shelf
+
+    started, indexed, finished = threading.Event(), threading.Event(), threading.Event()
+    seen_during_add: list[bool] = []
+
+    def prepare(self: Runtime) -> bool:
+        started.set()
+        indexed.wait(10)  # (longer than the add: the command must wait for it)
+        finished.set()
+        return True
+
+    real_add = Shelf.add
+
+    def add(self: Shelf, *args: object, **kwargs: object) -> object:
+        seen_during_add.append(started.wait(10))
+        try:
+            return real_add(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            indexed.set()
+
+    monkeypatch.setattr(Runtime, "prepare_query_model", prepare)
+    monkeypatch.setattr(Shelf, "add", add)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nSome words.\n")
+    monkeypatch.setenv("DOCSHELF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DOCSHELF_EMBEDDER", "none")
+    result = CliRunner().invoke(app, ["--json", "add", str(tmp_path / "notes")])
+    assert result.exit_code == 0, result.output
+    assert seen_during_add == [True] and finished.is_set()
+
+    started.clear()
+    monkeypatch.setattr(Shelf, "add", real_add)
+    result = CliRunner().invoke(app, ["--json", "add", str(tmp_path / "no-such-folder")])
+    assert result.exit_code != 0
+    assert not started.is_set()
 
 
 def test_a_process_that_ingests_on_pytorch_searches_on_the_lean_runtime_once_ready(

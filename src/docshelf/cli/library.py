@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from contextlib import nullcontext, suppress
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -45,14 +47,20 @@ def add(
     from docshelf import views
 
     shelf = run.shelf()
+    # Once per home: the query model a new `docshelf search` runs (~10 s of export in
+    # child processes), made while the files are indexed — here rather than in the
+    # first search, and beside the parsing and indexing, which leave a core free.
+    preparing = threading.Thread(
+        target=shelf.runtime.prepare_query_model, name="query-model", daemon=True
+    )
+    if Path(path).expanduser().exists():  # (a mistyped path: the error at once, no export)
+        preparing.start()
     with run.progress("Indexing") as progress:
         report = shelf.add(path, progress=progress, follow_symlinks=follow_symlinks)
-    # Once per home: the query model a new `docshelf search` runs (a few seconds, here
-    # rather than in the first search).
     quiet = run.as_json or shelf.runtime.embedder is None  # a lexical library: nothing to do
-    waiting = nullcontext() if quiet else err_console.status("Preparing search…")
-    with waiting:
-        shelf.runtime.prepare_query_model()
+    if preparing.is_alive():
+        with nullcontext() if quiet else err_console.status("Preparing search…"):
+            preparing.join()
     return Outcome(
         views.report(report),
         [

@@ -130,6 +130,10 @@ class LeanEmbedder(OnnxEmbedder):
                     if done.returncode != 0 or not _complete(path):
                         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
                         raise Unavailable(f"Preparing the query model failed: {' '.join(tail)}")
+                # The export it was made from (87 MB, the same weights once more) is
+                # left to the runtime that reads it (DOCSHELF_EMBED_BACKEND=onnx), which
+                # exports again if it is ever asked for.
+                export.unlink(missing_ok=True)
         tmp = key.with_name(f"{key.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({**stamp, "file": path.name}))
         os.replace(tmp, key)  # atomic: a concurrent reader sees the old key or the new

@@ -47,7 +47,8 @@ def export(out: Path, *, int8: bool = False) -> None:
     sample = torch.ones((2, 8), dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     dynamic = {n: {0: "batch", 1: "tokens"} for n in names}
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")  # (an exporter whose parent died
+    # no longer holds the lock: another may be writing beside it)
     with torch.no_grad():
         torch.onnx.export(
             module,
