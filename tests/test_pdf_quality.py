@@ -358,3 +358,116 @@ def test_a_page_tree_loop_beside_a_good_page_keeps_the_good_page() -> None:
     assert "Hello from the one good page" in doc.body
     assert doc.page_count == 2 and doc.pages_without_text == 1
     assert doc.warnings == ("page 2: could not be loaded (a broken or looping page tree)",)
+
+
+def _numbered_page(rng: random.Random, lines: list[tuple[str, float]]) -> list[Run]:
+    """A page of headings and paragraphs (a heading: a line with the size given; None:
+    four lines of body text), each set apart from the next by a wider gap."""
+    runs: list[Run] = []
+    top = 740.0
+    for text, size in lines:
+        block = fx.lines(rng, 4) if text == "" else [text]
+        runs.extend(_lines(block, top=top, size=size))
+        top -= 12 * len(block) + 14
+    return runs
+
+
+def test_numbered_headings_in_the_body_size_that_follow_on_are_headings(
+    rng: random.Random,
+) -> None:
+    page = _numbered_page(
+        rng,
+        [
+            ("1 Introduction", 16),
+            ("", 10),
+            ("1.1 Terminology", 10),
+            ("", 10),
+            ("7 Reasons a Reader Counts", 10),  # follows nothing, nothing follows it
+            ("", 10),
+            ("1. Install the package", 10),  # a numbered list: not headings
+            ("2. Run the first command", 10),
+            ("", 10),
+            ("1.2 Latency", 10),
+            ("", 10),
+            ("2 Related Work", 16),
+            ("", 10),
+            ("2.1 Remote Calls", 10),
+            ("", 10),
+        ],
+    )
+    doc = parse_pdf(_pdf([page]))
+    assert texts(doc, BlockKind.HEADING) == [
+        "1 Introduction",
+        "1.1 Terminology",
+        "1.2 Latency",
+        "2 Related Work",
+        "2.1 Remote Calls",
+    ]
+    paths = {b.heading_path for b in doc.blocks if b.kind is BlockKind.PARAGRAPH}
+    assert ("1 Introduction", "1.2 Latency") in paths
+    assert ("2 Related Work", "2.1 Remote Calls") in paths
+
+
+def test_roman_sections_and_lettered_subsections_in_the_body_size(rng: random.Random) -> None:
+    pages = [
+        _numbered_page(
+            rng,
+            [
+                ("Macaroons: Cookies with Caveats", 20),
+                ("", 10),
+                ("I. INTRODUCTION", 10),
+                ("", 10),
+                ("II. MOTIVATION AND FOUNDATIONS", 10),
+                ("", 10),
+                ("C C C requests to the target service", 10),  # a figure's letters
+                ("", 10),
+                ("A. Concepts and Constructions", 10),
+                ("", 10),
+            ],
+        ),
+        _numbered_page(
+            rng,
+            [
+                ("", 10),
+                ("B. Threat Model", 10),
+                ("", 10),
+                ("III. CONCRETE MECHANISMS", 10),
+                ("", 10),
+                ("A. Encoding Key Identifiers", 10),
+                ("", 10),
+            ],
+        ),
+    ]
+    doc = parse_pdf(_pdf(pages))
+    assert texts(doc, BlockKind.HEADING) == [
+        "Macaroons: Cookies with Caveats",
+        "I. INTRODUCTION",
+        "II. MOTIVATION AND FOUNDATIONS",
+        "A. Concepts and Constructions",
+        "B. Threat Model",
+        "III. CONCRETE MECHANISMS",
+        "A. Encoding Key Identifiers",
+    ]
+    last = [b for b in doc.blocks if b.kind is BlockKind.PARAGRAPH][-1]
+    assert last.heading_path[-2:] == ("III. CONCRETE MECHANISMS", "A. Encoding Key Identifiers")
+    assert last.page == 2
+
+
+def test_a_numbered_running_head_is_not_a_heading(rng: random.Random) -> None:
+    """The page number and the chapter's title at the top of every page ("2 Epidemic
+    Algorithms", "4 Epidemic Algorithms" …) and a section's title with its page number
+    ("1.3 Contributions 3") read as numbered headings, but they are running heads."""
+    pages = [
+        _numbered_page(
+            rng,
+            [
+                (f"{2 * n} Epidemic Algorithms for Databases", 10),
+                ("", 10),
+                (f"1.{n + 1} Contributions {2 * n + 1}", 10),
+                ("", 10),
+            ],
+        )
+        for n in range(1, 5)
+    ]
+    doc = parse_pdf(_pdf(pages))
+    assert texts(doc, BlockKind.HEADING) == []

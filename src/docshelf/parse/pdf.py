@@ -9,7 +9,9 @@ reading order (two- and three-column pages included).
 - Every block carries its 1-based ``page``.
 - Headings: the document outline (bookmarks) when its entries can be found
   on their pages; otherwise short paragraphs set larger than the body text
-  (levels by size, largest first).
+  (levels by size, largest first), and numbered section headings set in the
+  body's own size ("II. MOTIVATION", "A. Concepts", "3.1 Design Philosophy"),
+  where their numbers follow on from one another (``_numbered_headings``).
 - Title: the document's Title metadata unless it is a placeholder, else the
   first heading on the first two pages. Captions, formulae, page numbers,
   running heads and unreadable text are never headings (``parse.pdf_text``).
@@ -29,10 +31,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -116,7 +120,9 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
         piece.text = dehyphenate(piece.text, words)
     body_size = _body_size(found)
     if not _apply_outline(found, outline):
-        _apply_font_sizes(found, body_size)
+        levels = _apply_font_sizes(found, body_size)
+        for piece, depth in _numbered_headings(found, body_size):
+            piece.kind, piece.level = BlockKind.HEADING, min(levels + depth, 6)
     builder = BodyBuilder()
     for piece in found:
         builder.add(piece.kind, piece.text, level=piece.level, page=piece.page)
@@ -428,8 +434,9 @@ def _body_size(found: list[Piece]) -> float:
     return max(chars, key=lambda size: (chars[size], -size)) if chars else 0.0
 
 
-def _apply_font_sizes(found: list[Piece], body: float) -> None:
-    """Short paragraphs set larger than the body text become headings, levels by size.
+def _apply_font_sizes(found: list[Piece], body: float) -> int:
+    """Short paragraphs set larger than the body text become headings, levels by size;
+    returns how many levels.
 
     Not a heading: a caption, a formula, a page number, unreadable text
     (``heading_rejection``), or a text repeated on three or more pages (a
@@ -447,6 +454,121 @@ def _apply_font_sizes(found: list[Piece], body: float) -> None:
     for piece in candidates:
         piece.kind = BlockKind.HEADING
         piece.level = min(sizes.index(round(piece.size * 2) / 2) + 1, 6)
+    return len(sizes)
+
+
+# A section's number and title on a line of their own: a Roman numeral, a capital letter
+# (a subsection of one) or dotted Arabic numbers, then a title starting with a capital
+# letter, without a full stop or a page number at its end.
+_SECTION_LINE = re.compile(
+    r"(?P<number>[IVX]{1,5}|[A-H]|\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+"
+    r"(?P<title>[A-Z][^.!?]{0,80}?)(?<![\s\d])"
+)
+_SECTION_WORDS = 12  # at most this many words in a numbered heading's title
+_ROMAN = {"I": 1, "V": 5, "X": 10}
+
+
+@dataclass(frozen=True)
+class _Numbered:
+    piece: Piece
+    at: int  # the piece's place in the document
+    scheme: str  # "roman", "letter" or "arabic": each numbered on its own
+    number: tuple[int, ...]  # (3, 1) for 3.1; (2,) for II or B
+
+
+def _numbered_headings(found: list[Piece], body: float) -> list[tuple[Piece, int]]:
+    """Numbered section headings set in the body text's own size, with their depth (a
+    Roman numeral 1, a letter 2, ``3.1`` 2): single lines that a number opens and a
+    short title follows, where the numbers follow on from one another within their
+    scheme — the next at some depth, or a first child (``3`` → ``3.1``), or the first of
+    a scheme — or the next such line follows on from this one (a heading lost to the
+    layout between them). Headings found by their size count in the sequence
+    (``2 Related Work`` set large, then ``2.1`` in the body's size). A numbered list
+    (two such lines with nothing between them at the same depth), a running head
+    repeated on three or more pages, a caption or a formula are not headings."""
+    repeated = _repeated_texts(found, digits=False)
+    lines: list[_Numbered] = []
+    for at, piece in enumerate(found):
+        numbered = _numbering(piece.text) if _short(piece) else None
+        if numbered is None:
+            continue
+        if piece.kind is BlockKind.HEADING or (
+            _body_line(piece, body)
+            and heading_rejection(piece.text) is None
+            and re.sub(r"\d+", "", _comparable(piece.text)) not in repeated
+        ):
+            lines.append(_Numbered(piece, at, *numbered))
+    listed = {
+        id(x.piece)
+        for a, b in itertools.pairwise(lines)
+        if b.at == a.at + 1 and a.scheme == b.scheme and len(a.number) == len(b.number)
+        for x in (a, b)
+        if x.piece.kind is not BlockKind.HEADING
+    }
+    lines = [x for x in lines if id(x.piece) not in listed]
+    last: dict[str, tuple[int, ...]] = {}
+    out: list[tuple[Piece, int]] = []
+    for n, line in enumerate(lines):
+        after = next((x for x in lines[n + 1 :] if x.scheme == line.scheme), None)
+        if (
+            line.piece.kind is BlockKind.HEADING
+            or _follows(last.get(line.scheme), line.number)
+            or (after is not None and _follows(line.number, after.number))
+        ):
+            last[line.scheme] = line.number
+            if line.scheme == "roman":  # its subsections' letters start again
+                last.pop("letter", None)
+            if line.piece.kind is not BlockKind.HEADING:
+                depth = {"roman": 1, "letter": 2}.get(line.scheme, len(line.number))
+                out.append((line.piece, depth))
+    return out
+
+
+def _body_line(piece: Piece, body: float) -> bool:
+    """A paragraph of one line, in the body's size (or a little smaller: small caps)."""
+    return (
+        piece.kind is BlockKind.PARAGRAPH
+        and piece.rows == 1
+        and not piece.rotated
+        and body * 0.85 <= piece.size < body * _HEADING_RATIO
+    )
+
+
+def _numbering(text: str) -> tuple[str, tuple[int, ...]] | None:
+    """(scheme, number) of a text that reads as a numbered heading, else None."""
+    match = _SECTION_LINE.fullmatch(text.strip())
+    if match is None or len(match["title"].split()) > _SECTION_WORDS:
+        return None
+    number = match["number"]
+    if number.isdigit() or "." in number:
+        return "arabic", tuple(int(part) for part in number.split("."))
+    if len(number) == 1 and number in "ABCDEFGH":
+        return "letter", (ord(number) - ord("A") + 1,)
+    value = _roman(number)
+    return ("roman", (value,)) if value else None
+
+
+def _roman(numeral: str) -> int:
+    """The value of a Roman numeral of I, V and X (0 if it is not a well-formed one)."""
+    values = [_ROMAN[c] for c in numeral]
+    total = sum(
+        -v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values)
+    )
+    canonical = (
+        "X" * (total // 10)
+        + ["", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX"][total % 10]
+    )
+    return total if numeral == canonical else 0
+
+
+def _follows(before: tuple[int, ...] | None, number: tuple[int, ...]) -> bool:
+    """Whether ``number`` may come right after ``before`` (None: the first of its
+    scheme, which opens at 1): the next at some depth, or a first child."""
+    if before is None:
+        return number[-1] == 1
+    if number == (*before, 1):
+        return True
+    return any(number == (*before[:k], before[k] + 1) for k in range(len(before)))
 
 
 def _looks_like_heading(piece: Piece, body: float) -> bool:
@@ -459,12 +581,14 @@ def _short(piece: Piece) -> bool:
     return piece.rows <= 3 and len(piece.text) <= 200 and sum(c.isalpha() for c in piece.text) >= 2
 
 
-def _repeated_texts(found: list[Piece]) -> set[str]:
-    """Short texts (compared loosely) that occur on three or more pages."""
+def _repeated_texts(found: list[Piece], *, digits: bool = True) -> set[str]:
+    """Short texts (compared loosely; without their digits unless ``digits``) that occur
+    on three or more pages."""
     pages: defaultdict[str, set[int]] = defaultdict(set)
     for piece in found:
         if _short(piece):
-            pages[_comparable(piece.text)].add(piece.page)
+            text = _comparable(piece.text)
+            pages[text if digits else re.sub(r"\d+", "", text)].add(piece.page)
     return {text for text, on in pages.items() if len(on) >= 3}
 
 
