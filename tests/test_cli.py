@@ -653,15 +653,28 @@ def test_any_line_is_read_as_typer_reads_it_or_left_to_typer(argv: list[str]) ->
 def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
     tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A library with a model makes its query model beside the indexing; when that is
+    still at work once the files are indexed, the command says so while it waits. A
+    lexical library makes none."""
+    import threading
+
     from docshelf.cli.command import err_console  # the console cli/library.py prints to
     from docshelf.cli.typer_app import app as typer_app
+    from docshelf.runtime import Runtime
 
     asked: list[str] = []
     real_status = err_console.status
+    shown = threading.Event()
+    prepared: list[bool] = []
 
     def status(text: str, *args: object, **kwargs: object) -> object:
         asked.append(text)
+        shown.set()
         return real_status(text)
+
+    def prepare(self: Runtime) -> bool:
+        prepared.append(shown.wait(10))  # still at work until the command says so
+        return True
 
     for embedder, home in (("none", tmp_path / "lexical"), ("hash", tmp_path / "model")):
         with monkeypatch.context() as m:
@@ -669,6 +682,7 @@ def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
             m.setattr(sys, "stdout", _Terminal())
             m.setattr(sys, "stderr", _Terminal())
             m.setattr(err_console, "status", status)
+            m.setattr(Runtime, "prepare_query_model", prepare)
             if embedder == "hash":
                 from tests.fakes import HashEmbedder
 
@@ -678,6 +692,7 @@ def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
                 )
             typer_app(["--home", str(home), "add", str(notes)], standalone_mode=False)
         assert asked == ([] if embedder == "none" else ["Preparing search…"]), embedder
+        assert prepared == ([] if embedder == "none" else [True]), embedder
         asked.clear()
 
 

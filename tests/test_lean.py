@@ -295,35 +295,12 @@ def test_an_index_process_prepares_the_query_model_of_its_own_model_only(
     assert len(prepared) == 1
 
 
-def test_add_on_the_command_line_prepares_the_query_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from typer.testing import CliRunner
-
-    from docshelf.cli import app
-    from docshelf.runtime import Runtime
-
-    calls: list[Runtime] = []
-
-    def prepare(self: Runtime) -> bool:
-        calls.append(self)
-        return True
-
-    monkeypatch.setattr(Runtime, "prepare_query_model", prepare)
-    (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "a.md").write_text("# A\n\nSome words.\n")
-    monkeypatch.setenv("DOCSHELF_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DOCSHELF_EMBEDDER", "none")
-    result = CliRunner().invoke(app, ["--json", "add", str(tmp_path / "notes")])
-    assert result.exit_code == 0, result.output
-    assert len(calls) == 1
-
-
 def test_add_prepares_the_query_model_while_it_indexes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The export (seconds, in child processes) runs beside the indexing, not after it;
-    the command still waits for it, and a path that does not exist starts none."""
+    """On the command line, the export (seconds, in child processes) runs beside the
+    indexing, not after it; the command still waits for it, and a path that does not
+    exist starts none."""
     import threading
 
     from typer.testing import CliRunner
@@ -331,6 +308,7 @@ def test_add_prepares_the_query_model_while_it_indexes(
     from docshelf.cli import app
     from docshelf.runtime import Runtime
     from docshelf.shelf import Shelf
+    from tests.fakes import HashEmbedder
 
     started, indexed, finished = threading.Event(), threading.Event(), threading.Event()
     seen_during_add: list[bool] = []
@@ -352,6 +330,9 @@ def test_add_prepares_the_query_model_while_it_indexes(
 
     monkeypatch.setattr(Runtime, "prepare_query_model", prepare)
     monkeypatch.setattr(Shelf, "add", add)
+    monkeypatch.setattr(  # a library with a model (a lexical one makes no query model)
+        Runtime, "_bind_embedder", lambda self, given, check: HashEmbedder("hash-model", dim=8)
+    )
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.md").write_text("# A\n\nSome words.\n")
     monkeypatch.setenv("DOCSHELF_HOME", str(tmp_path / "home"))

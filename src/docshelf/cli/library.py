@@ -50,16 +50,16 @@ def add(
     # Once per home: the query model a new `docshelf search` runs (~10 s of export in
     # child processes), made while the files are indexed — here rather than in the
     # first search, and beside the parsing and indexing, which leave a core free.
+    # (Nothing to make for a lexical library; a mistyped path fails at once, no export.)
     preparing = threading.Thread(
         target=shelf.runtime.prepare_query_model, name="query-model", daemon=True
     )
-    if Path(path).expanduser().exists():  # (a mistyped path: the error at once, no export)
+    if shelf.runtime.embedder is not None and Path(path).expanduser().exists():
         preparing.start()
     with run.progress("Indexing") as progress:
         report = shelf.add(path, progress=progress, follow_symlinks=follow_symlinks)
-    quiet = run.as_json or shelf.runtime.embedder is None  # a lexical library: nothing to do
     if preparing.is_alive():
-        with nullcontext() if quiet else err_console.status("Preparing search…"):
+        with nullcontext() if run.as_json else err_console.status("Preparing search…"):
             preparing.join()
     return Outcome(
         views.report(report),
