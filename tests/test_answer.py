@@ -119,7 +119,10 @@ def test_ask_envelope(notes: Path) -> None:
     assert set(envelope["result"]) >= {"answer", "mode", "citations"}
     assert envelope["result"]["mode"] == "extractive"
     c = envelope["result"]["citations"][0]
-    assert set(c) == {"n", "chunk_id", "label"}
+    assert set(c) == {"n", "chunk_id", "label", "citation"}
+    # the hit's whole citation, as search gives it: where to open it
+    assert c["citation"]["label"] == c["label"] and c["citation"]["path"].endswith(".md")
+    assert {"heading_path", "title", "page_start", "chunk_index"} <= set(c["citation"])
 
 
 # -- the offline answer reads as an answer ---------------------------------------------------

@@ -280,7 +280,7 @@ def answer(a: Answer) -> JSON:
 
 
 def answer_citation(c: AnswerCitation) -> JSON:
-    return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label}
+    return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label, "citation": citation(c.citation)}
 
 
 def created_user(u: User, token: str) -> JSON:

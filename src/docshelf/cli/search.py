@@ -9,6 +9,7 @@ from rich.text import Text
 
 from docshelf.cli import options, quick
 from docshelf.cli.command import Action, Outcome, Run, command, console
+from docshelf.cli.core import under_title
 from docshelf.terminal import printable
 
 # search: cli/quick.py's function and options (cli/options.py), which the quick path
@@ -24,7 +25,13 @@ def _render_answer(o: Outcome, *, streamed: bool = False) -> None:
         console.print(Text(r["answer"]))
     console.print(Text(f"\n({r['mode']})", style="dim"))
     for c in r["citations"]:
-        console.print(Text(f"[{c['n']}] {c['label']}  {c['chunk_id']}", style="cyan"))
+        line = Text(f"[{c['n']}] {c['label']}", style="cyan")
+        cited = c["citation"]
+        headings = under_title(cited["heading_path"], cited["title"])
+        if headings:
+            line.append(f"  § {' > '.join(headings)}", style="cyan")
+        line.append(f"  {c['chunk_id']}", style="dim")
+        console.print(line)
 
 
 def _render_streamed(o: Outcome) -> None:

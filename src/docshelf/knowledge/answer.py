@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from docshelf import plaintext, telemetry
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.llm import LLM, Message
-from docshelf.model import Hit
+from docshelf.model import Citation, Hit
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -46,7 +46,15 @@ SYSTEM = (
 class AnswerCitation:
     n: int
     chunk_id: str
-    label: str
+    citation: Citation  # the hit's: file, heading path, page
+
+    @property
+    def label(self) -> str:
+        return self.citation.label
+
+    @classmethod
+    def of(cls, n: int, hit: Hit) -> AnswerCitation:
+        return cls(n, hit.chunk.id, hit.citation)
 
 
 @dataclass(frozen=True)
@@ -120,9 +128,7 @@ def _prompt(question: str, sources: Sequence[Source], strict: bool) -> list[Mess
 def _citations(text: str, sources: Sequence[Source]) -> list[AnswerCitation]:
     by_n = {s.n: s for s in sources}
     cited = dict.fromkeys(n for n in cited_numbers(text) if n in by_n)
-    return [
-        AnswerCitation(n, by_n[n].hit.chunk.id, by_n[n].hit.citation.label) for n in sorted(cited)
-    ]
+    return [AnswerCitation.of(n, by_n[n].hit) for n in sorted(cited)]
 
 
 def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None:
@@ -320,10 +326,7 @@ def extract(
         n = candidates[i][0].n
         numbers.setdefault(n, len(numbers) + 1 if renumber else n)
     out = [f"{candidates[i][2]} [{numbers[candidates[i][0].n]}]" for i in chosen]
-    citations = [
-        AnswerCitation(new, by_n[old].hit.chunk.id, by_n[old].hit.citation.label)
-        for old, new in numbers.items()
-    ]
+    citations = [AnswerCitation.of(new, by_n[old].hit) for old, new in numbers.items()]
     return Extract(out, sorted(citations, key=lambda c: c.n), weak=max(coverage) == 0)
 
 
@@ -446,7 +449,7 @@ def _stream(
         return
     yield AnswerPiece(
         "sources",
-        sources=[AnswerCitation(x.n, x.hit.chunk.id, x.hit.citation.label) for x in sources],
+        sources=[AnswerCitation.of(x.n, x.hit) for x in sources],
     )
     notice = None
     valid = {x.n for x in sources}
