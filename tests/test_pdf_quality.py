@@ -241,7 +241,7 @@ def test_a_title_on_two_lines_is_joined_and_a_rotated_stamp_is_not_the_title(
     c.restoreState()
     c.setFont("Helvetica", 17)
     c.drawString(80, 740, "Polynomial-Time Algorithms for Prime Factorization")
-    c.drawString(80, 720, "and Discrete Logarithms on a Quantum Computer")
+    c.drawString(80, 712, "and Discrete Logarithms on a Quantum Computer")  # (a wide gap)
     c.setFont("Helvetica", 10)
     for i, line in enumerate(fx.lines(rng, 20)):
         c.drawString(80, 680 - 12 * i, line)
@@ -252,6 +252,11 @@ def test_a_title_on_two_lines_is_joined_and_a_rotated_stamp_is_not_the_title(
         "Polynomial-Time Algorithms for Prime Factorization"
         " and Discrete Logarithms on a Quantum Computer"
     )
+    # one heading, not its last line heading the text
+    assert texts(doc, BlockKind.HEADING) == [doc.title]
+    assert {b.heading_path for b in doc.blocks if b.kind is BlockKind.PARAGRAPH} == {
+        (doc.title,)
+    }
 
 
 # -- pages whose text layer is gibberish ----------------------------------------------------

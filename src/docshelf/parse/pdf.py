@@ -123,6 +123,7 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
         levels = _apply_font_sizes(found, body_size)
         for piece, depth in _numbered_headings(found, body_size):
             piece.kind, piece.level = BlockKind.HEADING, min(levels + depth, 6)
+        found = _one_title_heading(found, body_size)
     builder = BodyBuilder()
     for piece in found:
         builder.add(piece.kind, piece.text, level=piece.level, page=piece.page)
@@ -593,12 +594,17 @@ def _repeated_texts(found: list[Piece], *, digits: bool = True) -> set[str]:
 
 
 def _title(found: list[Piece], body: float) -> str | None:
-    """The largest short text on page 1 if it stands out (a quarter larger than the body
-    text), else the first heading.
+    """The title on page 1 (``_title_lines``), else the first heading."""
+    lines = _title_lines(found, body)
+    if lines:
+        return " ".join(p.text for p in lines)
+    return next((p.text for p in found if p.kind is BlockKind.HEADING and p.page <= 2), None)
 
-    A title set on two or three lines that became consecutive pieces of the
-    same size is joined (at most 200 characters).
-    """
+
+def _title_lines(found: list[Piece], body: float) -> list[Piece]:
+    """The largest short text on page 1 if it stands out (a quarter larger than the body
+    text), with the one or two pieces after it of its size: a title set on two or three
+    lines that became pieces of their own (at most 200 characters). [] if none does."""
     first_page = [
         p
         for p in found
@@ -608,18 +614,31 @@ def _title(found: list[Piece], body: float) -> str | None:
         and _short(p)
         and heading_rejection(p.text) is None
     ]
-    if first_page:
-        largest = max(first_page, key=lambda p: p.size)
-        if largest.size >= body * _TITLE_RATIO:
-            at = first_page.index(largest)
-            lines = [largest.text]
-            for piece in first_page[at + 1 : at + 3]:
-                joined = " ".join([*lines, piece.text])
-                if abs(piece.size - largest.size) > 0.5 or len(joined) > 200:
-                    break
-                lines.append(piece.text)
-            return " ".join(lines)
-    return next((p.text for p in found if p.kind is BlockKind.HEADING and p.page <= 2), None)
+    if not first_page:
+        return []
+    largest = max(first_page, key=lambda p: p.size)
+    if largest.size < body * _TITLE_RATIO:
+        return []
+    at = first_page.index(largest)
+    lines = [largest]
+    for piece in first_page[at + 1 : at + 3]:
+        joined = " ".join(p.text for p in [*lines, piece])
+        if abs(piece.size - largest.size) > 0.5 or len(joined) > 200:
+            break
+        lines.append(piece)
+    return lines
+
+
+def _one_title_heading(found: list[Piece], body: float) -> list[Piece]:
+    """The title's lines, when they are headings, as one heading: otherwise its last
+    line alone would head every section ("for Decentralized Authorization in the
+    Cloud" under the macaroons paper's title)."""
+    lines = _title_lines(found, body)
+    if len(lines) < 2 or any(p.kind is not BlockKind.HEADING for p in lines):
+        return found
+    lines[0].text = " ".join(p.text for p in lines)
+    joined = {id(p) for p in lines[1:]}
+    return [p for p in found if id(p) not in joined]
 
 
 # -- running headers and footers -----------------------------------------------------------
