@@ -254,9 +254,7 @@ def test_a_title_on_two_lines_is_joined_and_a_rotated_stamp_is_not_the_title(
     )
     # one heading, not its last line heading the text
     assert texts(doc, BlockKind.HEADING) == [doc.title]
-    assert {b.heading_path for b in doc.blocks if b.kind is BlockKind.PARAGRAPH} == {
-        (doc.title,)
-    }
+    assert {b.heading_path for b in doc.blocks if b.kind is BlockKind.PARAGRAPH} == {(doc.title,)}
 
 
 # -- pages whose text layer is gibberish ----------------------------------------------------
