@@ -474,3 +474,27 @@ def test_a_numbered_running_head_is_not_a_heading(rng: random.Random) -> None:
     ]
     doc = parse_pdf(_pdf(pages))
     assert texts(doc, BlockKind.HEADING) == []
+
+
+def test_a_heading_centred_in_one_column_stays_in_its_column(rng: random.Random) -> None:
+    """A section heading centred in the left column, its number apart ("I." and
+    "INTRODUCTION"), beside a line of the right column's prose: two columns' lines, not
+    a wide table row. It was read as a band of its own, the heading and the right
+    column's line glued into one paragraph ("I. INTRODUCTION private, incognito Web…")."""
+    left = fx.lines(rng, 40, 46)
+    right = [f"Right {i} {t}" for i, t in enumerate(fx.lines(rng, 40, 40))]
+    runs: list[Run] = []
+    y = 700.0
+    for i in range(40):
+        runs.append((320.0, y, right[i], 10.0))  # the right column goes on evenly
+        if i == 12:  # the heading, in the left column, with space above and below it
+            runs += [(120.0, y, "I.", 10.0), (136.0, y, "INTRODUCTION", 8.0)]
+        elif i not in (11, 13):
+            runs.append((50.0, y, left[i], 10.0))
+        y -= 12
+    doc = parse_pdf(_pdf([runs]))
+    assert texts(doc, BlockKind.HEADING) == ["I. INTRODUCTION"]
+    body = doc.body
+    assert body.index("I. INTRODUCTION") < body.index("Right 0")  # the left column first
+    for i in range(39):  # the right column's lines in order, none taken into the heading
+        assert body.index(f"Right {i} ") < body.index(f"Right {i + 1} ")

@@ -216,17 +216,23 @@ def regions(rows: Sequence[Row], depth: int = 0) -> list[list[Row]]:
 
     left_edge = _usual_start(s for r in rows for s in r.segments if s.x1 <= gutter)
     right_edge = _usual_start(s for r in rows for s in r.segments if s.x0 >= gutter)
+    right_end = max((s.x1 for r in rows for s in r.segments if s.x0 >= gutter), default=gutter)
+    widths = (gutter - left_edge, right_end - right_edge)  # of the two columns
     for row in rows:
         lefts = [s for s in row.segments if s.x1 <= gutter]
         rights = [s for s in row.segments if s.x0 >= gutter]
         crossing = len(lefts) + len(rights) < len(row.segments)
         # A row of three or more cells on both sides that do not start at the column
-        # edges is a wide table's row, not two lines of two columns.
+        # edges is a wide table's row, not two lines of two columns — unless one side
+        # is a line of its column's running text (a heading centred in one column, its
+        # number apart, beside a line of the other).
         off_edges = (
             lefts
             and rights
             and len(row.segments) >= 3
             and not (_near(lefts[0], left_edge) and _near(rights[0], right_edge))
+            and not _column_line(lefts, left_edge, widths[0])
+            and not _column_line(rights, right_edge, widths[1])
         )
         if crossing or off_edges:
             close_band()
@@ -243,6 +249,11 @@ def regions(rows: Sequence[Row], depth: int = 0) -> list[list[Row]]:
         out.append(list(wide))
     close_band()
     return out
+
+
+def _column_line(side: Sequence[Segment], edge: float, width: float) -> bool:
+    """One segment from the column's edge across most of its width: a line of prose."""
+    return len(side) == 1 and _near(side[0], edge) and side[0].width >= 0.7 * width
 
 
 def _usual_start(segments: Iterable[Segment]) -> float:
