@@ -61,8 +61,8 @@ __all__ = [
 CHANGES = {
     2: "a snippet that packs short sections is cited under the one the query's words are in",
     3: "reStructuredText keeps the text of Sphinx directives (`py:data`, `versionadded`, "
-    "`autofunction` …), PDFs have their numbered section headings set in the body's size, "
-    "and Markdown takes no tags from HTML",
+    "`autofunction` …), PDFs find numbered section headings set in the body's size and "
+    "keep each column's lines apart, and Markdown takes no tags from HTML",
 }
 CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"
