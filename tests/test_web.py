@@ -321,6 +321,7 @@ def test_ask_streams_a_cited_answer_and_opens_each_source(page: Page, site: Site
     assert "no language model" in answer.locator("#answer-mode").inner_text()
 
     source = listed.filter(has_text="projects/raft.md#1")
+    assert source.locator(".crumbs").inner_text() == "Raft \u203a Leader election"
     source.get_by_role("button", name="Show passage").click()
     source.locator(".passage .chunk-text").wait_for()
     assert "hears no heartbeat" in source.locator(".passage").inner_text()

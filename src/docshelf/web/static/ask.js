@@ -123,6 +123,10 @@ export class AskView {
           { id: `ask-source-${source.n}`, value: String(source.n), dataset: { n: String(source.n) } },
           h("a", { class: "citation", href: `#cite/${encodeURIComponent(source.chunk_id)}` }, source.label),
           " ",
+          source.citation?.heading_path?.length
+            ? h("span", { class: "crumbs" }, source.citation.heading_path.join(" › "))
+            : null,
+          " ",
           toggle,
           passage,
         );
