@@ -327,6 +327,10 @@ def test_ask_streams_a_cited_answer_and_opens_each_source(page: Page, site: Site
     assert "hears no heartbeat" in source.locator(".passage").inner_text()
     assert not source.locator(".passage").inner_text().startswith("#")
     screenshot(page, "web-ask.png")
+    page.set_viewport_size({"width": 390, "height": 800})  # a phone: nothing wider
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "web-ask-narrow.png")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     question.fill("   ")
     question.press("Enter")
