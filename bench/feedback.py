@@ -56,9 +56,14 @@ from docshelf.evaluate.beir import (
     recall_at_k,
 )
 from docshelf.evaluate.long import build_long_index, hit_sections, long_corpus
-from docshelf.search.fusion import Fused, FusionSettings, fuse
+from docshelf.search.candidate import Candidate as Fused
+from docshelf.search.order import FusionSettings, fusion
+from docshelf.search.pipeline import run
 from docshelf.search.query import STOPWORDS, ParsedQuery, lexical_terms, parse_query
 from docshelf.search.results import CANDIDATE_POOL
+from docshelf.search.stages.cite import Cite
+from docshelf.search.stages.concepts import ConceptBoost
+from docshelf.search.stages.exact import ExactFirst
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 
@@ -135,10 +140,10 @@ def first_stage(
     if qid not in ix.cache:
         parsed = parse_query(ix.queries[qid])
         terms = lexical_terms(parsed.text)
-        lex = ix.shelf.retriever.lexical_recall(terms, CANDIDATE_POOL, SearchFilters())
+        lex = ix.shelf.retriever.lexical.search(terms, CANDIDATE_POOL, SearchFilters())
         assert ix.shelf.embedder is not None
         qvec = np.asarray(ix.shelf.embedder.embed([parsed.text])[0], dtype=np.float32)
-        vec = ix.shelf.retriever.vector_recall(qvec, CANDIDATE_POOL, SearchFilters())
+        vec = ix.shelf.retriever.vector.search(qvec, CANDIDATE_POOL, SearchFilters())
         ix.cache[qid] = (parsed, terms, lex, qvec, vec)
     return ix.cache[qid]
 
@@ -194,8 +199,17 @@ def feedback_top(ix: Index, fused: list[Fused], vec: Ranking, v: Variant) -> Ran
 
 
 def search(ix: Index, qid: str, v: Variant) -> list[Any]:
-    parsed, terms, lex, qvec, vec = first_stage(ix, qid)
+    _, terms, lex, qvec, vec = first_stage(ix, qid)
     fs = FusionSettings(vector_weight=v.w, lexical_weight=round(1 - v.w, 6))
+    prepared, _ = ix.shelf.retriever.prepare(ix.queries[qid], limit=50)
+    assert prepared is not None
+
+    def fuse(lexical: Ranking, vector: Ranking, settings: FusionSettings) -> list[Fused]:
+        assert prepared is not None
+        prepared.lexical, prepared.vector = list(lexical), list(vector)
+        run(fusion(settings), prepared)
+        return list(prepared.candidates)
+
     first = fused = fuse(lex, vec, fs)
     for _ in range(v.rounds if v.docs > 0 and v.weight > 0 and v.w > 0 else 0):
         top = feedback_top(ix, fused, vec, v)
@@ -210,7 +224,7 @@ def search(ix: Index, qid: str, v: Variant) -> list[Any]:
             mean = np.sum([vv * np.float32(p / total) for vv, p in pairs], axis=0)
             moved = qvec + np.float32(v.weight) * mean.astype(np.float32)
             moved = (moved / np.linalg.norm(moved)).astype(np.float32)
-            vec = ix.shelf.retriever.vector_recall(moved, CANDIDATE_POOL, SearchFilters())
+            vec = ix.shelf.retriever.vector.search(moved, CANDIDATE_POOL, SearchFilters())
         fused = fuse(lex, vec, fs)
     lf = v.lexical
     if lf is not None:
@@ -218,18 +232,18 @@ def search(ix: Index, qid: str, v: Variant) -> list[Any]:
         extra = expansion(ix, [(i, 1.0 / len(ids)) for i in ids], terms, lf)
         if extra:
             if lf.mode == "sum":
-                second = ix.shelf.retriever.lexical_recall(extra, CANDIDATE_POOL, SearchFilters())
+                second = ix.shelf.retriever.lexical.search(extra, CANDIDATE_POOL, SearchFilters())
                 a, b = _minmax(lex), _minmax(second)
                 mixed = {i: (1 - lf.lam) * a.get(i, 0.0) + lf.lam * b.get(i, 0.0) for i in a | b}
                 new = sorted(mixed.items(), key=lambda kv: (-kv[1], kv[0]))[:CANDIDATE_POOL]
             else:
-                new = ix.shelf.retriever.lexical_recall(
+                new = ix.shelf.retriever.lexical.search(
                     terms + extra, CANDIDATE_POOL, SearchFilters()
                 )
             fused = fuse(new, vec, fs)
-    concepts = ix.shelf.retriever.named_concepts(parsed)
-    hits, _ = ix.shelf.retriever.hits(fused, 50, parsed, "snippet", None, concepts)
-    return hits
+    prepared.candidates = fused
+    run([ConceptBoost(fs.concept_boost), ExactFirst(), Cite()], prepared)
+    return prepared.hits
 
 
 def score(ix: Index, v: Variant) -> Scores:

@@ -48,7 +48,8 @@ from docshelf.evaluate.beir import (
     paired_randomization_test,
     recall_at_k,
 )
-from docshelf.search.fusion import FusionSettings, fuse
+from docshelf.evaluate.lists import fused as fuse
+from docshelf.search.order import FusionSettings
 from docshelf.search.query import lexical_terms
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters, sqlite

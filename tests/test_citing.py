@@ -219,7 +219,7 @@ def test_one_hit_per_cited_heading(shelf: Shelf) -> None:
 
 
 def test_the_store_keeps_a_chunks_inner_headings(store: Store) -> None:
-    from docshelf.search.retriever import chunk_place
+    from docshelf.search.reader import chunk_place
 
     doc = _put(store, LOG)
     chunks = store.chunks_of_document(doc.id, Tier.SNIPPET)

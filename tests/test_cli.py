@@ -263,7 +263,7 @@ NOT_AT_START = (
     "socket",
     "secrets",
     "docshelf.search.retriever",
-    "docshelf.search.fusion",
+    "docshelf.search.order",
     "docshelf.search.cache",
     "docshelf.catalogue",
     "docshelf.ingest.prepare",

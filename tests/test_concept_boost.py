@@ -9,8 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docshelf.knowledge.taxonomy import DEFAULT, load_taxonomy
-from docshelf.search.fusion import Fused, FusionSettings, boost
+from docshelf.search.candidate import Candidate, rank_key
+from docshelf.search.order import FusionSettings
 from docshelf.search.query import STOPWORDS
+from docshelf.search.stages.concepts import boost
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
 
@@ -41,30 +43,40 @@ fused_lists = st.lists(
     st.tuples(st.integers(0, 40), st.floats(-1, 1, allow_nan=False)),
     unique_by=lambda t: t[0],
     max_size=20,
-).map(lambda xs: [Fused(f"c{i}", s, None, s) for i, s in xs])
+).map(lambda xs: sorted((Candidate(f"c{i}", s, vector=s) for i, s in xs), key=rank_key))
 
 
 @given(fused_lists, st.sets(st.integers(0, 40).map(lambda i: f"c{i}")), st.floats(0, 2))
 def test_boost_raises_only_the_marked_and_keeps_everything(
-    fused: list[Fused], ids: set[str], factor: float
+    fused: list[Candidate], ids: set[str], factor: float
 ) -> None:
-    out = boost(fused, ids, factor)
-    assert sorted(f.id for f in out) == sorted(f.id for f in fused)
-    before = {f.id: f.score for f in fused}
-    for f in out:
-        if f.id in ids:
-            assert f.score >= before[f.id]
+    before = {c.id: c.score for c in fused}
+    order = [c.id for c in fused]
+    boost(fused, ids, factor)
+    assert sorted(c.id for c in fused) == sorted(before)
+    for c in fused:
+        if c.id in ids:
+            assert c.score >= before[c.id]
         else:
-            assert f.score == before[f.id]
-    if ids and factor:  # re-sorted; otherwise returned as given
-        assert [f.score for f in out] == sorted((f.score for f in out), reverse=True)
+            assert c.score == before[c.id]
+    if ids & set(before) and factor:  # re-sorted; otherwise left as given
+        assert [c.score for c in fused] == sorted((c.score for c in fused), reverse=True)
+    elif not ids or not factor:
+        assert [c.id for c in fused] == order
 
 
 def test_boost_reorders_a_near_tie() -> None:
-    fused = [Fused("a", 0.50, None, None), Fused("b", 0.47, None, None)]
-    assert [f.id for f in boost(fused, {"b"}, 0.1)] == ["b", "a"]
-    assert [f.id for f in boost(fused, {"b"}, 0.0)] == ["a", "b"]
-    assert boost(fused, set(), 0.1) == fused
+    def fused() -> list[Candidate]:
+        return [Candidate("a", 0.50), Candidate("b", 0.47)]
+
+    for ids, factor, want in (
+        ({"b"}, 0.1, ["b", "a"]),
+        ({"b"}, 0.0, ["a", "b"]),
+        (set(), 0.1, ["a", "b"]),
+    ):
+        out = fused()
+        boost(out, ids, factor)
+        assert [c.id for c in out] == want
 
 
 def _order(shelf: Shelf, query: str) -> list[str]:

@@ -32,8 +32,9 @@ def test_metrics_on_known_rankings() -> None:
 
 def test_configurations() -> None:
     assert parse_config("lexical") == ("lexical", None)
-    mode, fusion = parse_config("hybrid:convex:0.6")
-    assert mode == "hybrid" and fusion is not None
+    mode, ranking = parse_config("hybrid:convex:0.6")
+    assert mode == "hybrid" and ranking is not None
+    fusion = ranking.settings
     assert (fusion.method, fusion.vector_weight, fusion.lexical_weight) == ("convex", 0.6, 0.4)
     assert parse_config("hybrid:rrf")[1] is not None
     for bad in ("fuzzy", "vector:rrf", "hybrid:magic", "hybrid:convex:1.5", "hybrid:convex:x"):

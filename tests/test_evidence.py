@@ -9,16 +9,18 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from docshelf.evaluate.study import heading_share, siblings, within_documents
 from docshelf.model import Chunk, Tier
+from docshelf.search.candidate import Candidate, Precedence, rank_key
 from docshelf.search.evidence import (
     content_words,
     exact_matches,
     has_verbatim,
-    heading_share,
     names_heading,
+    quoting,
     words,
 )
-from docshelf.search.fusion import Fused, exact_first, within_documents
+from docshelf.search.stages.exact import exact_first
 from docshelf.shelf import Shelf
 
 
@@ -72,7 +74,7 @@ def test_the_heading_share_counts_the_query_words_named() -> None:
     assert heading_share(frozenset(), chunk("c", path=("Warranty",))) == 0.0
 
 
-# fused lists as fusion leaves them: best first, the first few maybe kept there as strong
+# fused lists as fusion leaves them: best first, the first few maybe clear firsts
 fused_lists = st.tuples(
     st.lists(
         st.tuples(st.sampled_from([f"c{i}" for i in range(20)]), st.floats(0, 1)),
@@ -81,10 +83,13 @@ fused_lists = st.tuples(
     ),
     st.integers(0, 3),
 ).map(
-    lambda r: [
-        Fused(i, s, s, None, strong=n < r[1])
-        for n, (i, s) in enumerate(sorted(r[0], key=lambda t: -t[1]))
-    ]
+    lambda r: sorted(
+        (
+            Candidate(i, s, lexical=s, precedence=Precedence.STRONG if n < r[1] else 0)
+            for n, (i, s) in enumerate(sorted(r[0], key=lambda t: -t[1]))
+        ),
+        key=rank_key,
+    )
 )
 
 
@@ -93,15 +98,17 @@ ids20 = st.sets(st.sampled_from([f"c{i}" for i in range(20)]))
 
 @given(fused=fused_lists, named=ids20, picked=ids20)
 def test_exact_matches_come_first_and_the_rest_keep_their_order(
-    fused: list[Fused], named: set[str], picked: set[str]
+    fused: list[Candidate], named: set[str], picked: set[str]
 ) -> None:
-    out = exact_first(fused, named, picked)
-    ids = [f.id for f in fused]
-    matched = [i for i in ids if i in named] + [i for i in ids if i in picked - named]
-    picked = picked | named
-    assert [f.id for f in out] == matched + [i for i in ids if i not in picked]
-    assert all(f.strong for f in out[: len(matched)])
-    assert [f.score for f in out] == sorted((f.score for f in out), reverse=True)
+    ids = [c.id for c in fused]
+    scores = {c.id: c.score for c in fused}
+    exact_first(fused, named, picked - named)
+    quoted = [i for i in ids if i in picked - named][:1]
+    matched = [i for i in ids if i in named] + quoted
+    assert [c.id for c in fused] == matched + [i for i in ids if i not in set(matched)]
+    assert all(c.precedence >= Precedence.QUOTED for c in fused[: len(matched)])
+    assert {c.id: c.score for c in fused} == scores  # places by precedence, scores kept
+    assert sorted(fused, key=rank_key) == fused
 
 
 @given(
@@ -111,35 +118,35 @@ def test_exact_matches_come_first_and_the_rest_keep_their_order(
     weight=st.floats(0, 2),
 )
 def test_siblings_trade_places_but_documents_keep_theirs(
-    fused: list[Fused], docs: list[str], evidence: list[float], weight: float
+    fused: list[Candidate], docs: list[str], evidence: list[float], weight: float
 ) -> None:
     documents = {f"c{n}": d for n, d in enumerate(docs)}
     shares = {f"c{n}": e for n, e in enumerate(evidence)}
+    before = [(c.id, c.score, c.precedence) for c in fused]
     out = within_documents(fused, documents, shares, weight)
-    assert [documents[f.id] for f in out] == [documents[f.id] for f in fused]
-    assert sorted(f.id for f in out) == sorted(f.id for f in fused)
-    assert [f.score for f in out] == [f.score for f in fused]
-    for before, after in zip(fused, out, strict=True):
-        if before.strong:
-            assert after == before  # a strong match is never moved
+    assert [documents[c.id] for c in out] == [documents[i] for i, _, _ in before]
+    assert sorted(c.id for c in out) == sorted(i for i, _, _ in before)
+    assert [c.score for c in out] == [s for _, s, _ in before]
+    for (i, _, precedence), after in zip(before, out, strict=True):
+        if precedence:
+            assert after.id == i  # a clear first is never moved
 
 
 def test_the_sibling_under_the_named_heading_takes_its_documents_first_place() -> None:
-    fused = [
-        Fused("a1", 0.9, None, 0.9),  # doc a, "Descaling"
-        Fused("b1", 0.85, None, 0.85),  # doc b
-        Fused("a2", 0.8, None, 0.8),  # doc a, "Warranty"
-    ]
+    def fused() -> list[Candidate]:
+        return [
+            Candidate("a1", 0.9, vector=0.9),  # doc a, "Descaling"
+            Candidate("b1", 0.85, vector=0.85),  # doc b
+            Candidate("a2", 0.8, vector=0.8),  # doc a, "Warranty"
+        ]
+
     documents = {"a1": "a", "a2": "a", "b1": "b"}
-    out = within_documents(fused, documents, {"a2": 1.0}, 0.2)
-    assert [f.id for f in out] == ["a2", "b1", "a1"]
-    assert [f.score for f in out] == [0.9, 0.85, 0.8]
+    out = within_documents(fused(), documents, {"a2": 1.0}, 0.2)
+    assert [c.id for c in out] == ["a2", "b1", "a1"]
+    assert [c.score for c in out] == [0.9, 0.85, 0.8]
     # too little evidence to overturn a wide gap
-    assert [f.id for f in within_documents(fused, documents, {"a2": 0.1}, 0.2)] == [
-        "a1",
-        "b1",
-        "a2",
-    ]
+    out = within_documents(fused(), documents, {"a2": 0.1}, 0.2)
+    assert [c.id for c in out] == ["a1", "b1", "a2"]
 
 
 WORDS = (
@@ -168,30 +175,28 @@ def test_a_note_titled_as_the_query_is_first_in_every_mode(shelf: Shelf, tmp_pat
 
 
 def test_pages_are_not_re_ordered_by_their_headings() -> None:
-    from docshelf.search.evidence import by_evidence
-    from docshelf.search.fusion import FusionSettings
+    def fused() -> list[Candidate]:
+        return [Candidate("a1", 0.9, vector=0.9), Candidate("a2", 0.8, vector=0.8)]
 
-    settings = FusionSettings(sibling_heading=1.0, exact_first=False)
-    fused = [Fused("a1", 0.9, None, 0.9), Fused("a2", 0.8, None, 0.8)]
     marked = {
         "a1": chunk("a1", "kettle", path=("Descaling",)),
         "a2": chunk("a2", "kettle", path=("Warranty",)),
     }
-    assert [f.id for f in by_evidence(fused, marked, "kettle warranty", settings)] == ["a2", "a1"]
+    assert [c.id for c in siblings(fused(), marked, "kettle warranty", 1.0)] == ["a2", "a1"]
     paged = {i: dataclasses.replace(c, page_start=n) for n, (i, c) in enumerate(marked.items())}
-    assert [f.id for f in by_evidence(fused, paged, "kettle warranty", settings)] == ["a1", "a2"]
+    assert [c.id for c in siblings(fused(), paged, "kettle warranty", 1.0)] == ["a1", "a2"]
 
 
 def test_only_the_best_of_several_quoting_snippets_is_put_first() -> None:
-    from docshelf.search.evidence import by_evidence
-    from docshelf.search.fusion import FusionSettings
-
     line = "where the river meets the sea"
-    fused = [Fused("x", 0.9, None, 0.9), Fused("q1", 0.5, None, 0.5), Fused("q2", 0.4, 0.4, None)]
-    found = {
-        "x": chunk("x", "the sea and the river"),
-        "q1": chunk("q1", f"A town {line}."),
-        "q2": chunk("q2", f"Songs of {line}, again."),
+    fused = [Candidate("x", 0.9, vector=0.9), Candidate("q1", 0.5), Candidate("q2", 0.4)]
+    texts = {
+        "x": "the sea and the river",
+        "q1": f"A town {line}.",
+        "q2": f"Songs of {line}, again.",
     }
-    out = by_evidence(fused, found, line, FusionSettings())
-    assert [f.id for f in out] == ["q1", "x", "q2"]
+    verbatim = quoting(line, lambda: texts)
+    assert verbatim == {"q1", "q2"}
+    exact_first(fused, set(), verbatim)
+    assert [c.id for c in fused] == ["q1", "x", "q2"]
+    assert [c.score for c in fused] == [0.5, 0.9, 0.4]  # its own score, shown as it is

@@ -13,7 +13,8 @@ from hypothesis.extra.numpy import arrays
 
 from docshelf.errors import InvalidInput
 from docshelf.evaluate.beir import parse_config
-from docshelf.search.fusion import FusionSettings, feedback_query
+from docshelf.search.order import FusionSettings
+from docshelf.search.stages.feedback import feedback_query
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
 
@@ -44,11 +45,12 @@ def test_no_feedback_leaves_the_query_alone() -> None:
 
 
 def test_configurations_with_feedback() -> None:
-    _, fusion = parse_config("hybrid:convex:0.85:5:0.5")
-    assert fusion is not None
+    _, ranking = parse_config("hybrid:convex:0.85:5:0.5")
+    assert ranking is not None
+    fusion = ranking.settings
     assert (fusion.vector_weight, fusion.feedback_docs, fusion.feedback_weight) == (0.85, 5, 0.5)
     _, off = parse_config("hybrid:convex:0.8:0")
-    assert off is not None and off.feedback_docs == 0
+    assert off is not None and off.settings.feedback_docs == 0
     for bad in ("hybrid:convex:0.8:x", "hybrid:convex:0.8:-1", "hybrid:convex:0.8:5:1:2"):
         with pytest.raises(InvalidInput):
             parse_config(bad)

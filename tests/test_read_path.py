@@ -6,37 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from docshelf.model import Tier
-from docshelf.search.fusion import FusionSettings, fuse, fused_ids
 from docshelf.store.base import SearchFilters
 from docshelf.store.sqlite import SQLiteStore
 from tests.test_store import make_doc, put
-
-# few distinct scores, so ties (broken by id) are common
-rankings = st.lists(
-    st.tuples(st.sampled_from([f"c{i}" for i in range(25)]), st.sampled_from([0.0, 1.0, 2.5, 7.0])),
-    max_size=15,
-    unique_by=lambda t: t[0],
-).map(lambda r: sorted(r, key=lambda t: -t[1]))
-
-settings = st.builds(
-    FusionSettings,
-    method=st.sampled_from(["convex", "rrf"]),
-    strong_lead=st.sampled_from([0.0, 0.1, 0.3, 0.9]),
-    adaptive_lead=st.sampled_from([0.0, 0.5]),
-    few_lexical=st.sampled_from([0, 4, 10]),
-)
-
-
-@given(lex=rankings, vec=rankings, s=settings, n=st.integers(0, 8))
-def test_fused_ids_are_the_first_of_the_fused_list(
-    lex: list[tuple[str, float]], vec: list[tuple[str, float]], s: FusionSettings, n: int
-) -> None:
-    """What the feedback pass reads of the first fusion, without building it."""
-    assert fused_ids(lex, vec, s, n) == [f.id for f in fuse(lex, vec, s)[:n]]
 
 
 def test_chunks_the_visibility_checks_saw_are_read_by_seq(

@@ -6,25 +6,30 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from docshelf.config import Settings
 from docshelf.knowledge.taxonomy import configured_taxonomy
-from docshelf.model import Chunk, Citation, Document
+from docshelf.model import Chunk, Citation, Document, Hit
 from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import RetrievalCache
+from docshelf.search.candidate import Candidate
 from docshelf.search.engines import (
     ExactVectorSearch,
     NativeVectorEngine,
     StoreLexicalSearch,
     engines_for,
 )
-from docshelf.search.fusion import Fused, FusionSettings, fuse
+from docshelf.search.evidence import exact_matches
 from docshelf.search.lexical import SidecarLexicalIndex
-from docshelf.search.query import ParsedQuery, lexical_terms, parse_query, satisfies
-from docshelf.search.results import CANDIDATE_POOL, SearchResult
-from docshelf.search.retriever import Retriever, group_key
+from docshelf.search.order import FusionSettings, fusion, product
+from docshelf.search.pipeline import Search, Stage, run
+from docshelf.search.query import ParsedQuery, satisfies
+from docshelf.search.results import SearchResult
+from docshelf.search.retriever import Retriever
+from docshelf.search.stages.cite import Cite, group_key
+from docshelf.search.stages.exact import ExactFirst, exact_first
+from docshelf.search.stages.recall import Recall
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters, Store
 from docshelf.telemetry import Metrics
@@ -73,7 +78,7 @@ def _own_retriever(shelf: Shelf, embedder: HashEmbedder, fusion: FusionSettings)
         lexical=engines.lexical,
         vector=engines.vector,
         embedder=lambda: embedder,
-        fusion=fusion,
+        ranking=product(fusion),
         reranker=None,
         rerank_top_k=20,
         taxonomy=configured_taxonomy(),
@@ -101,34 +106,34 @@ def test_a_retriever_from_its_parts_answers_as_the_shelf_does(
         assert mine.candidates == theirs.candidates
 
 
-def test_the_public_stages_compose_to_search(
-    shelf: Shelf, notes: Path, embedder: HashEmbedder
-) -> None:
-    """recall → fuse → hits by hand is search without feedback (what bench/feedback.py
-    replays); with feedback on, feedback_recall gives search's second vector list."""
-    shelf.add(notes)
-    plain = dataclasses.replace(shelf.fusion, feedback_docs=0, concept_boost=0.0)
-    retriever = _own_retriever(shelf, embedder, plain)
-    none = SearchFilters()
-    for text in QUERIES:
-        parsed = parse_query(text)
-        lexical = retriever.lexical_recall(lexical_terms(parsed.text), CANDIDATE_POOL, none)
-        qvec = np.asarray(embedder.embed([parsed.text])[0], dtype=np.float32)
-        vector = retriever.vector_recall(qvec, CANDIDATE_POOL, none)
-        fused = fuse(lexical, vector, plain)
-        hits, pool = retriever.hits(fused, 5, parsed, "snippet", None)
-        searched = retriever.search(text, limit=5)
-        assert hits and [h.chunk.id for h in hits] == [h.chunk.id for h in searched.hits]
-        assert pool == searched.candidates
+def _prepared(retriever: Retriever, text: str, stages: Sequence[Stage], **kw: object) -> Search:
+    """The search of ``text`` after ``stages`` (``Retriever.prepare``'s options ``kw``)."""
+    search, _ = retriever.prepare(text, **kw)  # type: ignore[arg-type]
+    assert search is not None
+    run(stages, search)
+    return search
 
-        retriever.fusion = dataclasses.replace(plain, feedback_docs=2, feedback_weight=1.0)
-        top = [f.id for f in fused[:2]]
-        moved = retriever.feedback_recall(qvec, top, CANDIDATE_POOL, none)
-        again = fuse(lexical, moved, retriever.fusion)
-        hits, _ = retriever.hits(again, 5, parsed, "snippet", None)
+
+def test_the_stages_compose_to_search(shelf: Shelf, notes: Path, embedder: HashEmbedder) -> None:
+    """The product's stages run one by one on a prepared search give the search's answer;
+    without the feedback stage, the answer of feedback turned off."""
+    shelf.add(notes)
+    settings = shelf.fusion
+    retriever = _own_retriever(shelf, embedder, settings)
+    off = _own_retriever(shelf, embedder, dataclasses.replace(settings, feedback_docs=0))
+    for text in QUERIES:
+        stages = product(settings).stages
+        by_hand = _prepared(retriever, text, stages, limit=5)
         searched = retriever.search(text, limit=5)
-        assert [h.chunk.id for h in hits] == [h.chunk.id for h in searched.hits]
-        retriever.fusion = plain
+        assert by_hand.hits and _hit_ids(by_hand.hits) == _hit_ids(searched.hits)
+        assert by_hand.pool == searched.candidates
+        assert by_hand.before_feedback is not None  # feedback ran: a second vector list
+        unfed = _prepared(retriever, text, [s for s in stages if s.name != "feedback"], limit=5)
+        assert _hit_ids(unfed.hits) == _hit_ids(off.search(text, limit=5).hits)
+
+
+def _hit_ids(hits: Sequence[Hit]) -> list[tuple[str, float]]:
+    return [(h.chunk.id, h.score) for h in hits]
 
 
 def test_a_library_of_another_model_is_searched_lexically(
@@ -145,7 +150,7 @@ def test_a_library_of_another_model_is_searched_lexically(
 
 
 def _hits_reading_everything(
-    retriever: Retriever, fused: Sequence[Fused], limit: int, parsed: ParsedQuery, group: str
+    retriever: Retriever, fused: Sequence[Candidate], limit: int, parsed: ParsedQuery, group: str
 ) -> tuple[list[tuple[str, float, str]], list[str]]:
     """The hits stage as it was before it read only what the page needs: every
     candidate's chunk read first, one document read per hit (the reference)."""
@@ -207,20 +212,18 @@ def test_hits_read_only_what_the_page_needs_and_answer_as_reading_everything(
         return store_get_chunks(ids)
 
     monkeypatch.setattr(shelf.store, "get_chunks", counting)
-    none = SearchFilters()
+    fusing = [Recall(), *fusion(settings)]
     for text in ["raft log replicated", '"same sentence" raft', "followers -Part", "entry words"]:
-        parsed = parse_query(text)
-        lexical = retriever.lexical_recall(lexical_terms(parsed.text), CANDIDATE_POOL, none)
-        qvec = np.asarray(embedder.embed([parsed.text])[0], dtype=np.float32)
-        fused = fuse(lexical, retriever.vector_recall(qvec, CANDIDATE_POOL, none), shelf.fusion)
-        assert len(fused) > 20, text
         for group in ("snippet", "section", "document", "all"):
             for limit in (1, 3, 10, 200):
-                want = _hits_reading_everything(retriever, fused, limit, parsed, group)
+                search = _prepared(retriever, text, fusing, limit=limit, group=group)
+                fused = list(search.candidates)
+                assert len(fused) > 20, text
+                want = _hits_reading_everything(retriever, fused, limit, search.parsed, group)
                 asked.clear()
-                hits, pool = retriever.hits(fused, limit, parsed, group, None)
-                got = [(h.chunk.id, h.score, h.citation.label) for h in hits]
-                assert (got, pool) == want, (text, group, limit)
+                Cite()(search)
+                got = [(h.chunk.id, h.score, h.citation.label) for h in search.hits]
+                assert (got, search.pool) == want, (text, group, limit)
                 if limit <= 3 and group != "all":
                     assert len(set(asked)) < len(fused) // 2, (text, group, limit)
 
@@ -233,8 +236,6 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
     may become hits), a longer one reads every candidate's text once, and the hits are
     those of the rule applied to every candidate read whole: headings named (a section's,
     a file's title at its top), lines quoted, or neither."""
-    from docshelf.search.evidence import by_evidence, needs_text
-
     root = tmp_path / "lib"
     root.mkdir()
     for n in range(10):
@@ -263,7 +264,6 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
 
     monkeypatch.setattr(shelf.store, "get_chunks", counting)
     monkeypatch.setattr(shelf.store, "chunk_texts", counting_texts)
-    none = SearchFilters()
     queries = {
         "part 2 of 3": "Part 2 of 3",  # a section's heading
         "kettle manual 7": "kettle manual 7",  # a file's title, at its top (no heading)
@@ -271,21 +271,23 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
         "raft replicated entry followers": None,  # long enough, quoted nowhere
         "raft log": None,
     }
+    fusing = [Recall(), *fusion(settings)]
     for text, rule in queries.items():
-        parsed = parse_query(text)
-        lexical = retriever.lexical_recall(lexical_terms(parsed.text), CANDIDATE_POOL, none)
-        qvec = np.asarray(embedder.embed([parsed.text])[0], dtype=np.float32)
-        fused = fuse(lexical, retriever.vector_recall(qvec, CANDIDATE_POOL, none), settings)
-        assert len(fused) > 20, text
-        whole = {c.id: c for c in get_chunks([f.id for f in fused])}
-        ordered = by_evidence(fused, whole, parsed.text, settings)
         for limit in (1, 10):
-            want = _hits_reading_everything(retriever, ordered, limit, parsed, "snippet")
+            search = _prepared(retriever, text, fusing, limit=limit)
+            fused = list(search.candidates)
+            assert len(fused) > 20, text
+            # the reference: the rule applied to every candidate read whole
+            whole = get_chunks([c.id for c in fused])
+            named, verbatim = exact_matches(search.parsed.text, whole)
+            ordered = [dataclasses.replace(c) for c in fused]
+            exact_first(ordered, named, verbatim)
+            want = _hits_reading_everything(retriever, ordered, limit, search.parsed, "snippet")
             asked.clear()
             texts_read.clear()
-            hits, pool = retriever.hits(fused, limit, parsed, "snippet", None)
-            assert ([(h.chunk.id, h.score, h.citation.label) for h in hits], pool) == want
-            assert needs_text(settings, text) == (len(text.split()) >= 4)
+            run([ExactFirst(), Cite()], search)
+            hits = search.hits
+            assert ([(h.chunk.id, h.score, h.citation.label) for h in hits], search.pool) == want
             if len(text.split()) >= 4:
                 assert texts_read == [len(fused)], text
             else:

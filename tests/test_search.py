@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docshelf.errors import InvalidInput, NotFound
+from docshelf.evaluate.lists import fused as fuse
 from docshelf.model import Tier
-from docshelf.search.fusion import FusionSettings, fuse
+from docshelf.search.order import FusionSettings
 from docshelf.search.query import lexical_terms
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
@@ -163,11 +164,11 @@ rankings = st.lists(
 def test_fusion_properties(
     lex: list[tuple[str, float]], vec: list[tuple[str, float]], method: str
 ) -> None:
-    s = FusionSettings(method=method)
+    s = FusionSettings(method=method, strong_lead=0, few_lexical=0)  # the fused scores alone
     fused = fuse(lex, vec, s)
     assert {f.id for f in fused} == {i for i, _ in lex} | {i for i, _ in vec}
     assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
-    assert fuse(lex, vec, s) == fused
+    assert [(f.id, f.score) for f in fuse(lex, vec, s)] == [(f.id, f.score) for f in fused]
     for f in fused:
         assert f.lexical == dict(lex).get(f.id) and f.vector == dict(vec).get(f.id)
 

@@ -4,10 +4,10 @@ for."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
-from docshelf.search.fusion import Fused, FusionSettings, by_section
+from docshelf.evaluate.study import Study, by_section, study_ranking
+from docshelf.search.candidate import Candidate, Precedence
 from docshelf.shelf import Shelf
 
 WORDS = (
@@ -17,33 +17,37 @@ WORDS = (
 
 
 def test_by_section_is_the_identity_when_off() -> None:
-    fused = [Fused("a", 0.9, 1.0, 0.9), Fused("b", 0.5, None, 0.5)]
-    assert by_section(fused, {"a": 1, "b": 2}, {"b": 1.0}, FusionSettings()) == fused
+    fused = [Candidate("a", 0.9, 1.0, 0.9), Candidate("b", 0.5, None, 0.5)]
+    by_section(fused, {"a": 1, "b": 2}, {"b": 1.0}, 0.0, 0.0)
+    assert [(c.id, c.score) for c in fused] == [("a", 0.9), ("b", 0.5)]
 
 
 def test_a_heading_that_names_the_query_lifts_its_snippet() -> None:
-    fused = [Fused("a", 0.9, 1.0, 0.9), Fused("b", 0.85, None, 0.85)]
-    settings = FusionSettings(heading_boost=0.1)
-    out = by_section(fused, {"a": 1, "b": 2}, {"b": 1.0, "a": 0.0}, settings)
-    assert [f.id for f in out] == ["b", "a"]
+    def fused() -> list[Candidate]:
+        return [Candidate("a", 0.9, 1.0, 0.9), Candidate("b", 0.85, None, 0.85)]
+
+    out = fused()
+    by_section(out, {"a": 1, "b": 2}, {"b": 1.0, "a": 0.0}, 0.1, 0.0)
+    assert [c.id for c in out] == ["b", "a"]
     assert out[0].score == 0.85 + 0.1 * 0.9 and out[0].vector == 0.85  # parts kept
-    half = by_section(fused, {"a": 1, "b": 2}, {"b": 0.5}, settings)  # half the words: not enough
-    assert [f.id for f in half] == ["a", "b"]
+    half = fused()
+    by_section(half, {"a": 1, "b": 2}, {"b": 0.5}, 0.1, 0.0)  # half the words: not enough
+    assert [c.id for c in half] == ["a", "b"]
 
 
 def test_a_place_several_snippets_point_at_wins() -> None:
     # c and d are two snippets of one section; a is alone in another
-    fused = [Fused("a", 0.9, None, 0.9), Fused("c", 0.8, None, 0.8), Fused("d", 0.6, None, 0.6)]
-    places = {"a": "one", "c": "two", "d": "two"}
-    out = by_section(fused, places, {}, FusionSettings(section_evidence=0.25))
-    assert [f.id for f in out] == ["c", "a", "d"]
+    out = [Candidate("a", 0.9, None, 0.9), Candidate("c", 0.8, None, 0.8)]
+    out.append(Candidate("d", 0.6, None, 0.6))
+    by_section(out, {"a": "one", "c": "two", "d": "two"}, {}, 0.0, 0.25)
+    assert [c.id for c in out] == ["c", "a", "d"]
     assert out[0].score == 0.8 + 0.25 * 0.6
 
 
 def test_a_strong_first_stays_in_front() -> None:
-    fused = [Fused("a", 1.0, 9.0, 0.1, strong=True), Fused("b", 0.9, None, 0.9)]
-    out = by_section(fused, {"a": 1, "b": 2}, {"b": 1.0}, FusionSettings(heading_boost=1.0))
-    assert [f.id for f in out] == ["a", "b"]
+    out = [Candidate("a", 0.1, 9.0, 0.1, precedence=Precedence.STRONG), Candidate("b", 0.9)]
+    by_section(out, {"a": 1, "b": 2}, {"b": 1.0}, 1.0, 0.0)
+    assert [c.id for c in out] == ["a", "b"]
 
 
 def _manual(root: Path) -> Path:
@@ -76,10 +80,8 @@ def test_citations_are_de_duplicated_unless_every_snippet_is_asked_for(
 def test_the_snippet_under_the_named_heading_comes_first(shelf: Shelf, tmp_path: Path) -> None:
     shelf.add(_manual(tmp_path / "lib"))
     query = "kettle warranty"
-    plain = dataclasses.replace(shelf.fusion, heading_boost=0.0, section_evidence=0.0)
-    shelf.fusion = plain
     hits = shelf.search(query, mode="vector", limit=3).hits
     assert hits[0].chunk.heading_path[-1] == "Descaling"  # the body's words win without it
-    shelf.fusion = dataclasses.replace(plain, heading_boost=1.0)
+    shelf.ranking = study_ranking(shelf.fusion, Study(heading_boost=1.0))
     hits = shelf.search(query, mode="vector", limit=3).hits
     assert hits[0].chunk.heading_path[-1] == "Warranty"

@@ -205,7 +205,7 @@ def test_document_round_trip(store: Store) -> None:
 def test_chunk_places_and_documents_by_id(store: Store) -> None:
     """What search reads of every candidate (its place) and of the hits it cites (their
     documents, in one read): the chunks' own fields, unknown ids left out."""
-    from docshelf.search.retriever import chunk_place
+    from docshelf.search.reader import chunk_place
     from docshelf.store.base import ChunkPlace
 
     one, two = put(store, 1, "alpha"), put(store, 2, "beta")

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from docshelf.search.ann import SidecarVectorIndex
     from docshelf.search.cache import ResultCache
     from docshelf.search.engines import Engines
-    from docshelf.search.fusion import FusionSettings
     from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import SearchResult
     from docshelf.search.retriever import Retriever
     from docshelf.shared.caches import SummaryCache
@@ -241,16 +241,17 @@ class Runtime:
     def retriever(self) -> Retriever:
         from docshelf.accounts import access
         from docshelf.rerank import make_reranker
-        from docshelf.search.fusion import FusionSettings
+        from docshelf.search.order import FusionSettings, product
         from docshelf.search.retriever import Retriever
 
         settings = self.settings
+        fusion = self._fusion_given or FusionSettings.configured(settings.concept_boost)
         return Retriever(
             self.store,
             lexical=self._engines.lexical,
             vector=self._engines.vector,
             embedder=self.query_embedder,
-            fusion=self._fusion_given or FusionSettings.configured(settings.concept_boost),
+            ranking=product(fusion),
             # the configured LLM, as when the retriever was made with the library
             reranker=make_reranker(settings.reranker, self._configured_llm),
             rerank_top_k=settings.rerank_top_k,
@@ -272,6 +273,14 @@ class Runtime:
     @fusion.setter
     def fusion(self, value: FusionSettings) -> None:
         self.retriever.fusion = value
+
+    @property
+    def ranking(self) -> Ranking:
+        return self.retriever.ranking
+
+    @ranking.setter
+    def ranking(self, value: Ranking) -> None:
+        self.retriever.ranking = value
 
     @property
     def reranker(self) -> Reranker | None:

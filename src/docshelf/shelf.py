@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from docshelf.rerank import Reranker
     from docshelf.search.ann import SidecarVectorIndex
     from docshelf.search.cache import ResultCache
-    from docshelf.search.fusion import FusionSettings
     from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import ContextResult, SearchResult
     from docshelf.search.retriever import Retriever
     from docshelf.shared import Broadcast
@@ -64,6 +64,7 @@ class Shelf:
     store: OnRuntime[Store] = OnRuntime("store")
     embedder: OnRuntime[Embedder | None] = OnRuntime("embedder")
     fusion: OnRuntime[FusionSettings] = OnRuntime("fusion")
+    ranking: OnRuntime[Ranking] = OnRuntime("ranking")
     chunk_settings: OnRuntime[ChunkSettings] = OnRuntime("chunk_settings")
     count_tokens: OnRuntime[Callable[[str], int]] = OnRuntime("count_tokens")
     batch_snippets: OnRuntime[int] = OnRuntime("batch_snippets")

@@ -23,8 +23,9 @@ from typing import Any, Protocol, TypeVar
 
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
+from docshelf.evaluate.study import Study, study_ranking
 from docshelf.search.filters import SEARCH_MODES
-from docshelf.search.fusion import FusionSettings
+from docshelf.search.order import FusionSettings, Ranking, product
 from docshelf.search.results import SearchResult
 from docshelf.shelf import Progress, Shelf
 
@@ -124,36 +125,37 @@ class EvalResult:
         return out
 
 
-OPTIONS = {
-    "strong": "strong_lead",
+# the product's options (FusionSettings) and the study's (evaluate/study.py)
+OPTIONS = {"strong": "strong_lead", "exact": "exact_first", "few": "few_lexical"}
+STUDY_OPTIONS = {
     "adapt": "adaptive_lead",
     "heading": "heading_boost",
     "section": "section_evidence",
-    "exact": "exact_first",
     "sibling": "sibling_heading",
     "top": "first_top",
     "toplead": "first_lead",
     "agree": "agree_first",
     "fbmix": "feedback_mix",
-    "few": "few_lexical",
 }
 # options of every mode (the rest are fusion's)
 ANY_MODE = ("heading", "section", "exact", "sibling")
 
 
-def parse_config(config: str) -> tuple[str, FusionSettings | None]:
+def parse_config(config: str) -> tuple[str, Ranking | None]:
     """``hybrid``, ``lexical``, ``vector``, ``hybrid:rrf`` or ``hybrid:convex:0.7`` (the
     number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
-    from the top M snippets with weight B (``:0`` turns feedback off) — and by options
-    of the fusion study: ``+strong:T`` (a list's first leading by T of its range goes
-    first; ``+strong:0`` turns it off), ``+adapt:T`` (lexical weight toward 0.5 as its
-    lead grows to T); and, in every mode, ``+heading:H`` and ``+section:S`` (the section
-    evidence of ``FusionSettings``)."""
+    from the top M snippets with weight B (``:0`` turns feedback off) — and by options:
+    the product's ``+strong:T`` (a list's first leading by T of its range goes first;
+    ``+strong:0`` turns it off), ``+few:N`` and ``+exact:0|1``, and the study's rules
+    (evaluate/study.py: ``+adapt:T``, ``+heading:H``, ``+section:S``, ``+sibling:H``, …).
+    The ranking is None where the configuration names none (the shelf's own)."""
     config, *options = config.split("+")
     fusion_options: dict[str, Any] = {}
+    study_options: dict[str, Any] = {}
     for option in options:
         name, _, value = option.partition(":")
-        if name not in OPTIONS or not (name in ANY_MODE or config.startswith("hybrid")):
+        known = name in OPTIONS or name in STUDY_OPTIONS
+        if not known or not (name in ANY_MODE or config.startswith("hybrid")):
             raise InvalidInput(
                 f"Unknown option {option!r}; use +strong:T, +adapt:T, +heading:H, "
                 "+section:S, +exact:1 or +sibling:H"
@@ -164,16 +166,20 @@ def parse_config(config: str) -> tuple[str, FusionSettings | None]:
             raise InvalidInput(f"Bad number in {option!r}") from None
         if number < 0:
             raise InvalidInput(f"{option!r} cannot be negative")
+        into = fusion_options if name in OPTIONS else study_options
+        field = OPTIONS.get(name) or STUDY_OPTIONS[name]
         if name in ("exact", "agree"):
-            fusion_options[OPTIONS[name]] = bool(number)
+            into[field] = bool(number)
         elif name in ("top", "few"):
-            fusion_options[OPTIONS[name]] = int(number)
+            into[field] = int(number)
         else:
-            fusion_options[OPTIONS[name]] = number
+            into[field] = number
     mode, fusion = _parse_base(config)
     if fusion_options:
         fusion = dataclasses.replace(fusion or FusionSettings(), **fusion_options)
-    return mode, fusion
+    if study_options:
+        return mode, study_ranking(fusion or FusionSettings(), Study(**study_options))
+    return mode, None if fusion is None else product(fusion)
 
 
 def _parse_base(config: str) -> tuple[str, FusionSettings | None]:
@@ -395,17 +401,17 @@ def search_each(
     """Each ``(key, text)`` searched with ``config`` (a search mode, with fusion settings
     if any) for ``limit`` hits: (the pair, result, ms). The shelf's own fusion settings
     are restored afterwards."""
-    search_mode, fusion = parse_config(config)
-    saved = shelf.fusion
-    if fusion is not None:
-        shelf.fusion = fusion
+    search_mode, ranking = parse_config(config)
+    saved = shelf.ranking
+    if ranking is not None:
+        shelf.ranking = ranking
     try:
         for item in queries:
             t = time.perf_counter()
             result = shelf.search(item[1], limit=limit, mode=search_mode)
             yield item, result, (time.perf_counter() - t) * 1000
     finally:
-        shelf.fusion = saved
+        shelf.ranking = saved
 
 
 def evaluate(

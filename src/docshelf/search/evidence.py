@@ -1,15 +1,9 @@
 """What a candidate's own text says about a query, known before any score is trusted
-(issue 15: exact matches never buried, the right section first).
-
-Pure functions over chunks and the query's words; ``fusion.py`` turns them into an
-order. Two kinds of evidence:
-
-``exact``     the query *is* the candidate's heading (the same content words, at least
-              two), or else the whole query (at least ``VERBATIM_WORDS`` words) occurs
-              word for word in its text (only the best such candidate counts): what a
-              user who remembers a title or a line types;
-``heading``   how much of the query the heading a snippet sits under names (0..1),
-              used only to choose among the snippets of one document.
+(issue 15: exact matches never buried, the right section first): whether the query *is*
+the candidate's heading (the same content words, at least two), or occurs word for word
+in its text (at least ``VERBATIM_WORDS`` words) — what a user who remembers a title or a
+line types. Pure functions over places, texts and the query's words; the stage that
+turns them into an order is ``stages/exact.py``.
 
 Words are compared case-folded, as runs of word characters, with a crude English stem
 (``stem``), so "Lifecycle" matches "lifecycle" and "plugins" "plugin".
@@ -24,8 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from docshelf.model import Chunk
-from docshelf.search.fusion import Fused, FusionSettings, by_section, within_documents
-from docshelf.search.fusion import exact_first as fusion_exact_first
 from docshelf.search.query import STOPWORDS
 from docshelf.store.lexical_fields import header_fields
 
@@ -115,14 +107,6 @@ HEADING_KEY_VERSION = 1
 HEADING_KEY_STAMP = f"{HEADING_KEY_VERSION}:{words_key(STOPWORDS):016x}"
 
 
-def heading_share(query: frozenset[str], chunk: Placed) -> float:
-    """The share of the query's content words that the snippet's own heading names."""
-    if not query:
-        return 0.0
-    heading = content_words(own_heading(chunk))
-    return len(query & heading) / len(query)
-
-
 def names_heading(query: frozenset[str], chunk: Placed) -> bool:
     """The query is the snippet's heading (or, at a file's top, its title): the same
     content words, at least two of them."""
@@ -150,19 +134,6 @@ def _quotes(pattern: re.Pattern[str], longest: str, text: str) -> bool:
     return longest in folded and pattern.search(folded) is not None
 
 
-def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[str]]:
-    """The ids of ``chunks`` whose heading the query names, and of those whose text holds
-    it word for word (a title is named in many a link and list; its heading is one)."""
-    return _exact_tiers(query, {c.id: c for c in chunks}, lambda: {c.id: c.text for c in chunks})
-
-
-def needs_places(settings: FusionSettings) -> bool:
-    """Whether ``by_evidence`` reads the place of every candidate (the section and
-    sibling evidence); the exact-match rule alone needs only those of the candidates
-    whose heading key matches the query's (``named_headings``)."""
-    return bool(settings.heading_boost or settings.section_evidence or settings.sibling_heading)
-
-
 def named_headings(
     query: str,
     places: Mapping[str, Placed],
@@ -183,85 +154,27 @@ def named_headings(
     return named
 
 
-def needs_text(settings: FusionSettings, query: str) -> bool:
-    """Whether ``by_evidence`` reads the candidates' text for ``query`` (the exact-match
-    rule, for a query long enough to be quoted); every other evidence needs only the
-    candidates' places and headings."""
-    return settings.exact_first and verbatim_pattern(words(query)) is not None
-
-
-def _exact_tiers(
-    query: str,
-    heads: Mapping[str, Placed],
-    texts: Callable[[], Mapping[str, str]],
-    named: set[str] | None = None,
-) -> tuple[set[str], set[str]]:
-    """``exact_matches`` over places and headings (``named``: the title tier, when the
-    caller found it), the texts read only when the query is long enough to be quoted."""
-    if named is None:
-        content = content_words(query)
-        named = {i for i, c in heads.items() if names_heading(content, c)}
+def quoting(query: str, texts: Callable[[], Mapping[str, str]]) -> set[str]:
+    """The ids of the texts that hold the whole query word for word (``has_verbatim``);
+    ``texts`` (id -> text) is read only when the query is long enough to be quoted."""
     sequence = words(query)
     if len(sequence) < VERBATIM_WORDS:
-        return named, set()
+        return set()
     longest = max(sequence, key=len)
     # the texts that hold the longest word first: most lack it, and a query's pattern is
     # compiled only when one holds it
     holding = [(i, text) for i, text in texts().items() if longest in text.casefold()]
     if not holding:
-        return named, set()
+        return set()
     pattern = verbatim_pattern(sequence)
     assert pattern is not None
-    quoting = {i for i, text in holding if _quotes(pattern, longest, text)}
-    return named, quoting - named
+    return {i for i, text in holding if _quotes(pattern, longest, text)}
 
 
-def place(chunk: Placed) -> tuple[str, tuple[str, ...], int | None]:
-    """Where a citation of ``chunk`` points: its file and heading path, or page."""
-    return chunk.document_id, chunk.heading_path, chunk.page_start
-
-
-def by_evidence(
-    fused: Sequence[Fused],
-    chunks: Mapping[str, Placed],
-    query: str,
-    settings: FusionSettings,
-    texts: Callable[[], Mapping[str, str]] | None = None,
-    named: set[str] | None = None,
-) -> list[Fused]:
-    """The text evidence ``settings`` asks for, applied to the fused candidates in turn:
-    section evidence and heading boost (``fusion.by_section``), siblings re-ordered by
-    their headings (``fusion.within_documents``), exact matches first
-    (``fusion.exact_first``). ``chunks`` may be places (``Placed``); then ``texts`` reads
-    the same candidates' texts, called only when ``needs_text``. ``named``: the
-    candidates whose heading the query names, when the caller found them
-    (``named_headings``: ``chunks`` then need hold only what ``needs_places`` asks)."""
-    out = list(fused)
+def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[str]]:
+    """The ids of ``chunks`` whose heading the query names, and of the others whose text
+    holds it word for word (a title is named in many a link and list; its heading is
+    one)."""
     content = content_words(query)
-    if settings.heading_boost or settings.section_evidence:
-        places = {i: place(c) for i, c in chunks.items()}
-        shared = {i: heading_share(content, c) for i, c in chunks.items()}
-        out = by_section(out, places, {i: s for i, s in shared.items() if s}, settings)
-    if settings.sibling_heading:
-        # only where a heading is what is cited: a page of a PDF is cited by its number
-        documents = {i: c.document_id for i, c in chunks.items() if c.page_start is None}
-        shares = {i: heading_share(content, c) for i, c in chunks.items()}
-        out = within_documents(out, documents, shares, settings.sibling_heading)
-    if settings.exact_first:
-        named, verbatim = _exact_tiers(query, chunks, texts or (lambda: _texts(chunks)), named)
-        # every snippet under the named heading, but only the best of those that merely
-        # quote the query: a line found in several places is not a line remembered from each
-        quoted = next(({f.id} for f in out if f.id in verbatim), set())
-        out = fusion_exact_first(out, named, quoted)
-    return out
-
-
-def _texts(chunks: Mapping[str, Placed]) -> dict[str, str]:
-    """The texts of ``chunks`` when they are whole chunks (given places, ``by_evidence``
-    must be told how to read the texts)."""
-    out: dict[str, str] = {}
-    for i, c in chunks.items():
-        if not isinstance(c, Chunk):
-            raise TypeError("by_evidence was given places without a reader of their texts")
-        out[i] = c.text
-    return out
+    named = {c.id for c in chunks if names_heading(content, c)}
+    return named, quoting(query, lambda: {c.id: c.text for c in chunks}) - named

@@ -1,0 +1,88 @@
+"""A ``Candidate``: one snippet on its way from recall to a hit, with named fields.
+
+Every ranking stage (search/stages/) works on a list of candidates kept in their
+order: by **precedence**, then **score** (higher first), then id. Precedence is a set
+of flags that stages give for what they know beyond a score — the query names the
+candidate's heading, it quotes the query word for word, it is a list's clear first, it
+holds a rare word — and a flag of more weight outranks every flag below it. Scores are
+never nudged to make a place: a candidate placed by its precedence keeps its own score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntFlag
+
+from docshelf.search.entries import Known
+
+Recalled = Sequence[tuple[str, float]]  # what an engine answers: (chunk id, score), best first
+
+
+class Precedence(IntFlag):
+    """Why a candidate ranks above others whatever their scores (stages/*.py name the
+    rules); compared as a number, so a higher flag outranks any set of lower ones."""
+
+    NONE = 0
+    FEW = 1  # one of the few snippets holding a rare word of the query (stages/few.py)
+    STRONG = 2  # a list's clear first (stages/strong.py)
+    QUOTED = 4  # the best candidate quoting the query word for word (stages/exact.py)
+    NAMED = 8  # under the heading (or title) the query names (stages/exact.py)
+
+
+@dataclass(slots=True, eq=False)
+class Candidate:
+    """A snippet found by recall: its scores from each engine (and its 1-based rank in
+    each engine's list), the score the stages give it, its precedence, and what an
+    engine told of it (``told``: its document id, heading key, seq and ``wide``, from
+    the sidecar indexes' entries; None when the store must be asked)."""
+
+    id: str
+    score: float = 0.0
+    lexical: float | None = None
+    vector: float | None = None
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+    precedence: int = Precedence.NONE
+    told: Known | None = None
+
+
+def rank_key(c: Candidate) -> tuple[int, float, str]:
+    """The candidates' order: precedence, then score, then id (higher first, ids
+    ascending)."""
+    return -c.precedence, -c.score, c.id
+
+
+def ranked(candidates: list[Candidate]) -> None:
+    """Sort in place by ``rank_key``."""
+    candidates.sort(key=rank_key)
+
+
+def lift(candidates: list[Candidate], ids: Iterable[str], flag: Precedence) -> bool:
+    """Give ``flag`` to the candidates of ``ids`` and re-order them by precedence alone:
+    a stable sort, so candidates keep their order among equals (those lifted together
+    stay in the order they had). Whether any was lifted."""
+    wanted = set(ids)
+    if not wanted:
+        return False
+    lifted = False
+    for c in candidates:
+        if c.id in wanted:
+            c.precedence |= flag
+            lifted = True
+    if lifted:
+        candidates.sort(key=lambda c: -c.precedence)
+    return lifted
+
+
+def from_list(ranking: Recalled, told: dict[str, Known], *, lexical: bool) -> list[Candidate]:
+    """One engine's list as candidates in its own order, each scored by that engine."""
+    out = []
+    for n, (i, s) in enumerate(ranking, start=1):
+        c = Candidate(i, s, told=told.get(i))
+        if lexical:
+            c.lexical, c.lexical_rank = s, n
+        else:
+            c.vector, c.vector_rank = s, n
+        out.append(c)
+    return out

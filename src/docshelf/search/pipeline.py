@@ -1,0 +1,124 @@
+"""One search as it moves through the ranking stages: the request, what the stages have
+found so far, and the parts they use (``Search``), the stage protocol, and the loop that
+runs an order of stages (``run``).
+
+A stage is a small frozen dataclass (its settings) with a ``name`` and a call that
+reads and changes a ``Search``: recall fills the engines' lists, fusion turns them into
+``Candidate``s, later stages re-order candidates, ``Cite`` turns them into hits, and the
+last stages shape the hits. The order the product uses is ``search/order.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from docshelf.model import Document, Hit
+from docshelf.search.candidate import Candidate
+from docshelf.search.entries import Told
+from docshelf.search.query import ParsedQuery
+from docshelf.search.reader import Reader
+from docshelf.store.base import SearchFilters, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from docshelf.embed import Embedder
+    from docshelf.knowledge.taxonomy import Taxonomy
+    from docshelf.rerank import Reranker
+    from docshelf.search.engines import LexicalEngine, VectorEngine
+
+# The caller's view of shared documents: each with their own name for it (access.as_named).
+SeenBy = Callable[[Sequence[Document], str | None], list[Document]]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What the stages use besides the search itself: the store, the engines, the query
+    embedder (read at each search: the caller may swap it), the taxonomy, the reranker
+    (None: the fused order stands) and the per-user view of documents."""
+
+    store: Store
+    lexical: LexicalEngine
+    vector: VectorEngine
+    embedder: Callable[[], Embedder | None]
+    taxonomy: Taxonomy
+    reranker: Reranker | None
+    rerank_top_k: int
+    seen_by: SeenBy
+
+
+@dataclass(eq=False)
+class Search:
+    """One search: the request (``query`` parsed, ``mode``, ``filters``, ``limit`` hits,
+    ``size`` candidates asked of each engine, one hit per ``group``, ``expand``,
+    ``facets``, ``user_id``) and what the stages made of it so far."""
+
+    parts: Parts
+    parsed: ParsedQuery
+    mode: str
+    filters: SearchFilters
+    limit: int
+    size: int
+    group: str = "snippet"
+    expand: str | None = None
+    facets_wanted: bool = False
+    user_id: str | None = None
+    # recall: each engine's list (chunk id, score), best first, and what the engines
+    # told of the candidates; the vector list the query itself found, once feedback
+    # has replaced it
+    lexical: list[tuple[str, float]] = field(default_factory=list)
+    vector: list[tuple[str, float]] = field(default_factory=list)
+    before_feedback: list[tuple[str, float]] | None = None
+    query_vector: npt.NDArray[np.float32] | None = None
+    told: Told = field(default_factory=Told)
+    # the ranking, then the hits
+    candidates: list[Candidate] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    pool: list[str] = field(default_factory=list)  # the candidates' documents, in order
+    facets: dict[str, dict[str, int]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    _reader: Reader | None = None
+
+    @property
+    def wanted(self) -> int:
+        """How many hits to cite: the limit, or the reranker's top K when it is more."""
+        reranker, top_k = self.parts.reranker, self.parts.rerank_top_k
+        return max(self.limit, top_k) if reranker is not None else self.limit
+
+    @property
+    def reader(self) -> Reader:
+        """What the stages read of the candidates, read on first use (``Reader``)."""
+        if self._reader is None:
+            self._reader = Reader(self.parts.store, lambda: self.candidates, self.wanted)
+        return self._reader
+
+
+class Stage(Protocol):
+    """A ranking stage: its ``name`` (in ``SearchResult.timings_ms``) and what it does to
+    a search."""
+
+    name: ClassVar[str]
+
+    def __call__(self, search: Search) -> None: ...
+
+
+def run(stages: Sequence[Stage], search: Search) -> None:
+    """Each stage in turn, each timed."""
+    for stage in stages:
+        with timed(search.timings, stage.name):
+            stage(search)
+
+
+@contextmanager
+def timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    """Add how long the block took, in ms, to ``timings[name]``."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000

@@ -1,0 +1,145 @@
+"""Cite: candidates become hits, in order, until the search has as many as it wants.
+
+A candidate is passed over when it is gone (deleted since its recall), when its text
+lacks a phrase the query asked for or holds one it excluded, when its text is the same
+as an earlier hit's (near-identical snippets: the first 400 characters, case and spacing
+aside), or when its group already has a hit: one hit per cited place by default (the
+file and heading path, or page; ``group``: per section chunk, per document, or every
+snippet). A hit is cited under the inner heading of its snippet whose part holds most
+of the query's words (``citing.cited_under``), and that place counts as its group.
+
+Also the pool: the document of every candidate, in order (what evaluation measures and
+facets count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import ClassVar
+
+from docshelf.model import Chunk, Citation, Hit, Scores
+from docshelf.search import citing
+from docshelf.search.candidate import Candidate
+from docshelf.search.pipeline import Search
+from docshelf.search.query import satisfies
+from docshelf.search.reader import Reader, chunk_place
+from docshelf.store.base import ChunkPlace
+
+
+@dataclass(frozen=True)
+class Cite:
+    name: ClassVar[str] = "cite"
+
+    def __call__(self, search: Search) -> None:
+        documents = search.reader.document_ids()
+        search.pool = [documents[c.id] for c in search.candidates if c.id in documents]
+        search.hits = _Citing(search).hits()
+
+
+class _Citing:
+    """The walk down the candidates of one search."""
+
+    def __init__(self, search: Search) -> None:
+        self.search = search
+        self.reader: Reader = search.reader
+        self.group = search.group
+        self.want = search.wanted
+        self.query = citing.query_words(search.parsed.text)
+        self.groups: set[Hashable] = set()  # the groups with a hit
+        self.texts: set[str] = set()  # the hits' texts, folded
+        self.out: list[Hit] = []
+
+    def hits(self) -> list[Hit]:
+        cands = self.search.candidates
+        for n, c in enumerate(cands):
+            hit = self.cite(c, Ahead(cands, n))
+            if hit is not None:
+                self.out.append(hit)
+                if len(self.out) == self.want:
+                    break
+        return self.out
+
+    def cite(self, c: Candidate, ahead: Ahead) -> Hit | None:
+        """``c``'s hit, or None when it is passed over (``ahead``: ``c`` and the
+        candidates after it)."""
+        where = self.reader.place(c, ahead)
+        if where is None or self.closed(c, where):
+            return None
+        short = self.want - len(self.out)
+        chunk = self.reader.chunk(c, self.open_ahead(ahead), max(8, 2 * short))
+        if chunk is None:
+            return None
+        doc = self.reader.document(chunk.document_id, ahead, max(4, short + 2))
+        parsed = self.search.parsed
+        if parsed.constrained and not satisfies(chunk.text, parsed):
+            return None
+        same_text = " ".join(chunk.text.casefold().split())[:400]
+        if same_text in self.texts or doc is None:
+            return None
+        at = citing.cited_under(chunk, self.query)
+        key = place_key(c.id, where, self.group)
+        if at is not None and self.group == "snippet":
+            key = (where.document_id, at.heading_path, where.page_start)
+        if key in self.groups:
+            return None
+        self.texts.add(same_text)
+        self.groups.add(key)
+        scores = Scores(lexical=c.lexical, vector=c.vector, fused=c.score)
+        return Hit(chunk, doc, c.score, scores, Citation.for_chunk(chunk, doc, at))
+
+    def closed(self, c: Candidate, where: ChunkPlace) -> bool:
+        """Every group the candidate may be cited under has its hit already."""
+        key = place_key(c.id, where, self.group)
+        return all(k in self.groups for k in citing.possible_keys(where, key, self.group))
+
+    def open_ahead(self, ahead: Ahead) -> Iterator[Candidate]:
+        """The candidates that may still become hits, from ``ahead``'s first: not read yet,
+        of a group with no hit yet, one per group (the first may be dropped by a later
+        check, so each group gets a second look in the next read, if it comes to that).
+        The reader reads a few more than the hits still missing, as checks drop some."""
+        taken: set[Hashable] = set()
+        for c in ahead:
+            if self.reader.looked_at(c):
+                continue
+            where = self.reader.place(c, ahead)
+            if where is None:
+                continue
+            key = place_key(c.id, where, self.group)
+            if key in taken or self.closed(c, where):
+                continue
+            taken.add(key)
+            yield c
+
+
+class Ahead:
+    """The candidates from the ``n``-th on (``c`` and those after it), iterated afresh
+    each time, without copying the list."""
+
+    __slots__ = ("_candidates", "_n")
+
+    def __init__(self, candidates: Sequence[Candidate], n: int) -> None:
+        self._candidates = candidates
+        self._n = n
+
+    def __iter__(self) -> Iterator[Candidate]:
+        return islice(self._candidates, self._n, None)
+
+
+def group_key(chunk: Chunk, group: str) -> Hashable:
+    """One hit per key: per cited place (``snippet``, the default: the best snippet of
+    each file and heading path or page), per ``section`` chunk, per ``document``, or
+    every snippet (``all``)."""
+    return place_key(chunk.id, chunk_place(chunk), group)
+
+
+def place_key(chunk_id: str, where: ChunkPlace, group: str) -> Hashable:
+    """``group_key`` of the chunk ``chunk_id`` that sits at ``where``."""
+    if group == "document":
+        return where.document_id
+    if group == "section":
+        return where.parent_id or chunk_id
+    if group == "all":
+        return chunk_id
+    return where.document_id, where.heading_path, where.page_start
