@@ -1,4 +1,4 @@
-"""Hybrid search at 100k and 1M snippets with the sidecar ANN index (search/ann.py).
+"""Hybrid search at 100k and 1M snippets with the sidecar ANN index (search/engines/usearch.py).
 
 For each size, one synthetic library (bench/search.py's builder: documents of
 ten snippets, Zipf vocabulary, 384-d vectors around 200 centres; spread 1.0,
@@ -14,7 +14,7 @@ a snippet's cosine to its centre about 0.7) is written through the store, then:
 - the same searches with ``DOCSHELF_ANN_THRESHOLD=0`` (the exact scan), for the
   comparison (excluding the embedding only);
 - the same searches with ``DOCSHELF_LEXICAL_THRESHOLD=0`` (FTS5 instead of the
-  tantivy sidecar, search/lexical.py), likewise.
+  tantivy sidecar, search/engines/tantivy.py), likewise.
 
 ``--home DIR`` keeps the library (and its queries) in DIR and reuses it on the next
 run (``--skip-build``: only the searches). ``--ef 256 512 1024`` reports recall@10
@@ -47,8 +47,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.search import DIM, FixedQueries, synthetic_library, unit
-from docshelf.search import ann as ann_module
-from docshelf.search.ann import read_checkpoint
+from docshelf.search.engines import usearch as ann_module
+from docshelf.search.engines.usearch import read_checkpoint
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
 

@@ -1,7 +1,7 @@
 """The lexical stage alone on a library built by bench/ann.py (``--home DIR``): FTS5 as
 it is, FTS5 with the most common query words dropped (cheaper FTS5 usage: a word in
 more than a fraction of the snippets adds almost nothing to BM25 but makes FTS5 score
-every row it matches), and the tantivy sidecar (search/lexical.py). Reports p50/p95
+every row it matches), and the tantivy sidecar (search/engines/tantivy.py). Reports p50/p95
 of each over bench/ann.py's 200 queries (100 candidates, as hybrid search asks) and
 the overlap of each variant's top 100 with FTS5's.
 

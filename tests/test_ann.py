@@ -1,4 +1,4 @@
-"""The SQLite store's sidecar ANN index (search/ann.py): recall against exact search,
+"""The SQLite store's sidecar ANN index (search/engines/usearch.py): recall against exact search,
 the threshold switch, filters, and repair after writes the index never saw."""
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.model import Chunk, Document, Tier, User, chunk_id, document_id
-from docshelf.search.ann import Found, GraphView, SidecarVectorIndex, read_checkpoint, usearch_index
+from docshelf.search.engines.usearch import (
+    Found,
+    GraphView,
+    SidecarVectorIndex,
+    read_checkpoint,
+    usearch_index,
+)
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
 from docshelf.store.sqlite import SQLiteStore
@@ -133,7 +139,11 @@ def test_recall_at_10_of_the_ann_path_against_exact_search(store: SQLiteStore) -
 
 
 def test_the_search_depth_grows_with_the_graph() -> None:
-    from docshelf.search.ann import EXPANSION_SEARCH, MAX_EXPANSION_SEARCH, expansion_search
+    from docshelf.search.engines.usearch import (
+        EXPANSION_SEARCH,
+        MAX_EXPANSION_SEARCH,
+        expansion_search,
+    )
 
     # a graph of M 16 (built before M 32 was the default)
     assert expansion_search(20_000, 16) == expansion_search(250_000, 16) == EXPANSION_SEARCH
@@ -152,7 +162,7 @@ def test_the_graph_view_answers_as_usearchs_own_wrapper(ef: int, tmp_path: Path)
     """``GraphView`` calls usearch's native module as its Python wrapper does: the same
     keys and distances, in the same order, for any k (a few, the whole graph, more than
     it holds), and the same size, connectivity and depth."""
-    from docshelf.search.ann import CONNECTIVITY, DTYPE
+    from docshelf.search.engines.usearch import CONNECTIVITY, DTYPE
 
     rng = np.random.default_rng(ef)
     vectors = clustered(1_500, rng)
@@ -351,7 +361,7 @@ def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
         f"""
         import os, signal
         from pathlib import Path
-        import docshelf.search.ann as ann
+        import docshelf.search.engines.usearch as ann
         from docshelf.store.sqlite import SQLiteStore
 
         def die(*args, **kwargs):
@@ -553,7 +563,8 @@ def test_a_tenth_of_the_graph_is_looked_at_only_in_its_own_documents(
     """A filter above the threshold that lets a small share through: the graph's
     candidates of other documents are dropped by their entry before they are looked at
     (the same answer as looking at each), and a grant is seen by the next search."""
-    from docshelf.search import ann, sidecar
+    from docshelf.search.engines import sidecar
+    from docshelf.search.engines import usearch as ann
 
     rng = np.random.default_rng(15)
     vectors, ids, index = ingested(store, rng)
@@ -643,7 +654,7 @@ def one_thread_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     different graph each time (the threads' order), and with half-precision near-ties
     at the edge of a small graph's top 10 an answer can differ from run to run. Built
     on one thread, the graph (and so every answer) is the same in every run."""
-    from docshelf.search.ann import usearch_index
+    from docshelf.search.engines.usearch import usearch_index
 
     index = usearch_index()
     add = index.add

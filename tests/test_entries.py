@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docshelf.model import Tier, User, chunk_id, document_id
-from docshelf.search import ann as ann_module
-from docshelf.search import lexical as lexical_module
-from docshelf.search import sidecar
+from docshelf.search.engines import sidecar
+from docshelf.search.engines import tantivy as lexical_module
+from docshelf.search.engines import usearch as ann_module
 from docshelf.search.entries import UNKNOWN, Told, document_id_of, entry_of, wide
 from docshelf.search.evidence import (
     HEADING_KEY_STAMP,
@@ -316,7 +316,7 @@ def test_may_hold_never_rules_out_a_text_that_quotes_the_query(
 ) -> None:
     """Every snippet whose text holds the query word for word, as the exact-match rule
     reads it, is among those the index may not rule out."""
-    from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.engines.tantivy import SidecarLexicalIndex
     from docshelf.store.sqlite import SQLiteStore
     from tests.test_store import put
 

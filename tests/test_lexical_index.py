@@ -1,4 +1,4 @@
-"""The SQLite store's sidecar lexical index (search/lexical.py): the same answers as
+"""The SQLite store's sidecar lexical index (search/engines/tantivy.py): the same answers as
 FTS5 on a small corpus, the threshold switch, filters, and consistency after writes
 the index never saw, including a real SIGKILL in the middle of an update."""
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
-from docshelf.search.lexical import SidecarLexicalIndex, read_pointer
+from docshelf.search.engines.tantivy import SidecarLexicalIndex, read_pointer
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
 from docshelf.store.sqlite import SQLiteStore
@@ -239,7 +239,7 @@ def test_a_torn_index_folder_falls_back_to_fts5_and_is_rebuilt(store: SQLiteStor
 KILLED_UPDATE = """
 import os, signal
 from pathlib import Path
-import docshelf.search.lexical as lexical
+import docshelf.search.engines.tantivy as lexical
 from docshelf.store.sqlite import SQLiteStore
 
 def die(*args, **kwargs):
@@ -324,7 +324,7 @@ def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same
     """A filter that lets a few documents through has the deeper fetches' candidates of
     other documents dropped by their entry before they are looked at: the same hits and
     BM25 scores as looking at each, and documents that join the filter later are seen."""
-    from docshelf.search import sidecar
+    from docshelf.search.engines import sidecar
 
     rng = np.random.default_rng(12)
     fill(store, 300, rng)
@@ -389,8 +389,8 @@ def test_the_index_has_the_fields_and_an_index_of_the_old_layout_is_rebuilt(
 ) -> None:
     import dataclasses
 
-    from docshelf.search import lexical
-    from docshelf.search.lexical import index_dir, write_pointer
+    from docshelf.search.engines import tantivy as lexical
+    from docshelf.search.engines.tantivy import index_dir, write_pointer
 
     with store.transaction():
         put_doc(store, 1, ["plain words about zebras", "nothing else"])

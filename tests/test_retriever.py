@@ -11,7 +11,6 @@ import pytest
 from docshelf.config import Settings
 from docshelf.knowledge.taxonomy import configured_taxonomy
 from docshelf.model import Chunk, Citation, Document, Hit
-from docshelf.search.ann import SidecarVectorIndex
 from docshelf.search.cache import RetrievalCache
 from docshelf.search.candidate import Candidate
 from docshelf.search.engines import (
@@ -20,8 +19,9 @@ from docshelf.search.engines import (
     StoreLexicalSearch,
     engines_for,
 )
+from docshelf.search.engines.tantivy import SidecarLexicalIndex
+from docshelf.search.engines.usearch import SidecarVectorIndex
 from docshelf.search.evidence import exact_matches
-from docshelf.search.lexical import SidecarLexicalIndex
 from docshelf.search.order import FusionSettings, fusion, product
 from docshelf.search.pipeline import Search, Stage, run
 from docshelf.search.query import ParsedQuery, satisfies

@@ -30,7 +30,7 @@ from docshelf.model import (
     document_id,
 )
 from docshelf.parse.links import WikiLink
-from docshelf.search.vector import ExactVectorIndex
+from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.store import (
     FileRecord,
     NewEvent,
@@ -971,7 +971,8 @@ def test_the_sqlite_index_splits_headers_as_header_fields(tmp_path: Path) -> Non
 
 
 def test_the_sqlite_store_feeds_the_sidecar_indexes(tmp_path: Path) -> None:
-    """search/ann.py and search/lexical.py read a store through ``SidecarFeed``."""
+    """The sidecar engines (search/engines/usearch.py, tantivy.py) read a store through
+    ``SidecarFeed``."""
     from docshelf.store.base import SidecarFeed
     from docshelf.store.sqlite import SQLiteStore
 

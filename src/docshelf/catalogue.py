@@ -42,7 +42,7 @@ class Status:
     unmapped_tags: dict[str, int]
     failures: list[Failure]
     failure_count: int
-    # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/ann.py)
+    # which vector search answers: {"path": "ann"|"exact"|"native", ...} (search/engines/usearch.py)
     vector_index: dict[str, object] = field(default_factory=dict)
     lexical_index: dict[str, object] = field(default_factory=dict)
     enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed

@@ -87,10 +87,10 @@ class Settings:
     locale: str = "en"  # the language asked of LLM summaries (the cache's key part)
     retrieval_cache_seconds: float = 30.0  # identical searches answered from memory
     # SQLite: from this many vectors on, an ANN index beside the database answers
-    # vector search (search/ann.py); below it an exact scan. 0 = always exact.
+    # vector search (search/engines/usearch.py); below it an exact scan. 0 = always exact.
     ann_threshold: int = 20_000
     # SQLite: from this many snippets on, a tantivy index beside the database answers
-    # lexical search (search/lexical.py); below it FTS5. 0 = always FTS5.
+    # lexical search (search/engines/tantivy.py); below it FTS5. 0 = always FTS5.
     lexical_threshold: int = 50_000
     # Redis shared by every API replica and worker (shared/): event fan-out to SSE
     # clients and shared caches. None: everything stays in this process, as before.

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from docshelf.knowledge.taxonomy import Taxonomy
     from docshelf.llm import LLM
     from docshelf.rerank import Reranker
-    from docshelf.search.ann import SidecarVectorIndex
     from docshelf.search.cache import ResultCache
     from docshelf.search.engines import Engines
-    from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines.usearch import SidecarVectorIndex
     from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import SearchResult
     from docshelf.search.retriever import Retriever

@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
     from docshelf.portable import ExportReport, ImportReport
     from docshelf.rerank import Reranker
-    from docshelf.search.ann import SidecarVectorIndex
     from docshelf.search.cache import ResultCache
-    from docshelf.search.lexical import SidecarLexicalIndex
+    from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines.usearch import SidecarVectorIndex
     from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import ContextResult, SearchResult
     from docshelf.search.retriever import Retriever

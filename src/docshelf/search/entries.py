@@ -9,7 +9,7 @@ and which document it cites, and finds the candidates whose heading the query ma
 (``evidence.heading_key``), without reading each candidate from the store.
 
 Chunks are immutable, so an entry holds as long as its snippet's seq does; whatever
-replaces a seq is in the index's change log (search/sidecar.py), and the index answers
+replaces a seq is in the index's change log (search/engines/sidecar.py), and the index answers
 for it from the store, not from the entry it had.
 """
 

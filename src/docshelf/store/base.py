@@ -470,8 +470,9 @@ class NativeVectorSearch(Protocol):
 
 @runtime_checkable
 class SidecarFeed(Store, Protocol):
-    """What the sidecar indexes (search/ann.py: the ANN graph; search/lexical.py: the
-    lexical index) read from a store that keeps them beside itself (SQLite). Rows are
+    """What the sidecar indexes (search/engines/usearch.py: the ANN graph;
+    search/engines/tantivy.py: the lexical index) read from a store that keeps them beside
+    itself (SQLite). Rows are
     keyed by chunk seq; each feed's log says which seqs changed since a position, and
     is pruned once every reader has a checkpoint past it."""
 

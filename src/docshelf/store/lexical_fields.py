@@ -13,7 +13,7 @@ The split is made from the chunk's own header (never from the documents table), 
 index entry can always be removed with exactly the values it was added with. SQLite
 (FTS5 ``bm25()`` column weights, store/sqlite.py), PostgreSQL (``setweight`` A/B/C and
 ``ts_rank_cd`` weights, store/postgres.py) and the tantivy sidecar (field boosts,
-search/lexical.py) all read the weights from here; their SQL mirrors ``header_fields``,
+search/engines/tantivy.py) all read the weights from here; their SQL mirrors ``header_fields``,
 and tests check that each backend splits a header the same way.
 """
 

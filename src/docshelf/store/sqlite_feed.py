@@ -1,5 +1,5 @@
 """The SQLite store's feed for its sidecar indexes (``SidecarFeed`` in store/base.py):
-the ANN graph (search/ann.py) and the lexical index (search/lexical.py) read
+the ANN graph (search/engines/usearch.py) and the lexical index (search/engines/tantivy.py) read
 vectors and snippets by chunk seq, and follow the ``vector_log`` and
 ``lexical_log`` that the schema's triggers write in the same transaction as the
 change itself."""

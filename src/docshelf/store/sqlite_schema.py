@@ -295,7 +295,7 @@ MIGRATIONS += (
         "vector_log",
         """
         -- Which snippet vectors changed, in commit order, while the sidecar ANN index
-        -- is on (meta vector_index = 'ann:<epoch>'; search/ann.py). The index file is a
+        -- is on (meta vector_index = 'ann:<epoch>'; search/engines/usearch.py). The index file is a
         -- checkpoint at one log position; the entries after it are the delta search
         -- overlays exactly, so a crash between a commit and the index can hide nothing.
         CREATE TABLE vector_log (
@@ -346,7 +346,7 @@ MIGRATIONS += (
         "lexical_log",
         """
         -- Which snippets were added or removed, in commit order, while the sidecar
-        -- lexical index is on (meta lexical_index = 'tantivy:<epoch>'; search/lexical.py).
+        -- lexical index is on (meta lexical_index = 'tantivy:<epoch>'; search/engines/tantivy.py).
         -- The index records the log position it holds; until it has caught up with the
         -- log, FTS5 answers, so a crash between a commit and the index hides nothing.
         CREATE TABLE lexical_log (

@@ -40,7 +40,7 @@ class Feedback:
         )
         search.before_feedback = search.vector
         # near: the query lies among snippets just found, so an approximate index may
-        # search less deeply (search/ann.py)
+        # search less deeply (search/engines/usearch.py)
         search.vector = search.parts.vector.search(
             moved, search.size, search.filters, search.told, near=True
         )

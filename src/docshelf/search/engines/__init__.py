@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from docshelf.search.ann import SidecarVectorIndex
+from docshelf.search.engines.exact import ExactVectorIndex
+from docshelf.search.engines.sidecar import SidecarStore
+from docshelf.search.engines.tantivy import SidecarLexicalIndex
+from docshelf.search.engines.usearch import SidecarVectorIndex
 from docshelf.search.entries import Known
-from docshelf.search.lexical import SidecarLexicalIndex
-from docshelf.search.sidecar import SidecarStore
-from docshelf.search.vector import ExactVectorIndex
 from docshelf.store.base import NativeVectorSearch, SearchFilters, Store
 
 if TYPE_CHECKING:

@@ -42,8 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.durable import fsync
-from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
-from docshelf.search.sidecar import (
+from docshelf.search.engines.sidecar import (
     DocumentsWithin,
     Progress,
     SidecarIndex,
@@ -55,6 +54,7 @@ from docshelf.search.sidecar import (
     sidecar_dir,
     write_record,
 )
+from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.store.base import SearchFilters
 from docshelf.store.lexical_fields import WEIGHTS, header_fields
 

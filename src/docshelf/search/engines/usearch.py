@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from docshelf.durable import fsync
-from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
-from docshelf.search.sidecar import (
+from docshelf.search.engines.exact import ExactVectorIndex
+from docshelf.search.engines.sidecar import (
     DocumentsWithin,
     Progress,
     SidecarIndex,
@@ -49,7 +49,7 @@ from docshelf.search.sidecar import (
     sidecar_dir,
     write_record,
 )
-from docshelf.search.vector import ExactVectorIndex
+from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.store.base import SearchFilters
 
 if TYPE_CHECKING:
