@@ -1,5 +1,5 @@
 """hnswlib against usearch on the same synthetic clustered vectors (how the
-sidecar index's library was chosen; see BENCHMARKS.md). hnswlib is not a
+sidecar index's library was chosen; see docs/benchmarks/ann-and-sidecars.md). hnswlib is not a
 dependency: ``pip install hnswlib`` to run this.
 
 Each configuration is built in one process and searched in another, which

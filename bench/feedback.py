@@ -4,7 +4,8 @@ Each variant replays hybrid search through the shelf's own steps (its lexical an
 vector recall, ``fuse``, and ``Retriever.hits`` for deduplication and citations), so the
 ``default`` row equals ``docshelf eval`` exactly, on the same cached indexes
 (``$DOCSHELF_HOME/eval``; build them once with ``docshelf eval DATASET`` and
-``docshelf eval DATASET --long-doc``). Used for the issue-6 study in BENCHMARKS.md.
+``docshelf eval DATASET --long-doc``). Used for the issue-6 study in
+docs/benchmarks/fusion-study.md.
 
     .venv/bin/python bench/feedback.py [DATASET_DIR]   # default ../shared/data/dbpedia-5k
 

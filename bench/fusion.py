@@ -3,7 +3,7 @@
 Recall runs once per query and lexical setting (lexical candidates, vector
 candidates, and the exact cosine of every snippet); every fusion setting is then
 scored offline on the same candidates, so the comparison is exact and fast.
-Used to pick docshelf's default fusion (see BENCHMARKS.md).
+Used to pick docshelf's default fusion (see docs/benchmarks/fusion-study.md).
 
     .venv/bin/python bench/fusion.py [DATASET_DIR] [--pool N ...] [--header-weights W ...]
         [--question-words] [--full] [--feedback]

@@ -1,4 +1,4 @@
-"""MCP result sizes, over stdio with the official client (BENCHMARKS.md, issue 16).
+"""MCP result sizes, over stdio with the official client (docs/benchmarks/mcp-payloads.md).
 
     python bench/mcp_sizes.py DOCSHELF_EXECUTABLE LIBRARY_HOME
 

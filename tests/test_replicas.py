@@ -4,7 +4,7 @@ processes on PostgreSQL + RabbitMQ + Redis.
 The replicas poll the store only every ten minutes (DOCSHELF_SSE_POLL_SECONDS), so
 a stream on replica A that sees every stage of a job run by a worker process was
 woken by each commit through Redis. The fan-out latency itself is measured by
-bench/fanout.py (BENCHMARKS.md, "Several replicas"). Skipped without the three
+bench/fanout.py (docs/benchmarks/scale-out.md, "Several replicas"). Skipped without the three
 services' DOCSHELF_TEST_* URLs (failed under CI=true).
 """
 

@@ -1446,7 +1446,8 @@ def test_the_sqlite_file_is_mapped_once_the_process_searches(
 ) -> None:
     """A process that only writes (``add``, ``sync``, a worker) reads the database
     without a memory map, whose pages would count in its RSS for nothing; the first
-    search maps it (BENCHMARKS.md, issues 17 and 20)."""
+    search maps it (docs/benchmarks/hostile-input.md, "The map only where searches are
+    answered")."""
     from docshelf.shelf import Shelf
 
     monkeypatch.setenv("DOCSHELF_HOME", str(tmp_path / "home"))
