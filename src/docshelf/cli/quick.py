@@ -403,7 +403,7 @@ def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Actio
     result = views.status(st, shelf.check() if check else None)
     # The status holds the first failures; the command lists them all, as it counts them.
     if st.failure_count > len(st.failures):
-        every = shelf.store.list_failures(limit=st.failure_count)
+        every = shelf.failures(limit=st.failure_count)
         result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
     if st.by_status.get("failed"):  # documents whose processing failed count as failures too
         for doc in shelf.documents():

@@ -287,7 +287,7 @@ class Helper:
             "database": [st.st_dev, st.st_ino],
             "settings": settings_digest(settings),
         }
-        self.model = shelf.store.get_meta("embedding_model")
+        self.model = shelf.bound_model()
         self.path = self.home / SOCKET
         self._sock: socket.socket | None = None
         self._ino: int | None = None
@@ -298,17 +298,9 @@ class Helper:
         self._stop = True
 
     def warm(self) -> None:
-        """Load what the first search would: the query model, the sidecar indexes. The
-        query model is the one for many queries (embed/lean.py): 30 ms more to load, off
-        any search's path, and ~5 ms a query instead of ~14 here, for ~40 MB more."""
-        from docshelf.embed.lean import LeanEmbedder
-
-        embedder = self.shelf.embedder
-        if isinstance(embedder, LeanEmbedder):
-            self.shelf.embedder = embedder = embedder.for_many_queries()
-        if embedder is not None:
-            embedder.embed(["warm up"])
-        self.shelf.search("warm up", limit=1)
+        """Load what the first search would: the query model (in its form for many
+        queries), the sidecar indexes (``Service.warm``)."""
+        self.shelf.service.warm()
 
     def bind(self) -> None:
         """Listen on the home's socket: made 0600 under a temporary name, then renamed
@@ -392,17 +384,17 @@ class Helper:
         for key, want in self.expect.items():
             if message.get(key) != want:
                 return {"ok": False, "reason": f"another {key}"}, True
-        store = self.shelf.store
-        if store.get_meta("embedding_model") != self.model:
+        shelf = self.shelf
+        if shelf.bound_model() != self.model:
             return {"ok": False, "reason": "the library's model changed"}, False
         request = _request(message.get("search"))
         if request is None:
             return {"ok": False, "reason": "a malformed search"}, True
         try:
             for _ in range(3):
-                before = store.generation()
-                result = searched(self.shelf, request)
-                if store.generation() == before:
+                before = shelf.generation()
+                result = searched(shelf, request)
+                if shelf.generation() == before:
                     return {"ok": True, "generation": before, "result": views.search(result)}, True
         except DocshelfError as exc:
             # the in-process search will raise it again, with its envelope
