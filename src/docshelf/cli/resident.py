@@ -41,10 +41,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from docshelf.cli.quick import SearchRequest
-
 if TYPE_CHECKING:
     from docshelf.config import Settings
+    from docshelf.search.results import SearchResult
     from docshelf.shelf import Shelf
 
 PROTOCOL = 1
@@ -57,6 +56,18 @@ CONNECT_TIMEOUT = 1.0  # seconds to reach a helper before searching in-process
 REPLY_TIMEOUT = 30.0  # seconds for its answer (a first search may load the model)
 REQUEST_TIMEOUT = 5.0  # seconds the helper waits for a request once connected
 SUPPORTED = hasattr(socket, "AF_UNIX") and hasattr(socket, "SO_PEERCRED")  # Linux
+
+
+class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no dataclass
+    """The arguments of ``docshelf search``, as the command received them (and as the
+    helper is asked them, on the wire)."""
+
+    query: str
+    limit: int
+    mode: str
+    filters: list[str]
+    group: str
+    expand: str | None
 
 
 class Reply(NamedTuple):
@@ -156,6 +167,27 @@ def _read_line(conn: socket.socket) -> bytes:
     if size > MAX_LINE or not line.endswith(b"\n"):
         raise ValueError("incomplete or oversized message")
     return line
+
+
+def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
+    """``request`` searched in ``shelf``: the helper's search and the in-process one
+    (``quick.py``). Without ``--filter`` options the filters are the empty ones
+    ``Filters`` would give, without loading pydantic for its model."""
+    from docshelf.store import SearchFilters
+
+    filters = SearchFilters()
+    if request.filters:
+        from docshelf.search.filters import Filters
+
+        filters = Filters.parse(request.filters).to_search_filters(shelf.taxonomy)
+    return shelf.search(
+        request.query,
+        limit=request.limit,
+        mode=request.mode,
+        filters=filters,
+        group=request.group,
+        expand=request.expand,
+    )
 
 
 # -- the client -------------------------------------------------------------------------
@@ -374,7 +406,6 @@ class Helper:
 
     def reply(self, message: Any) -> tuple[dict[str, Any], bool]:
         from docshelf import views
-        from docshelf.cli.quick import searched
         from docshelf.errors import DocshelfError
 
         if not self.still_ours():
