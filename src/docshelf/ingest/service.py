@@ -1,10 +1,11 @@
 """What a process serving a library runs beside it (``Shelf.service``): ingest workers in a
-child process and that child's lifeline to its server, the intake that lets uploads
-pass this process's workers, workers' wake-ups, news of commits from every process, a
-library-wide reindex in the background, and the gauges a metrics scrape reads.
+child process and that child's lifeline to its server; an upload's intake as it streams
+in (its name checked, this process's workers letting it pass); workers' wake-ups; news
+of commits from every process; a library-wide reindex in the background; the gauges a
+metrics scrape reads; and a searching process's query model warmed.
 
-``docshelf serve`` (``api/__init__.py``) and ``docshelf worker`` call these through the
-``Shelf``, so no face reaches into the runtime for them.
+``docshelf serve`` (``api/``), ``docshelf worker`` and the resident search helper call
+these through the ``Shelf``, so no face reaches into the runtime for them.
 """
 
 from __future__ import annotations
