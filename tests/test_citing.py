@@ -357,9 +357,9 @@ def test_the_api_cites_and_opens_at_the_inner_heading(
 
 
 def test_mcp_and_the_cli_context_cite_the_inner_heading(shelf: Shelf, awards: Document) -> None:
-    from docshelf.integrations.mcp_server import _Tools
+    from docshelf.integrations.mcp_tools import Tools
 
-    tools = _Tools(shelf, lambda ctx: None)
+    tools = Tools(shelf, lambda ctx: None)
     none: Any = None  # the tools read the caller from the context: here, no one
     found = tools.search_documents(none, "credits received", mode="lexical")
     hit = found["hits"][0]

@@ -21,8 +21,7 @@ import typer.testing
 
 from docshelf import views
 from docshelf.cli import app, quick, resident
-from docshelf.cli.quick import SearchRequest
-from docshelf.cli.resident import Helper
+from docshelf.cli.resident import Helper, SearchRequest
 from docshelf.config import Settings
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder

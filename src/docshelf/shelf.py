@@ -1,9 +1,27 @@
-"""``Shelf``: the one facade the CLI, the HTTP API, the MCP server and Python users call.
+"""``Shelf``: the front door of a library, which the CLI, the HTTP API, the MCP server,
+the web page, evaluation and Python users call.
 
-with Shelf() as shelf:
-    shelf.add("~/notes")
-    for hit in shelf.search("raft leader election").hits:
-        print(hit.citation.label)
+    with Shelf() as shelf:
+        shelf.add("~/notes")
+        for hit in shelf.search("raft leader election").hits:
+            print(hit.citation.label)
+
+What passes through it: every operation on the library is a method here (sources,
+documents, search and answers, index upkeep, enrichment, users, uploads and their jobs)
+or on ``shelf.service``, what a serving process runs beside them (ingest workers, upload
+intake, wake-ups, news of commits, a background reindex, the metrics' gauges:
+``ingest/service.py``). A face reads ``settings``, ``taxonomy``, ``embedder`` and
+``metrics``; the other parts of the open library (``Parts``: the store, the blob store,
+the transport, ...) are for tests and tuning, and no face reaches into them or into
+``runtime``.
+
+What a face imports besides: the kernel (errors, settings, the data model, ``terminal``,
+``progress``, ...); the values it names, from where they live (the filter vocabulary,
+result and view types, the parts' settings); ``views``, to render; and the long-running
+work it hosts, built from its module and handed the Shelf (ingest workers, watching
+sources, filing an inbox, the server's shutdown). Three more, by name: the web reader
+parses a document's bytes to show it, ``migrate`` opens the store alone, evaluation
+makes the one embedder its libraries share. tests/test_front_door.py holds these rules.
 
 The facade delegates: the wiring lives in ``Runtime`` (runtime.py), sources in
 ``ingest/sync.py``, uploads and jobs in ``ingest/uploads.py``, reindex in
@@ -17,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from docshelf.config import Settings
 from docshelf.progress import counter
@@ -35,13 +53,24 @@ if TYPE_CHECKING:
     from docshelf.errors import DocshelfError
     from docshelf.ingest.held import HeldBlobs
     from docshelf.ingest.prepare import EmbedCounts
+    from docshelf.ingest.service import Service
     from docshelf.ingest.sync import Sync
     from docshelf.ingest.uploads import Upload, UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.knowledge.taxonomy import Taxonomy
     from docshelf.llm import LLM
-    from docshelf.model import Distillate, Document, Event, Job, Source, SyncReport, User
+    from docshelf.model import (
+        Chunk,
+        Distillate,
+        Document,
+        Event,
+        Failure,
+        Job,
+        Source,
+        SyncReport,
+        User,
+    )
     from docshelf.portable import ExportReport, ImportReport
     from docshelf.rerank import Reranker
     from docshelf.search.cache import ResultCache
@@ -57,10 +86,17 @@ if TYPE_CHECKING:
     from docshelf.transport import Transport
 
 
-class Shelf:
-    """A library of documents: sources in, cited hits out."""
+class Parts:
+    """The parts of an open library (``Runtime``), read and swapped through the facade,
+    so a swap (``shelf.llm = ...``) reaches every part. Faces read ``settings``,
+    ``taxonomy``, ``embedder`` (whether the library embeds) and ``metrics`` (the counters
+    they add to); evaluation swaps ``ranking`` and ``chunk_settings``; the rest is for
+    tests and tools."""
 
+    runtime: Runtime
     settings: OnRuntime[Settings] = OnRuntime("settings")
+    taxonomy: OnRuntime[Taxonomy] = OnRuntime("taxonomy")
+    metrics: OnRuntime[Metrics] = OnRuntime("metrics")
     store: OnRuntime[Store] = OnRuntime("store")
     embedder: OnRuntime[Embedder | None] = OnRuntime("embedder")
     fusion: OnRuntime[FusionSettings] = OnRuntime("fusion")
@@ -75,15 +111,21 @@ class Shelf:
     lexical_index: OnRuntime[SidecarLexicalIndex | None] = OnRuntime("lexical_index")
     embed_counts: OnRuntime[EmbedCounts] = OnRuntime("embed_counts")
     blobs: OnRuntime[HeldBlobs] = OnRuntime("blobs")
-    metrics: OnRuntime[Metrics] = OnRuntime("metrics")
     rate_limit: OnRuntime[RateLimiter] = OnRuntime("rate_limit")
     transport: OnRuntime[Transport] = OnRuntime("transport")
     llm: OnRuntime[LLM | None] = OnRuntime("llm")
     reranker: OnRuntime[Reranker | None] = OnRuntime("reranker")
-    taxonomy: OnRuntime[Taxonomy] = OnRuntime("taxonomy")
     _enricher: OnRuntime[Enricher | None] = OnRuntime("enricher_instance")
     retriever: OnRuntime[Retriever] = OnRuntime("retriever")
     _cache: OnRuntime[ResultCache[SearchResult]] = OnRuntime("cache")
+
+    @property
+    def enricher(self) -> Enricher:
+        return self.runtime.enricher
+
+
+class Shelf(Parts):
+    """A library of documents: sources in, cited hits out."""
 
     def __init__(
         self,
@@ -123,9 +165,6 @@ class Shelf:
     def close(self) -> None:
         self.runtime.close()
 
-    def wake_workers(self, document_id: str) -> None:
-        self.runtime.wake_workers(document_id)
-
     def __enter__(self) -> Shelf:
         return self
 
@@ -133,9 +172,6 @@ class Shelf:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-    def _model_conflict(self, embedder: Embedder | None) -> str | None:
-        return self.runtime.model_conflict(embedder)
 
     # -- sources (ingest/sync.py) ---------------------------------------------------
     def add(
@@ -146,12 +182,9 @@ class Shelf:
         user_id: str | None = None,
         follow_symlinks: bool | None = None,
     ) -> SyncReport:
-        """Register a file or folder (indexed where it lives) and index it.
-
-        The source belongs to ``user_id`` (the local admin when None): its
-        documents are that user's. Symlinks leading outside a folder are not
-        followed unless ``follow_symlinks`` (remembered on the source; None
-        keeps what a source already registered has)."""
+        """Register a file or folder (indexed where it lives, as ``user_id``'s; the local
+        admin's when None) and index it. Symlinks leading outside a folder are followed
+        only with ``follow_symlinks`` (kept on the source; None keeps what it has)."""
         return self._sync.add(path, progress, user_id=user_id, follow_symlinks=follow_symlinks)
 
     def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
@@ -168,11 +201,8 @@ class Shelf:
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
     ) -> SyncReport:
-        """Index documents given as bytes, not files: ``(name, data, title or None)``.
-
-        ``name`` is shown as the document's path (its extension picks the
-        parser). Bytes already in the library are not indexed again.
-        """
+        """Index documents given as bytes, ``(name, data, title or None)``: ``name`` is
+        shown as the path (its extension picks the parser); known bytes are skipped."""
         return self._sync.add_documents(items, progress)
 
     # -- documents -------------------------------------------------------------------
@@ -187,10 +217,16 @@ class Shelf:
     ) -> list[Document]:
         """Documents (only ``user_id``'s when given, under their own names; all for the
         local caller), narrowed and sorted by ``listing``."""
+        from docshelf.accounts import access
+
         docs = self.store.list_documents(
             source_id=source_id, user_id=user_id, limit=limit, offset=offset, listing=listing
         )
-        return self._seen_by(docs, user_id)
+        return access.seen_by(self.store, docs, user_id)
+
+    def count_documents(self, *, user_id: str | None = None, listing: Listing | None = None) -> int:
+        """How many documents ``documents`` lists without a limit."""
+        return self.store.count_documents(user_id=user_id, listing=listing)
 
     def facets(self, filters: SearchFilters | None = None, user_id: str | None = None) -> Facets:
         """Counts per file type, document type, source, tag, concept and year over the
@@ -203,30 +239,47 @@ class Shelf:
             filters = dataclasses.replace(filters, user_id=user_id)
         return catalogue.library_facets(self.store, filters)
 
-    def _visible(self, document_id: str, user_id: str | None) -> Document:
-        from docshelf.accounts import access
-
-        return access.visible(self.store, document_id, user_id)
-
-    def _seen_by(self, docs: Sequence[Document], user_id: str | None) -> list[Document]:
-        from docshelf.accounts import access
-
-        return access.seen_by(self.store, docs, user_id)
-
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
         """One document as ``user_id`` sees it: its files, sections, links and claims."""
         from docshelf import catalogue
 
         return catalogue.document_view(self.store, document_id, user_id)
 
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        """A chunk by id (None: unknown); ``document`` says whether a caller may see it."""
+        found = self.store.get_chunks([chunk_id])
+        return found[0] if found else None
+
+    def original(self, sha256: str) -> BinaryIO | None:
+        """An upload's bytes, to read and close; None when a folder document's file has them."""
+        return self.blobs.open(sha256) if self.blobs.exists(sha256) else None
+
     def status(self) -> Status:
         from docshelf import catalogue
 
         return catalogue.status(self.runtime)
 
+    def failures(self, limit: int = 100) -> list[Failure]:
+        """Files of the sources that could not be added, with why (``status`` has the first)."""
+        return self.store.list_failures(limit=limit)
+
     def check(self) -> list[str]:
         return self.store.check()
 
+    def generation(self) -> int:
+        """Bumped by every committed change to chunks or vectors."""
+        return self.store.generation()
+
+    def bound_model(self) -> str | None:
+        """The model the library's vectors are made with ("none": lexical; None: unwritten)."""
+        return self.store.get_meta("embedding_model")
+
+    @property
+    def database(self) -> str:
+        """The store's URL as shown to people (no password)."""
+        return self.store.url
+
+    # -- index upkeep ------------------------------------------------------------------
     def maintain_indexes(
         self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
     ) -> str:
@@ -266,18 +319,13 @@ class Shelf:
         document_id: str | None = None,
     ) -> dict[str, object]:
         """Rebuild chunks and vectors with the current model and chunking settings, then the
-        derived indexes (see ``docshelf.ingest.reindex``): search answers from the old
-        generation until the new one is complete. Resumable. ``document_id``: that
-        document alone. ``index_only``: rebuild just the derived indexes (repair)."""
+        derived indexes (``docshelf.ingest.reindex``: resumable; search answers from the old
+        generation meanwhile). ``document_id``: that one alone; ``index_only``: the indexes."""
         from docshelf.ingest.reindex import run
 
         return run(self.runtime, progress, index_only=index_only, document_id=document_id)
 
     # -- knowledge ----------------------------------------------------------------------
-    @property
-    def enricher(self) -> Enricher:
-        return self.runtime.enricher
-
     def enrich(
         self,
         document_ids: Sequence[str] | None = None,
@@ -286,8 +334,8 @@ class Shelf:
         progress: Progress | None = None,
     ) -> list[EnrichResult]:
         """Enrich documents now (all visible ones when ``document_ids`` is None): summary,
-        type, concepts and distillates, from the LLM when configured, else offline.
-        Unchanged documents are answered from the enrichment cache."""
+        type, concepts and distillates, by the LLM when configured, else offline; unchanged
+        documents from the enrichment cache."""
         from docshelf.knowledge.enricher import enrich_documents
 
         return enrich_documents(self.runtime, document_ids, user_id=user_id, progress=progress)
@@ -331,13 +379,12 @@ class Shelf:
         """Snippet-first hybrid search: lexical and vector recall, fused, then cited.
 
         The query may hold ``"phrases"``, ``-exclusions`` and ``tag:``/``path:``/
-        ``type:``/``source:`` filters. ``group`` keeps the best snippet per
-        ``section`` or ``document``; ``expand="parent-section"`` adds each hit's
-        section text, so a caller gets whole arguments in one call. ``facets`` adds
-        counts per tag, concept and type over the candidates' documents.
-
-        An identical search within ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered
-        from memory, unless the library changed since (``search/cache.py``)."""
+        ``type:``/``source:`` filters. ``group`` keeps the best snippet per ``section``
+        or ``document``; ``expand="parent-section"`` adds each hit's section text (whole
+        arguments in one call); ``facets``, counts per tag, concept and type over the
+        candidates' documents. An identical search within
+        ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered from memory, unless the library
+        changed since (``search/cache.py``)."""
         return self.retriever.search(
             query,
             limit=limit,
@@ -362,6 +409,11 @@ class Shelf:
         hit's citation ``anchor``, cited under the same (inner) heading."""
         return self.retriever.context(chunk_id, mode, window, user_id, anchor)
 
+    def prepare_query_model(self) -> bool:
+        """Make ready, off any search's path, what searches embed their queries with
+        (``Runtime.prepare_query_model``); True when it is ready."""
+        return self.runtime.prepare_query_model()
+
     # -- answers (knowledge/answer.py) -------------------------------------------------------
     def ask(self, question: str, *, limit: int = 5, user_id: str | None = None) -> Answer:
         """A grounded answer: with the configured LLM, else extractive; every [n] verified."""
@@ -377,7 +429,7 @@ class Shelf:
 
         return ask_stream(self.retriever, question, limit=limit, user_id=user_id, llm=self.llm)
 
-    # -- users -------------------------------------------------------------------------------
+    # -- users (accounts/users.py) -----------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
         """A new user and their bearer token (shown once; only its hash is kept)."""
         from docshelf.accounts import users as users_mod
@@ -397,8 +449,7 @@ class Shelf:
         return self.authenticate_many([token])[0]
 
     def authenticate_many(self, tokens: Sequence[str]) -> list[User | None]:
-        """``authenticate`` of several tokens in one store query (the API's requests that
-        arrive together)."""
+        """``authenticate`` of several tokens in one store query (requests that came together)."""
         from docshelf.accounts import users as users_mod
 
         return users_mod.authenticate(self.store, tokens)
@@ -411,20 +462,20 @@ class Shelf:
 
     # -- uploads and jobs (ingest/uploads.py) --------------------------------------------
     def register_upload(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:
-        """Record uploaded bytes (already in the blob store) for ``user_id``.
-
-        New bytes get a document and a queued job; bytes this user already has
-        are answered with the same document; bytes another user already has
-        get an access link for this one — nothing is parsed or embedded again.
-        The caller's name for it is kept on their access link; the answer to a new
-        link says ``queued``, as for new bytes, so no one learns what others hold.
-        """
+        """Record uploaded bytes (already in the blob store) for ``user_id``: new bytes get
+        a document and a queued job; known ones, this user's document or an access link
+        (nothing parsed or embedded again), answered alike (``Uploads.register_many``)."""
         return self._uploads.register(user_id, name, sha256, size)
 
     def register_uploads(self, uploads: Sequence[Upload]) -> list[UploadResult | DocshelfError]:
         """Several ``register_upload`` calls in one durable transaction: one commit for
         all; each one's own refusal is its outcome."""
         return self._uploads.register_many(uploads)
+
+    def blob_writer(self, max_bytes: int) -> BlobWriter:
+        """Where an upload's bytes go as they arrive (hashed on the way), for
+        ``receive_uploads``; more than ``max_bytes`` is refused."""
+        return self.blobs.writer(max_bytes)
 
     def receive_uploads(
         self, received: Sequence[tuple[str, str, BlobWriter]]
@@ -461,3 +512,13 @@ class Shelf:
         return self._uploads.events(
             after, document_id=document_id, lifecycle=lifecycle, user_id=user_id, limit=limit
         )
+
+    # -- what a serving process runs beside it (ingest/service.py) -----------------------
+    @cached_property
+    def service(self) -> Service:
+        """What ``serve`` and ``worker`` run beside the library: ingest workers in a child
+        process, upload intake, workers' wake-ups, news of commits, a background reindex,
+        the metrics' gauges."""
+        from docshelf.ingest.service import Service
+
+        return Service(self.runtime)

@@ -29,8 +29,6 @@ from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
 from docshelf.api.schema import errors
 from docshelf.api.wakeups import Wakeups
-from docshelf.ingest.reindex import ReindexRunner
-from docshelf.ingest.uploads import intake_of
 from docshelf.ingest.worker import WorkerPool, WorkerSettings
 from docshelf.ingest.worker_process import NICE, WorkerProcess
 from docshelf.shelf import Shelf
@@ -62,25 +60,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if workers > 0 and worker_process:
-            app.state.pool = WorkerProcess(
-                shelf.settings.home,
-                workers,
-                transport=shelf.transport,
-                publish=shelf.broadcast.publish,
-                intake=intake_of(shelf.runtime),
-                nice=worker_nice,
-            )
+            app.state.pool = shelf.service.worker_process(workers, nice=worker_nice)
             app.state.pool.start()
         elif workers > 0:
             app.state.pool = WorkerPool(shelf, workers, worker_settings)
             app.state.pool.start()
         # the query model (embed/lean.py) made ready beside the first requests, which
         # embed on the ingest model until it is; an export runs in a child process
-        threading.Thread(
-            target=shelf.runtime.prepare_query_model, name="query-model", daemon=True
-        ).start()
+        threading.Thread(target=shelf.prepare_query_model, name="query-model", daemon=True).start()
         try:
-            async with shelf.broadcast.listening(wakeups.notify), mcp_endpoint.running():
+            async with shelf.service.listening(wakeups.notify), mcp_endpoint.running():
                 yield
         finally:
             pool: WorkerPool | WorkerProcess | None = app.state.pool
@@ -104,7 +93,6 @@ def create_app(
     app.state.sse_poll = shelf.settings.sse_poll_seconds if sse_poll is None else sse_poll
     app.state.wakeups = wakeups
     app.state.sse_ping = sse_ping
-    app.state.reindex = ReindexRunner()
     app.state.upload_commits = uploads.upload_commits(shelf)
     app.state.token_checks = token_checks(shelf)
     install_error_handlers(app)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
-from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -16,7 +14,6 @@ from docshelf.api.deps import ShelfDep
 from docshelf.errors import from_os_error
 from docshelf.ingest.worker import WorkerPool
 from docshelf.ingest.worker_process import WorkerProcess
-from docshelf.model import Stage
 from docshelf.shelf import Shelf
 
 router = APIRouter()
@@ -31,24 +28,19 @@ PROBE_BYTES = 64 * 1024  # written and fsynced, then dropped: can uploads be wri
 
 
 def _write_problems(shelf: Shelf) -> list[str]:
-    """Why writes would fail in the folders docshelf writes to (the home, where the
-    SQLite database lives, and the blob store's temporary folder): full or read-only."""
-    folders = {shelf.settings.home}
-    tmp = getattr(shelf.blobs, "tmp", None)  # the local blob store's temporary folder
-    if isinstance(tmp, Path):
-        folders.add(tmp)
-    problems = []
-    for folder in sorted(folders):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=folder, prefix="readyz-") as fh:
-                fh.write(bytes(PROBE_BYTES))
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            ours = from_os_error(exc, str(folder))
-            problems.append(f"storage: {ours.message if ours else exc}")
-    return problems
+    """Why writes would fail in the home (where the SQLite database and, by default, the
+    blob store live): full or read-only."""
+    home = shelf.settings.home
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=home, prefix="readyz-") as fh:
+            fh.write(bytes(PROBE_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        ours = from_os_error(exc, str(home))
+        return [f"storage: {ours.message if ours else exc}"]
+    return []
 
 
 @router.get("/healthz", summary="Liveness: the process answers")
@@ -67,7 +59,7 @@ def healthz() -> dict[str, str]:
 def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
     problems: list[str] = []
     try:
-        shelf.store.get_meta("generation")
+        shelf.generation()
     except Exception as exc:  # any failure means not ready; say which
         problems.append(f"store: {exc}")
     problems += _write_problems(shelf)
@@ -86,9 +78,5 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
     responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
 )
 def metrics(shelf: ShelfDep) -> Response:
-    shelf.metrics.queue(shelf.store.job_counts())
-    stats = shelf.store.stats()
-    coverage = stats.snippets_with_vectors / stats.snippets if stats.snippets else 1.0
-    unfinished = [s.value for s in Stage if not s.terminal]
-    shelf.metrics.library(shelf.store.oldest_unfinished_jobs(), coverage, unfinished, time.time())
+    shelf.service.measure()
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -37,15 +37,19 @@ MAX_PAGE = 100_000
 def _cited(shelf: Shelf, view: DocumentView, chunk_id: str | None) -> Chunk | None:
     if chunk_id is None:
         return None
-    found = shelf.store.get_chunks([chunk_id])
-    if not found or found[0].document_id != view.document.id:
+    found = shelf.chunk(chunk_id)
+    if found is None or found.document_id != view.document.id:
         raise NotFound(f"Chunk {chunk_id!r} is not in document {view.document.id!r}")
-    return found[0]
+    return found
 
 
 def _read_blob(shelf: Shelf) -> Any:
     def read(sha256: str) -> bytes | None:
-        return shelf.blobs.read(sha256) if shelf.blobs.exists(sha256) else None
+        stored = shelf.original(sha256)
+        if stored is None:
+            return None
+        with stored:
+            return stored.read()
 
     return read
 
@@ -57,7 +61,7 @@ def _page_in(doc_view: DocumentView, page: int) -> None:
 
 
 def _obsidian(shelf: Shelf, doc: Document) -> str | None:
-    source = shelf.store.get_source(doc.source_id) if doc.source_id else None
+    source = next((s for s in shelf.sources() if s.id == doc.source_id), None)
     if source is None or not reading.vault_roots([source]):
         return None
     return reading.obsidian_uri(doc.file_type, doc.rel_path, source.path)
@@ -93,11 +97,11 @@ def view(
     responses=errors(404, 410),
 )
 def chunk_view(chunk_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
-    found = shelf.store.get_chunks([chunk_id])
+    found = shelf.chunk(chunk_id)
     try:
-        if not found:
+        if found is None:
             raise NotFound(chunk_id)
-        doc_view = shelf.document(found[0].document_id, user.id)
+        doc_view = shelf.document(found.document_id, user.id)
     except NotFound:  # another user's chunk is answered exactly like an unknown one
         raise NotFound(f"No chunk {chunk_id!r}") from None
     return _view(shelf, doc_view, chunk_id, None)
@@ -188,8 +192,8 @@ def download(document_id: str, shelf: ShelfDep, user: UserDep) -> StreamingRespo
     doc_view = shelf.document(document_id, user.id)
     doc = doc_view.document
     name = doc.rel_path.rsplit("/", 1)[-1] or "document"
-    if shelf.blobs.exists(doc.sha256):
-        fh = shelf.blobs.open(doc.sha256)
+    fh = shelf.original(doc.sha256)
+    if fh is not None:
 
         def chunks() -> Iterator[bytes]:
             with fh:
@@ -228,7 +232,7 @@ def failures(
     mine = [s for s in shelf.sources() if s.user_id == user.id]
     found = [
         (f, source)
-        for f in shelf.store.list_failures(limit=100_000)
+        for f in shelf.failures(limit=100_000)
         for source in [next((s for s in mine if _owns(s, f.path)), None)]
         if source is not None
     ]

@@ -11,18 +11,17 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from docshelf import catalogue, views
+from docshelf import views
 from docshelf.api import reading
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.catalogue import DocumentView
 from docshelf.errors import Conflict, Forbidden, NotFound
-from docshelf.ingest.reindex import ReindexRunner
 from docshelf.model import Document, User
 from docshelf.search.filters import (
     DATE_PATTERN,
@@ -111,23 +110,30 @@ def list_documents(
         filters=filters.to_search_filters(shelf.taxonomy), matching=q, status=status, order=sort
     )
     docs = shelf.documents(user_id=user.id, limit=limit, offset=offset, listing=listing)
-    total = shelf.store.count_documents(user_id=user.id, listing=listing)
+    total = shelf.count_documents(user_id=user.id, listing=listing)
     out = [views.document(d) for d in docs]
     vaults = reading.vault_roots(shelf.sources())
     for doc, item in zip(docs, out, strict=True):
         item["obsidian"] = _obsidian(doc, vaults)
     failed = [o for o in out if o["status"] == "failed"]
     for item in failed:  # why it failed, and whether a retry can help
-        job = shelf.store.get_job(item["id"])
-        item["error"] = job.last_error if job else None
+        item["error"] = _last_error(shelf, item["id"], user)
         item["retryable"] = views.retryable(item["error"])
     return {
         "documents": out,
         "limit": limit,
         "offset": offset,
         "total": total,
-        "library_total": shelf.store.count_documents(user_id=user.id),
+        "library_total": shelf.count_documents(user_id=user.id),
     }
+
+
+def _last_error(shelf: Shelf, document_id: str, user: User) -> str | None:
+    """Why a document's ingest job failed (None: no job, it came from a source)."""
+    try:
+        return shelf.job(document_id, user.id).last_error
+    except NotFound:
+        return None
 
 
 @router.get(
@@ -274,16 +280,13 @@ def _admin(user: User) -> None:
         **errors(403, 404, 409, 507),
     },
 )
-def start_reindex(
-    body: ReindexRequest, request: Request, shelf: ShelfDep, user: UserDep
-) -> JSONResponse:
+def start_reindex(body: ReindexRequest, shelf: ShelfDep, user: UserDep) -> JSONResponse:
     _admin(user)
     if body.document_id is not None:
         return JSONResponse(shelf.reindex(document_id=body.document_id))
-    runner: ReindexRunner = request.app.state.reindex
-    if not runner.start(shelf.runtime):
+    if not shelf.service.start_reindex():
         raise Conflict("A reindex is already running; GET /v1/reindex follows it")
-    return JSONResponse(runner.state, status_code=202)
+    return JSONResponse(shelf.service.reindex_state(), status_code=202)
 
 
 @router.get(
@@ -291,11 +294,11 @@ def start_reindex(
     summary="Admin: the library-wide reindex's state and progress",
     responses=errors(403),
 )
-def reindex_state(request: Request, shelf: ShelfDep, user: UserDep) -> JSON:
+def reindex_state(shelf: ShelfDep, user: UserDep) -> JSON:
     _admin(user)
-    state: JSON = dict(request.app.state.reindex.state)
+    state = shelf.service.reindex_state()
     # whether one is due: the library's chunks made by an older chunker (as `status` says)
-    state["due"] = None if state.get("state") == "running" else catalogue.reindex_due(shelf.store)
+    state["due"] = None if state.get("state") == "running" else shelf.service.reindex_due()
     return state
 
 

@@ -18,7 +18,7 @@ one fsync chain and one transaction each (BENCHMARKS.md, "Uploads: group commit"
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +33,10 @@ from docshelf import views
 from docshelf.api.batching import Batched
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
-from docshelf.blobs import BlobStore, BlobWriter
-from docshelf.errors import InvalidInput, TooLarge, UnsupportedType
-from docshelf.ingest.sync import unsupported_type_message
-from docshelf.ingest.uploads import UploadResult, intake_of, sanitize_filename
+from docshelf.blobs import BlobWriter
+from docshelf.errors import InvalidInput, TooLarge
+from docshelf.ingest.uploads import UploadResult
 from docshelf.model import User
-from docshelf.parse import file_type_for
 from docshelf.shelf import Shelf
 
 if TYPE_CHECKING:
@@ -76,9 +74,9 @@ _UPLOAD_BODY: dict[str, Any] = {
 class _Receiver:
     """python-multipart callbacks: route the ``file`` part's bytes into a blob writer."""
 
-    def __init__(self, blobs: BlobStore, max_bytes: int) -> None:
-        self._blobs = blobs
-        self._max_bytes = max_bytes
+    def __init__(self, name: Callable[[str], str], writer: Callable[[], BlobWriter]) -> None:
+        self._name = name  # the name kept, or an error (before any byte is written)
+        self._writer = writer
         self._headers: dict[bytes, bytes] = {}
         self._field = bytearray()
         self._value = bytearray()
@@ -119,11 +117,8 @@ class _Receiver:
             raise InvalidInput(
                 f"The `{FIELD}` field has no filename; its extension picks the parser"
             )
-        name = sanitize_filename(raw.decode("utf-8", errors="replace"))
-        if file_type_for(name) is None:
-            raise UnsupportedType(unsupported_type_message(name))
-        self.name = name
-        self.writer = self._blobs.writer(self._max_bytes)
+        self.name = self._name(raw.decode("utf-8", errors="replace"))
+        self.writer = self._writer()
         self._in_file = True
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
@@ -163,7 +158,7 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
     started = time.perf_counter()
     outcome = "refused"
     try:
-        with intake_of(shelf.runtime).receiving():  # this process's workers let it pass
+        with shelf.service.receiving():  # this process's workers let it pass
             result = await _upload(request, shelf, user)
         outcome = "created" if result.created else "existing"  # for operators, not callers
         # 202 whether or not the bytes were known: the answer must not tell who holds what
@@ -178,7 +173,7 @@ async def _upload(request: Request, shelf: Shelf, user: User) -> UploadResult:
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit + FRAMING_BYTES:
         raise TooLarge(too_large)
-    receiver = _Receiver(shelf.blobs, limit)
+    receiver = _Receiver(shelf.service.upload_name, lambda: shelf.blob_writer(limit))
     received = 0
     handed_over = False
     try:

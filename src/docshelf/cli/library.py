@@ -51,10 +51,8 @@ def add(
     # child processes), made while the files are indexed — here rather than in the
     # first search, and beside the parsing and indexing, which leave a core free.
     # (Nothing to make for a lexical library; a mistyped path fails at once, no export.)
-    preparing = threading.Thread(
-        target=shelf.runtime.prepare_query_model, name="query-model", daemon=True
-    )
-    if shelf.runtime.embedder is not None and Path(path).expanduser().exists():
+    preparing = threading.Thread(target=shelf.prepare_query_model, name="query-model", daemon=True)
+    if shelf.embedder is not None and Path(path).expanduser().exists():
         preparing.start()
     with run.progress("Indexing") as progress:
         report = shelf.add(path, progress=progress, follow_symlinks=follow_symlinks)

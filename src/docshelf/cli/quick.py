@@ -12,7 +12,8 @@ line argparse does not read as one of them — help, a usage error, an unknown o
 another command — is left to the typer app, which words the error (exit status 2).
 
 A search runs :func:`search_json`: the library's resident helper first
-(``cli/resident.py``), then the search in this process.
+(``cli/resident.py``), then the search in this process (``resident.searched``, the
+helper's own search). ``resident`` never imports this module.
 """
 
 from __future__ import annotations
@@ -28,20 +29,9 @@ from docshelf.cli import options as spec
 from docshelf.cli.core import Action, Outcome
 
 if TYPE_CHECKING:
+    from docshelf.cli.resident import SearchRequest
     from docshelf.config import Settings
-    from docshelf.search.results import SearchResult
     from docshelf.shelf import Shelf
-
-
-class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no dataclass
-    """The arguments of ``docshelf search``, as the command received them."""
-
-    query: str
-    limit: int
-    mode: str
-    filters: list[str]
-    group: str
-    expand: str | None
 
 
 class Parsed(NamedTuple):
@@ -52,12 +42,6 @@ class Parsed(NamedTuple):
     json: bool  # --json given (stdout not being a terminal also means JSON)
     progress: bool  # --progress given (sync)
     values: dict[str, Any]  # the command function's parameters (cli/options.py names)
-
-    @property
-    def request(self) -> SearchRequest:
-        v = self.values
-        filters = v["filter_"] or []
-        return SearchRequest(v["query"], v["limit"], v["mode"], filters, v["group"], v["expand"])
 
 
 class _Defer(Exception):
@@ -181,30 +165,10 @@ def search_json(run: SearchRun, request: SearchRequest) -> tuple[dict[str, Any],
         absent = reply.refused == "absent"
     from docshelf import views
 
-    result = views.search(searched(run.shelf(embed_purpose="query"), request))
+    result = views.search(resident.searched(run.shelf(embed_purpose="query"), request))
     if helper == "auto" and absent and resident.SUPPORTED:
         resident.start(settings)  # for the next search
     return result, _actions(run, result)
-
-
-def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
-    """``request`` searched in ``shelf``. Without ``--filter`` options the filters are
-    the empty ones ``Filters`` would give, without loading pydantic for its model."""
-    from docshelf.store import SearchFilters
-
-    filters = SearchFilters()
-    if request.filters:
-        from docshelf.search.filters import Filters
-
-        filters = Filters.parse(request.filters).to_search_filters(shelf.taxonomy)
-    return shelf.search(
-        request.query,
-        limit=request.limit,
-        mode=request.mode,
-        filters=filters,
-        group=request.group,
-        expand=request.expand,
-    )
 
 
 def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
@@ -252,6 +216,8 @@ def search_command(
     The query may hold "exact phrases", -exclusions and filters: tag:X path:P type:T (or
     filetype:T) doctype:D source:S concept:C date:2026.
     """
+    from docshelf.cli.resident import SearchRequest
+
     request = SearchRequest(query, limit, mode, filter_ or [], group, expand)
     result, actions = search_json(run, request)  # the helper, or in-process
     return Outcome(result, actions)
@@ -403,7 +369,7 @@ def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Actio
     result = views.status(st, shelf.check() if check else None)
     # The status holds the first failures; the command lists them all, as it counts them.
     if st.failure_count > len(st.failures):
-        every = shelf.store.list_failures(limit=st.failure_count)
+        every = shelf.failures(limit=st.failure_count)
         result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
     if st.by_status.get("failed"):  # documents whose processing failed count as failures too
         for doc in shelf.documents():

@@ -41,10 +41,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from docshelf.cli.quick import SearchRequest
-
 if TYPE_CHECKING:
     from docshelf.config import Settings
+    from docshelf.search.results import SearchResult
     from docshelf.shelf import Shelf
 
 PROTOCOL = 1
@@ -57,6 +56,18 @@ CONNECT_TIMEOUT = 1.0  # seconds to reach a helper before searching in-process
 REPLY_TIMEOUT = 30.0  # seconds for its answer (a first search may load the model)
 REQUEST_TIMEOUT = 5.0  # seconds the helper waits for a request once connected
 SUPPORTED = hasattr(socket, "AF_UNIX") and hasattr(socket, "SO_PEERCRED")  # Linux
+
+
+class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no dataclass
+    """The arguments of ``docshelf search``, as the command received them (and as the
+    helper is asked them, on the wire)."""
+
+    query: str
+    limit: int
+    mode: str
+    filters: list[str]
+    group: str
+    expand: str | None
 
 
 class Reply(NamedTuple):
@@ -156,6 +167,27 @@ def _read_line(conn: socket.socket) -> bytes:
     if size > MAX_LINE or not line.endswith(b"\n"):
         raise ValueError("incomplete or oversized message")
     return line
+
+
+def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
+    """``request`` searched in ``shelf``: the helper's search and the in-process one
+    (``quick.py``). Without ``--filter`` options the filters are the empty ones
+    ``Filters`` would give, without loading pydantic for its model."""
+    from docshelf.store import SearchFilters
+
+    filters = SearchFilters()
+    if request.filters:
+        from docshelf.search.filters import Filters
+
+        filters = Filters.parse(request.filters).to_search_filters(shelf.taxonomy)
+    return shelf.search(
+        request.query,
+        limit=request.limit,
+        mode=request.mode,
+        filters=filters,
+        group=request.group,
+        expand=request.expand,
+    )
 
 
 # -- the client -------------------------------------------------------------------------
@@ -287,7 +319,7 @@ class Helper:
             "database": [st.st_dev, st.st_ino],
             "settings": settings_digest(settings),
         }
-        self.model = shelf.store.get_meta("embedding_model")
+        self.model = shelf.bound_model()
         self.path = self.home / SOCKET
         self._sock: socket.socket | None = None
         self._ino: int | None = None
@@ -298,17 +330,9 @@ class Helper:
         self._stop = True
 
     def warm(self) -> None:
-        """Load what the first search would: the query model, the sidecar indexes. The
-        query model is the one for many queries (embed/lean.py): 30 ms more to load, off
-        any search's path, and ~5 ms a query instead of ~14 here, for ~40 MB more."""
-        from docshelf.embed.lean import LeanEmbedder
-
-        embedder = self.shelf.embedder
-        if isinstance(embedder, LeanEmbedder):
-            self.shelf.embedder = embedder = embedder.for_many_queries()
-        if embedder is not None:
-            embedder.embed(["warm up"])
-        self.shelf.search("warm up", limit=1)
+        """Load what the first search would: the query model (in its form for many
+        queries), the sidecar indexes (``Service.warm``)."""
+        self.shelf.service.warm()
 
     def bind(self) -> None:
         """Listen on the home's socket: made 0600 under a temporary name, then renamed
@@ -382,7 +406,6 @@ class Helper:
 
     def reply(self, message: Any) -> tuple[dict[str, Any], bool]:
         from docshelf import views
-        from docshelf.cli.quick import searched
         from docshelf.errors import DocshelfError
 
         if not self.still_ours():
@@ -392,17 +415,17 @@ class Helper:
         for key, want in self.expect.items():
             if message.get(key) != want:
                 return {"ok": False, "reason": f"another {key}"}, True
-        store = self.shelf.store
-        if store.get_meta("embedding_model") != self.model:
+        shelf = self.shelf
+        if shelf.bound_model() != self.model:
             return {"ok": False, "reason": "the library's model changed"}, False
         request = _request(message.get("search"))
         if request is None:
             return {"ok": False, "reason": "a malformed search"}, True
         try:
             for _ in range(3):
-                before = store.generation()
-                result = searched(self.shelf, request)
-                if store.generation() == before:
+                before = shelf.generation()
+                result = searched(shelf, request)
+                if shelf.generation() == before:
                     return {"ok": True, "generation": before, "result": views.search(result)}, True
         except DocshelfError as exc:
             # the in-process search will raise it again, with its envelope

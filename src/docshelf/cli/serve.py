@@ -58,10 +58,7 @@ def worker(
     configure_tracing()
     stop = threading.Event()
     if lifeline:  # serve's child: stdin wakes it and ends it (ingest/worker_process.py)
-        from docshelf.ingest.uploads import intake_of
-        from docshelf.ingest.worker_process import lifeline as follow_lifeline
-
-        follow_lifeline(stop, shelf.transport, shelf.store.notices, intake_of(shelf.runtime))
+        shelf.service.follow_lifeline(stop)
     workers = [Worker(shelf, WorkerSettings(lease_seconds=lease)) for _ in range(count)]
     probes: list[WorkerProbe] = []
 
@@ -76,7 +73,7 @@ def worker(
         code = run_workers(  # the one worker pool: threads, signals, drain (shutdown.py)
             workers,
             shelf.settings.drain_seconds,
-            lambda: err_console.print(f"{count} worker(s) on {shelf.store.url}; Ctrl-C to stop"),
+            lambda: err_console.print(f"{count} worker(s) on {shelf.database}; Ctrl-C to stop"),
             prepare=open_probe,
             stop=stop,
         )

@@ -330,7 +330,7 @@ def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> 
     if shelf.store.get_meta("eval_index") != INDEX_VERSION:
         shelf.add_documents(items, progress=progress)
         shelf.store.set_meta("eval_index", INDEX_VERSION)
-    shelf.runtime.prepare_query_model()
+    shelf.prepare_query_model()
     from docshelf.model import document_id, fingerprint
 
     return {

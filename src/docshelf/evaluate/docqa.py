@@ -155,7 +155,7 @@ def run_docqa(
         home = collection_home(settings.home, ds, collection, model)
         with Shelf(settings=eval_settings(home, model), embedder=embedder) as shelf:
             shelf.add(ds.collections[collection], progress)
-            shelf.runtime.prepare_query_model()  # queries embedded as a CLI search's are
+            shelf.prepare_query_model()  # queries embedded as a CLI search's are
             status = shelf.status()
             libraries[collection] = {
                 "documents": status.documents,

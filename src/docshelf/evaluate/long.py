@@ -128,7 +128,7 @@ def build_long_index(
     if shelf.store.get_meta("eval_index") != marker:
         shelf.add_documents(items, progress=progress)
         shelf.store.set_meta("eval_index", marker)
-    shelf.runtime.prepare_query_model()
+    shelf.prepare_query_model()
     return {document_id(fingerprint(data)): name for name, data, _ in items}
 
 

@@ -50,6 +50,15 @@ def sanitize_filename(name: str) -> str:
     return _cut_name(base) or "upload"
 
 
+def upload_name(name: str) -> str:
+    """The name an upload is kept under (``sanitize_filename``), or UnsupportedType when
+    no parser reads its type (its extension picks the parser)."""
+    clean = sanitize_filename(name)
+    if file_type_for(clean) is None:
+        raise UnsupportedType(unsupported_type_message(clean))
+    return clean
+
+
 def _cut_name(name: str, limit: int = MAX_NAME_CHARS) -> str:
     """``name`` in at most ``limit`` characters: the stem is cut, the extension (which
     picks the parser) is kept."""
@@ -343,9 +352,7 @@ class Uploads:
             )
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
-        clean = sanitize_filename(name)
-        if file_type_for(clean) is None:
-            raise UnsupportedType(unsupported_type_message(clean))
+        clean = upload_name(name)
         with self.rt.blobs.writer(self.rt.settings.max_upload_bytes) as writer:
             writer.write(data)
             outcome = self.receive_many([(user_id, clean, writer)])[0]
