@@ -66,9 +66,9 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
         patch.setattr(f"docshelf.store.{module}.MIGRATIONS", schema.MIGRATIONS[:8])
         # chunk rows as they were written then (before migration 10's inner_headings)
         old_columns = rows.CHUNK_COLUMNS.removesuffix(", inner_headings")
-        patch.setattr("docshelf.store.sql.catalogue.CHUNK_COLUMNS", old_columns)
+        patch.setattr("docshelf.store.sql.documents.CHUNK_COLUMNS", old_columns)
         patch.setattr(
-            "docshelf.store.sql.catalogue.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
+            "docshelf.store.sql.documents.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
         )
         store = open_store(url)
         assert store.schema_version() == 8

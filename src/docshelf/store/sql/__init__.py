@@ -11,10 +11,12 @@ from __future__ import annotations
 from docshelf.store.sql.catalogue import CatalogueSQL
 from docshelf.store.sql.core import Query, Rows, SQLBase
 from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect, PostgresDialect
+from docshelf.store.sql.documents import DocumentsSQL
+from docshelf.store.sql.reads import SearchReadsSQL
 from docshelf.store.sql.records import RecordsSQL
 
 
-class SQLStore(CatalogueSQL, RecordsSQL):
+class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL):
     """``Store`` over a dialect, less what each engine provides (see ``SQLBase``)."""
 
 
