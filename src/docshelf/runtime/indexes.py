@@ -5,7 +5,6 @@ Never fails a write: search stays correct without them, only slower."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from docshelf import progress as _progress
@@ -47,11 +46,8 @@ def maintain_vector_index(
     rebuild: bool = False,
     progress: Progress | None = None,
 ) -> str:
-    """The ANN index's upkeep; "native" where the store searches its vectors itself."""
-    if index is None:
-        return "native"
-    count = _progress.counter(progress, "index", "snippets")
-    return _derived("vector", lambda: index.maintain(force=force, rebuild=rebuild, progress=count))
+    """The ANN index: switch at the threshold, build, or checkpoint the delta."""
+    return _maintain("vector", index, force, rebuild, progress)
 
 
 def maintain_lexical_index(
@@ -62,18 +58,25 @@ def maintain_lexical_index(
     progress: Progress | None = None,
 ) -> str:
     """The tantivy index: switch at the threshold, build, or apply the store's log.
-    Until the index has caught up, FTS5 answers; "native" where there is none."""
+    Until the index has caught up, FTS5 answers."""
+    return _maintain("lexical", index, force, rebuild, progress)
+
+
+def _maintain(
+    name: str,
+    index: SidecarVectorIndex | SidecarLexicalIndex | None,
+    force: bool,
+    rebuild: bool,
+    progress: Progress | None,
+) -> str:
+    """Run a derived index's upkeep ("native" where the store has none beside it). A
+    failure is logged, never raised: the index is rebuilt from the store, and the write
+    that led here stands."""
     if index is None:
         return "native"
     count = _progress.counter(progress, "index", "snippets")
-    return _derived("lexical", lambda: index.maintain(force=force, rebuild=rebuild, progress=count))
-
-
-def _derived(name: str, maintain: Callable[[], str]) -> str:
-    """Run a derived index's upkeep; a failure is logged, never raised: the index is
-    rebuilt from the store, and the write that led here stands."""
     try:
-        return maintain()
+        return index.maintain(force=force, rebuild=rebuild, progress=count)
     except Exception as exc:
         log.warning("could not update the %s index: %s", name, exc, exc_info=True)
         return f"failed: {exc}"
