@@ -4,6 +4,11 @@
 ``PostgresStore`` (store/sqlite.py, store/postgres.py) add only what truly
 differs: connections, transactions and locking, migrations, full-text search
 (FTS5 or tsvector), vectors (BLOBs or pgvector) and the claims of leased work.
+
+``SQLStore`` is made of the library itself (``catalogue.py``), documents with their
+chunks (``documents.py``), what search engines read (``reads.py``) and what else is
+kept about documents (``records.py``); the tables both schemas share are in
+``schema.py``.
 """
 
 from __future__ import annotations
