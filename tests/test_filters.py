@@ -13,12 +13,12 @@ from docshelf.search.filters import (
     DATE_PATTERN,
     FILTER_KEYS,
     SEARCH_MODES,
-    Filters,
     SearchFilters,
     concept_group,
     date_range,
     with_query_fields,
 )
+from docshelf.search.filters_model import Filters
 from docshelf.search.query import parse_query
 
 

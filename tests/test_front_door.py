@@ -38,7 +38,6 @@ VALUES = {  # a face names them: the filter vocabulary, results, views, parts' s
         for n in (
             "DATE_PATTERN",
             "FILTER_KEYS",
-            "Filters",
             "SEARCH_MODES",
             "SearchFilters",
             "SearchMode",
@@ -47,6 +46,7 @@ VALUES = {  # a face names them: the filter vocabulary, results, views, parts' s
             "meaning",
         )
     ),
+    "search.filters_model:Filters",
     "search.results:ContextMode",
     "search.results:MAX_LIMIT",
     "search.results:SearchResult",

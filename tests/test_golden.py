@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import typer.testing
 
-from docshelf import runtime as shelf_module
 from docshelf.cli import app
+from docshelf.runtime import model as runtime_model  # where the embedder is made
 from tests.fakes import HashEmbedder
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -83,7 +83,7 @@ def library(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     def make(name: str, **_: Any) -> HashEmbedder | None:
         return embedder if name in ("local", "auto") else None
 
-    monkeypatch.setattr(shelf_module, "make_embedder", make)
+    monkeypatch.setattr(runtime_model, "make_embedder", make)
     monkeypatch.setattr(
         typer.testing._NamedTextIOWrapper,
         "isatty",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -54,6 +55,48 @@ def test_migrate_names_a_bad_database_url(isolated_home: Path, url: str, code: s
     assert isinstance(error, dict) and error["code"] == code
 
 
+# The SHA-256 (its first 16 hex digits) of each migration's SQL as it shipped. A migration
+# that has run must never change, and its SQL is partly made of the tables both stores
+# share (store/sql/schema.py), so an edit there would change every migration that names
+# one: this holds them all. A new migration adds its line here.
+SHIPPED = {
+    ("sqlite", 1): "1ca6aea80c3947ec",
+    ("sqlite", 2): "12e5e284cbc2cc92",
+    ("sqlite", 3): "90bf0409a0590a3e",
+    ("sqlite", 4): "be8ea430f2fd8683",
+    ("sqlite", 5): "9d25cc73ae678c8a",
+    ("sqlite", 6): "16d0dd246ef0e57b",
+    ("sqlite", 7): "52530bae81d205cc",
+    ("sqlite", 8): "405d9590233b0735",
+    ("sqlite", 9): "39629b4b4ca0e093",
+    ("sqlite", 10): "4a2e21e9a78916c7",
+    ("sqlite", 11): "fa1d8172b5b0a727",
+    ("postgres", 1): "b4a0bbd142fcabee",
+    ("postgres", 2): "6c5ceee58397bae3",
+    ("postgres", 3): "7d66e84455327272",
+    ("postgres", 4): "73dc352f2033cf58",
+    ("postgres", 5): "7d7c6d46ac68e029",
+    ("postgres", 6): "27b59b937278a5f6",
+    ("postgres", 7): "5d5d3ddb02b48c81",
+    ("postgres", 8): "cf377e9968e3d7e0",
+    ("postgres", 9): "d88841fc0451a64c",
+    ("postgres", 10): "517771aa97a02b5f",
+    ("postgres", 11): "ec08cd228781707b",
+}
+
+
+def test_no_shipped_migration_changes() -> None:
+    made = {
+        (store, m.version): hashlib.sha256(m.sql.encode()).hexdigest()[:16]
+        for store, schema in (("sqlite", sqlite_schema), ("postgres", postgres_schema))
+        for m in schema.MIGRATIONS
+    }
+    changed = sorted(k for k in SHIPPED if made.get(k) != SHIPPED[k])
+    assert not changed, f"shipped migrations changed (append a new one instead): {changed}"
+    new = {k: v for k, v in made.items() if k not in SHIPPED}
+    assert not new, f"record each new migration in SHIPPED: {new}"
+
+
 def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str) -> str:
     """A store at schema 8 (the lexical index in two columns) holding one note, closed;
     the id of the snippet whose heading names `configuration`."""
@@ -66,9 +109,9 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
         patch.setattr(f"docshelf.store.{module}.MIGRATIONS", schema.MIGRATIONS[:8])
         # chunk rows as they were written then (before migration 10's inner_headings)
         old_columns = rows.CHUNK_COLUMNS.removesuffix(", inner_headings")
-        patch.setattr("docshelf.store.sql.catalogue.CHUNK_COLUMNS", old_columns)
+        patch.setattr("docshelf.store.sql.documents.CHUNK_COLUMNS", old_columns)
         patch.setattr(
-            "docshelf.store.sql.catalogue.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
+            "docshelf.store.sql.documents.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
         )
         store = open_store(url)
         assert store.schema_version() == 8

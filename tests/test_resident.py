@@ -37,7 +37,7 @@ REQUESTS = [
 
 
 def in_process(shelf: Shelf, r: SearchRequest) -> dict[str, Any]:
-    from docshelf.search.filters import Filters
+    from docshelf.search.filters_model import Filters
 
     found = shelf.search(
         r.query,

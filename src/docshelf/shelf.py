@@ -23,7 +23,7 @@ sources, filing an inbox, the server's shutdown). Three more, by name: the web r
 parses a document's bytes to show it, ``migrate`` opens the store alone, evaluation
 makes the one embedder its libraries share. tests/test_front_door.py holds these rules.
 
-The facade delegates: the wiring lives in ``Runtime`` (runtime.py), sources in
+The facade delegates: the wiring lives in ``Runtime`` (runtime/), sources in
 ``ingest/sync.py``, uploads and jobs in ``ingest/uploads.py``, reindex in
 ``ingest/reindex.py``, enrichment in ``knowledge/``.
 """

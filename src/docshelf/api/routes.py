@@ -25,12 +25,12 @@ from docshelf.errors import Conflict, Forbidden, NotFound
 from docshelf.model import Document, User
 from docshelf.search.filters import (
     DATE_PATTERN,
-    Filters,
     SearchMode,
     document_types,
     file_type_names,
     meaning,
 )
+from docshelf.search.filters_model import Filters
 from docshelf.search.results import MAX_LIMIT, ContextMode
 from docshelf.shelf import Shelf
 from docshelf.store import Listing

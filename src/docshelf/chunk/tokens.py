@@ -174,3 +174,20 @@ _COMMON_WORDS_TEXT = """
     years yes yet you young your
 """
 _COMMON_WORDS = frozenset(_COMMON_WORDS_TEXT.split())
+
+
+# -- fitting a budget -------------------------------------------------------------------
+
+
+def largest(fits: Callable[[int], bool], n: int) -> int:
+    """The largest k in 1..n with fits(k), by bisection (fits is taken as monotone); else 0."""
+    if n < 1 or not fits(1):
+        return 0
+    good, bad = 1, n + 1
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good

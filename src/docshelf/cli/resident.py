@@ -177,7 +177,7 @@ def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
 
     filters = SearchFilters()
     if request.filters:
-        from docshelf.search.filters import Filters
+        from docshelf.search.filters_model import Filters
 
         filters = Filters.parse(request.filters).to_search_filters(shelf.taxonomy)
     return shelf.search(

@@ -40,7 +40,8 @@ from docshelf.errors import (
     Unauthorized,
     Unavailable,
 )
-from docshelf.search.filters import Filters, SearchMode
+from docshelf.search.filters import SearchMode
+from docshelf.search.filters_model import Filters
 from docshelf.search.results import MAX_LIMIT
 from docshelf.shelf import Shelf
 

@@ -12,7 +12,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from docshelf.knowledge.taxonomy import Taxonomy
-from docshelf.search.filters import FILTER_KEYS, Filters, SearchFilters
+from docshelf.search.filters import FILTER_KEYS, SearchFilters
+from docshelf.search.filters_model import Filters
 
 DEFAULT_MAX_CHARS = 8000  # about 2,000 tokens: a result never floods the context window
 MIN_MAX_CHARS, MAX_MAX_CHARS = 1000, 60000

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from docshelf import telemetry
 from docshelf.accounts.access import visible
@@ -38,7 +38,14 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from docshelf.runtime import Runtime, Wired
+    from docshelf.chunk import ChunkSettings
+    from docshelf.config import Settings
+    from docshelf.embed import Embedder
+    from docshelf.ingest.writer import DocumentWriter
+    from docshelf.knowledge.taxonomy import Taxonomy
+    from docshelf.llm import LLM
+    from docshelf.shared.caches import SummaryCache
+    from docshelf.store import Store
 
 log = logging.getLogger("docshelf")
 
@@ -48,6 +55,41 @@ OFFLINE_VERSION = "1"  # bump when the offline producer changes its output
 # echo them, at the price of re-embedding every document.
 HEADER_SOURCES = ("frontmatter", "manual", "llm")
 LEASE_SECONDS = 120.0
+
+
+class Wiring(Protocol):
+    """What enrichment uses of a library's wiring (a ``Runtime`` is one). Named here, so
+    the enricher depends on these parts and not on the module that builds them, which
+    makes the enricher in turn."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def llm(self) -> LLM | None: ...
+    @property
+    def taxonomy(self) -> Taxonomy: ...
+    @property
+    def summaries(self) -> SummaryCache: ...
+    @property
+    def chunk_settings(self) -> ChunkSettings: ...
+    @property
+    def count_tokens(self) -> Callable[[str], int]: ...
+    @property
+    def writer(self) -> DocumentWriter: ...
+    @property
+    def enricher(self) -> Enricher: ...
+    def changed(self) -> None: ...
+
+
+class Wired(Protocol):
+    """Anything that carries the wiring: a ``Runtime`` itself, or a ``Shelf``."""
+
+    @property
+    def runtime(self) -> Wiring: ...
 
 
 @dataclass(frozen=True)
@@ -280,7 +322,7 @@ class Enricher:
 
 
 def enrich_documents(
-    rt: Runtime,
+    rt: Wiring,
     document_ids: Sequence[str] | None = None,
     *,
     user_id: str | None = None,

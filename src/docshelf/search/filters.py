@@ -13,16 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Literal, get_args
 
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.model import DOCUMENT_TYPES
 from docshelf.parse import FILE_TYPES
 from docshelf.store.base import SearchFilters
-
-if TYPE_CHECKING:
-    from docshelf.search.filters_model import Filters
 
 __all__ = [
     "ALIASES",
@@ -31,7 +28,6 @@ __all__ = [
     "SEARCH_MODES",
     "VOCABULARY",
     "FilterName",
-    "Filters",
     "SearchFilters",
     "SearchMode",
     "concept_group",
@@ -79,16 +75,6 @@ FILTER_KEYS: tuple[str, ...] = tuple(f.key for f in VOCABULARY)
 # Other names for a filter: ``filetype`` says what ``type`` means, beside ``doctype``.
 ALIASES: dict[str, str] = {"filetype": "type"}
 _BY_KEY = {f.key: f for f in VOCABULARY}
-
-
-def __getattr__(name: str) -> Any:
-    """``Filters``, the pydantic model of the filters, from ``filters_model.py`` on first
-    use: pydantic is not imported by a search that needs no model (a CLI search)."""
-    if name == "Filters":
-        from docshelf.search.filters_model import Filters
-
-        return Filters
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _lookup(key: str) -> FilterName | None:

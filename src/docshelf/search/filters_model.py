@@ -1,8 +1,7 @@
 """``Filters``: the filter vocabulary of ``filters.py`` as a pydantic model, for the
 faces that receive filters by their public names (the HTTP request's ``filters``
 object, the MCP tool's argument, the CLI's ``--filter`` options). Its own module so
-that pydantic loads only where a model is wanted (``filters.Filters`` imports it on
-first use)."""
+that pydantic loads only where a model is wanted: a CLI search needs none."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ tables: ``claim_job`` skips rows locked by anyone (``FOR UPDATE SKIP LOCKED``).
 The SQL both stores share is in store/sql/, in SQLite's spelling (``?`` marks),
 which ``_q``/``_x``/``_xm``/``_xr`` turn into psycopg's. Here: the pool and the
 pinned connection, the writer lock, migrations, tsvector ranking, pgvector and
-the claims of leased work.
+the claims of leased work; the driver's errors, translated, in store/postgres_errors.py.
 """
 
 from __future__ import annotations
@@ -32,29 +32,22 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from docshelf.errors import (
-    Conflict,
-    DocshelfError,
-    InvalidInput,
-    ReadOnlyStorage,
-    StorageFull,
-    Unavailable,
-)
+from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
 from docshelf.store.lexical_fields import WEIGHTS
 from docshelf.store.notices import CommitNotices
+from docshelf.store.postgres_errors import redact as redact  # (shown URLs: portable, tests)
+from docshelf.store.postgres_errors import translate
 from docshelf.store.postgres_schema import MIGRATIONS
 from docshelf.store.rows import JOB_FIELDS, distillate_from_row, job_from_row
 from docshelf.store.sql import POSTGRES, Query, Rows, SQLStore
@@ -66,26 +59,6 @@ _RANK = f"ts_rank_cd('{WEIGHTS.ts_rank_array()}'::real[], c.fts, q.query, 1)"
 _HNSW_MAX_DIM = 2000  # pgvector's HNSW limit for the vector type
 _CONNECT_TIMEOUT = 10  # seconds, unless the URL says otherwise
 _WRITER_WAIT_SECONDS = 30  # how long a transaction waits for the writer lock (SQLite: 30 s)
-
-
-def redact(url: str) -> str:
-    """The URL (or ``key=value`` conninfo) without its password, fit for messages."""
-    if "://" not in url:
-        params = conninfo_to_dict(url)
-        if "password" in params:
-            params["password"] = "***"
-        return make_conninfo("", **params)
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, host = netloc.rpartition("@")
-        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
-    query = "&".join(
-        "password=***" if q.lower().startswith("password=") else q
-        for q in parts.query.split("&")
-        if q
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _lock_key(purpose: str, schema: str) -> int:
@@ -142,57 +115,7 @@ class PostgresStore(SQLStore):
         self._pool.close()
 
     def _translate(self, exc: Exception) -> DocshelfError:
-        """A psycopg or pool error as one of docshelf's, never showing the password."""
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if self._password:
-            msg = msg.replace(self._password, "***")
-        state = getattr(exc, "sqlstate", None) or ""
-        if isinstance(exc, PoolTimeout):
-            return Unavailable(
-                f"No PostgreSQL connection could be had at {self.url} in time ({msg}); "
-                "check that the server runs and accepts connections"
-            )
-        if isinstance(exc, pg_errors.IntegrityError):
-            constraint = exc.diag.constraint_name or ""
-            if constraint.startswith("vectors_dim_"):
-                return Conflict(
-                    f"Vectors must be {constraint.removeprefix('vectors_dim_')}-dimensional, "
-                    "the library's embedding size; run `docshelf reindex` after changing models"
-                )
-            return Conflict(f"Store constraint violated: {msg}")
-        if state.startswith("40") or state == "55P03":  # deadlock, serialization, lock timeout
-            return Unavailable(f"The database {self.url} is busy ({msg}); try again")
-        if state == "57014":  # statement_timeout
-            return Unavailable(f"A query on {self.url} took too long ({msg}); try again")
-        if (state in ("58P01", "0A000") and "vector" in msg) or 'type "vector"' in msg:
-            return Unavailable(
-                f"pgvector is not available in the database {self.url} ({msg}): install it "
-                "(Debian: postgresql-<major>-pgvector, or scripts/setup-pgvector.sh) and run "
-                "CREATE EXTENSION vector there as a superuser"
-            )
-        if state == "53100":  # disk_full
-            return StorageFull(f"The database {self.url} is out of space ({msg})")
-        if state == "25006":  # read_only_sql_transaction (a hot standby, or read-only mode)
-            return ReadOnlyStorage(f"The database {self.url} is read-only ({msg})")
-        if state == "42501":
-            return Unavailable(f"Permission denied on {self.url}: {msg}")
-        if state == "3D000":
-            return Unavailable(
-                f"The database named in {self.url} does not exist; create it or fix "
-                "DOCSHELF_DATABASE_URL"
-            )
-        if state.startswith("28"):
-            return Unavailable(f"PostgreSQL refused the credentials for {self.url}: {msg}")
-        if isinstance(exc, pg_errors.DataError):
-            return InvalidInput(f"Invalid value for the store: {msg}")
-        if isinstance(exc, psycopg.OperationalError) and (
-            not state or state.startswith(("08", "57P"))
-        ):
-            return Unavailable(
-                f"Cannot reach PostgreSQL at {self.url} ({msg}); check DOCSHELF_DATABASE_URL "
-                "and that the server runs"
-            )
-        return Unavailable(f"PostgreSQL error on {self.url}: {msg}")
+        return translate(exc, self.url, self._password)
 
     def _pinned(self) -> psycopg.Connection[TupleRow] | None:
         conn: psycopg.Connection[TupleRow] | None = getattr(self._local, "conn", None)

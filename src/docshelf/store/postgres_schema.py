@@ -5,7 +5,9 @@ same tables and columns, written for PostgreSQL: pgvector for the vectors and a
 stored, weighted ``tsvector`` column with a GIN index for the lexical index.
 Each migration is applied together with its row in ``schema_migrations`` in one
 transaction, under an advisory lock so concurrent first opens apply it once.
-Append new migrations; never edit one that has shipped.
+Append new migrations; never edit one that has shipped. A line ``{name}`` is
+a table both stores share, written once in store/sql/schema.py and put in with
+PostgreSQL's column types.
 
 The HNSW index is not here: its dimension is only known when the library is
 bound to an embedding model (meta ``embedding_dim``), so the adapter creates it
@@ -14,93 +16,32 @@ then (see ``PostgresStore.set_meta`` and docs/postgres.md).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class Migration(NamedTuple):
-    version: int
-    name: str
-    sql: str
-
+from docshelf.store.sql.dialect import POSTGRES
+from docshelf.store.sql.schema import Migration
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "core",
-        """
+        POSTGRES.ddl(
+            """
         CREATE EXTENSION IF NOT EXISTS vector;
 
-        CREATE TABLE meta (
-            key   text PRIMARY KEY,
-            value text NOT NULL
-        );
+        {meta}
 
-        CREATE TABLE sources (
-            id       text PRIMARY KEY,
-            path     text NOT NULL UNIQUE,
-            kind     text NOT NULL CHECK (kind IN ('folder', 'file')),
-            host     text NOT NULL,
-            added_at double precision NOT NULL
-        );
+        {sources}
 
-        CREATE TABLE documents (
-            id                 text PRIMARY KEY,
-            sha256             text NOT NULL UNIQUE,
-            title              text NOT NULL,
-            path               text NOT NULL,
-            rel_path           text NOT NULL,
-            source_id          text REFERENCES sources(id) ON DELETE SET NULL,
-            source_host        text NOT NULL,
-            file_type          text NOT NULL,
-            size_bytes         bigint NOT NULL,
-            added_at           double precision NOT NULL,
-            updated_at         double precision NOT NULL,
-            status             text NOT NULL,
-            tags               text[] NOT NULL DEFAULT '{}',
-            concept_ids        text[] NOT NULL DEFAULT '{}',
-            primary_concept_id text,
-            concept_source     text,
-            taxonomy_version   text,
-            document_type      text,
-            category           text,
-            summary            text,
-            page_count         integer,
-            pages_without_text integer NOT NULL DEFAULT 0,
-            embedding_model    text
-        );
-        CREATE INDEX documents_source ON documents(source_id);
+        {documents}
         CREATE INDEX documents_rel_path ON documents((rel_path COLLATE "C"), (id COLLATE "C"));
 
-        -- The connector's view: which file on disk holds which document.
-        CREATE TABLE files (
-            path        text PRIMARY KEY,
-            source_id   text NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
-            document_id text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            size        bigint NOT NULL,
-            mtime_ns    bigint NOT NULL
-        );
-        CREATE INDEX files_source ON files(source_id);
-        CREATE INDEX files_document ON files(document_id);
+        {files}
 
         -- Chunk text lives here and only here; vectors refer to chunks by seq.
         -- `fts` is the lexical index of snippets (sections are not indexed):
         -- the header (title and heading path) weighs A, the text B.
         CREATE TABLE chunks (
             seq          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            id           text NOT NULL UNIQUE,
-            document_id  text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            tier         text NOT NULL CHECK (tier IN ('section', 'snippet')),
-            ord          integer NOT NULL,
-            parent_id    text,
-            prev_id      text,
-            next_id      text,
-            heading_path text[] NOT NULL DEFAULT '{}',
-            page_start   integer,
-            page_end     integer,
-            char_start   integer NOT NULL,
-            char_end     integer NOT NULL,
-            token_count  integer NOT NULL,
-            header       text NOT NULL,
+            {chunk_columns}
             text         text NOT NULL,
             fts          tsvector GENERATED ALWAYS AS (
                 CASE WHEN tier = 'snippet' THEN
@@ -127,13 +68,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             embedding vector NOT NULL
         );
 
-        -- Files that could not be indexed at the last sync, with the reason.
-        CREATE TABLE failures (
-            path      text PRIMARY KEY,
-            source_id text NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
-            reason    text NOT NULL,
-            seen_at   double precision NOT NULL
-        );
+        {failures}
 
         -- float32 little-endian bytes, as in the SQLite store.
         CREATE TABLE embedding_cache (
@@ -142,59 +77,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             embedding bytea NOT NULL,
             PRIMARY KEY (model, text_hash)
         );
-        """,
+        """
+        ),
     ),
     Migration(
         2,
         "users_jobs_events",
-        """
-        CREATE TABLE users (
-            id          text PRIMARY KEY,
-            name        text NOT NULL UNIQUE,
-            token_hash  text UNIQUE,
-            is_admin    boolean NOT NULL DEFAULT false,
-            created_at  double precision NOT NULL,
-            revoked_at  double precision
-        );
+        POSTGRES.ddl(
+            """
+        {users}
 
-        -- A user's right to a document, with that user's own title and tags.
-        CREATE TABLE access (
-            user_id     text NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            document_id text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            title       text,
-            tags        text[] NOT NULL DEFAULT '{}',
-            added_at    double precision NOT NULL,
-            PRIMARY KEY (user_id, document_id)
-        );
-        CREATE INDEX access_document ON access(document_id);
-
-        ALTER TABLE sources ADD COLUMN user_id text REFERENCES users(id);
+        {access}
 
         -- The durable record of a document's trip through the pipeline.
-        CREATE TABLE jobs (
-            document_id      text PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
-            stage            text NOT NULL,
-            status           text NOT NULL
-                             CHECK (status IN ('queued', 'running', 'complete', 'failed')),
-            attempts         integer NOT NULL DEFAULT 0,
-            next_attempt_at  double precision NOT NULL,
-            lease_owner      text,
-            lease_expires_at double precision,
-            last_error       text,
-            blob_sha256      text NOT NULL,
-            file_type        text NOT NULL,
-            name             text NOT NULL,
-            created_at       double precision NOT NULL,
-            updated_at       double precision NOT NULL
-        );
-        CREATE INDEX jobs_due ON jobs(status, next_attempt_at);
-
-        -- A stage's output that the next stage reads (e.g. the parsed document).
-        CREATE TABLE job_payloads (
-            document_id text PRIMARY KEY REFERENCES jobs(document_id) ON DELETE CASCADE,
-            stage       text NOT NULL,
-            payload     bytea NOT NULL
-        );
+        {jobs}
 
         -- Stage changes and lifecycle events, in commit order (seq = SSE event id):
         -- writers hold the adapter's writer lock from BEGIN to COMMIT, so a reader
@@ -210,33 +106,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_at   double precision NOT NULL
         );
         CREATE INDEX events_document ON events(document_id, seq);
-        """,
+        """
+        ),
     ),
     Migration(
         3,
         "links",
+        POSTGRES.ddl(
+            """
+        {links}
         """
-        -- [[wikilinks]] by the name they use; resolved against note_names when read.
-        CREATE TABLE links (
-            document_id text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            ord         integer NOT NULL,
-            target      text NOT NULL,
-            heading     text,
-            alias       text,
-            embed       boolean NOT NULL DEFAULT false,
-            PRIMARY KEY (document_id, ord)
-        );
-        CREATE INDEX links_target ON links(target);
-
-        -- The names a note answers to: its path and file name ('path'), title and aliases.
-        CREATE TABLE note_names (
-            document_id text NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            name        text NOT NULL,
-            kind        text NOT NULL CHECK (kind IN ('path', 'title')),
-            PRIMARY KEY (document_id, name)
-        );
-        CREATE INDEX note_names_name ON note_names(name);
-        """,
+        ),
     ),
 )
 
@@ -244,13 +124,9 @@ MIGRATIONS += (
     Migration(
         4,
         "enrichment",
-        """
-        -- Enrichment (summary, type, concepts, distillates) follows indexing; NULL
-        -- enriched_at means pending. The lease keeps two workers off one document.
-        ALTER TABLE documents ADD COLUMN enriched_at double precision;
-        ALTER TABLE documents ADD COLUMN enrichment_mode text;
-        ALTER TABLE documents ADD COLUMN enrich_lease_until double precision;
-        CREATE INDEX documents_enrich ON documents(enriched_at) WHERE enriched_at IS NULL;
+        POSTGRES.ddl(
+            """
+        {enrichment_columns}
 
         -- Distillates: a document's key claims, each citing the chunks it came from.
         CREATE TABLE distillates (
@@ -266,15 +142,9 @@ MIGRATIONS += (
         CREATE INDEX distillates_tsv ON distillates USING gin(tsv);
 
         -- Enrichment results by (fingerprint, locale, producer).
-        CREATE TABLE enrichment_cache (
-            sha256     text NOT NULL,
-            locale     text NOT NULL,
-            producer   text NOT NULL,
-            data       text NOT NULL,
-            created_at double precision NOT NULL,
-            PRIMARY KEY (sha256, locale, producer)
-        );
-        """,
+        {enrichment_cache}
+        """
+        ),
     ),
 )
 
@@ -298,15 +168,12 @@ MIGRATIONS += (
     Migration(
         6,
         "reindex_staging",
-        """
+        POSTGRES.ddl(
+            """
         -- A reindex's next generation, one document at a time (see the SQLite schema).
-        CREATE TABLE reindex_staging (
-            document_id text PRIMARY KEY,
-            target      text NOT NULL,
-            data        text NOT NULL,
-            vectors     bytea
-        );
-        """,
+        {reindex_staging}
+        """
+        ),
     ),
 )
 

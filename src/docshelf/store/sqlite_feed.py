@@ -10,8 +10,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from docshelf.store.base import ChunkPlace, SearchFilters
-from docshelf.store.sql.catalogue import _PLACE_COLUMNS, CatalogueSQL
+from docshelf.store.sql.catalogue import CatalogueSQL
 from docshelf.store.sql.core import Rows
+from docshelf.store.sql.reads import PLACE_COLUMNS, SearchReadsSQL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     SeqMatrix = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
-class SQLiteSidecarFeed(CatalogueSQL):
+class SQLiteSidecarFeed(CatalogueSQL, SearchReadsSQL):
     # -- the ANN index's feed; vectors are keyed by chunk seq --------------------------
     def vector_count(self) -> int:
         return int(self._q("SELECT COUNT(*) FROM vectors")[0][0])
@@ -129,7 +130,7 @@ class SQLiteSidecarFeed(CatalogueSQL):
         rows = self._each_among(
             "c.seq",
             list(seqs),
-            f"SELECT c.seq, c.id, {_PLACE_COLUMNS} FROM chunks c WHERE {{}} AND c.tier = 'snippet'",
+            f"SELECT c.seq, c.id, {PLACE_COLUMNS} FROM chunks c WHERE {{}} AND c.tier = 'snippet'",
         )
         return {int(r[0]): (r[1], self._place(r, 2)) for r in rows}
 
@@ -183,7 +184,7 @@ class SQLiteSidecarFeed(CatalogueSQL):
             rows = self._each_among(
                 "c.seq",
                 batch,
-                f"SELECT c.seq, c.id, {_PLACE_COLUMNS} FROM chunks c {join} "
+                f"SELECT c.seq, c.id, {PLACE_COLUMNS} FROM chunks c {join} "
                 "JOIN documents d ON d.id = c.document_id "
                 f"WHERE {{}} AND {test} AND d.status = 'complete' {where}",
                 after=params,

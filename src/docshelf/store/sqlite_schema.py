@@ -3,95 +3,35 @@
 Each migration is applied together with its row in ``schema_migrations`` in
 one transaction, so a crash can never leave a migration applied but
 unrecorded (or recorded but not applied). Append new migrations; never edit
-one that has shipped.
+one that has shipped. A line ``{name}`` is a table both stores share, written
+once in store/sql/schema.py and put in with SQLite's column types.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-
-class Migration(NamedTuple):
-    version: int
-    name: str
-    sql: str
-
+from docshelf.store.sql.dialect import SQLITE
+from docshelf.store.sql.schema import Migration
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "core",
-        """
-        CREATE TABLE meta (
-            key   TEXT PRIMARY KEY,
-            value TEXT NOT NULL
-        );
+        SQLITE.ddl(
+            """
+        {meta}
 
-        CREATE TABLE sources (
-            id       TEXT PRIMARY KEY,
-            path     TEXT NOT NULL UNIQUE,
-            kind     TEXT NOT NULL CHECK (kind IN ('folder', 'file')),
-            host     TEXT NOT NULL,
-            added_at REAL NOT NULL
-        );
+        {sources}
 
-        CREATE TABLE documents (
-            id                 TEXT PRIMARY KEY,
-            sha256             TEXT NOT NULL UNIQUE,
-            title              TEXT NOT NULL,
-            path               TEXT NOT NULL,
-            rel_path           TEXT NOT NULL,
-            source_id          TEXT REFERENCES sources(id) ON DELETE SET NULL,
-            source_host        TEXT NOT NULL,
-            file_type          TEXT NOT NULL,
-            size_bytes         INTEGER NOT NULL,
-            added_at           REAL NOT NULL,
-            updated_at         REAL NOT NULL,
-            status             TEXT NOT NULL,
-            tags               TEXT NOT NULL DEFAULT '[]',
-            concept_ids        TEXT NOT NULL DEFAULT '[]',
-            primary_concept_id TEXT,
-            concept_source     TEXT,
-            taxonomy_version   TEXT,
-            document_type      TEXT,
-            category           TEXT,
-            summary            TEXT,
-            page_count         INTEGER,
-            pages_without_text INTEGER NOT NULL DEFAULT 0,
-            embedding_model    TEXT
-        );
-        CREATE INDEX documents_source ON documents(source_id);
+        {documents}
         CREATE INDEX documents_rel_path ON documents(rel_path);
 
-        -- The connector's view: which file on disk holds which document.
-        CREATE TABLE files (
-            path        TEXT PRIMARY KEY,
-            source_id   TEXT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
-            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            size        INTEGER NOT NULL,
-            mtime_ns    INTEGER NOT NULL
-        );
-        CREATE INDEX files_source ON files(source_id);
-        CREATE INDEX files_document ON files(document_id);
+        {files}
 
         -- Chunk text lives here and only here; the lexical index and the
         -- vectors refer to chunks by their integer key.
         CREATE TABLE chunks (
             seq          INTEGER PRIMARY KEY,
-            id           TEXT NOT NULL UNIQUE,
-            document_id  TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            tier         TEXT NOT NULL CHECK (tier IN ('section', 'snippet')),
-            ord          INTEGER NOT NULL,
-            parent_id    TEXT,
-            prev_id      TEXT,
-            next_id      TEXT,
-            heading_path TEXT NOT NULL DEFAULT '[]',
-            page_start   INTEGER,
-            page_end     INTEGER,
-            char_start   INTEGER NOT NULL,
-            char_end     INTEGER NOT NULL,
-            token_count  INTEGER NOT NULL,
-            header       TEXT NOT NULL,
+            {chunk_columns}
             text         TEXT NOT NULL
         );
         CREATE INDEX chunks_document ON chunks(document_id, tier, ord);
@@ -123,13 +63,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             SELECT RAISE(ABORT, 'chunks are immutable: replace the document instead');
         END;
 
-        -- Files that could not be indexed at the last sync, with the reason.
-        CREATE TABLE failures (
-            path      TEXT PRIMARY KEY,
-            source_id TEXT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
-            reason    TEXT NOT NULL,
-            seen_at   REAL NOT NULL
-        );
+        {failures}
 
         CREATE TABLE embedding_cache (
             model     TEXT NOT NULL,
@@ -137,7 +71,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             embedding BLOB NOT NULL,
             PRIMARY KEY (model, text_hash)
         ) WITHOUT ROWID;
-        """,
+        """
+        ),
     ),
 )
 
@@ -145,55 +80,15 @@ MIGRATIONS += (
     Migration(
         2,
         "users_jobs_events",
-        """
-        CREATE TABLE users (
-            id          TEXT PRIMARY KEY,
-            name        TEXT NOT NULL UNIQUE,
-            token_hash  TEXT UNIQUE,
-            is_admin    INTEGER NOT NULL DEFAULT 0,
-            created_at  REAL NOT NULL,
-            revoked_at  REAL
-        );
+        SQLITE.ddl(
+            """
+        {users}
 
-        -- A user's right to a document, with that user's own title and tags.
-        CREATE TABLE access (
-            user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            title       TEXT,
-            tags        TEXT NOT NULL DEFAULT '[]',
-            added_at    REAL NOT NULL,
-            PRIMARY KEY (user_id, document_id)
-        );
-        CREATE INDEX access_document ON access(document_id);
-
-        ALTER TABLE sources ADD COLUMN user_id TEXT REFERENCES users(id);
+        {access}
 
         -- The durable record of a document's trip through the pipeline.
         -- `stage` is where the job is; `status` whether it waits, runs or ended.
-        CREATE TABLE jobs (
-            document_id      TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
-            stage            TEXT NOT NULL,
-            status           TEXT NOT NULL
-                             CHECK (status IN ('queued', 'running', 'complete', 'failed')),
-            attempts         INTEGER NOT NULL DEFAULT 0,
-            next_attempt_at  REAL NOT NULL,
-            lease_owner      TEXT,
-            lease_expires_at REAL,
-            last_error       TEXT,
-            blob_sha256      TEXT NOT NULL,
-            file_type        TEXT NOT NULL,
-            name             TEXT NOT NULL,
-            created_at       REAL NOT NULL,
-            updated_at       REAL NOT NULL
-        );
-        CREATE INDEX jobs_due ON jobs(status, next_attempt_at);
-
-        -- A stage's output that the next stage reads (e.g. the parsed document).
-        CREATE TABLE job_payloads (
-            document_id TEXT PRIMARY KEY REFERENCES jobs(document_id) ON DELETE CASCADE,
-            stage       TEXT NOT NULL,
-            payload     BLOB NOT NULL
-        );
+        {jobs}
 
         -- Stage changes and lifecycle events, in commit order (seq = SSE event id).
         CREATE TABLE events (
@@ -207,7 +102,8 @@ MIGRATIONS += (
             created_at   REAL NOT NULL
         );
         CREATE INDEX events_document ON events(document_id, seq);
-        """,
+        """
+        ),
     ),
 )
 
@@ -215,28 +111,11 @@ MIGRATIONS += (
     Migration(
         3,
         "links",
+        SQLITE.ddl(
+            """
+        {links}
         """
-        -- [[wikilinks]] by the name they use; resolved against note_names when read.
-        CREATE TABLE links (
-            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            ord         INTEGER NOT NULL,
-            target      TEXT NOT NULL,
-            heading     TEXT,
-            alias       TEXT,
-            embed       INTEGER NOT NULL DEFAULT 0,
-            PRIMARY KEY (document_id, ord)
-        );
-        CREATE INDEX links_target ON links(target);
-
-        -- The names a note answers to: its path and file name ('path'), title and aliases.
-        CREATE TABLE note_names (
-            document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-            name        TEXT NOT NULL,
-            kind        TEXT NOT NULL CHECK (kind IN ('path', 'title')),
-            PRIMARY KEY (document_id, name)
-        );
-        CREATE INDEX note_names_name ON note_names(name);
-        """,
+        ),
     ),
 )
 
@@ -244,13 +123,9 @@ MIGRATIONS += (
     Migration(
         4,
         "enrichment",
-        """
-        -- Enrichment (summary, type, concepts, distillates) follows indexing; NULL
-        -- enriched_at means pending. The lease keeps two workers off one document.
-        ALTER TABLE documents ADD COLUMN enriched_at REAL;
-        ALTER TABLE documents ADD COLUMN enrichment_mode TEXT;
-        ALTER TABLE documents ADD COLUMN enrich_lease_until REAL;
-        CREATE INDEX documents_enrich ON documents(enriched_at) WHERE enriched_at IS NULL;
+        SQLITE.ddl(
+            """
+        {enrichment_columns}
 
         -- Distillates: a document's key claims, each citing the chunks it came from.
         -- Kept apart from the evidence (chunks) and searchable on their own.
@@ -277,15 +152,9 @@ MIGRATIONS += (
 
         -- Enrichment results by (fingerprint, locale, producer): re-enriching the same
         -- bytes (a re-add, a reindex, another user's copy) costs nothing.
-        CREATE TABLE enrichment_cache (
-            sha256     TEXT NOT NULL,
-            locale     TEXT NOT NULL,
-            producer   TEXT NOT NULL,
-            data       TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            PRIMARY KEY (sha256, locale, producer)
-        );
-        """,
+        {enrichment_cache}
+        """
+        ),
     ),
 )
 
@@ -295,7 +164,7 @@ MIGRATIONS += (
         "vector_log",
         """
         -- Which snippet vectors changed, in commit order, while the sidecar ANN index
-        -- is on (meta vector_index = 'ann:<epoch>'; search/engines/usearch.py). The index file is a
+        -- is on (meta vector_index = 'ann:<epoch>'; search/ann.py). The index file is a
         -- checkpoint at one log position; the entries after it are the delta search
         -- overlays exactly, so a crash between a commit and the index can hide nothing.
         CREATE TABLE vector_log (
@@ -325,18 +194,15 @@ MIGRATIONS += (
     Migration(
         6,
         "reindex_staging",
-        """
+        SQLITE.ddl(
+            """
         -- A reindex's next generation, one document at a time: its chunks (JSON) and
         -- snippet vectors, made for one target (model and chunking). Search keeps
         -- answering from the live tables until every document is staged; then one
         -- transaction swaps them in.
-        CREATE TABLE reindex_staging (
-            document_id TEXT PRIMARY KEY,
-            target      TEXT NOT NULL,
-            data        TEXT NOT NULL,
-            vectors     BLOB
-        );
-        """,
+        {reindex_staging}
+        """
+        ),
     ),
 )
 
@@ -346,7 +212,7 @@ MIGRATIONS += (
         "lexical_log",
         """
         -- Which snippets were added or removed, in commit order, while the sidecar
-        -- lexical index is on (meta lexical_index = 'tantivy:<epoch>'; search/engines/tantivy.py).
+        -- lexical index is on (meta lexical_index = 'tantivy:<epoch>'; search/lexical.py).
         -- The index records the log position it holds; until it has caught up with the
         -- log, FTS5 answers, so a crash between a commit and the index hides nothing.
         CREATE TABLE lexical_log (

@@ -4,6 +4,11 @@
 ``PostgresStore`` (store/sqlite.py, store/postgres.py) add only what truly
 differs: connections, transactions and locking, migrations, full-text search
 (FTS5 or tsvector), vectors (BLOBs or pgvector) and the claims of leased work.
+
+``SQLStore`` is made of the library itself (``catalogue.py``), documents with their
+chunks (``documents.py``), what search engines read (``reads.py``) and what else is
+kept about documents (``records.py``); the tables both schemas share are in
+``schema.py``.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ from __future__ import annotations
 from docshelf.store.sql.catalogue import CatalogueSQL
 from docshelf.store.sql.core import Query, Rows, SQLBase
 from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect, PostgresDialect
+from docshelf.store.sql.documents import DocumentsSQL
+from docshelf.store.sql.reads import SearchReadsSQL
 from docshelf.store.sql.records import RecordsSQL
 
 
-class SQLStore(CatalogueSQL, RecordsSQL):
+class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL):
     """``Store`` over a dialect, less what each engine provides (see ``SQLBase``)."""
 
 

@@ -124,6 +124,27 @@ class SQLBase(ABC):
             rows += self._q(query.replace("{}", condition), [*before, *params, *after])
         return rows
 
+    def _each_chunk(self, chunk_ids: Sequence[str], query: str) -> Rows:
+        """``query`` (``{}`` where the test on the chunks ``c`` goes) for the chunks
+        ``chunk_ids``: by seq for those whose seq the memo of reads holds (the visibility
+        checks put it there: one lookup of the table's key instead of two, through the
+        index of ids and then the key), by id for the rest."""
+        known, rest = self._known_seqs(chunk_ids)
+        rows = self._each_among("c.seq", known, query) if known else []
+        return rows + self._each_among("c.id", rest, query) if rest else rows
+
+    def _known_seqs(self, chunk_ids: Sequence[str]) -> tuple[list[int], list[str]]:
+        """(the seqs of the chunks whose seq the memo of reads holds, the other ids)."""
+        return [], list(chunk_ids)
+
+    def _bump_generation(self) -> None:
+        """Count one more change of what search sees (meta ``generation``), inside the
+        transaction that makes it: derived indexes and caches compare against it."""
+        self._x(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
+        )
+
     def _filters(self, f: SearchFilters) -> tuple[str, list[Any]]:
         """SQL conditions on the ``documents d`` alias for the given filters (each
         with a leading ``AND``), and their parameters."""

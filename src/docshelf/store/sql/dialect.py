@@ -6,15 +6,17 @@ after an expression that must compare in byte order (a comment to SQLite, whose
 order that is; ``COLLATE "C"`` in PostgreSQL). What cannot be spelled alike —
 lists (JSON text in SQLite, ``text[]`` in PostgreSQL), long ``IN`` lists, the
 case-insensitive ``LIKE``, inserts that ignore a duplicate, how a vector reads as
-bytes — is asked of the dialect.
+bytes, the column types of the shared tables — is asked of the dialect.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from docshelf.store.sql.schema import spelled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,10 +33,27 @@ class Dialect:
     vector_bytes = "v.embedding"
     vector_dtype = "<f4"
     _max_marks = 500  # stay well below SQLite's bound-parameter limit
+    # the column types of the shared tables (sql/schema.py)
+    column_types: ClassVar[Mapping[str, str]] = {
+        "text": "TEXT",
+        "real": "REAL",
+        "int": "INTEGER",
+        "bigint": "INTEGER",
+        "bool": "INTEGER",
+        "false": "0",
+        "blob": "BLOB",
+        "list": "TEXT",  # JSON text
+        "no_items": "'[]'",
+    }
 
     def sql(self, text: str) -> str:
         """The shared SQL as this engine runs it."""
         return text
+
+    def ddl(self, script: str) -> str:
+        """A migration's script with the shared tables it names put in, in this engine's
+        column types (sql/schema.py)."""
+        return spelled(script, self.column_types)
 
     # -- lists ----------------------------------------------------------------------
     def encode_list(self, values: Sequence[str]) -> Any:
@@ -102,6 +121,17 @@ class PostgresDialect(Dialect):
     # vector_send: int16 dimension, int16 unused, then big-endian float4s
     vector_bytes = "substr(vector_send(v.embedding), 5)"
     vector_dtype = ">f4"
+    column_types: ClassVar[Mapping[str, str]] = {
+        "text": "text",
+        "real": "double precision",
+        "int": "integer",
+        "bigint": "bigint",
+        "bool": "boolean",
+        "false": "false",
+        "blob": "bytea",
+        "list": "text[]",
+        "no_items": "'{}'",
+    }
 
     def sql(self, text: str) -> str:
         return _postgres_sql(text)

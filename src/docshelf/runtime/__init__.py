@@ -4,6 +4,10 @@ that do the work (sync, uploads, workers, the enricher, reindex).
 
 ``Shelf`` is the facade over a ``Runtime``; the workers and the enricher take the
 runtime (or anything carrying one, as a ``Shelf`` does), never the facade.
+
+Beside it, what it delegates to, each made on first use: the embedding model the
+library is bound to and the one a search embeds its query with (``runtime/model.py``),
+and the upkeep of the derived indexes (``runtime/indexes.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
 from docshelf import progress as _progress
 from docshelf.durable import private_dir
-from docshelf.embed import DEFAULT_WINDOW, Embedder, make_embedder
-from docshelf.errors import Conflict, DocshelfError, Unavailable
+from docshelf.embed import DEFAULT_WINDOW, Embedder
+from docshelf.errors import DocshelfError, Unavailable
 from docshelf.ingest.writer import DocumentWriter
 from docshelf.search.engines import engines_for
 from docshelf.shared import open_shared
@@ -28,13 +32,13 @@ from docshelf.store import Store, open_store
 if TYPE_CHECKING:
     from docshelf.chunk import ChunkSettings
     from docshelf.config import Settings
-    from docshelf.embed.lean import LeanEmbedder
     from docshelf.ingest.held import HeldBlobs
     from docshelf.ingest.prepare import Chunking, EmbedCounts
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.knowledge.taxonomy import Taxonomy
     from docshelf.llm import LLM
     from docshelf.rerank import Reranker
+    from docshelf.runtime.model import QueryModel
     from docshelf.search.cache import ResultCache
     from docshelf.search.engines import Engines
     from docshelf.search.engines.tantivy import SidecarLexicalIndex
@@ -117,8 +121,6 @@ class Runtime:
             self.store.close()
             raise
         self._opened_with = self.embedder  # the chunking and token counts follow it
-        # (the embedder it was chosen for, the query model or None: query_embedder)
-        self._query_model: tuple[Embedder | None, Embedder | None] | None = None
         # which engines answer recall; on SQLite, the sidecar indexes beside the database
         self._engines: Engines = engines_for(self.store, settings)
         self.vector_index: SidecarVectorIndex | None = self._engines.vector_sidecar
@@ -319,120 +321,48 @@ class Runtime:
         for listener in self._on_change:
             listener()
 
-    # -- the embedding model ------------------------------------------------------------
+    # -- the embedding model (runtime/model.py) ------------------------------------------
     def _bind_embedder(self, given: Embedder | object | None, check_model: bool) -> Embedder | None:
-        """The configured embedder. A library whose vectors came from another model is
-        refused, since its vectors and the query's would not be comparable — unless
-        ``check_model`` is off (``reindex``), which also lets ``auto`` pick the local
-        model for a lexical-only library instead of following it."""
-        if given is FROM_SETTINGS:
-            bound = self.store.get_meta("embedding_model")
-            if self.settings.embedder == "auto" and bound == "none" and check_model:
-                given = None  # a lexical-only library stays lexical until reindexed
-            else:
-                given = make_embedder(
-                    self.settings.embedder,
-                    batch_size=self.settings.embed_batch_size,
-                    home=self.settings.home,
-                    library_model=bound,
-                    backend=self.settings.embed_backend,
-                    purpose=self.embed_purpose,
-                )
-        embedder: Embedder | None = given  # type: ignore[assignment]
-        conflict = self.model_conflict(embedder)
-        if check_model and conflict and embedder is not None:
-            raise Conflict(conflict)
-        return embedder
+        """The configured embedder, refused when the library's vectors came from another
+        model unless ``check_model`` is off (``reindex``): ``model.bound_embedder``."""
+        from docshelf.runtime.model import bound_embedder
+
+        return bound_embedder(
+            self.settings,
+            self.store,
+            given,
+            FROM_SETTINGS,
+            check_model=check_model,
+            purpose=self.embed_purpose,
+        )
+
+    @cached_property
+    def _query_model(self) -> QueryModel:
+        from docshelf.runtime.model import QueryModel
+
+        return QueryModel(self)
 
     def prepare_query_model(self) -> bool:
-        """Make ready what a search embeds its query with (the lean runtime's export in
-        the home's ``models/``, made once), so the first search of a new process after
-        an ``add`` does not pay for it, and this process's searches take it from now on
-        (``query_embedder``). Only when this process runs the packaged model and its
-        queries may take the lean runtime (``_lean_twin``); True when it was prepared (or
-        already was)."""
-        query = self._lean_twin()
-        if query is None:
-            return False
-        try:
-            query.model_path()
-        except DocshelfError:
-            return False  # the search prepares it then, or says why it cannot
-        self._query_model = None  # found ready at the next search
-        return True
+        """Make ready what a search embeds its query with, so the first search of a new
+        process after an ``add`` does not pay for it: ``model.QueryModel.prepare``."""
+        return self._query_model.prepare()
 
     def query_embedder(self) -> Embedder | None:
-        """What a search embeds its query with: the embedder; but in a process that
-        ingests with the packaged model on PyTorch (a server, the library), the lean
-        runtime of the same weights once its export is ready — ONNX Runtime with the
-        graph optimised: the same vectors (tests/test_lean.py) in a third of the time
-        (BENCHMARKS.md, "Queries on ONNX Runtime in a server"). Not ready: the embedder,
-        until ``prepare_query_model`` makes it (``serve`` does at start)."""
-        embedder = self.embedder
-        chosen = self._query_model
-        if chosen is None or chosen[0] is not embedder:
-            twin = self._lean_twin()
-            fast = twin.for_many_queries() if twin is not None and twin.ready() else None
-            chosen = self._query_model = (embedder, fast)
-        return chosen[1] or embedder
-
-    def _lean_twin(self) -> LeanEmbedder | None:
-        """The lean runtime of this process's model, where its queries may take it: the
-        packaged model, no runtime named for it, ONNX Runtime there."""
-        from docshelf.embed.local import PackagedModel
-
-        if not isinstance(self.embedder, PackagedModel) or self.embed_purpose != "index":
-            return None  # (a fake, another model, or a query process's own lean runtime)
-        try:
-            query = make_embedder(
-                "local",  # (the packaged model: the settings may name it otherwise, as eval's)
-                home=self.settings.home,
-                library_model=self.store.get_meta("embedding_model"),
-                backend=self.settings.embed_backend,
-                purpose="query",
-            )
-        except DocshelfError:
-            return None
-        from docshelf.embed.lean import LeanEmbedder
-
-        if not isinstance(query, LeanEmbedder) or query.model_id != self.embedder.model_id:
-            return None
-        return query
+        """What a search embeds its query with: ``model.QueryModel.for_search``."""
+        return self._query_model.for_search()
 
     def model_conflict(self, embedder: Embedder | None) -> str | None:
-        bound = self.store.get_meta("embedding_model")
-        model = embedder.model_id if embedder else "none"
-        if bound is None or bound == model:
-            return None
-        if model == "none":
-            return (
-                f"This library is indexed with {bound}; without an embedder new documents "
-                "would get no vectors. Set DOCSHELF_EMBEDDER=local (install `docshelf[local]`), "
-                "or run `DOCSHELF_EMBEDDER=none docshelf reindex` to make the library lexical-only."
-            )
-        return (
-            f"This library's vectors were made with {bound}, but the configured embedder is "
-            f"{model}. Run `docshelf reindex` to re-embed everything with {model}, or set "
-            "DOCSHELF_EMBEDDER to match the library."
-        )
+        """Why ``embedder`` cannot write to this library (naming the fix), or None."""
+        from docshelf.runtime.model import model_conflict
+
+        return model_conflict(self.store, embedder)
 
     def check_writable(self) -> None:
         """Refuse writes whose vectors would not match the library's (naming the fix);
         the first write binds the library to the configured model."""
-        conflict = self.model_conflict(self.embedder)
-        if conflict:
-            raise Conflict(conflict)
-        if self.store.get_meta("embedding_model") is None:
-            with self.store.transaction():
-                self.store.set_meta(
-                    "embedding_model", self.embedder.model_id if self.embedder else "none"
-                )
-                if self.embedder:
-                    self.store.set_meta("embedding_dim", str(self.embedder.dim))
-                from docshelf.chunk import CHUNKER_META, CHUNKER_VERSION
+        from docshelf.runtime.model import check_writable
 
-                if self.store.get_meta(CHUNKER_META) is None:  # a new library: chunked by
-                    self.store.set_meta(CHUNKER_META, str(CHUNKER_VERSION))  # this one
+        check_writable(self.store, self.embedder)
 
     def chunking(self) -> Chunking:
         """Chunking as configured now (a caller may swap ``chunk_settings``)."""
@@ -464,33 +394,29 @@ class Runtime:
             self.changed()
         return done
 
-    # -- derived indexes --------------------------------------------------------------
+    # -- derived indexes (runtime/indexes.py) ------------------------------------------
     def maintain_indexes(
         self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
     ) -> str:
-        """Bring the derived indexes beside the store up to date: SQLite's tantivy index
-        (``maintain_lexical_index``) and its ANN index (switch at the threshold, build,
-        or checkpoint the delta; its outcome is returned). Never fails a write: search
-        stays correct without them, only slower (the ANN overlays the delta exactly)."""
-        if progress:
-            progress(ProgressEvent("index", 0, 2, "indexes", "lexical index"))
-        self.maintain_lexical_index(rebuild=rebuild, progress=progress)
-        if progress:
-            progress(ProgressEvent("index", 1, 2, "indexes", "vector index"))
-        outcome = self.maintain_vector_index(force=force, rebuild=rebuild, progress=progress)
-        if progress:
-            progress(ProgressEvent("index", 2, 2, "indexes", "done"))
-        return outcome
+        """Bring the derived indexes beside the store up to date (SQLite's tantivy and ANN
+        indexes); the ANN index's outcome. Never fails a write."""
+        from docshelf.runtime.indexes import maintain_indexes
+
+        return maintain_indexes(
+            self.vector_index,
+            self.lexical_index,
+            force=force,
+            rebuild=rebuild,
+            progress=progress,
+        )
 
     def maintain_vector_index(
         self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
     ) -> str:
-        index = self.vector_index
-        if index is None:
-            return "native"
-        count = _progress.counter(progress, "index", "snippets")
-        return _derived(
-            "vector", lambda: index.maintain(force=force, rebuild=rebuild, progress=count)
+        from docshelf.runtime.indexes import maintain_vector_index
+
+        return maintain_vector_index(
+            self.vector_index, force=force, rebuild=rebuild, progress=progress
         )
 
     def maintain_lexical_index(
@@ -498,20 +424,8 @@ class Runtime:
     ) -> str:
         """SQLite's tantivy index: switch at the threshold, build, or apply the store's
         log. Never fails a write: until the index has caught up, FTS5 answers."""
-        index = self.lexical_index
-        if index is None:
-            return "native"
-        count = _progress.counter(progress, "index", "snippets")
-        return _derived(
-            "lexical", lambda: index.maintain(force=force, rebuild=rebuild, progress=count)
+        from docshelf.runtime.indexes import maintain_lexical_index
+
+        return maintain_lexical_index(
+            self.lexical_index, force=force, rebuild=rebuild, progress=progress
         )
-
-
-def _derived(name: str, maintain: Callable[[], str]) -> str:
-    """Run a derived index's upkeep; a failure is logged, never raised: the index is
-    rebuilt from the store, and the write that led here stands."""
-    try:
-        return maintain()
-    except Exception as exc:
-        log.warning("could not update the %s index: %s", name, exc, exc_info=True)
-        return f"failed: {exc}"
