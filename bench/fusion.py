@@ -49,10 +49,11 @@ from docshelf.evaluate.beir import (
     recall_at_k,
 )
 from docshelf.evaluate.lists import fused as fuse
+from docshelf.search.engines import fts5, own_engines
 from docshelf.search.order import FusionSettings
 from docshelf.search.query import lexical_terms
 from docshelf.shelf import Shelf
-from docshelf.store import SearchFilters, sqlite
+from docshelf.store import SearchFilters
 
 Ranking = list[tuple[str, float]]
 
@@ -154,13 +155,13 @@ def sweep(
         chunk_doc.update(
             (c, mapping.get(d, "")) for c, d in zip(snap.chunk_ids, snap.document_ids, strict=True)
         )
-        saved = sqlite._BM25_WEIGHTS
+        saved = fts5.BM25_WEIGHTS
         for qid, text in ds.queries.items():
             lex: dict[str, Ranking] = {}
             for setting in settings:
                 w = float(setting[1:].split("+")[0])
-                sqlite._BM25_WEIGHTS = (w, w, 1.0)  # title and headings at w
-                lex[setting] = shelf.store.lexical_search(
+                fts5.BM25_WEIGHTS = (w, w, 1.0)  # title and headings at w
+                lex[setting] = own_engines(shelf.store).lexical.search(
                     _terms(text, setting), pool, SearchFilters()
                 )
             qvec = embedder.embed([text])[0]
@@ -173,7 +174,7 @@ def sweep(
                 chunk = shelf.store.get_chunks([cid])[0]
                 chunk_doc[cid] = mapping.get(chunk.document_id, "")
             runs.append(Run(qid, lex, vec, cosine, np.asarray(qvec, dtype=np.float32)))
-    sqlite._BM25_WEIGHTS = saved
+    fts5.BM25_WEIGHTS = saved
 
     def per_query(fused: Callable[[Run], list[str]]) -> list[float]:
         return [

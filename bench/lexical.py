@@ -22,6 +22,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.search import FixedQueries
+from docshelf.search.engines import own_engines
 from docshelf.search.query import lexical_terms
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
@@ -58,19 +59,20 @@ def main() -> None:
                 kept = [t for t in terms if df[t] <= share * total] or [
                     min(terms, key=lambda t: df[t])
                 ]
-                return store.lexical_search(kept, LIMIT, NONE)
+                return own_engines(store).lexical.search(kept, LIMIT, NONE)
 
             return run
 
         variants: dict[str, Callable[[list[str]], list[tuple[str, float]]]] = {
-            "FTS5": lambda terms: store.lexical_search(terms, LIMIT, NONE),
+            "FTS5": lambda terms: own_engines(store).lexical.search(terms, LIMIT, NONE),
             "FTS5, words in > 50% dropped": dropping(0.5),
             "FTS5, words in > 10% dropped": dropping(0.1),
             "FTS5, words in > 2% dropped": dropping(0.02),
             "tantivy": lambda terms: index.search(terms, LIMIT, NONE),
         }
         reference = {
-            i: {c for c, _ in store.lexical_search(q, LIMIT, NONE)} for i, q in enumerate(queries)
+            i: {c for c, _ in own_engines(store).lexical.search(q, LIMIT, NONE)}
+            for i, q in enumerate(queries)
         }
         print(
             f"{total:,} snippets; query words matching > 10% of them: "

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from docshelf.shelf import Shelf
-from docshelf.store import Store, open_store
+from docshelf.store import SearchStore, open_store
 from tests import pg
 from tests.fakes import HashEmbedder
 
@@ -83,7 +83,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
+def store(store_url: str) -> Iterator[SearchStore]:
     s = open_store(store_url)
     yield s
     s.close()

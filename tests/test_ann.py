@@ -16,6 +16,7 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.model import Chunk, Document, Tier, User, chunk_id, document_id
+from docshelf.search.engines import own_engines
 from docshelf.search.engines.usearch import (
     Found,
     GraphView,
@@ -712,8 +713,8 @@ def test_lexical_search_ranks_in_fts_first_with_the_same_answer(store: SQLiteSto
     for _ in range(20):
         terms = rng.sample(words, 3)
         for limit in (1, 10, 400):
-            fast = store.lexical_search(terms, limit, NONE)
-            slow = store.lexical_search(terms, limit, full)
+            fast = own_engines(store).lexical.search(terms, limit, NONE)
+            slow = own_engines(store).lexical.search(terms, limit, full)
             assert [round(s, 6) for _, s in fast] == [round(s, 6) for _, s in slow]
             if limit == 400:  # every visible match: the same chunks (ties can't differ)
                 assert {c for c, _ in fast} == {c for c, _ in slow}

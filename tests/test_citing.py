@@ -29,8 +29,9 @@ from docshelf.model import (
 )
 from docshelf.parse import parse
 from docshelf.search.citing import cited_under, query_words
+from docshelf.search.engines import own_engines
 from docshelf.shelf import Shelf
-from docshelf.store import Store, open_store, postgres_schema, sqlite_schema
+from docshelf.store import SearchStore, Store, open_store, postgres_schema, sqlite_schema
 from docshelf.store.rows import DOCUMENT_COLUMNS, DOCUMENT_FIELDS, document_row
 
 AWARDS = (
@@ -218,7 +219,7 @@ def test_one_hit_per_cited_heading(shelf: Shelf) -> None:
 # -- both stores: the column, the places ---------------------------------------------------
 
 
-def test_the_store_keeps_a_chunks_inner_headings(store: Store) -> None:
+def test_the_store_keeps_a_chunks_inner_headings(store: SearchStore) -> None:
     from docshelf.search.reader import chunk_place
 
     doc = _put(store, LOG)
@@ -281,7 +282,7 @@ def test_the_migration_keeps_old_chunks_citable_and_says_a_reindex_is_due(
             (chunk,) = store.chunks_of_document(document_id(FP), Tier.SNIPPET)
             assert chunk.inner == () and chunk.heading_path == ("Log", "Monday")
             assert store.chunk_places([chunk.id])[chunk.id].inner == ()
-            assert store.lexical_search(["gauge"], 5, _filters())[0][0] == chunk.id
+            assert own_engines(store).lexical.search(["gauge"], 5, _filters())[0][0] == chunk.id
             # made before the chunker's version was kept: a reindex is due
             assert reindex_due(store) is not None and "docshelf reindex" in str(reindex_due(store))
             store.set_meta(CHUNKER_META, str(CHUNKER_VERSION))

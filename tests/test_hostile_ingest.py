@@ -34,6 +34,7 @@ from docshelf.errors import InvalidInput
 from docshelf.ingest.prepare import chunk_parsed, read_file
 from docshelf.parse import parse
 from docshelf.parse.sandbox import run_limited
+from docshelf.search.engines import own_engines
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from tests import pg
@@ -61,7 +62,7 @@ def within(seconds: float, fn: Callable[[], Any]) -> Any:
 
 
 def _ids(shelf: Shelf, word: str) -> list[str]:
-    return [cid for cid, _ in shelf.store.lexical_search([word], 10, SearchFilters())]
+    return [cid for cid, _ in own_engines(shelf.store).lexical.search([word], 10, SearchFilters())]
 
 
 def _folder(tmp_path: Path) -> Path:

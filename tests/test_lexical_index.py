@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from docshelf.model import Chunk, Document, Tier, chunk_id, document_id
+from docshelf.search.engines import own_engines
 from docshelf.search.engines.tantivy import SidecarLexicalIndex, read_pointer
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
@@ -84,9 +85,9 @@ def test_the_same_matches_as_fts5_and_nearly_the_same_order(store: SQLiteStore) 
     best = 0.0
     qs = queries(rng, 60)
     for terms in qs:
-        fts5 = dict(store.lexical_search(terms, 5_000, NONE))
+        fts5 = dict(own_engines(store).lexical.search(terms, 5_000, NONE))
         assert set(ids(index.search(terms, 5_000, NONE))) == set(fts5)  # the same matches
-        want = ids(store.lexical_search(terms, 10, NONE))
+        want = ids(own_engines(store).lexical.search(terms, 10, NONE))
         got = ids(index.search(terms, 10, NONE))
         overlap += len(set(want) & set(got))
         gained += sum(fts5[c] for c in got)  # tantivy's top 10, scored by FTS5
@@ -104,7 +105,9 @@ def test_words_are_stemmed_and_folded_like_fts5(store: SQLiteStore) -> None:
     index.maintain()
     assert index.path == "tantivy"
     for terms in (["connected"], ["cafe"], ["CONNECTION"]):
-        assert ids(index.search(terms, 5, NONE)) == ids(store.lexical_search(terms, 5, NONE))
+        assert ids(index.search(terms, 5, NONE)) == ids(
+            own_engines(store).lexical.search(terms, 5, NONE)
+        )
         assert len(index.search(terms, 5, NONE)) == 1
 
 
@@ -231,7 +234,7 @@ def test_a_torn_index_folder_falls_back_to_fts5_and_is_rebuilt(store: SQLiteStor
     (index.directory / pointer.folder / "meta.json").unlink()
     fresh = SidecarLexicalIndex(store, threshold=10)
     assert fresh.path == "fts5"
-    assert fresh.search(["w1"], 3, NONE) == store.lexical_search(["w1"], 3, NONE)
+    assert fresh.search(["w1"], 3, NONE) == own_engines(store).lexical.search(["w1"], 3, NONE)
     assert fresh.maintain() == "rebuilt"
     assert fresh.path == "tantivy"
 
@@ -309,13 +312,13 @@ def test_filters_are_honoured_broad_and_very_selective(store: SQLiteStore) -> No
     selective = SearchFilters(path_prefix="/lib/d17.")
     for terms in queries(rng, 20):
         broad = index.search(terms, 10, SearchFilters(file_type="text"))
-        want = ids(store.lexical_search(terms, 10, SearchFilters(file_type="text")))
+        want = ids(own_engines(store).lexical.search(terms, 10, SearchFilters(file_type="text")))
         assert len(broad) == len(want)
         for chunk in store.get_chunks(ids(broad)):
             document = store.get_document(chunk.document_id)
             assert document is not None and document.file_type == "text"
         narrow = index.search(terms, 10, selective)
-        assert set(ids(narrow)) == set(ids(store.lexical_search(terms, 10, selective)))
+        assert set(ids(narrow)) == set(ids(own_engines(store).lexical.search(terms, 10, selective)))
 
 
 def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same_answer(
@@ -347,7 +350,7 @@ def test_a_selective_filter_drops_other_documents_candidates_first_with_the_same
         with monkeypatch.context() as m:
             m.setattr(sidecar, "WITHIN_AT", 10**9)  # each candidate looked at
             assert got == index.search(terms, 10, selective)
-        assert len(got) == len(store.lexical_search(terms, 10, selective))
+        assert len(got) == len(own_engines(store).lexical.search(terms, 10, selective))
         for chunk in store.get_chunks(ids(got)):
             document = store.get_document(chunk.document_id)
             assert document is not None and document.path.startswith("/lib/d7")

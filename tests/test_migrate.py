@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from docshelf.cli import app
+from docshelf.search.engines import own_engines
 from docshelf.store import open_store, postgres_schema, sqlite_schema
 from tests import pg
 
@@ -159,12 +160,12 @@ def _check_fielded_after_migration(url: str, configured: str) -> None:
         assert store.schema_version() == max(m.version for m in sqlite_schema.MIGRATIONS)
         none = SearchFilters()
         # the rebuilt index knows the title and the heading as fields of their own
-        assert len(store.lexical_search(["team", "meeting"], 10, none)) == 2
-        assert store.lexical_search(["configuration"], 10, none)[0][0] == configured
+        assert len(own_engines(store).lexical.search(["team", "meeting"], 10, none)) == 2
+        assert own_engines(store).lexical.search(["configuration"], 10, none)[0][0] == configured
         doc = store.list_documents()[0]
         with store.transaction():
             store.delete_document(doc.id)  # the index's delete path matches what was added
-        assert store.lexical_search(["team", "configuration"], 10, none) == []
+        assert own_engines(store).lexical.search(["team", "configuration"], 10, none) == []
     finally:
         store.close()
 

@@ -13,12 +13,10 @@ from docshelf.knowledge.taxonomy import configured_taxonomy
 from docshelf.model import Chunk, Citation, Document, Hit
 from docshelf.search.cache import RetrievalCache
 from docshelf.search.candidate import Candidate
-from docshelf.search.engines import (
-    ExactVectorSearch,
-    NativeVectorEngine,
-    StoreLexicalSearch,
-    engines_for,
-)
+from docshelf.search.engines import engines_for
+from docshelf.search.engines.exact import ExactVectorSearch
+from docshelf.search.engines.pg_text import PostgresText
+from docshelf.search.engines.pgvector import PgVector
 from docshelf.search.engines.tantivy import SidecarLexicalIndex
 from docshelf.search.engines.usearch import SidecarVectorIndex
 from docshelf.search.evidence import exact_matches
@@ -31,7 +29,7 @@ from docshelf.search.stages.cite import Cite, group_key
 from docshelf.search.stages.exact import ExactFirst, exact_first
 from docshelf.search.stages.recall import Recall
 from docshelf.shelf import Shelf
-from docshelf.store import SearchFilters, Store
+from docshelf.store import SearchFilters, SearchStore
 from docshelf.telemetry import Metrics
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
@@ -39,7 +37,7 @@ from tests.fakes import HashEmbedder
 QUERIES = ["leader election heartbeat", "starter flour", "plumber leak", "replicated log"]
 
 
-def test_engines_follow_what_the_store_can_do(store: Store, tmp_path: Path) -> None:
+def test_engines_follow_what_the_store_can_do(store: SearchStore, tmp_path: Path) -> None:
     engines = engines_for(store, Settings.from_env(tmp_path))
     if store.url.startswith("sqlite"):
         assert isinstance(engines.lexical, SidecarLexicalIndex)
@@ -47,8 +45,8 @@ def test_engines_follow_what_the_store_can_do(store: Store, tmp_path: Path) -> N
         assert engines.lexical is engines.lexical_sidecar
         assert engines.vector is engines.vector_sidecar
     else:  # PostgreSQL answers both by itself: its full-text search and pgvector HNSW
-        assert isinstance(engines.lexical, StoreLexicalSearch)
-        assert isinstance(engines.vector, NativeVectorEngine)
+        assert isinstance(engines.lexical, PostgresText)
+        assert isinstance(engines.vector, PgVector)
         assert engines.lexical_sidecar is None and engines.vector_sidecar is None
 
 

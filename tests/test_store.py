@@ -30,12 +30,14 @@ from docshelf.model import (
     document_id,
 )
 from docshelf.parse.links import WikiLink
+from docshelf.search.engines import own_engines
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.store import (
     FileRecord,
     NewEvent,
     NewUpload,
     SearchFilters,
+    SearchStore,
     Store,
     open_store,
     postgres_schema,
@@ -162,7 +164,7 @@ def user(uid: str, name: str, **kw: Any) -> User:
 # -- settings and generation ---------------------------------------------------------------
 
 
-def test_meta_and_generation(store: Store) -> None:
+def test_meta_and_generation(store: SearchStore) -> None:
     assert store.get_meta("embedding_model") is None and store.generation() == 0
     store.set_meta("embedding_model", "m1")
     store.set_meta("embedding_model", "m2")
@@ -187,7 +189,7 @@ def test_meta_and_generation(store: Store) -> None:
 # -- documents and chunks ------------------------------------------------------------------
 
 
-def test_document_round_trip(store: Store) -> None:
+def test_document_round_trip(store: SearchStore) -> None:
     doc = put(store, 1, "alpha beta", tags=("t1",))
     got = store.get_document(doc.id)
     assert got is not None
@@ -202,7 +204,7 @@ def test_document_round_trip(store: Store) -> None:
     assert store.get_document("doc_nope") is None
 
 
-def test_chunk_places_and_documents_by_id(store: Store) -> None:
+def test_chunk_places_and_documents_by_id(store: SearchStore) -> None:
     """What search reads of every candidate (its place) and of the hits it cites (their
     documents, in one read): the chunks' own fields, unknown ids left out."""
     from docshelf.search.reader import chunk_place
@@ -228,7 +230,7 @@ def test_chunk_places_and_documents_by_id(store: Store) -> None:
     assert store.chunk_places([c.id for c in chunks]).keys() == {chunks[-1].id}
 
 
-def test_every_document_field_round_trips(store: Store) -> None:
+def test_every_document_field_round_trips(store: SearchStore) -> None:
     doc, chunks = make_doc(1, "x")
     full = dataclasses.replace(
         doc,
@@ -256,7 +258,7 @@ def test_every_document_field_round_trips(store: Store) -> None:
     assert store.get_chunks([chunk.id]) == [chunk]
 
 
-def test_list_documents_orders_pages_and_filters(store: Store) -> None:
+def test_list_documents_orders_pages_and_filters(store: SearchStore) -> None:
     store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
     store.put_user(user("u1", "ann"), None)
     put(store, 1, "x", rel_path="b.md", source_id="src_1")
@@ -276,7 +278,7 @@ def test_list_documents_orders_pages_and_filters(store: Store) -> None:
     assert store.count_documents(user_id="nobody") == 0
 
 
-def test_each_write_is_atomic_on_its_own(store: Store) -> None:
+def test_each_write_is_atomic_on_its_own(store: SearchStore) -> None:
     doc, chunks = make_doc(1, "x")
     with pytest.raises(ValueError, match="vectors"):
         store.put_document(doc, chunks, vecs(5))
@@ -285,17 +287,17 @@ def test_each_write_is_atomic_on_its_own(store: Store) -> None:
     assert store.get_document(doc.id) is not None
 
 
-def test_rollback_leaves_nothing(store: Store) -> None:
+def test_rollback_leaves_nothing(store: SearchStore) -> None:
     doc, chunks = make_doc(1, "gamma")
     with pytest.raises(ZeroDivisionError), store.transaction():
         store.put_document(doc, chunks, vecs(2))
         1 / 0  # noqa: B018
     assert store.get_document(doc.id) is None
-    assert store.lexical_search(["gamma"], 10, SearchFilters()) == []
+    assert own_engines(store).lexical.search(["gamma"], 10, SearchFilters()) == []
     assert store.vector_snapshot().chunk_ids == []
 
 
-def test_nested_transactions_roll_back_inner_only(store: Store) -> None:
+def test_nested_transactions_roll_back_inner_only(store: SearchStore) -> None:
     with store.transaction():
         put(store, 1, "outer")
         with pytest.raises(ValueError), store.transaction():
@@ -305,7 +307,7 @@ def test_nested_transactions_roll_back_inner_only(store: Store) -> None:
     assert store.get_document(make_doc(2, "")[0].id) is None
 
 
-def test_a_failed_write_inside_a_transaction_leaves_the_rest(store: Store) -> None:
+def test_a_failed_write_inside_a_transaction_leaves_the_rest(store: SearchStore) -> None:
     src = Source("src_1", "/lib", "folder", "h", 1.0)
     with store.transaction():
         store.add_source(src)
@@ -316,15 +318,15 @@ def test_a_failed_write_inside_a_transaction_leaves_the_rest(store: Store) -> No
     assert store.get_document(make_doc(1, "")[0].id) is not None
 
 
-def test_reads_inside_a_transaction_see_its_writes(store: Store) -> None:
+def test_reads_inside_a_transaction_see_its_writes(store: SearchStore) -> None:
     with store.transaction():
         doc = put(store, 1, "visible")
         assert store.get_document(doc.id) is not None
-        assert store.lexical_search(["visible"], 10, SearchFilters())
+        assert own_engines(store).lexical.search(["visible"], 10, SearchFilters())
         assert len(store.vector_snapshot().chunk_ids) == 2
 
 
-def test_vectors_by_chunk_id(store: Store) -> None:
+def test_vectors_by_chunk_id(store: SearchStore) -> None:
     doc = put(store, 1, "vectors")
     snap = store.vector_snapshot()
     wanted = [*reversed(snap.chunk_ids), "chunk_unknown_0"]
@@ -336,14 +338,14 @@ def test_vectors_by_chunk_id(store: Store) -> None:
     assert doc.id
 
 
-def test_delete_leaves_no_trace_in_indexes(store: Store) -> None:
+def test_delete_leaves_no_trace_in_indexes(store: SearchStore) -> None:
     doc = put(store, 1, "delta")
     put(store, 2, "epsilon")
     g = store.generation()
     with store.transaction():
         store.delete_document(doc.id)
     assert store.generation() > g
-    assert store.lexical_search(["delta"], 10, SearchFilters()) == []
+    assert own_engines(store).lexical.search(["delta"], 10, SearchFilters()) == []
     assert all(
         not c.startswith(f"chunk_{doc.sha256[:12]}") for c in store.vector_snapshot().chunk_ids
     )
@@ -351,7 +353,7 @@ def test_delete_leaves_no_trace_in_indexes(store: Store) -> None:
     assert store.check() == []
 
 
-def test_replace_document_in_place(store: Store) -> None:
+def test_replace_document_in_place(store: SearchStore) -> None:
     store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
     doc = put(store, 1, "zeta", source_id="src_1")
     store.put_file(FileRecord("/lib/d1.md", "src_1", doc.id, 10, 5))
@@ -359,8 +361,8 @@ def test_replace_document_in_place(store: Store) -> None:
     doc2, chunks = make_doc(1, "eta", source_id="src_1")
     with store.transaction():
         store.put_document(doc2, chunks, vecs(2))
-    assert store.lexical_search(["zeta"], 10, SearchFilters()) == []
-    assert len(store.lexical_search(["eta"], 10, SearchFilters())) == 2
+    assert own_engines(store).lexical.search(["zeta"], 10, SearchFilters()) == []
+    assert len(own_engines(store).lexical.search(["eta"], 10, SearchFilters())) == 2
     assert len(store.vector_snapshot().chunk_ids) == 2
     assert store.get_document(doc.id) is not None
     # an upsert: the files and the job that point at the document stay
@@ -368,14 +370,14 @@ def test_replace_document_in_place(store: Store) -> None:
     assert store.get_job(doc.id) is not None
 
 
-def test_same_bytes_under_another_id_conflict(store: Store) -> None:
+def test_same_bytes_under_another_id_conflict(store: SearchStore) -> None:
     doc, chunks = make_doc(1, "x")
     store.put_document(doc, chunks, None)
     with pytest.raises(Conflict):
         store.put_document(dataclasses.replace(doc, id="doc_other"), [], None)
 
 
-def test_update_document_path(store: Store) -> None:
+def test_update_document_path(store: SearchStore) -> None:
     doc = put(store, 1, "x")
     store.update_document_path(doc.id, "/new/place.md", "place.md")
     got = store.get_document(doc.id)
@@ -383,7 +385,7 @@ def test_update_document_path(store: Store) -> None:
     assert got.updated_at > doc.updated_at
 
 
-def test_snippets_without_vectors_put_and_drop(store: Store) -> None:
+def test_snippets_without_vectors_put_and_drop(store: SearchStore) -> None:
     d1, c1 = make_doc(1, "x")
     d2, c2 = make_doc(2, "y")
     with store.transaction():
@@ -407,34 +409,38 @@ def test_snippets_without_vectors_put_and_drop(store: Store) -> None:
 # -- retrieval -----------------------------------------------------------------------------
 
 
-def test_lexical_search_ranks_and_filters(store: Store) -> None:
+def test_lexical_search_ranks_and_filters(store: SearchStore) -> None:
     put(store, 1, "raft raft consensus", tags=("dist",))
     put(store, 2, "raft bread")
-    hits = store.lexical_search(["raft"], 10, SearchFilters())
+    hits = own_engines(store).lexical.search(["raft"], 10, SearchFilters())
     assert hits[0][1] >= hits[-1][1]
     assert doc_of(hits[:2]) == {"1"}  # more occurrences rank higher
-    tagged = store.lexical_search(["raft"], 10, SearchFilters(tags=("DIST",)))
+    tagged = own_engines(store).lexical.search(["raft"], 10, SearchFilters(tags=("DIST",)))
     assert doc_of(tagged) == {"1"}
-    assert store.lexical_search(['raft" OR "x'], 10, SearchFilters()) == []
-    assert len(store.lexical_search(["raft"], 3, SearchFilters())) == 3
-    assert store.lexical_search([], 10, SearchFilters()) == []
+    assert own_engines(store).lexical.search(['raft" OR "x'], 10, SearchFilters()) == []
+    assert len(own_engines(store).lexical.search(["raft"], 3, SearchFilters())) == 3
+    assert own_engines(store).lexical.search([], 10, SearchFilters()) == []
 
 
-def test_lexical_search_ors_terms_and_stems(store: Store) -> None:
+def test_lexical_search_ors_terms_and_stems(store: SearchStore) -> None:
     put(store, 1, "leader elections happen")
     put(store, 2, "bread baking")
     put(store, 3, "nothing here")
-    assert doc_of(store.lexical_search(["election", "bread"], 10, SearchFilters())) == {"1", "2"}
+    assert doc_of(
+        own_engines(store).lexical.search(["election", "bread"], 10, SearchFilters())
+    ) == {"1", "2"}
 
 
-def test_lexical_search_weights_the_header(store: Store) -> None:
+def test_lexical_search_weights_the_header(store: SearchStore) -> None:
     put(store, 1, "plain words about something", title="Zebra")
     put(store, 2, "plain words about zebra", title="Other")
-    hits = store.lexical_search(["zebra"], 10, SearchFilters())
+    hits = own_engines(store).lexical.search(["zebra"], 10, SearchFilters())
     assert doc_of(hits[:2]) == {"1"} and doc_of(hits) == {"1", "2"}
 
 
-def put_sections(store: Store, n: int, title: str, sections: list[tuple[str, str]]) -> list[Chunk]:
+def put_sections(
+    store: SearchStore, n: int, title: str, sections: list[tuple[str, str]]
+) -> list[Chunk]:
     """A document of one snippet per (heading, body), each with the header the chunker
     writes (``[DOC: title]`` and ``[PATH: heading]``); its snippets, in order."""
     from docshelf.chunk import build_header
@@ -459,7 +465,7 @@ def put_sections(store: Store, n: int, title: str, sections: list[tuple[str, str
     return chunks
 
 
-def test_lexical_search_finds_the_note_whose_title_the_query_names(store: Store) -> None:
+def test_lexical_search_finds_the_note_whose_title_the_query_names(store: SearchStore) -> None:
     """Fielded scoring: the few words of a title outweigh bodies that repeat them."""
     put_sections(store, 1, "Team meeting notes", [("Agenda", "budget and hiring for spring")])
     for n in (2, 3, 4):
@@ -469,11 +475,11 @@ def test_lexical_search_finds_the_note_whose_title_the_query_names(store: Store)
             f"Other {n}",
             [("Log", "notes on the team: a meeting, more notes, the meeting notes again")],
         )
-    hits = store.lexical_search(["team", "meeting", "notes"], 10, SearchFilters())
+    hits = own_engines(store).lexical.search(["team", "meeting", "notes"], 10, SearchFilters())
     assert doc_of(hits[:1]) == {"1"} and doc_of(hits) == {"1", "2", "3", "4"}
 
 
-def test_lexical_search_finds_the_section_whose_heading_the_query_names(store: Store) -> None:
+def test_lexical_search_finds_the_section_whose_heading_the_query_names(store: SearchStore) -> None:
     snippets = put_sections(
         store,
         1,
@@ -484,27 +490,27 @@ def test_lexical_search_finds_the_section_whose_heading_the_query_names(store: S
             ("Usage", "run it"),
         ],
     )
-    hits = store.lexical_search(["configuration"], 10, SearchFilters())
+    hits = own_engines(store).lexical.search(["configuration"], 10, SearchFilters())
     assert [h[0] for h in hits] == [snippets[1].id, snippets[0].id]
 
 
 @pytest.mark.parametrize(
     "term", ['"', "AND", "OR NOT", "NEAR(a, 2)", "*", "a:b", "x'y", "(", "!", "&|", "\\"]
 )
-def test_lexical_search_takes_hostile_terms_as_words(store: Store, term: str) -> None:
+def test_lexical_search_takes_hostile_terms_as_words(store: SearchStore, term: str) -> None:
     put(store, 1, "ordinary words")
-    assert store.lexical_search([term], 10, SearchFilters()) == []
+    assert own_engines(store).lexical.search([term], 10, SearchFilters()) == []
 
 
-def test_lexical_search_only_sees_complete_documents(store: Store) -> None:
+def test_lexical_search_only_sees_complete_documents(store: SearchStore) -> None:
     put(store, 1, "pending words", status="embedding")
     doc = put(store, 2, "pending words")
-    assert doc_of(store.lexical_search(["pending"], 10, SearchFilters())) == {"2"}
+    assert doc_of(own_engines(store).lexical.search(["pending"], 10, SearchFilters())) == {"2"}
     store.set_document_status(doc.id, "failed")
-    assert store.lexical_search(["pending"], 10, SearchFilters()) == []
+    assert own_engines(store).lexical.search(["pending"], 10, SearchFilters()) == []
 
 
-def test_filters_in_lexical_search_and_documents_matching(store: Store) -> None:
+def test_filters_in_lexical_search_and_documents_matching(store: SearchStore) -> None:
     store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
     store.put_user(user("u1", "ann"), None)
     d1 = put(store, 1, "flour", rel_path="projects/a.md", source_id="src_1", tags=("Baking",))
@@ -528,7 +534,7 @@ def test_filters_in_lexical_search_and_documents_matching(store: Store) -> None:
         (SearchFilters(user_id="u1", file_type="markdown"), set()),
     ]
     for filters, want in cases:
-        hits = store.lexical_search(["flour"], 10, filters)
+        hits = own_engines(store).lexical.search(["flour"], 10, filters)
         assert {h[0] for h in hits} == {
             c.id for d in want for c in store.chunks_of_document(d, Tier.SNIPPET)
         }, filters
@@ -536,7 +542,7 @@ def test_filters_in_lexical_search_and_documents_matching(store: Store) -> None:
             assert store.documents_matching(filters) == want, filters
 
 
-def test_vector_snapshot_and_generation(store: Store) -> None:
+def test_vector_snapshot_and_generation(store: SearchStore) -> None:
     store.set_meta("embedding_dim", "4")
     empty = store.vector_snapshot()
     assert empty.matrix.shape == (0, 4) and empty.chunk_ids == []
@@ -553,7 +559,7 @@ def test_vector_snapshot_and_generation(store: Store) -> None:
 # -- embedding cache -----------------------------------------------------------------------
 
 
-def test_embedding_cache(store: Store) -> None:
+def test_embedding_cache(store: SearchStore) -> None:
     v = vecs(2)
     store.cache_embeddings("m", [("h1", v[0]), ("h2", v[1])])
     got = store.cached_embeddings("m", ["h1", "h3"])
@@ -568,7 +574,7 @@ def test_embedding_cache(store: Store) -> None:
 # -- sources, files and failures -----------------------------------------------------------
 
 
-def test_sources_files_and_failures(store: Store) -> None:
+def test_sources_files_and_failures(store: SearchStore) -> None:
     src = Source("src_1", "/lib", "folder", "h", 1.0)
     store.add_source(src)
     assert store.find_source("/lib") == src and store.list_sources() == [src]
@@ -599,7 +605,7 @@ def test_sources_files_and_failures(store: Store) -> None:
     assert kept is not None and kept.source_id is None  # the document stays, unowned
 
 
-def test_sources_are_listed_by_path_and_unique(store: Store) -> None:
+def test_sources_are_listed_by_path_and_unique(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     b = Source("src_b", "/b", "file", "h", 1.0, user_id="u1")
     a = Source("src_a", "/a", "folder", "h", 2.0)
@@ -613,7 +619,7 @@ def test_sources_are_listed_by_path_and_unique(store: Store) -> None:
 # -- links and names -----------------------------------------------------------------------
 
 
-def test_links_names_and_backlinks(store: Store) -> None:
+def test_links_names_and_backlinks(store: SearchStore) -> None:
     a, b, c = (put(store, n, "x") for n in (1, 2, 3))
     store.put_names(b.id, ["notes/b.md", "b"], "path")
     store.put_names(b.id, ["Bee", "bee-alias"], "title")
@@ -639,7 +645,7 @@ def test_links_names_and_backlinks(store: Store) -> None:
 # -- users and access ----------------------------------------------------------------------
 
 
-def test_users_and_tokens(store: Store) -> None:
+def test_users_and_tokens(store: SearchStore) -> None:
     ann = User("u1", "ann", True, 1.0)
     store.put_user(ann, "hash1")
     store.put_user(user("u2", "bob"), None)
@@ -662,7 +668,7 @@ def test_users_and_tokens(store: Store) -> None:
         store.put_user(user("u3", "ann"), None)  # names are unique
 
 
-def test_access_links(store: Store) -> None:
+def test_access_links(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     store.put_user(user("u2", "bob"), None)
     doc = put(store, 1, "x")
@@ -677,7 +683,7 @@ def test_access_links(store: Store) -> None:
     assert store.access_count(doc.id) == 0
 
 
-def test_access_titles_are_each_user_s_own(store: Store) -> None:
+def test_access_titles_are_each_user_s_own(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     store.put_user(user("u2", "bob"), None)
     d1, d2 = put(store, 1, "x"), put(store, 2, "y")
@@ -689,7 +695,7 @@ def test_access_titles_are_each_user_s_own(store: Store) -> None:
     assert store.access_titles("u2", []) == {}
 
 
-def test_a_user_sees_shared_events_only_from_when_their_access_began(store: Store) -> None:
+def test_a_user_sees_shared_events_only_from_when_their_access_began(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     store.put_user(user("u2", "bob"), None)
     doc = put(store, 1, "x")
@@ -708,7 +714,7 @@ def test_a_user_sees_shared_events_only_from_when_their_access_began(store: Stor
 # -- jobs and payloads ---------------------------------------------------------------------
 
 
-def test_jobs_claim_lease_and_renew(store: Store) -> None:
+def test_jobs_claim_lease_and_renew(store: SearchStore) -> None:
     for n in (1, 2, 3):
         put(store, n, "x", status="queued")
     store.put_job(make_job(1, next_at=20.0))
@@ -742,7 +748,7 @@ def test_jobs_claim_lease_and_renew(store: Store) -> None:
     assert store.job_counts() == {"running": 1, "queued": 1, "complete": 1}
 
 
-def test_oldest_unfinished_job_per_stage(store: Store) -> None:
+def test_oldest_unfinished_job_per_stage(store: SearchStore) -> None:
     for n in (1, 2, 3, 4):
         put(store, n, "x", status="queued")
         store.put_job(make_job(n))
@@ -762,7 +768,7 @@ def test_oldest_unfinished_job_per_stage(store: Store) -> None:
     assert store.oldest_unfinished_jobs()["embedding"] == pytest.approx(second.updated_at)
 
 
-def test_payloads(store: Store) -> None:
+def test_payloads(store: SearchStore) -> None:
     put(store, 1, "x", status="queued")
     job = make_job(1)
     store.put_job(job)
@@ -784,7 +790,7 @@ def test_payloads(store: Store) -> None:
     assert store.get_payload(job.document_id, "queued") is None
 
 
-def test_a_durable_transaction_commits_and_rolls_back_like_any_other(store: Store) -> None:
+def test_a_durable_transaction_commits_and_rolls_back_like_any_other(store: SearchStore) -> None:
     with store.transaction(durable=True):
         doc = put(store, 1, "x", status="queued")
     assert store.get_document(doc.id) is not None
@@ -797,7 +803,7 @@ def test_a_durable_transaction_commits_and_rolls_back_like_any_other(store: Stor
     assert store.count_documents() == 2
 
 
-def test_new_uploads_are_recorded_together_with_their_events(store: Store) -> None:
+def test_new_uploads_are_recorded_together_with_their_events(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     none = {"section": 0, "snippet": 0}  # parsed later
     docs = [
@@ -837,7 +843,7 @@ def test_new_uploads_are_recorded_together_with_their_events(store: Store) -> No
         store.add_events([])
 
 
-def test_job_of_a_deleted_document_goes_with_it(store: Store) -> None:
+def test_job_of_a_deleted_document_goes_with_it(store: SearchStore) -> None:
     doc = put(store, 1, "x", status="queued")
     store.put_job(make_job(1))
     store.put_payload(doc.id, "parsing", b"p")
@@ -848,7 +854,7 @@ def test_job_of_a_deleted_document_goes_with_it(store: Store) -> None:
 # -- events --------------------------------------------------------------------------------
 
 
-def test_events_in_order_with_filters(store: Store) -> None:
+def test_events_in_order_with_filters(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     store.put_user(user("u2", "bob"), None)
     d1, d2 = put(store, 1, "x"), put(store, 2, "y")
@@ -883,7 +889,7 @@ def test_events_in_order_with_filters(store: Store) -> None:
 # -- upkeep --------------------------------------------------------------------------------
 
 
-def test_stats(store: Store) -> None:
+def test_stats(store: SearchStore) -> None:
     store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
     d1 = put(store, 1, "x", source_id="src_1")
     put(store, 2, "y", status="parsing", file_type="text")
@@ -898,7 +904,7 @@ def test_stats(store: Store) -> None:
     assert s.by_file_type == {"markdown": 2, "text": 1}
 
 
-def test_check_finds_missing_vectors(store: Store) -> None:
+def test_check_finds_missing_vectors(store: SearchStore) -> None:
     assert store.check() == []
     store.set_meta("embedding_model", "m")
     doc, chunks = make_doc(1, "x")
@@ -909,7 +915,7 @@ def test_check_finds_missing_vectors(store: Store) -> None:
     assert store.check() == []
 
 
-def test_driver_errors_come_out_translated(store: Store) -> None:
+def test_driver_errors_come_out_translated(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     with pytest.raises(DocshelfError) as info:
         store.grant("u1", "doc_missing")  # a foreign key violation
@@ -972,14 +978,19 @@ def test_the_sqlite_index_splits_headers_as_header_fields(tmp_path: Path) -> Non
 
 def test_the_sqlite_store_feeds_the_sidecar_indexes(tmp_path: Path) -> None:
     """The sidecar engines (search/engines/usearch.py, tantivy.py) read a store through
-    ``SidecarFeed``."""
-    from docshelf.store.base import SidecarFeed
+    ``SidecarStore``, declared once, beside them."""
+    from docshelf.search.engines.sidecar import SidecarStore
+    from docshelf.store.base import SearchReads, Store
     from docshelf.store.sqlite import SQLiteStore
 
+    port = {n for n in vars(Store) if not n.startswith("_")}
+    search = {n for n in vars(SearchReads) if not n.startswith("_")}
+    feed_only = {n for n in vars(SidecarStore) if not n.startswith("_")}
+    assert not (port & search) and not (port & feed_only)  # each declared in one place
     store = SQLiteStore(tmp_path / "docshelf.db")
     try:
-        feed: SidecarFeed = store  # mypy checks every signature
-        assert isinstance(feed, SidecarFeed) and not isinstance(object(), SidecarFeed)
+        feed: SidecarStore = store  # mypy checks every signature
+        assert isinstance(feed, SidecarStore) and not isinstance(object(), SidecarStore)
         put(store, 1, "raft consensus")
         assert feed.snippet_count() == 2 and feed.vector_count() == 2
         seqs = [seq for batch in feed.iter_snippets() for seq, _, _ in batch]
@@ -1168,7 +1179,7 @@ def test_postgres_concurrent_claimers_get_different_jobs(pg_url: str) -> None:
         claimed: list[str] = []
         lock = threading.Lock()
 
-        def worker(store: Store, name: str) -> None:
+        def worker(store: SearchStore, name: str) -> None:
             while (job := store.claim_job(name, 60.0, now=10.0)) is not None:
                 with lock:
                     claimed.append(job.document_id)
@@ -1220,10 +1231,12 @@ def test_postgres_writers_take_turns_so_event_seqs_commit_in_order(pg_url: str) 
 
 
 def test_postgres_hnsw_search_agrees_with_the_exact_scan() -> None:
-    """With sequential scans and sorts priced out, vector_search must go through HNSW."""
+    """With sequential scans and sorts priced out, the pgvector engine must go through
+    HNSW."""
     import psycopg
 
-    from docshelf.store.postgres import _vector_search_sql
+    from docshelf.search.engines.pgvector import PgVector, nearest_sql
+    from docshelf.store.sql.dialect import POSTGRES
 
     dim = 8
     with pg.fresh_schema("enable_seqscan=off", "enable_sort=off") as url:
@@ -1239,24 +1252,25 @@ def test_postgres_hnsw_search_agrees_with_the_exact_scan() -> None:
                 v = rng.normal(size=(2, dim)).astype(np.float32)
                 store.put_document(doc, chunks, v / np.linalg.norm(v, axis=1, keepdims=True))
             exact = ExactVectorIndex(store)
+            engine = PgVector(store)
             even = SearchFilters(tags=("even",))
             for seed in range(5):
                 q = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
                 q /= np.linalg.norm(q)
-                got = store.vector_search(q, 5, SearchFilters())
+                got = engine.search(q, 5, SearchFilters())
                 want = exact.search(q, 5)
                 assert [c for c, _ in got] == [c for c, _ in want]
                 assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-5)
-                got = store.vector_search(q, 5, even)
+                got = engine.search(q, 5, even)
                 want = exact.search(q, 5, store.documents_matching(even))
                 assert [c for c, _ in got] == [c for c, _ in want]
-            assert store.vector_search(q, 0, SearchFilters()) == []
+            assert engine.search(q, 0, SearchFilters()) == []
             assert store.check() == []
         finally:
             store.close()
         with psycopg.connect(url, autocommit=True) as conn:
             plan = conn.execute(
-                "EXPLAIN " + _vector_search_sql(dim, ""), [[0.1] * dim, [0.1] * dim, 5]
+                "EXPLAIN " + POSTGRES.sql(nearest_sql(dim, "")), [[0.1] * dim, [0.1] * dim, 5]
             ).fetchall()
         assert any(f"vectors_hnsw_{dim}" in row[0] for row in plan), plan
 
@@ -1311,17 +1325,17 @@ def test_postgres_without_the_extra_names_the_fix(monkeypatch: pytest.MonkeyPatc
         open_store("postgresql://localhost/x")
 
 
-def test_concept_filters_tag_counts_and_listing_by_id(store: Store) -> None:
+def test_concept_filters_tag_counts_and_listing_by_id(store: SearchStore) -> None:
     a, chunks = make_doc(1, "raft consensus", tags=("consensus", "papers"))
     store.put_document(dataclasses.replace(a, concept_ids=("ds", "cs")), chunks, vecs(2))
     b, chunks = make_doc(2, "raft bread", tags=("papers",))
     store.put_document(dataclasses.replace(b, concept_ids=("food",)), chunks, vecs(2))
     either = SearchFilters(concept_groups=(("ds", "food"),))
-    assert doc_of(store.lexical_search(["raft"], 10, either)) == {"1", "2"}
+    assert doc_of(own_engines(store).lexical.search(["raft"], 10, either)) == {"1", "2"}
     both = SearchFilters(concept_groups=(("ds",), ("cs",)))
-    assert doc_of(store.lexical_search(["raft"], 10, both)) == {"1"}
+    assert doc_of(own_engines(store).lexical.search(["raft"], 10, both)) == {"1"}
     none = SearchFilters(concept_groups=(("nothing",),))
-    assert store.lexical_search(["raft"], 10, none) == []
+    assert own_engines(store).lexical.search(["raft"], 10, none) == []
     assert store.documents_matching(SearchFilters(concept_groups=(("food",),))) == {b.id}
     assert store.tag_counts() == {"papers": 2, "consensus": 1}
     listed = store.list_documents(document_ids=(b.id, "doc_missing"))
@@ -1331,7 +1345,7 @@ def test_concept_filters_tag_counts_and_listing_by_id(store: Store) -> None:
 # -- the library's facets, the date filter and the library list ---------------------------
 
 
-def _library(store: Store) -> dict[str, Document]:
+def _library(store: SearchStore) -> dict[str, Document]:
     """Four documents: two in a folder (files with known times), two uploads."""
     store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
     store.add_source(Source("src_2", "/other", "folder", "h", 1.0))
@@ -1376,7 +1390,7 @@ def _library(store: Store) -> dict[str, Document]:
     return docs
 
 
-def test_facet_counts_cover_the_whole_matching_set(store: Store) -> None:
+def test_facet_counts_cover_the_whole_matching_set(store: SearchStore) -> None:
     docs = _library(store)
     counts = store.facet_counts(SearchFilters())
     assert counts == {
@@ -1399,17 +1413,17 @@ def test_facet_counts_cover_the_whole_matching_set(store: Store) -> None:
     assert docs
 
 
-def test_the_date_filter_reads_a_file_s_change_or_an_upload_s_arrival(store: Store) -> None:
+def test_the_date_filter_reads_a_file_s_change_or_an_upload_s_arrival(store: SearchStore) -> None:
     docs = _library(store)
     y2025 = SearchFilters(dated_from=1_735_689_600.0, dated_before=1_767_225_600.0)
     assert store.documents_matching(y2025) == {docs[n].id for n in ("2", "3", "4")}
     before = SearchFilters(dated_before=1_735_689_600.0)  # up to the end of 2024
     assert store.documents_matching(before) == {docs["1"].id}
-    assert doc_of(store.lexical_search(["words"], 10, before)) == {"1"}
+    assert doc_of(own_engines(store).lexical.search(["words"], 10, before)) == {"1"}
     assert not SearchFilters(dated_from=0.0).empty
 
 
-def test_the_library_list_narrows_sorts_and_counts_exactly(store: Store) -> None:
+def test_the_library_list_narrows_sorts_and_counts_exactly(store: SearchStore) -> None:
     from docshelf.store import Listing
 
     docs = _library(store)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from docshelf.model import Enrichment, Tier, User
-from docshelf.store import SearchFilters, Store
+from docshelf.store import SearchFilters, SearchStore
 from tests.test_store import make_doc, put, vecs
 
 
@@ -26,7 +26,7 @@ def _enrichment(chunk_ids: tuple[str, ...], mode: str = "offline") -> Enrichment
     )
 
 
-def test_enrichment_fields_and_distillates(store: Store) -> None:
+def test_enrichment_fields_and_distillates(store: SearchStore) -> None:
     doc = put(store, 1, "raft leader log")
     other = put(store, 2, "bread flour")
     snippets = [c.id for c in store.chunks_of_document(doc.id, Tier.SNIPPET)]
@@ -72,7 +72,7 @@ def test_enrichment_fields_and_distillates(store: Store) -> None:
     assert store.distillates_of(doc.id) == []
 
 
-def test_pending_queue_with_leases(store: Store) -> None:
+def test_pending_queue_with_leases(store: SearchStore) -> None:
     a = put(store, 1, "a words")
     b = put(store, 2, "b words")
     put(store, 3, "c words", status="embedding")  # not complete: not enrichable yet
@@ -92,7 +92,7 @@ def test_pending_queue_with_leases(store: Store) -> None:
     assert store.get_document(a.id).enriched_at is None  # type: ignore[union-attr]
 
 
-def test_enrichment_cache(store: Store) -> None:
+def test_enrichment_cache(store: SearchStore) -> None:
     assert store.cached_enrichment("ab", "en", "offline:1") is None
     store.cache_enrichment("ab", "en", "offline:1", '{"x": 1}')
     store.cache_enrichment("ab", "en", "offline:1", '{"x": 2}')

@@ -10,13 +10,14 @@ import pytest
 
 from docshelf.errors import Conflict, InvalidInput, NotFound
 from docshelf.model import Tier
+from docshelf.search.engines import own_engines
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from tests.fakes import HashEmbedder
 
 
 def _lexical_ids(shelf: Shelf, word: str) -> list[str]:
-    return [cid for cid, _ in shelf.store.lexical_search([word], 100, SearchFilters())]
+    return [cid for cid, _ in own_engines(shelf.store).lexical.search([word], 100, SearchFilters())]
 
 
 def _vector_ids(shelf: Shelf) -> set[str]:

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from docshelf.search.retriever import Retriever
     from docshelf.shared import Broadcast
     from docshelf.shared.caches import SummaryCache
-    from docshelf.store import Listing, SearchFilters, Store
+    from docshelf.store import Listing, SearchFilters, SearchStore
     from docshelf.telemetry import Metrics, RateLimiter
     from docshelf.transport import Transport
 
@@ -97,7 +97,7 @@ class Parts:
     settings: OnRuntime[Settings] = OnRuntime("settings")
     taxonomy: OnRuntime[Taxonomy] = OnRuntime("taxonomy")
     metrics: OnRuntime[Metrics] = OnRuntime("metrics")
-    store: OnRuntime[Store] = OnRuntime("store")
+    store: OnRuntime[SearchStore] = OnRuntime("store")
     embedder: OnRuntime[Embedder | None] = OnRuntime("embedder")
     fusion: OnRuntime[FusionSettings] = OnRuntime("fusion")
     ranking: OnRuntime[Ranking] = OnRuntime("ranking")

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import docshelf.parse as parse_mod
 from docshelf import views
 from docshelf.cli import app
+from docshelf.search.engines import own_engines
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from tests.fakes import HashEmbedder
@@ -44,7 +45,7 @@ def _check(
 
 
 def _ids(shelf: Shelf, word: str) -> list[str]:
-    return [cid for cid, _ in shelf.store.lexical_search([word], 10, SearchFilters())]
+    return [cid for cid, _ in own_engines(shelf.store).lexical.search([word], 10, SearchFilters())]
 
 
 def test_each_hostile_file_gets_its_outcome(

@@ -24,7 +24,7 @@ from docshelf.errors import DocshelfError, Unavailable
 from docshelf.ingest.writer import DocumentWriter
 from docshelf.search.engines import engines_for
 from docshelf.shared import open_shared
-from docshelf.store import Store, open_store
+from docshelf.store import SearchStore, open_store
 
 # What opening a library needs is imported above; the parts a command may never use
 # (the retriever, the LLM, the queue, the blob store, metrics) are made on first use,
@@ -113,7 +113,7 @@ class Runtime:
             raise Unavailable(f"Cannot create {settings.home}: {exc.strerror}") from exc
         # Redis when configured (DOCSHELF_REDIS_URL): event fan-out, shared caches
         self.broadcast, self.shared_cache = open_shared(settings.redis_url)
-        self.store: Store = open_store(settings.database_url)
+        self.store: SearchStore = open_store(settings.database_url)
         self.store.notices.listener = self.broadcast.publish
         try:
             self.embedder = self._bind_embedder(embedder, check_model)

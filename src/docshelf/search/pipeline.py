@@ -21,7 +21,7 @@ from docshelf.search.candidate import Candidate
 from docshelf.search.entries import Told
 from docshelf.search.query import ParsedQuery
 from docshelf.search.reader import Reader
-from docshelf.store.base import SearchFilters, Store
+from docshelf.store.base import SearchFilters, SearchStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,7 +42,7 @@ class Parts:
     embedder (read at each search: the caller may swap it), the taxonomy, the reranker
     (None: the fused order stands) and the per-user view of documents."""
 
-    store: Store
+    store: SearchStore
     lexical: LexicalEngine
     vector: VectorEngine
     embedder: Callable[[], Embedder | None]

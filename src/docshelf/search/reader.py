@@ -22,14 +22,14 @@ from itertools import islice
 
 from docshelf.model import Chunk, Document
 from docshelf.search.candidate import Candidate
-from docshelf.store.base import ChunkPlace, Store
+from docshelf.store.base import ChunkPlace, SearchStore
 
 
 class Reader:
     """The reads of one search over ``candidates`` (the search's current list), told
     candidates read whole ``batch`` at a time (at least 8)."""
 
-    def __init__(self, store: Store, candidates: Callable[[], list[Candidate]], wanted: int):
+    def __init__(self, store: SearchStore, candidates: Callable[[], list[Candidate]], wanted: int):
         self._store = store
         self._candidates = candidates
         self._batch = max(8, wanted + 4)

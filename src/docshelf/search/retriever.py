@@ -29,7 +29,7 @@ from docshelf.search.results import (
     ContextResult,
     SearchResult,
 )
-from docshelf.store.base import SearchFilters, Store
+from docshelf.store.base import SearchFilters, SearchStore
 
 if TYPE_CHECKING:
     from docshelf.embed import Embedder
@@ -49,7 +49,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: Store,
+        store: SearchStore,
         *,
         lexical: LexicalEngine,
         vector: VectorEngine,

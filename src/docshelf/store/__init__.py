@@ -14,14 +14,15 @@ from docshelf.store.base import (
     NewEvent,
     NewUpload,
     SearchFilters,
-    SidecarFeed,
+    SearchReads,
+    SearchStore,
     Store,
     StoreStats,
     VectorSnapshot,
 )
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str) -> SearchStore:
     """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (embedded), or
     ``postgresql://user@host:5432/db`` (``postgres://`` too; the ``postgres`` extra)."""
     scheme = urlparse(url).scheme
@@ -55,7 +56,8 @@ __all__ = [
     "NewEvent",
     "NewUpload",
     "SearchFilters",
-    "SidecarFeed",
+    "SearchReads",
+    "SearchStore",
     "Store",
     "StoreStats",
     "VectorSnapshot",

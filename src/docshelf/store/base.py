@@ -8,10 +8,9 @@ transaction. Adapters translate their driver's errors into ``docshelf.errors``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from docshelf.model import (
@@ -276,16 +275,6 @@ class Store(Protocol):
         """Chunks by id, in the order asked; unknown ids are skipped."""
         ...
 
-    def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
-        """chunk id -> where it sits, for the chunks that exist, without their text
-        (search groups and pools every candidate, but cites only a few)."""
-        ...
-
-    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        """chunk id -> its text alone, for the chunks that exist (the exact-match rule
-        looks for a quoted query in every candidate)."""
-        ...
-
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...
     def snippets_without_vectors(
         self, limit: int, document_id: str | None = None
@@ -293,19 +282,7 @@ class Store(Protocol):
     def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None: ...
     def drop_vectors(self) -> None: ...
 
-    # -- retrieval -----------------------------------------------------------
-    def lexical_search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        """BM25 over snippets' retrieval text: (chunk_id, score), higher is better."""
-        ...
-
-    def vector_snapshot(self) -> VectorSnapshot: ...
-    def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        """The vectors of these snippets (those that have one), by chunk id."""
-        ...
-
-    def documents_matching(self, filters: SearchFilters) -> set[str]: ...
+    # -- the library counted ---------------------------------------------------
     def facet_counts(
         self, filters: SearchFilters, facets: Sequence[str] = FACETS
     ) -> dict[str, dict[str, int]]:
@@ -458,97 +435,44 @@ class Store(Protocol):
 
 
 @runtime_checkable
-class NativeVectorSearch(Protocol):
-    """A store with its own approximate vector index (PostgreSQL: pgvector HNSW)."""
+class SearchReads(Protocol):
+    """What search reads of a store beyond the ``Store`` port (search/: its reader, stages
+    and engines): the places, texts and vectors of candidates, the documents filters let
+    through, every vector for an exact scan, and plain reads of the store's own SQL for
+    the engines over its own indexes (search/engines/: FTS5, PostgreSQL full text,
+    pgvector)."""
 
-    def vector_search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        """(chunk_id, cosine similarity), best first, filters applied in the query."""
+    url: str
+
+    def chunk_places(self, chunk_ids: Sequence[str]) -> dict[str, ChunkPlace]:
+        """chunk id -> where it sits, for the chunks that exist, without their text
+        (search groups and pools every candidate, but cites only a few)."""
+        ...
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk id -> its text alone, for the chunks that exist (the exact-match rule
+        looks for a quoted query in every candidate)."""
+        ...
+
+    def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The vectors of these snippets (those that have one), by chunk id."""
+        ...
+
+    def documents_matching(self, filters: SearchFilters) -> set[str]: ...
+    def vector_snapshot(self) -> VectorSnapshot: ...
+    def read(
+        self, statement: str, params: Sequence[Any] = (), settings: Sequence[tuple[str, str]] = ()
+    ) -> list[Any]:
+        """The rows of one read statement in the store's SQL (``?`` marks); ``settings``:
+        the engine's own, set for that statement alone (PostgreSQL's)."""
+        ...
+
+    def filter_sql(self, filters: SearchFilters) -> tuple[str, list[Any]]:
+        """SQL conditions on the ``documents d`` alias for ``filters`` (each with a leading
+        ``AND``), and their parameters."""
         ...
 
 
 @runtime_checkable
-class SidecarFeed(Store, Protocol):
-    """What the sidecar indexes (search/engines/usearch.py: the ANN graph;
-    search/engines/tantivy.py: the lexical index) read from a store that keeps them beside
-    itself (SQLite). Rows are
-    keyed by chunk seq; each feed's log says which seqs changed since a position, and
-    is pruned once every reader has a checkpoint past it."""
-
-    path: Path  # the database file; the sidecars live in folders beside it
-
-    # -- the ANN index: snippet vectors -------------------------------------------------
-    def vector_count(self) -> int: ...
-    def vector_log_position(self) -> int:
-        """The last vector_log entry ever written (0 when none)."""
-        ...
-
-    def vector_changes(self, after: int) -> tuple[int, list[int]]:
-        """(log position, chunk seqs whose vector changed after ``after``); raises
-        ``LookupError`` when entries after ``after`` were pruned."""
-        ...
-
-    def prune_vector_log(self, through: int) -> None: ...
-    def vectors_by_seq(
-        self, seqs: Sequence[int]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """The vectors of those chunk seqs that still have one (in seq order)."""
-        ...
-
-    def iter_vectors(
-        self, batch: int = 20_000
-    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
-        """Every vector, ``batch`` rows at a time in seq order."""
-        ...
-
-    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
-        """chunk seq -> chunk id, for the seqs vector search may show under ``filters``."""
-        ...
-
-    def vectors_matching(
-        self, filters: SearchFilters
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """The vectors search may show under these filters (for very selective ones)."""
-        ...
-
-    # -- the lexical index: snippet text -------------------------------------------------
-    def snippet_count(self) -> int: ...
-    def lexical_log_position(self) -> int:
-        """The last lexical_log entry ever written (0 when none)."""
-        ...
-
-    def lexical_changes(self, after: int) -> tuple[int, list[int]]:
-        """(log position, snippet seqs added or removed after ``after``); raises
-        ``LookupError`` when entries after ``after`` were pruned."""
-        ...
-
-    def prune_lexical_log(self, through: int) -> None: ...
-    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
-        """(seq, header, text) of those snippet seqs that still exist, in seq order."""
-        ...
-
-    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]:
-        """Every snippet's (seq, header, text), ``batch`` rows at a time in seq order."""
-        ...
-
-    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
-        """chunk seq -> chunk id, for the seqs lexical search may show under ``filters``."""
-        ...
-
-    # -- both: what an index keeps of each snippet (search/entries.py) -------------------
-    def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]:
-        """chunk seq -> (chunk id, place), for those seqs that are snippets."""
-        ...
-
-    def incomplete_documents(self) -> frozenset[str]:
-        """The ids of the documents that are not ``complete`` (search may not show them)."""
-        ...
-
-    def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]:
-        """Those of ``document_ids`` that match ``filters`` (whatever their status)."""
-        ...
-
-    def remember_seqs(self, seqs: Mapping[str, int]) -> None:
-        """Chunk id -> seq of chunks an index just named: read them by seq from now on."""
-        ...
+class SearchStore(Store, SearchReads, Protocol):
+    """A store search can read: the port and its search reads (both stores are)."""

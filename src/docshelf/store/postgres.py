@@ -44,7 +44,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
-from docshelf.store.lexical_fields import WEIGHTS
 from docshelf.store.notices import CommitNotices
 from docshelf.store.postgres_errors import redact as redact  # (shown URLs: portable, tests)
 from docshelf.store.postgres_errors import translate
@@ -52,10 +51,6 @@ from docshelf.store.postgres_schema import MIGRATIONS
 from docshelf.store.rows import JOB_FIELDS, distillate_from_row, job_from_row
 from docshelf.store.sql import POSTGRES, Query, Rows, SQLStore
 
-# ts_rank_cd weights for {D, C, B, A}: the fields title (A), headings (B) and text (C)
-# weighted as in every backend (store/lexical_fields.py). Normalisation 1 divides by
-# 1 + log(length), so long snippets do not win by size alone.
-_RANK = f"ts_rank_cd('{WEIGHTS.ts_rank_array()}'::real[], c.fts, q.query, 1)"
 _HNSW_MAX_DIM = 2000  # pgvector's HNSW limit for the vector type
 _CONNECT_TIMEOUT = 10  # seconds, unless the URL says otherwise
 _WRITER_WAIT_SECONDS = 30  # how long a transaction waits for the writer lock (SQLite: 30 s)
@@ -93,7 +88,6 @@ class PostgresStore(SQLStore):
                 self.schema = str(row[0])
                 self._writer_key = _lock_key("writer", self.schema)
                 self._migrate(conn)
-                self._iterative_scan = _has_iterative_scan(conn)
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
@@ -327,50 +321,15 @@ class PostgresStore(SQLStore):
         )
 
     # -- retrieval -------------------------------------------------------------------------
-    def lexical_search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        """Full-text search over snippets' header and text: (chunk_id, rank), higher is better.
-
-        Each term becomes its own ``phraseto_tsquery`` (a quoted phrase, as in the
-        SQLite store), OR-ed with ``||``: no user text is ever parsed as tsquery syntax.
-        """
-        if not terms or limit <= 0:
-            return []
-        query = " || ".join(["phraseto_tsquery('english', ?)"] * len(terms))
-        where, params = self._filters(filters)
-        rows = self._q(
-            f"SELECT c.id, {_RANK} AS rank FROM (SELECT {query} AS query) q "
-            "JOIN chunks c ON c.fts @@ q.query JOIN documents d ON d.id = c.document_id "
-            f"WHERE d.status = 'complete' {where} ORDER BY rank DESC, c.seq LIMIT ?",
-            [*terms, *params, limit],
-        )
-        return [(r[0], float(r[1])) for r in rows]
-
-    def vector_search(
-        self, query: npt.NDArray[np.float32], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        """Nearest snippets by cosine similarity through the HNSW index, filters in SQL:
-        (chunk_id, similarity), best first — what ``ExactVectorIndex.search`` returns.
-
-        Approximate where the index is used (pgvector's iterative scan keeps going
-        until ``limit`` rows pass the filters); exact where the planner prefers a scan.
-        """
-        q = np.asarray(query, dtype=np.float32).ravel()
-        if limit <= 0 or q.size == 0:
-            return []
-        where, params = self._filters(filters)
-        # ef_search 4 x limit (at least 200): recall@100 was 0.998 at ef 400, 0.90 at 200
-        # on 20k clustered 384-d vectors, for about a millisecond more.
-        settings = [("hnsw.ef_search", str(min(max(200, 4 * limit), 1000)))]
-        if self._iterative_scan:
-            settings.append(("hnsw.iterative_scan", "strict_order"))
-        vec = q.tolist()
+    def read(
+        self, statement: str, params: Sequence[Any] = (), settings: Sequence[tuple[str, str]] = ()
+    ) -> Rows:
+        """``SearchReadsSQL.read``, with ``settings`` set locally for the statement (in a
+        snapshot of its own, or the caller's transaction)."""
+        if not settings:
+            return self._q(statement, params)
         with self._snapshot(settings=settings) as conn:
-            rows = conn.execute(
-                _vector_search_sql(q.size, self.dialect.sql(where)), [vec, *params, vec, limit]
-            ).fetchall()
-        return [(r[0], float(r[1])) for r in rows]
+            return list(conn.execute(self.dialect.sql(statement), params).fetchall())
 
     def search_distillates(
         self, terms: Sequence[str], limit: int, filters: SearchFilters
@@ -455,26 +414,6 @@ _DIM_CHECKS_SQL = (
     "SELECT conname FROM pg_constraint WHERE conrelid = 'vectors'::regclass "
     "AND conname LIKE 'vectors\\_dim\\_%'"
 )
-
-
-def _vector_search_sql(dim: int, where: str) -> str:
-    """The nearest-neighbour query; its ORDER BY matches the HNSW index expression."""
-    distance = f"v.embedding::vector({dim}) <=> %s::real[]::vector({dim})"
-    return (
-        f"SELECT c.id, 1 - ({distance}) AS score FROM vectors v "
-        "JOIN chunks c ON c.seq = v.chunk_seq JOIN documents d ON d.id = c.document_id "
-        f"WHERE vector_dims(v.embedding) = {dim} AND d.status = 'complete' {where} "
-        f"ORDER BY {distance} LIMIT %s"
-    )
-
-
-def _has_iterative_scan(conn: psycopg.Connection[TupleRow]) -> bool:
-    """pgvector >= 0.8 can keep an HNSW scan going until enough rows pass the filters."""
-    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    if row is None:
-        return False
-    parts = tuple(int(p) for p in str(row[0]).split(".")[:2] if p.isdigit())
-    return parts >= (0, 8)
 
 
 def _spelled(query: str | sql.Composed) -> str | sql.Composed:

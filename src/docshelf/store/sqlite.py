@@ -25,7 +25,6 @@ from docshelf.durable import private_dir, private_file
 from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
-from docshelf.store.lexical_fields import WEIGHTS
 from docshelf.store.notices import CommitNotices
 from docshelf.store.rows import JOB_COLUMNS, distillate_from_row, job_from_row
 from docshelf.store.sql import SQLITE, Query, Rows, SQLStore
@@ -46,14 +45,6 @@ _MEMO_WEIGHT = {"document": 10}
 _ABSENT = object()  # a key read and found to have no answer
 MMAP_BYTES = 1 << 31
 
-# bm25() weights of the index's columns (title, headings, text): store/lexical_fields.py.
-_BM25_WEIGHTS = (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body)
-
-
-def _bm25() -> str:
-    """FTS5's weighted bm25() over the fields (read at each query, so bench/ can vary it)."""
-    return "bm25(chunks_fts, " + ", ".join(f"{w:g}" for w in _BM25_WEIGHTS) + ")"
-
 
 def _translate(exc: sqlite3.Error, url: str) -> Exception:
     msg = str(exc)
@@ -72,7 +63,7 @@ def _translate(exc: sqlite3.Error, url: str) -> Exception:
 
 
 class SQLiteStore(SQLiteSidecarFeed, SQLStore):
-    """``Store`` (and ``SidecarFeed``) on a single SQLite file."""
+    """``Store`` (with its search reads and the sidecars' feed) on a single SQLite file."""
 
     dialect = SQLITE
 
@@ -352,38 +343,6 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             self._db.execute("COMMIT")
 
     # -- retrieval ---------------------------------------------------------------------
-    def lexical_search(
-        self, terms: Sequence[str], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        if not terms:
-            return []
-        # Every term is quoted, so no user input is ever parsed as FTS5 syntax.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, params = self._filters(filters)
-        if filters.empty:
-            # Rank inside the FTS index alone and join only the best 2 * limit, not
-            # every match (common terms match much of the library). If at least
-            # `limit` of them are visible, they are exactly the visible top `limit`.
-            best = self._q(
-                "SELECT c.id, r.rank FROM (SELECT rowid, "
-                f"{_bm25()} AS rank "
-                "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?) r "
-                "JOIN chunks c ON c.seq = r.rowid JOIN documents d ON d.id = c.document_id "
-                "WHERE d.status = 'complete' ORDER BY r.rank",
-                [match, 2 * limit],
-            )
-            if len(best) >= limit:
-                return [(r[0], -float(r[1])) for r in best[:limit]]
-        rows = self._q(
-            f"SELECT c.id, {_bm25()} AS rank "
-            "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
-            "JOIN documents d ON d.id = c.document_id "
-            f"WHERE chunks_fts MATCH ? AND d.status = 'complete' {where} ORDER BY rank LIMIT ?",
-            [match, *params, limit],
-        )
-        # FTS5's bm25() is negative (lower is better); flip it so higher is better.
-        return [(r[0], -float(r[1])) for r in rows]
-
     def search_distillates(
         self, terms: Sequence[str], limit: int, filters: SearchFilters
     ) -> list[tuple[Distillate, float]]:

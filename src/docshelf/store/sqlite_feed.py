@@ -1,6 +1,6 @@
-"""The SQLite store's feed for its sidecar indexes (``SidecarFeed`` in store/base.py):
-the ANN graph (search/engines/usearch.py) and the lexical index (search/engines/tantivy.py) read
-vectors and snippets by chunk seq, and follow the ``vector_log`` and
+"""The SQLite store's feed for its sidecar indexes (``SidecarStore`` in
+search/engines/sidecar.py): the ANN graph (usearch.py) and the lexical index
+(tantivy.py) read vectors and snippets by chunk seq, and follow the ``vector_log`` and
 ``lexical_log`` that the schema's triggers write in the same transaction as the
 change itself."""
 

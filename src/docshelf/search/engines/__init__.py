@@ -1,13 +1,23 @@
-"""Which engine answers lexical and vector recall, chosen once per store.
+"""The engines that answer recall, behind one narrow interface each, one file an engine:
 
-- lexical: the store's own full-text search (PostgreSQL tsvector, SQLite FTS5), or
-  on SQLite the tantivy sidecar (``lexical.py``), which answers from FTS5 itself until
-  the library is large and the index has caught up;
-- vector: the store's own ANN index (PostgreSQL pgvector HNSW, filters in SQL), or on
-  SQLite the usearch sidecar (``ann.py``: exact below its threshold), or else an exact
-  scan of the in-memory matrix masked by the filters (``vector.py``).
+=========================  =========================================================
+lexical                    ``search(terms, limit, filters, known)``
+``fts5.py``                SQLite's FTS5 index (the store's own)
+``pg_text.py``             PostgreSQL's ``tsvector`` index (the store's own)
+``tantivy.py``             a tantivy index beside a SQLite store (a sidecar; FTS5
+                           answers until the library is large and it has caught up)
+vector                     ``search(query, limit, filters, known, near)``
+``pgvector.py``            PostgreSQL's HNSW index (the store's own)
+``usearch.py``             a usearch graph beside a SQLite store (a sidecar; the exact
+                           scan answers below its threshold)
+``exact.py``               an exact scan of every vector, masked by the filters
+=========================  =========================================================
 
-The choice follows what the store can do (its protocols), never its class.
+Each answers (chunk id, score), best first, filters honoured; an engine that knows each
+hit's document and heading key (the sidecars' entries, ``search/entries.py``) puts
+them in ``known``, so search need not read them from the store. ``engines_for``
+chooses once per store, by the store's URL scheme. Adding an engine is one file here
+plus its line in ``engines_for`` and its contract test (tests/test_engines.py).
 """
 
 from __future__ import annotations
@@ -15,19 +25,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from urllib.parse import urlparse
 
-from docshelf.search.engines.exact import ExactVectorIndex
-from docshelf.search.engines.sidecar import SidecarStore
-from docshelf.search.engines.tantivy import SidecarLexicalIndex
-from docshelf.search.engines.usearch import SidecarVectorIndex
 from docshelf.search.entries import Known
-from docshelf.store.base import NativeVectorSearch, SearchFilters, Store
+from docshelf.store.base import SearchFilters, SearchStore
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from docshelf.config import Settings
+    from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines.usearch import SidecarVectorIndex
 
 
 class LexicalEngine(Protocol):
@@ -38,9 +47,8 @@ class LexicalEngine(Protocol):
         filters: SearchFilters,
         known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, BM25-like score), best first, filters honoured. An engine that
-        knows each hit's document and heading key (the sidecars' entries) puts them in
-        ``known``, so search need not read them from the store."""
+        """(chunk_id, BM25-like score), best first, filters honoured (``known``: what it
+        tells of each hit, when it can)."""
         ...
 
 
@@ -68,58 +76,6 @@ class VectorEngine(Protocol):
         ...
 
 
-class StoreLexicalSearch:
-    """The store's own full-text search."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def search(
-        self,
-        terms: Sequence[str],
-        limit: int,
-        filters: SearchFilters,
-        known: dict[str, Known] | None = None,
-    ) -> list[tuple[str, float]]:
-        return self._store.lexical_search(list(terms), limit, filters)
-
-
-class NativeVectorEngine:
-    """The store's own ANN index (PostgreSQL: pgvector HNSW, filters in SQL)."""
-
-    def __init__(self, store: NativeVectorSearch) -> None:
-        self._store = store
-
-    def search(
-        self,
-        query: npt.NDArray[np.float32],
-        limit: int,
-        filters: SearchFilters,
-        known: dict[str, Known] | None = None,
-        near: bool = False,
-    ) -> list[tuple[str, float]]:
-        return self._store.vector_search(query, limit, filters)
-
-
-class ExactVectorSearch:
-    """An exact scan of the store's vectors, masked by the documents the filters allow."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._index = ExactVectorIndex(store)
-
-    def search(
-        self,
-        query: npt.NDArray[np.float32],
-        limit: int,
-        filters: SearchFilters,
-        known: dict[str, Known] | None = None,
-        near: bool = False,
-    ) -> list[tuple[str, float]]:
-        allowed = None if filters.empty else self._store.documents_matching(filters)
-        return self._index.search(query, limit, allowed)
-
-
 @dataclass(frozen=True)
 class Engines:
     """The engines that answer recall, and the sidecar indexes among them (for upkeep
@@ -131,20 +87,38 @@ class Engines:
     vector_sidecar: SidecarVectorIndex | None = None
 
 
-def engines_for(store: Store, settings: Settings) -> Engines:
-    """The lexical and vector engines for ``store``: its native ones where it has them,
-    the sidecar indexes where it feeds them (SQLite), an exact scan otherwise."""
-    lexical_sidecar: SidecarLexicalIndex | None = None
-    vector_sidecar: SidecarVectorIndex | None = None
-    if isinstance(store, SidecarStore):
-        lexical_sidecar = SidecarLexicalIndex(store, settings.lexical_threshold)
-        vector_sidecar = SidecarVectorIndex(store, settings.ann_threshold)
-    vector: VectorEngine
-    if isinstance(store, NativeVectorSearch):
-        vector = NativeVectorEngine(store)
-    elif vector_sidecar is not None:
-        vector = vector_sidecar
-    else:
-        vector = ExactVectorSearch(store)
-    lexical: LexicalEngine = lexical_sidecar or StoreLexicalSearch(store)
-    return Engines(lexical, vector, lexical_sidecar, vector_sidecar)
+def engines_for(store: SearchStore, settings: Settings) -> Engines:
+    """The engines for ``store``: on SQLite the sidecar indexes (FTS5 and the exact scan
+    answer below their thresholds); elsewhere the store's own (``own_engines``)."""
+    if _scheme(store) == "sqlite":
+        from docshelf.search.engines.sidecar import SidecarStore
+        from docshelf.search.engines.tantivy import SidecarLexicalIndex
+        from docshelf.search.engines.usearch import SidecarVectorIndex
+
+        if isinstance(store, SidecarStore):
+            lexical = SidecarLexicalIndex(store, settings.lexical_threshold)
+            vector = SidecarVectorIndex(store, settings.ann_threshold)
+            return Engines(lexical, vector, lexical, vector)
+    return own_engines(store)
+
+
+def own_engines(store: SearchStore) -> Engines:
+    """The store's own engines: PostgreSQL's full-text and HNSW indexes; SQLite's FTS5 and
+    the exact scan."""
+    scheme = _scheme(store)
+    if scheme == "postgres":
+        from docshelf.search.engines.pg_text import PostgresText
+        from docshelf.search.engines.pgvector import PgVector
+
+        return Engines(PostgresText(store), PgVector(store))
+    if scheme == "sqlite":
+        from docshelf.search.engines.exact import ExactVectorSearch
+        from docshelf.search.engines.fts5 import Fts5
+
+        return Engines(Fts5(store), ExactVectorSearch(store))
+    raise ValueError(f"No search engines for a store at {store.url!r}")
+
+
+def _scheme(store: SearchStore) -> str:
+    scheme = urlparse(store.url).scheme
+    return "postgres" if scheme == "postgresql" else scheme

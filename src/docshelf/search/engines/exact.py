@@ -1,4 +1,4 @@
-"""Exact vector search over the store's snippet vectors.
+"""The exact scan: cosine similarity against every snippet vector of the store.
 
 The matrix is loaded once and reused until the store's generation moves,
 so a long-running process pays the load once per change, not per query.
@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from docshelf.store.base import Store, VectorSnapshot
+from docshelf.search.entries import Known
+from docshelf.store.base import SearchFilters, SearchStore, VectorSnapshot
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 
 
 class ExactVectorIndex:
-    def __init__(self, store: Store) -> None:
+    """The scan over one store's vectors, by the documents a search may show."""
+
+    def __init__(self, store: SearchStore) -> None:
         self._store = store
         self._snapshot: VectorSnapshot | None = None
         self._doc_codes: npt.NDArray[np.int32] | None = None
@@ -64,3 +67,22 @@ class ExactVectorIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(snap.chunk_ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+
+class ExactVectorSearch:
+    """The exact scan as a vector engine: masked by the documents the filters allow."""
+
+    def __init__(self, store: SearchStore) -> None:
+        self._store = store
+        self._index = ExactVectorIndex(store)
+
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
+        near: bool = False,
+    ) -> list[tuple[str, float]]:
+        allowed = None if filters.empty else self._store.documents_matching(filters)
+        return self._index.search(query, limit, allowed)

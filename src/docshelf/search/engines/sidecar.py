@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 from docshelf import durable
 from docshelf.durable import folder_lock
 from docshelf.search.entries import Entry, Known, Told, document_bits, document_id_of
-from docshelf.store.base import ChunkPlace, SearchFilters, Store
+from docshelf.store.base import ChunkPlace, SearchFilters, SearchStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,44 +42,93 @@ WITHIN_AT = 4
 
 
 @runtime_checkable
-class SidecarStore(Store, Protocol):
-    """A store that feeds sidecar indexes (SQLite): a file path to put them beside, and
-    the change logs its triggers keep while an index is on. (The store's side of this
-    port is declared in ``store/base.py``; the method names are the store's.)"""
+class SidecarStore(SearchStore, Protocol):
+    """What the sidecar indexes (usearch.py: the ANN graph; tantivy.py: the lexical
+    index) read from a store that keeps them beside itself (SQLite: store/sqlite_feed.py).
+    Rows are keyed by chunk seq; each feed's log says which seqs changed since a position,
+    and is pruned once every reader has a checkpoint past it."""
 
-    path: Path
+    path: Path  # the database file; the sidecars live in folders beside it
 
-    # vectors (ann.py)
+    # -- the ANN index: snippet vectors -------------------------------------------------
     def vector_count(self) -> int: ...
-    def vector_log_position(self) -> int: ...
-    def vector_changes(self, after: int) -> tuple[int, list[int]]: ...
+    def vector_log_position(self) -> int:
+        """The last vector_log entry ever written (0 when none)."""
+        ...
+
+    def vector_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, chunk seqs whose vector changed after ``after``); raises
+        ``LookupError`` when entries after ``after`` were pruned."""
+        ...
+
     def prune_vector_log(self, through: int) -> None: ...
     def vectors_by_seq(
         self, seqs: Sequence[int]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The vectors of those chunk seqs that still have one (in seq order)."""
+        ...
+
     def iter_vectors(
         self, batch: int = 20_000
-    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]: ...
-    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]: ...
+    ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """Every vector, ``batch`` rows at a time in seq order."""
+        ...
+
+    def visible_snippets(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for the seqs vector search may show under ``filters``."""
+        ...
+
     def vectors_matching(
         self, filters: SearchFilters
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The vectors search may show under these filters (for very selective ones)."""
+        ...
 
-    # snippets (lexical.py)
+    # -- the lexical index: snippet text -------------------------------------------------
     def snippet_count(self) -> int: ...
-    def lexical_log_position(self) -> int: ...
-    def lexical_changes(self, after: int) -> tuple[int, list[int]]: ...
-    def prune_lexical_log(self, through: int) -> None: ...
-    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]: ...
-    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]: ...
-    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]: ...
+    def lexical_log_position(self) -> int:
+        """The last lexical_log entry ever written (0 when none)."""
+        ...
 
-    # both (search/entries.py)
-    def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]: ...
-    def incomplete_documents(self) -> frozenset[str]: ...
-    def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]: ...
-    def matching_documents(self, filters: SearchFilters) -> frozenset[str]: ...
-    def remember_seqs(self, seqs: Mapping[str, int]) -> None: ...
+    def lexical_changes(self, after: int) -> tuple[int, list[int]]:
+        """(log position, snippet seqs added or removed after ``after``); raises
+        ``LookupError`` when entries after ``after`` were pruned."""
+        ...
+
+    def prune_lexical_log(self, through: int) -> None: ...
+    def snippets_by_seq(self, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(seq, header, text) of those snippet seqs that still exist, in seq order."""
+        ...
+
+    def iter_snippets(self, batch: int = 20_000) -> Iterator[list[tuple[int, str, str]]]:
+        """Every snippet's (seq, header, text), ``batch`` rows at a time in seq order."""
+        ...
+
+    def lexical_visible(self, seqs: Sequence[int], filters: SearchFilters) -> dict[int, str]:
+        """chunk seq -> chunk id, for the seqs lexical search may show under ``filters``."""
+        ...
+
+    # -- both: what an index keeps of each snippet (search/entries.py) -------------------
+    def snippet_places(self, seqs: Sequence[int]) -> dict[int, tuple[str, ChunkPlace]]:
+        """chunk seq -> (chunk id, place), for those seqs that are snippets."""
+        ...
+
+    def incomplete_documents(self) -> frozenset[str]:
+        """The ids of the documents that are not ``complete`` (search may not show them)."""
+        ...
+
+    def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]:
+        """Those of ``document_ids`` that match ``filters`` (whatever their status)."""
+        ...
+
+    def remember_seqs(self, seqs: Mapping[str, int]) -> None:
+        """Chunk id -> seq of chunks an index just named: read them by seq from now on."""
+        ...
+
+    def matching_documents(self, filters: SearchFilters) -> frozenset[str]:
+        """The documents that match ``filters`` (whatever their status), read once per
+        commit."""
+        ...
 
 
 class SidecarIndex:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.durable import fsync
+from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.sidecar import (
     DocumentsWithin,
     Progress,
@@ -131,6 +132,7 @@ class SidecarLexicalIndex(SidecarIndex):
         self._folder: str | None = None
         self._analyzer: Any = None
         self._within = DocumentsWithin(store)
+        self._fts5 = Fts5(store)  # what answers while the index is off or behind
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -155,7 +157,7 @@ class SidecarLexicalIndex(SidecarIndex):
                 hits = self._search(terms, limit, filters, known)
                 if hits is not None:
                     return hits
-        return self._store.lexical_search(terms, limit, filters)
+        return self._fts5.search(terms, limit, filters)
 
     def _search(
         self,

@@ -30,6 +30,21 @@ _PATHS: dict[Any, tuple[str, ...]] = {}
 class SearchReadsSQL(SQLBase):
     """What search engines read from the store."""
 
+    def read(
+        self, statement: str, params: Sequence[Any] = (), settings: Sequence[tuple[str, str]] = ()
+    ) -> list[Any]:
+        """The rows of one read statement in the shared spelling (``?`` marks), for an
+        engine over the store's own indexes; ``settings``: the engine's own, set for that
+        statement alone (PostgreSQL's; SQLite has none)."""
+        if settings:
+            raise ValueError(f"{self.dialect.name} takes no settings for a read")
+        return self._q(statement, params)
+
+    def filter_sql(self, filters: SearchFilters) -> tuple[str, list[Any]]:
+        """SQL conditions on the ``documents d`` alias for ``filters`` (each with a
+        leading ``AND``), and their parameters."""
+        return self._filters(filters)
+
     def documents_matching(self, filters: SearchFilters) -> set[str]:
         where, params = self._filters(filters)
         rows = self._q(f"SELECT d.id FROM documents d WHERE 1 = 1 {where}", params)
