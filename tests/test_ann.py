@@ -16,10 +16,10 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.model import Chunk, Document, Tier, User, chunk_id, document_id
-from docshelf.search.engines.usearch import (
+from docshelf.search.engines.usearch import SidecarVectorIndex
+from docshelf.search.engines.usearch_graph import (
     Found,
     GraphView,
-    SidecarVectorIndex,
     read_checkpoint,
     usearch_index,
 )
@@ -139,7 +139,7 @@ def test_recall_at_10_of_the_ann_path_against_exact_search(store: SQLiteStore) -
 
 
 def test_the_search_depth_grows_with_the_graph() -> None:
-    from docshelf.search.engines.usearch import (
+    from docshelf.search.engines.usearch_graph import (
         EXPANSION_SEARCH,
         MAX_EXPANSION_SEARCH,
         expansion_search,
@@ -162,7 +162,7 @@ def test_the_graph_view_answers_as_usearchs_own_wrapper(ef: int, tmp_path: Path)
     """``GraphView`` calls usearch's native module as its Python wrapper does: the same
     keys and distances, in the same order, for any k (a few, the whole graph, more than
     it holds), and the same size, connectivity and depth."""
-    from docshelf.search.engines.usearch import CONNECTIVITY, DTYPE
+    from docshelf.search.engines.usearch_graph import CONNECTIVITY, DTYPE
 
     rng = np.random.default_rng(ef)
     vectors = clustered(1_500, rng)
@@ -362,12 +362,13 @@ def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
         import os, signal
         from pathlib import Path
         import docshelf.search.engines.usearch as ann
+        import docshelf.search.engines.usearch_writer as writer
         from docshelf.store.sqlite import SQLiteStore
 
         def die(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
 
-        ann.write_checkpoint = die
+        writer.write_checkpoint = die
         store = SQLiteStore(Path({str(tmp_path / "docshelf.db")!r}))
         ann.SidecarVectorIndex(store, threshold=100).maintain(force=True)
         """
@@ -654,7 +655,7 @@ def one_thread_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     different graph each time (the threads' order), and with half-precision near-ties
     at the edge of a small graph's top 10 an answer can differ from run to run. Built
     on one thread, the graph (and so every answer) is the same in every run."""
-    from docshelf.search.engines.usearch import usearch_index
+    from docshelf.search.engines.usearch_graph import usearch_index
 
     index = usearch_index()
     add = index.add
