@@ -48,7 +48,7 @@ if __package__ in (None, ""):
 
 from bench.search import DIM, FixedQueries, synthetic_library, unit
 from docshelf.search.engines import usearch as ann_module
-from docshelf.search.engines.usearch import read_checkpoint
+from docshelf.search.engines.usearch_graph import EXPANSION_SEARCH, read_checkpoint
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
 
@@ -137,7 +137,8 @@ def ef_sweep(home: Path, efs: list[int]) -> None:
         assert shelf.vector_index is not None and shelf.vector_index.path == "ann"
         want = exact_top10(shelf, vectors)
         for ef in efs:
-            ann_module.expansion_search = lambda count, m=0, ef=ef: ef  # type: ignore[misc]
+            # (patched where SidecarVectorIndex looks it up)
+            ann_module.expansion_search = lambda count, m=0, ef=ef: ef  # type: ignore[attr-defined, misc]
             r = recall(shelf, vectors, want)
             times = []
             for q in vectors:
@@ -220,8 +221,9 @@ def engine_times(
     graph = vector._graph
     assert graph is not None
     k = 110  # what search asks of either engine, unfiltered: 100 candidates + 10
-    deep = max(ann_module.expansion_search(len(graph), graph.connectivity), k)  # the query's
-    near = max(ann_module.EXPANSION_SEARCH, k)  # the feedback pass's (SidecarVectorIndex.search)
+    # the query's, by the rule SidecarVectorIndex looks up (ef_sweep patches it there)
+    deep = max(ann_module.expansion_search(len(graph), graph.connectivity), k)  # type: ignore[attr-defined]
+    near = max(EXPANSION_SEARCH, k)  # the feedback pass's (SidecarVectorIndex.search)
     lex_ms: list[float] = []
     ann_ms: list[float] = []
     both_ms: list[float] = []

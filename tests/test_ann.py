@@ -17,10 +17,10 @@ import pytest
 
 from docshelf.model import Chunk, Document, Tier, User, chunk_id, document_id
 from docshelf.search.engines import own_engines
-from docshelf.search.engines.usearch import (
+from docshelf.search.engines.usearch import SidecarVectorIndex
+from docshelf.search.engines.usearch_graph import (
     Found,
     GraphView,
-    SidecarVectorIndex,
     read_checkpoint,
     usearch_index,
 )
@@ -140,7 +140,7 @@ def test_recall_at_10_of_the_ann_path_against_exact_search(store: SQLiteStore) -
 
 
 def test_the_search_depth_grows_with_the_graph() -> None:
-    from docshelf.search.engines.usearch import (
+    from docshelf.search.engines.usearch_graph import (
         EXPANSION_SEARCH,
         MAX_EXPANSION_SEARCH,
         expansion_search,
@@ -164,7 +164,7 @@ def test_the_graph_view_answers_as_usearchs_own_wrapper(ef: int, tmp_path: Path)
     """``GraphView`` calls usearch's native module as its Python wrapper does: the same
     keys and distances, in the same order, for any k (a few, the whole graph, more than
     it holds), and the same size, connectivity and depth."""
-    from docshelf.search.engines.usearch import CONNECTIVITY, DTYPE
+    from docshelf.search.engines.usearch_graph import CONNECTIVITY, DTYPE
 
     rng = np.random.default_rng(ef)
     vectors = clustered(1_500, rng)
@@ -364,12 +364,13 @@ def test_a_checkpoint_killed_half_way_leaves_the_old_one_answering(
         import os, signal
         from pathlib import Path
         import docshelf.search.engines.usearch as ann
+        import docshelf.search.engines.usearch_writer as writer
         from docshelf.store.sqlite import SQLiteStore
 
         def die(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
 
-        ann.write_checkpoint = die
+        writer.write_checkpoint = die
         store = SQLiteStore(Path({str(tmp_path / "docshelf.db")!r}))
         ann.SidecarVectorIndex(store, threshold=100).maintain(force=True)
         """
@@ -412,16 +413,20 @@ def test_filters_are_honoured_broad_and_very_selective(store: SQLiteStore) -> No
 
     broad = SearchFilters(file_type="text")  # half the documents
     one = SearchFilters(document_ids=(ids[17],))  # ten snippets of 2,000
+    kept: list[int] = []  # of each query's exact ten, how many the graph found
     for q in vectors[::97]:
         got = index.search(q, 10, broad)
         want = exact_index.search(q, 10, broad)
         assert len(got) == 10
-        assert len({c for c, _ in got} & {c for c, _ in want}) >= 9
+        kept.append(len({c for c, _ in got} & {c for c, _ in want}))
         docs = {store.get_chunks([c])[0].document_id for c, _ in got}
         assert all(ids.index(d) % 2 == 1 for d in docs)
         selective = index.search(q, 10, one)
         assert [c for c, _ in selective] == [c for c, _ in exact_index.search(q, 10, one)]
         assert len(selective) == 10
+    # recall@10 over the queries (a graph built on several threads differs run to run: a
+    # query's own ten may lose one or two where the build went otherwise)
+    assert sum(kept) / (10 * len(kept)) >= 0.95, kept
     assert index.search(vectors[0], 10, SearchFilters(document_ids=("doc_nothing",))) == []
 
 
@@ -656,7 +661,7 @@ def one_thread_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     different graph each time (the threads' order), and with half-precision near-ties
     at the edge of a small graph's top 10 an answer can differ from run to run. Built
     on one thread, the graph (and so every answer) is the same in every run."""
-    from docshelf.search.engines.usearch import usearch_index
+    from docshelf.search.engines.usearch_graph import usearch_index
 
     index = usearch_index()
     add = index.add

@@ -118,7 +118,8 @@ def test_onnx_after_the_ann_index_in_one_process(onnx: OnnxEmbedder, cache: Path
     """usearch loaded first, then ONNX Runtime: this order crashed the process before
     ``usearch_index`` imported onnxruntime ahead of usearch."""
     code = (
-        "from pathlib import Path; from docshelf.search.engines.usearch import usearch_index; "
+        "from pathlib import Path; "
+        "from docshelf.search.engines.usearch_graph import usearch_index; "
         "from docshelf.embed.onnx import OnnxEmbedder; usearch_index(); "
         f"e = OnnxEmbedder(Path({str(cache)!r})); assert e.embed(['x']).shape == (1, 384)"
     )

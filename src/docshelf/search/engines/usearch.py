@@ -23,19 +23,18 @@ How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
 - A checkpoint from another epoch, model or dimension is ignored (exact search
   answers until ``maintain()`` rebuilds); below ``threshold`` vectors exact search
   stays and no log is kept. The switch is recorded in the store's meta.
+
+This module is the index itself: the switch, keeping up with the store (checkpoint plus
+delta), search and status. The graph's files are ``usearch_graph.py``, writing them
+``usearch_writer.py``, filtered searches' shares of the graph ``usearch_subsets.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, cast
 
-from docshelf.durable import fsync
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.search.engines.sidecar import (
     DocumentsWithin,
@@ -43,13 +42,21 @@ from docshelf.search.engines.sidecar import (
     SidecarIndex,
     SidecarStore,
     deeper,
-    read_record,
-    remove_index_files,
     shown,
     sidecar_dir,
-    write_record,
 )
-from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
+from docshelf.search.engines.usearch_graph import (
+    EXPANSION_SEARCH,
+    Checkpoint,
+    GraphView,
+    expansion_search,
+    has_entries,
+    read_checkpoint,
+    read_entries,
+)
+from docshelf.search.engines.usearch_subsets import Subset, Subsets
+from docshelf.search.engines.usearch_writer import CheckpointWriter, made_entries
+from docshelf.search.entries import UNKNOWN, Entry, Known
 from docshelf.store.base import SearchFilters
 
 if TYPE_CHECKING:
@@ -59,92 +66,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 20_000  # vectors; below this an exact scan is fast enough (BENCHMARKS.md)
-# HNSW "M" of the graphs built from now on. At 1M snippets a graph of M 32 gave recall@10
-# 0.993 at ef 256 in 2.2 / 4.2 ms (p50 / p95), where M 16 gave 0.975 at ef 1,024 in
-# 3.2 / 6.7 ms, for 14% more file (BENCHMARKS.md, "A denser graph"); graphs of M 16 keep
-# their own depth rule.
-CONNECTIVITY = 32
-EXPANSION_ADD = 128  # "efConstruction"
-EXPANSION_SEARCH = 256  # "ef" up to EF_GROWS_FROM vectors (BENCHMARKS.md: recall and latency by ef)
-# Beyond this many vectors ef grows with the graph, by the graph's M: a graph of M 16
-# needs ef 1,024 at 1M; one of M 32 does at 1M with 256 what M 16 did at 250k.
-EF_GROWS_FROM = {16: 250_000, 32: 1_000_000}
-MAX_EXPANSION_SEARCH = 4096
-DTYPE = "f16"  # half the memory of f32 at the same recall (bench/ann_libraries.py)
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
-# A filtered search whose filter lets through no more snippets than the index's threshold
-# scans those exactly, as a library of that size is scanned; its vectors are kept for the
-# next searches with the same filters (this many filter sets: at most threshold x dim x 4
-# bytes each, 30 MB at 20,000 vectors of 384), a change reading only its own. A graph search
-# would have to fetch ~limit / share of its candidates: at 10% of 100k snippets 3,200 at
-# ef 3,200, 86 ms a hybrid search (BENCHMARKS.md, "Filtered searches").
-SUBSETS_KEPT = 2
-ENTRIES_SUFFIX = ".entries.npy"  # beside each graph file: its keys' entries
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """What ``current.json`` says about the published index file."""
-
-    epoch: str
-    file: str
-    position: int  # vector_log position folded into the file
-    generation: int  # the store's generation when it was taken
-    model: str
-    dim: int
-    count: int  # vectors in the graph
-    built_count: int  # vectors at the last full build
-    replaced: int  # removals since that build (tombstones in the graph)
-    created_at: float
-    entries: str = ""  # the file of the graph keys' entries ("": none, the store checks)
-    stamp: str = ""  # evidence.HEADING_KEY_STAMP the entries' heading keys were made with
-
-
-class Subset:
-    """The snippets one set of filters lets a search show, as the graph's entries tell:
-    their ``count``, and when few enough to scan, their seqs and vectors (seq order)."""
-
-    def __init__(
-        self,
-        count: int,
-        seqs: npt.NDArray[np.int64] | None = None,
-        matrix: npt.NDArray[np.float32] | None = None,
-    ) -> None:
-        self.count = count
-        self.seqs = seqs
-        self.matrix = matrix
-        self.stale: set[int] = set()  # seqs whose vector changed since they were read
-
-    def holding(self, seqs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """For each of ``seqs`` (sorted), the row that still holds its vector, or -1 (not
-        read, or its vector changed since)."""
-        import numpy as np
-
-        out = np.full(len(seqs), -1, dtype=np.int64)
-        mine = self.seqs
-        if mine is None or not len(mine) or not len(seqs):
-            return out
-        at = np.minimum(np.searchsorted(mine, seqs), len(mine) - 1)
-        held = mine[at] == seqs
-        if self.stale:
-            held &= ~np.isin(seqs, np.fromiter(self.stale, dtype=np.int64))
-        out[held] = at[held]
-        return out
-
-    def nearest(self, q: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The ``k`` best (seq, cosine similarity), best first (ties in seq order)."""
-        import numpy as np
-
-        assert self.seqs is not None and self.matrix is not None
-        if not len(self.seqs) or k <= 0:
-            return []
-        sims = self.matrix @ q
-        if k < len(sims):
-            top = np.argpartition(-sims, k - 1)[:k]
-            top = top[np.lexsort((top, -sims[top]))]
-        else:
-            top = np.argsort(-sims, kind="stable")
-        return list(zip(self.seqs[top].tolist(), sims[top].tolist(), strict=True))
 
 
 def index_dir(store: SidecarStore) -> Path:
@@ -179,10 +101,9 @@ class SidecarVectorIndex(SidecarIndex):
         self._changed: set[int] = set()  # seqs the graph must not answer for
         # the checkpoint's entries: rows seq (sorted), doc, ord, head, wide (None: none)
         self._entries: npt.NDArray[np.uint64] | None = None
-        # the entries' positions sorted by document, and the documents in that order
-        self._by_document: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]] | None = None
-        self._subsets: dict[SearchFilters, tuple[object, Subset]] = {}  # oldest first
         self._within = DocumentsWithin(store)
+        self._subsets = Subsets(store, self._within, None)  # the open checkpoint's
+        self._writer = CheckpointWriter(store, self.directory)
         # set by _open before the graph answers (numpy is imported when first needed)
         self._delta_keys: npt.NDArray[np.int64] = cast("npt.NDArray[np.int64]", ())
         self._delta_matrix: npt.NDArray[np.float32] = cast("npt.NDArray[np.float32]", ())
@@ -295,76 +216,15 @@ class SidecarVectorIndex(SidecarIndex):
         return ranked[:k]
 
     def _subset(self, filters: SearchFilters) -> Subset | None:
-        """What ``filters`` let through of the graph, told by its entries: how many
-        snippets, and when they are no more than the threshold, their seqs and vectors
-        (kept for the next searches with these filters; see ``_read_subset``). None when
-        the graph has no entries to tell it by."""
-        import numpy as np
-
-        table = self._entries
-        if table is None:
-            return None
-        kept = self._subsets.get(filters)
-        if kept is not None and kept[1].seqs is None:
-            # a share of the graph: only how deep the graph is asked hangs on it, so it
-            # holds until the checkpoint changes (a broad filter's documents are many to
-            # read again at every commit; the candidates are checked one by one anyway)
-            return kept[1]
-        # the filters' documents, read once per commit: a grant or a moved document
-        # changes them without a new generation
-        documents = self._store.matching_documents(filters)
-        if kept is not None and kept[0] == (self._generation, documents):
-            return kept[1]
-        if self._by_document is None:  # the entries' positions in document order, once
-            order = np.argsort(table[1], kind="stable")
-            self._by_document = (order, table[1][order])
-        order, docs = self._by_document
-        # 0: an entry of no known document (the store tells for it), taken as a match
-        wanted = np.array(sorted(self._within(filters)), dtype=np.uint64)
-        starts = np.searchsorted(docs, wanted, "left").tolist()
-        ends = np.searchsorted(docs, wanted, "right").tolist()
-        count = sum(ends) - sum(starts)
-        changed = self._changed
-        if count > self.threshold:
-            subset = Subset(count)
-        else:
-            ranges = [order[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
-            keys = table[0][np.concatenate(ranges)] if ranges else table[0][:0]
-            seqs = keys.astype(np.int64)
-            if changed:  # the graph's own vector no longer holds for these
-                seqs = seqs[~np.isin(seqs, np.fromiter(changed, dtype=np.int64))]
-            if self._delta_entries:  # the delta's own, whose documents match (or may)
-                among = set(wanted.tolist())  # (0 among them)
-                extra = [
-                    s for s, e in self._delta_entries.items() if s in self._delta and e[0] in among
-                ]
-                seqs = np.concatenate([seqs, np.array(extra, dtype=np.int64)])
-            subset = self._read_subset(count, np.unique(seqs), kept[1] if kept else None)
-        self._subsets.pop(filters, None)  # (kept newest last)
-        self._subsets[filters] = ((self._generation, documents), subset)
-        while len(self._subsets) > SUBSETS_KEPT:
-            del self._subsets[next(iter(self._subsets))]
-        return subset
-
-    def _read_subset(self, count: int, seqs: npt.NDArray[np.int64], last: Subset | None) -> Subset:
-        """The subset of these seqs (sorted), its vectors exact as the store holds them:
-        those the filters' ``last`` subset holds, unchanged since, are not read again, so
-        a commit elsewhere in the library costs a user's next search only its own."""
-        import numpy as np
-
-        rows = last.holding(seqs) if last is not None else np.full(len(seqs), -1)
-        unread = rows < 0
-        found, matrix = self._store.vectors_by_seq(seqs[unread].tolist())
-        if last is None or last.matrix is None or bool(unread.all()):
-            return Subset(count, found, matrix)
-        # the unread that have no vector any more are left out
-        keep = ~unread
-        keep[np.flatnonzero(unread)[np.isin(seqs[unread], found)]] = True
-        seqs, rows, unread = seqs[keep], rows[keep], unread[keep]
-        out = np.empty((len(seqs), last.matrix.shape[1]), dtype=np.float32)
-        out[~unread] = last.matrix[rows[~unread]]
-        out[unread] = matrix  # (both in seq order)
-        return Subset(count, seqs, out)
+        """What ``filters`` let through of the graph (``Subsets.of``), as of the last sync."""
+        return self._subsets.of(
+            filters,
+            self.threshold,
+            self._generation,
+            self._changed,
+            self._delta,
+            self._delta_entries,
+        )
 
     def _entries_of(self, seqs: list[int]) -> list[Entry]:
         """The entry of each seq: the delta's for a changed seq, the checkpoint's for the
@@ -431,11 +291,10 @@ class SidecarVectorIndex(SidecarIndex):
                 self._generation = None
                 return
         if changed:
-            for _, kept in self._subsets.values():
-                kept.stale.update(changed)  # their rows of these seqs are read again
+            self._subsets.stale(changed)  # their rows of these seqs are read again
             seqs, matrix = self._store.vectors_by_seq(changed)
             present = dict(zip(seqs.tolist(), matrix, strict=True))
-            made = self._made_entries(list(present)) if self._entries is not None else {}
+            made = made_entries(self._store, list(present)) if self._entries is not None else {}
             for seq in changed:
                 self._changed.add(seq)
                 if seq in present:
@@ -497,8 +356,7 @@ class SidecarVectorIndex(SidecarIndex):
         self._delta_keys = np.zeros(0, dtype=np.int64)
         self._delta_matrix = np.zeros((0, checkpoint.dim), dtype=np.float32)
         self._entries = None if self._graph is None else read_entries(self.directory, checkpoint)
-        self._by_document = None
-        self._subsets = {}
+        self._subsets = Subsets(self._store, self._within, self._entries)
 
     def _close_graph(self) -> None:
         import numpy as np
@@ -506,8 +364,7 @@ class SidecarVectorIndex(SidecarIndex):
         self._graph = None
         self._checkpoint = None
         self._entries = None
-        self._by_document = None
-        self._subsets = {}
+        self._subsets = Subsets(self._store, self._within, None)
         self._delta = {}
         self._delta_entries = {}
         self._changed = set()
@@ -586,263 +443,11 @@ class SidecarVectorIndex(SidecarIndex):
         return "checkpointed"
 
     def _build(self, epoch: str, progress: Progress | None) -> None:
-        """A new graph from every vector in the store. The log position is read first:
-        whatever changes while the build streams is logged after it and overlaid."""
-        import numpy as np
-
-        Index = usearch_index()
-
-        store = self._store
-        position = store.vector_log_position()
-        generation = store.generation()
-        dim = int(store.get_meta("embedding_dim") or 0)
-        model = store.get_meta("embedding_model") or ""
-        total = store.vector_count()
-        graph = Index(
-            ndim=dim,
-            metric="ip",
-            dtype=DTYPE,
-            connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD,
-        )
-        done = 0
-        entries = []
-        for seqs, matrix in store.iter_vectors():
-            if matrix.shape[1] != dim:
-                raise ValueError(f"vector of {matrix.shape[1]} dims in a {dim}-dim library")
-            graph.add(seqs.astype(np.uint64), matrix)
-            entries.append(self._read_entries(seqs.tolist()))
-            done += len(seqs)
-            if progress:
-                progress(done, total, "building the vector index")
-        table = np.concatenate(entries, axis=1) if entries else np.zeros((5, 0), np.uint64)
-        self._publish(graph, epoch, position, generation, model, dim, len(graph), 0, table)
-
-    def _fold(self, base: Checkpoint, position: int, changed: list[int]) -> None:
-        """The published graph with the delta applied, as a new checkpoint."""
-        import numpy as np
-
-        Index = usearch_index()
-
-        graph = Index.restore(str(self.directory / base.file))
-        if graph is None:
-            raise ValueError(f"{base.file} is not a usearch index")
-        keys = np.asarray(changed, dtype=np.uint64)
-        removed = int(graph.remove(keys)) if len(keys) else 0
-        seqs, matrix = self._store.vectors_by_seq(changed)
-        if len(seqs):
-            graph.add(seqs.astype(np.uint64), matrix)
-        # the base's entries less the changed seqs, and the re-added seqs' own (all read
-        # anew when the base has none, or of another stamp)
-        table = read_entries(self.directory, base)
-        if table is None:
-            table = self._read_entries(np.sort(graph.keys[:]).tolist())  # (keys[:]: one copy)
-        else:
-            kept = table[:, ~np.isin(table[0], keys)]
-            table = np.concatenate([kept, self._read_entries(seqs.tolist())], axis=1)
-            table = table[:, np.argsort(table[0], kind="stable")]
-        self._publish(
-            graph,
-            base.epoch,
-            position,
-            self._store.generation(),
-            base.model,
-            base.dim,
-            len(graph),
-            base.replaced + removed,
-            table,
-            built_count=base.built_count,
-        )
-
-    def _read_entries(self, seqs: list[int]) -> npt.NDArray[np.uint64]:
-        """The entries of ``seqs`` (sorted) made from the store, as the rows seq, doc,
-        ord, head, wide (``UNKNOWN`` for a seq that is no longer a snippet: it is in the
-        log, never read)."""
-        import numpy as np
-
-        made = self._made_entries(seqs)
-        rows = [(seq, *made.get(seq, UNKNOWN)) for seq in seqs]
-        return np.array(rows, dtype=np.uint64).reshape(-1, 5).T.copy()
-
-    def _made_entries(self, seqs: list[int]) -> dict[int, Entry]:
-        """The entry of each of ``seqs`` that is a snippet, from its place and text."""
-        places = self._store.snippet_places(seqs)
-        texts = {seq: text for seq, _, text in self._store.snippets_by_seq(list(places))}
-        return {seq: entry_of(*places[seq], texts[seq]) for seq in places if seq in texts}
-
-    def _publish(
-        self,
-        graph: Any,
-        epoch: str,
-        position: int,
-        generation: int,
-        model: str,
-        dim: int,
-        count: int,
-        replaced: int,
-        entries: npt.NDArray[np.uint64],
-        *,
-        built_count: int | None = None,
-    ) -> None:
-        """Write the graph and its entries to new files, then point ``current.json`` at
-        them atomically; only then is the log pruned and the previous files removed."""
-        import numpy as np
-
-        from docshelf.search.evidence import HEADING_KEY_STAMP
-
-        self.directory.mkdir(parents=True, exist_ok=True)
-        import uuid
-
-        name = f"index-{position}-{uuid.uuid4().hex[:8]}.usearch"
-        tmp = self.directory / (name + ".tmp")
-        graph.save(str(tmp))
-        fsync(tmp)
-        os.replace(tmp, self.directory / name)
-        table = name + ENTRIES_SUFFIX
-        tmp = self.directory / (table + ".tmp")
-        with tmp.open("wb") as fh:
-            np.save(fh, np.ascontiguousarray(entries, dtype=np.uint64))
-        fsync(tmp)
-        os.replace(tmp, self.directory / table)
-        checkpoint = Checkpoint(
-            epoch=epoch,
-            file=name,
-            position=position,
-            generation=generation,
-            model=model,
-            dim=dim,
-            count=count,
-            built_count=count if built_count is None else built_count,
-            replaced=replaced,
-            created_at=time.time(),
-            entries=table,
-            stamp=HEADING_KEY_STAMP,
-        )
-        write_checkpoint(self.directory, checkpoint)
-        self._prune_log(position)
-        remove_index_files(self.directory, keep=name)
+        """A new graph from every vector in the store (``CheckpointWriter.build``)."""
+        self._writer.build(epoch, progress)
         self._generation = None  # reopen on the next search
 
-
-def expansion_search(count: int, connectivity: int = CONNECTIVITY) -> int:
-    """The search depth ("ef") for a graph of ``count`` vectors and M ``connectivity``:
-    EXPANSION_SEARCH up to EF_GROWS_FROM (by M; an M it does not list gets M 16's),
-    then in proportion to the graph. A bigger graph needs a deeper search for the same
-    recall: at 1M with M 16 (efConstruction 128) recall@10 was 0.920 at ef 256, 0.956 at
-    512, 0.974 at 768, 0.976 at 1,024 and 0.978 at 2,048, the vector stage ~3 ms slower
-    at 1,024 than at 256; with M 32, 0.993 at ef 256 (BENCHMARKS.md)."""
-    grows_from = EF_GROWS_FROM.get(connectivity, EF_GROWS_FROM[16])
-    if count <= grows_from:
-        return EXPANSION_SEARCH
-    return min(MAX_EXPANSION_SEARCH, EXPANSION_SEARCH * count // grows_from)
-
-
-def read_checkpoint(directory: Path) -> Checkpoint | None:
-    return read_record(directory, Checkpoint)
-
-
-def has_entries(directory: Path, checkpoint: Checkpoint) -> bool:
-    """Whether the checkpoint's graph has entries search can use (of this code's stamp)."""
-    from docshelf.search.evidence import HEADING_KEY_STAMP
-
-    return (
-        bool(checkpoint.entries)
-        and checkpoint.stamp == HEADING_KEY_STAMP
-        and (directory / checkpoint.entries).exists()
-    )
-
-
-def read_entries(directory: Path, checkpoint: Checkpoint) -> npt.NDArray[np.uint64] | None:
-    """The checkpoint's entries (mapped, read-only), or None: none, of another stamp, or
-    unreadable (the store checks every candidate then)."""
-    import numpy as np
-
-    if not has_entries(directory, checkpoint):
-        return None
-    try:
-        table = np.load(directory / checkpoint.entries, mmap_mode="r")
-    except (OSError, ValueError) as exc:
-        log.warning("cannot read the vector index's entries %s: %s", checkpoint.entries, exc)
-        return None
-    if table.ndim != 2 or table.shape[0] != 5 or table.dtype != np.uint64:
-        return None
-    # a plain array over the map: np.memmap's own indexing costs ~0.1 ms a search
-    return cast("npt.NDArray[np.uint64]", np.asarray(table))
-
-
-def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
-    write_record(directory, checkpoint)
-
-
-def usearch_index() -> Any:
-    """usearch's ``Index`` class (its Python wrapper), for building and folding."""
-    usearch_compiled()
-    from usearch.index import Index
-
-    return Index
-
-
-def usearch_compiled() -> Any:
-    """usearch's native module. onnxruntime is imported first when it is installed:
-    importing it *after* usearch's native module crashes the process (seen with
-    onnxruntime 1.32 and usearch 2.x), and the ONNX embedder may be loaded later."""
-    with contextlib.suppress(ImportError):
-        import onnxruntime  # noqa: F401
-
-    from usearch import compiled
-
-    return compiled
-
-
-class Found(NamedTuple):
-    """One graph search's answer, nearest first: keys (seqs) and ip distances."""
-
-    keys: npt.NDArray[np.uint64]
-    distances: npt.NDArray[np.float32]
-
-
-class GraphView:
-    """A published graph mapped read-only from its file and searched one query at a
-    time, through usearch's native module alone.
-
-    Port note: usearch's Python wrapper (``usearch.index``) imports tqdm and ``inspect``
-    for progress bars and callbacks a search never uses (~13 ms of a new process's
-    search), and wraps each answer in objects read once. This calls the same native
-    ``Index`` with the arguments the wrapper's ``restore(view=True)`` and ``search``
-    pass (``tests/test_ann.py`` compares both answers); building and folding keep the
-    wrapper."""
-
-    def __init__(self, path: str) -> None:
-        native = usearch_compiled()
-        meta = native.index_dense_metadata_from_path(path)
-        self._graph = native.Index(
-            ndim=meta["dimensions"],
-            dtype=meta["kind_scalar"],
-            metric_kind=meta["kind_metric"],
-            metric_signature=native.MetricSignature.ArrayArraySize,
-        )
-        self._graph.view_index_from_path(path, None)
-        self._unknown = native.ScalarKind.Unknown  # the query's own dtype
-        self.connectivity = int(self._graph.connectivity)
-        self._size = len(self._graph)
-
-    def __len__(self) -> int:
-        return self._size
-
-    @property
-    def expansion_search(self) -> int:
-        return int(self._graph.expansion_search)
-
-    @expansion_search.setter
-    def expansion_search(self, ef: int) -> None:
-        self._graph.expansion_search = ef
-
-    def search(self, query: npt.NDArray[np.float32], k: int) -> Found:
-        """The ``k`` nearest keys to ``query`` (one contiguous float32 vector), on this
-        thread: one query is one thread's work whatever the pool (the wrapper's default,
-        ``threads=0``, gives the same answer)."""
-        keys, distances, counts, _, _ = self._graph.search_many(
-            query.reshape(1, -1), count=k, exact=False, threads=1, dtype=self._unknown
-        )
-        n = int(counts[0])
-        return Found(keys[0, :n], distances[0, :n])
+    def _fold(self, base: Checkpoint, position: int, changed: list[int]) -> None:
+        """The published graph with the delta applied (``CheckpointWriter.fold``)."""
+        self._writer.fold(base, position, changed)
+        self._generation = None  # reopen on the next search
