@@ -1,7 +1,7 @@
 """Pseudo-relevance feedback variants for hybrid search, scored on passages and long files.
 
 Each variant replays hybrid search through the shelf's own steps (its lexical and
-vector recall, ``fuse``, and ``Retriever.hits`` for deduplication and citations), so the
+vector recall, the fusion stages, and the ``Cite`` stage for deduplication and citations), so the
 ``default`` row equals ``docshelf eval`` exactly, on the same cached indexes
 (``$DOCSHELF_HOME/eval``; build them once with ``docshelf eval DATASET`` and
 ``docshelf eval DATASET --long-doc``). Used for the issue-6 study in

@@ -1,5 +1,5 @@
-"""What the two sidecar indexes of the SQLite store share (``ann.py``: a usearch graph,
-``lexical.py``: a tantivy index): a folder beside the database, an on/off switch with an
+"""What the two sidecar indexes of the SQLite store share (``usearch.py``: a usearch graph,
+``tantivy.py``: a tantivy index): a folder beside the database, an on/off switch with an
 epoch recorded in the store's meta, a size threshold, one writer at a time under a
 folder lock, a change log in the store folded into the index and then pruned, and the
 status they report.
