@@ -5,15 +5,17 @@ exact matches' in test_evidence.py, the concept boost's in test_concept_boost.py
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from docshelf.evaluate.lists import bare_search, ids
 from docshelf.model import Document, Tier
-from docshelf.search.candidate import Candidate, Precedence, lift, rank_key
-from docshelf.search.order import FusionSettings, fusion, product
+from docshelf.search.candidate import Candidate, Precedence, lift, rank_key, ranked
+from docshelf.search.order import FusionSettings, Ranking, fusion, product
 from docshelf.search.pipeline import Search, run
 from docshelf.search.reader import Reader
 from docshelf.search.retriever import Retriever
@@ -24,6 +26,7 @@ from docshelf.search.stages.recall import Recall
 from docshelf.search.stages.rerank import Rerank
 from docshelf.search.stages.view import Expand, Facets, SeenBy
 from docshelf.shelf import Shelf
+from docshelf.store.base import SearchFilters
 
 
 def _prepared(retriever: Retriever, text: str, **kw: object) -> Search:
@@ -234,3 +237,50 @@ def test_the_reader_reads_in_few_calls_and_only_what_is_asked(
     doc = reader.document(first.document_id, cands, 4)
     assert doc is not None and calls[0][0] == "get_documents"
     assert reader.document(first.document_id, cands, 4) is doc and len(calls) == 1
+
+
+# -- the worked example of docs/search.md ("Adding a rule"): one stage, one line ------------
+@dataclasses.dataclass(frozen=True)
+class DraftsLast:
+    tag: str = "draft"
+
+    name: ClassVar[str] = "drafts"
+
+    def __call__(self, search: Search) -> None:
+        documents = search.reader.document_ids()  # read only if no engine told them
+        drafts = search.parts.store.documents_matching(
+            SearchFilters(document_ids=tuple(set(documents.values())), tags=(self.tag,))
+        )
+        for c in search.candidates:
+            if documents.get(c.id) in drafts:
+                c.score *= 0.5
+        ranked(search.candidates)  # precedence, then score, then id
+
+
+def test_a_new_rule_is_one_stage_and_one_line_in_the_order(shelf: Shelf, tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    root.mkdir()
+    (root / "plan.md").write_text("---\ntags: [draft]\n---\n# Plan\n\nThe release plan for May.\n")
+    (root / "final.md").write_text("# Final\n\nThe release plan, as it shipped in June.\n")
+    shelf.add(root)
+    before = [h.document.rel_path for h in shelf.search("release plan", mode="lexical").hits]
+    assert before[0] == "plan.md"  # the shorter note first, by BM25
+    stages = list(product(shelf.fusion).stages)
+    at = next(n for n, s in enumerate(stages) if s.name == "concepts") + 1
+    stages.insert(at, DraftsLast())  # the one line
+    shelf.ranking = Ranking(tuple(stages), shelf.fusion)
+    result = shelf.search("release plan", mode="lexical")
+    assert [h.document.rel_path for h in result.hits] == ["final.md", "plan.md"]
+    assert "drafts" in result.timings_ms
+
+
+def test_the_docs_list_the_stages_in_the_products_order() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "search.md").read_text()
+    rows = re.findall(r"^\| \d+ \| (\w[\w-]*) \| `stages/(\w+)\.py` \|", text, re.M)
+    stages = product(FusionSettings()).stages
+    assert [name for name, _ in rows] == [s.name for s in stages]
+    assert [f"docshelf.search.stages.{module}" for _, module in rows] == [
+        type(s).__module__ for s in stages
+    ]
+    order = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    assert " → ".join(s.name for s in stages) in order.replace("\n", " ")
