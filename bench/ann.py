@@ -321,7 +321,8 @@ def child(
     engines: bool = False,
 ) -> dict[str, Any]:
     """One searching process; ``src``: import docshelf from that source tree instead
-    (the code before a change), ``dump``: write each result there."""
+    (the code before a change), run by that tree's own copy of this script when it has
+    one (its modules may have other names); ``dump``: write each result there."""
     env = dict(os.environ, DOCSHELF_RETRIEVAL_CACHE_SECONDS="0")
     if threshold is not None:
         env["DOCSHELF_ANN_THRESHOLD"] = str(threshold)
@@ -329,7 +330,10 @@ def child(
         env["DOCSHELF_LEXICAL_THRESHOLD"] = str(lexical_threshold)
     if src is not None:
         env["PYTHONPATH"] = str(src.resolve())
-    cmd = [sys.executable, __file__, "--search", str(home)]
+    script = Path(__file__)
+    if src is not None and (src.resolve().parent / "bench" / "ann.py").is_file():
+        script = src.resolve().parent / "bench" / "ann.py"
+    cmd = [sys.executable, str(script), "--search", str(home)]
     if with_model:
         cmd.append("--model")
     if dump is not None:

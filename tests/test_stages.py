@@ -225,8 +225,8 @@ def test_the_reader_reads_in_few_calls_and_only_what_is_asked(
     snippets = [c for d in shelf.documents() for c in store.chunks_of_document(d.id, Tier.SNIPPET)]
     cands = [Candidate(c.id) for c in snippets]
     assert len(cands) >= 4
-    reader = Reader(store, lambda: cands, wanted=1)
-    documents = reader.document_ids()
+    reader = Reader(store, wanted=1)
+    documents = reader.document_ids(cands)
     assert calls == [("chunk_places", len(cands))]  # every untold candidate's place at once
     assert set(documents) == {c.id for c in cands}
     calls.clear()
@@ -247,7 +247,7 @@ class DraftsLast:
     name: ClassVar[str] = "drafts"
 
     def __call__(self, search: Search) -> None:
-        documents = search.reader.document_ids()  # read only if no engine told them
+        documents = search.reader.document_ids(search.candidates)  # (told: no read)
         drafts = search.parts.store.documents_matching(
             SearchFilters(document_ids=tuple(set(documents.values())), tags=(self.tag,))
         )

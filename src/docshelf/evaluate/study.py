@@ -195,7 +195,7 @@ class SectionEvidence:
     def __call__(self, search: Search) -> None:
         if not search.candidates:
             return
-        places = search.reader.every_place()
+        places = search.reader.every_place(search.candidates)
         content = content_words(search.parsed.text)
         where = {i: (p.document_id, p.heading_path, p.page_start) for i, p in places.items()}
         shares = {i: heading_share(content, p) for i, p in places.items()}
@@ -238,7 +238,7 @@ class SiblingHeadings:
         cands = search.candidates
         if not cands or self.weight == 0:
             return
-        places = search.reader.every_place()
+        places = search.reader.every_place(search.candidates)
         search.candidates = siblings(cands, places, search.parsed.text, self.weight)
 
 

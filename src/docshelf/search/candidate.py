@@ -77,12 +77,7 @@ def lift(candidates: list[Candidate], ids: Iterable[str], flag: Precedence) -> b
 
 def from_list(ranking: Recalled, told: dict[str, Known], *, lexical: bool) -> list[Candidate]:
     """One engine's list as candidates in its own order, each scored by that engine."""
-    out = []
-    for n, (i, s) in enumerate(ranking, start=1):
-        c = Candidate(i, s, told=told.get(i))
-        if lexical:
-            c.lexical, c.lexical_rank = s, n
-        else:
-            c.vector, c.vector_rank = s, n
-        out.append(c)
-    return out
+    get = told.get
+    if lexical:
+        return [Candidate(i, s, s, None, n, None, 0, get(i)) for n, (i, s) in enumerate(ranking, 1)]
+    return [Candidate(i, s, None, s, None, n, 0, get(i)) for n, (i, s) in enumerate(ranking, 1)]

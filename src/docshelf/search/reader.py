@@ -17,7 +17,7 @@ over it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 
 from docshelf.model import Chunk, Document
@@ -26,12 +26,12 @@ from docshelf.store.base import ChunkPlace, SearchStore
 
 
 class Reader:
-    """The reads of one search over ``candidates`` (the search's current list), told
-    candidates read whole ``batch`` at a time (at least 8)."""
+    """The reads of one search, whose page wants ``wanted`` hits: told candidates read
+    whole ``wanted + 4`` at a time (at least 8). It keeps what it read, never the search
+    (the stages hand it the candidates they ask about), so no cycle outlives a search."""
 
-    def __init__(self, store: SearchStore, candidates: Callable[[], list[Candidate]], wanted: int):
+    def __init__(self, store: SearchStore, wanted: int):
         self._store = store
-        self._candidates = candidates
         self._batch = max(8, wanted + 4)
         self._places: dict[str, ChunkPlace] = {}
         self._chunks: dict[str, Chunk] = {}
@@ -41,30 +41,30 @@ class Reader:
         self._asked: set[str] = set()  # documents read, or asked for and gone
 
     # -- places --------------------------------------------------------------------------
-    def _untold(self) -> None:
+    def _untold(self, candidates: Iterable[Candidate]) -> None:
         """The places of every candidate no engine told of, in one read."""
-        wanted = [c.id for c in self._candidates() if c.told is None and c.id not in self._placed]
+        wanted = [c.id for c in candidates if c.told is None and c.id not in self._placed]
         if wanted:
             self._placed.update(wanted)
             self._places.update(self._store.chunk_places(wanted))
 
-    def document_ids(self) -> dict[str, str]:
+    def document_ids(self, candidates: Sequence[Candidate]) -> dict[str, str]:
         """Each candidate's document id, in the candidates' order (those deleted since
         their recall left out, unless an engine told of them)."""
-        self._untold()
+        self._untold(candidates)
         places = self._places
         out: dict[str, str] = {}
-        for c in self._candidates():
+        for c in candidates:
             if c.told is not None:
                 out[c.id] = c.told[0]
             elif c.id in places:
                 out[c.id] = places[c.id].document_id
         return out
 
-    def read_places(self) -> Mapping[str, ChunkPlace]:
+    def read_places(self, candidates: Sequence[Candidate]) -> Mapping[str, ChunkPlace]:
         """The places read so far (every untold candidate's, and those of the told ones
         read whole)."""
-        self._untold()
+        self._untold(candidates)
         return self._places
 
     def place(self, c: Candidate, ahead: Iterable[Candidate]) -> ChunkPlace | None:
@@ -74,7 +74,7 @@ class Reader:
         if found is not None or c.id in self._placed:
             return found
         if c.told is None:
-            self._untold()
+            self._untold(ahead)
             return self._places.get(c.id)
         following = (g.id for g in ahead if g.told is not None and g.id not in self._placed)
         self._whole(list(dict.fromkeys([c.id, *islice(following, self._batch)]))[: self._batch])
@@ -88,9 +88,9 @@ class Reader:
             self._places.update(self._store.chunk_places(wanted))
         return {i: self._places[i] for i in ids if i in self._places}
 
-    def every_place(self) -> dict[str, ChunkPlace]:
+    def every_place(self, candidates: Sequence[Candidate]) -> dict[str, ChunkPlace]:
         """Every candidate's place."""
-        return self.places([c.id for c in self._candidates()])
+        return self.places([c.id for c in candidates])
 
     # -- chunks, texts, documents ------------------------------------------------------------
     def _whole(self, ids: list[str]) -> None:

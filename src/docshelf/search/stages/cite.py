@@ -33,7 +33,7 @@ class Cite:
     name: ClassVar[str] = "cite"
 
     def __call__(self, search: Search) -> None:
-        documents = search.reader.document_ids()
+        documents = search.reader.document_ids(search.candidates)
         search.pool = [documents[c.id] for c in search.candidates if c.id in documents]
         search.hits = _Citing(search).hits()
 

@@ -30,7 +30,7 @@ class ConceptBoost:
         concepts = named_concepts(search.parts.taxonomy, search.parsed)
         if not concepts:
             return
-        documents = search.reader.document_ids()
+        documents = search.reader.document_ids(search.candidates)
         docs = list(dict.fromkeys(documents.values()))
         marked: set[str] = set()
         for start in range(0, len(docs), CHUNK):

@@ -32,7 +32,7 @@ class ExactFirst:
     def __call__(self, search: Search) -> None:
         text, cands, reader = search.parsed.text, search.candidates, search.reader
         heads = {c.id: c.told[1] for c in cands if c.told is not None}
-        named = named_headings(text, reader.read_places(), heads, reader.places)
+        named = named_headings(text, reader.read_places(cands), heads, reader.places)
 
         def texts() -> Mapping[str, str]:
             return reader.texts(may_quote(search, cands))

@@ -14,6 +14,7 @@ one list is the candidates, in the engine's order, each with its own score.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import ClassVar
 
 from docshelf.search.candidate import Candidate, Recalled, from_list
@@ -34,9 +35,17 @@ class Fuse:
             search.candidates = from_list(search.lexical, search.told, lexical=True)
             search.candidates += from_list(search.vector, search.told, lexical=False)
             return
-        candidates = joined(search.lexical, self.vector_list(search), search)
-        self.score(candidates, search)
-        candidates.sort(key=lambda c: (-c.score, c.id))
+        vector = self.vector_list(search)
+        w_v, w_l = self.weights(search)
+        if self.method == "convex":
+            candidates = convex(search.lexical, vector, w_v, w_l, search)
+        elif self.method == "rrf":
+            candidates = rrf(search.lexical, vector, w_v, w_l, self.rrf_k, search)
+        else:
+            raise ValueError(f"unknown fusion method {self.method!r}")
+        # by score, best first, ties by id: two stable sorts by C-level keys
+        candidates.sort(key=_ID)
+        candidates.sort(key=_SCORE, reverse=True)
         search.candidates = candidates
 
     def vector_list(self, search: Search) -> Recalled:
@@ -48,50 +57,68 @@ class Fuse:
         """(vector weight, lexical weight) for this search (a study may adapt them)."""
         return self.vector_weight, self.lexical_weight
 
-    def score(self, candidates: list[Candidate], search: Search) -> None:
-        """Each candidate's fused score, from ``vector_list`` and the lexical list."""
-        w_v, w_l = self.weights(search)
-        if self.method == "rrf":
-            k = self.rrf_k
-            for c in candidates:
-                s = 0.0
-                if c.lexical_rank is not None:
-                    s += w_l / (k + c.lexical_rank)
-                if c.vector_rank is not None:
-                    s += w_v / (k + c.vector_rank)
-                c.score = s
-            return
-        if self.method != "convex":
-            raise ValueError(f"unknown fusion method {self.method!r}")
-        lex = min_max(search.lexical).get
-        vec = min_max(self.vector_list(search)).get
-        for c in candidates:
-            c.score = w_v * vec(c.id, 0.0) + w_l * lex(c.id, 0.0)
+
+_ID = attrgetter("id")
+_SCORE = attrgetter("score")
 
 
-def joined(lexical: Recalled, vector: Recalled, search: Search) -> list[Candidate]:
-    """One candidate per id of either list (the vector list's first), each with its
-    score and rank in each list that holds it. The vector score kept is that of the list
-    searched last (``Search.vector``), whatever list the fusion scores by."""
+def convex(
+    lexical: Recalled, vector: Recalled, w_v: float, w_l: float, search: Search
+) -> list[Candidate]:
+    """One candidate per id of either list (the vector list's first), scored
+    ``w_v * norm(vector) + w_l * norm(lexical)``: each list's scores min-max normalised
+    over it (all 1 when they are equal), 0 where a list lacks the candidate. The vector
+    score kept is that of the list searched last (``Search.vector``), whatever list the
+    fusion scores by."""
     told = search.told.get
-    reported = dict(search.vector)
+    reported = None if vector is search.vector else dict(search.vector).get
     out: dict[str, Candidate] = {}
-    for n, (i, _) in enumerate(vector, start=1):
-        out[i] = Candidate(i, vector=reported.get(i), vector_rank=n, told=told(i))
-    for n, (i, s) in enumerate(lexical, start=1):
-        c = out.get(i)
-        if c is None:
-            c = out[i] = Candidate(i, vector=reported.get(i), told=told(i))
-        c.lexical, c.lexical_rank = s, n
+    if vector:
+        lo, span = _bounds(vector)
+        for n, (i, s) in enumerate(vector, start=1):
+            norm = (s - lo) / span if span else 1.0
+            v = s if reported is None else reported(i)
+            out[i] = Candidate(i, w_v * norm, None, v, None, n, 0, told(i))
+    if lexical:
+        lo, span = _bounds(lexical)
+        for n, (i, s) in enumerate(lexical, start=1):
+            norm = (s - lo) / span if span else 1.0
+            c = out.get(i)
+            if c is None:
+                out[i] = Candidate(i, w_l * norm, s, None, n, None, 0, told(i))
+            else:
+                c.score += w_l * norm
+                c.lexical, c.lexical_rank = s, n
     return list(out.values())
+
+
+def rrf(
+    lexical: Recalled, vector: Recalled, w_v: float, w_l: float, k: int, search: Search
+) -> list[Candidate]:
+    """The candidates of both lists scored ``sum_i w_i / (k + rank_i)``."""
+    out = convex(lexical, vector, 0.0, 0.0, search)
+    for c in out:
+        s = 0.0
+        if c.lexical_rank is not None:
+            s += w_l / (k + c.lexical_rank)
+        if c.vector_rank is not None:
+            s += w_v / (k + c.vector_rank)
+        c.score = s
+    return out
+
+
+def _bounds(ranking: Recalled) -> tuple[float, float]:
+    """The lowest score of a list and the span of its scores."""
+    scores = [s for _, s in ranking]
+    lo = min(scores)
+    return lo, max(scores) - lo
 
 
 def min_max(ranking: Recalled) -> dict[str, float]:
     """Each id's score scaled to 0..1 over the list (all 1 when they are equal)."""
     if not ranking:
         return {}
-    scores = [s for _, s in ranking]
-    lo, hi = min(scores), max(scores)
-    if hi == lo:
+    lo, span = _bounds(ranking)
+    if not span:
         return {i: 1.0 for i, _ in ranking}
-    return {i: (s - lo) / (hi - lo) for i, s in ranking}
+    return {i: (s - lo) / span for i, s in ranking}
