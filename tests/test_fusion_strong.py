@@ -109,6 +109,10 @@ def test_the_product_runs_no_study_rule() -> None:
     names = {type(stage).__module__ for stage in product(FusionSettings()).stages}
     assert all(name.startswith("docshelf.search.stages.") for name in names)
     assert study_ranking(FusionSettings(), Study()) == product(FusionSettings())
+    # a stage is a tuple of its settings: two kinds of the same settings differ
+    agreeing = study_ranking(FusionSettings(), Study(agree_first=True))
+    assert agreeing != product(FusionSettings())
+    assert hash(agreeing) != hash(product(FusionSettings()))
 
 
 # -- the study's rules ---------------------------------------------------------------------

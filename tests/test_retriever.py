@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
@@ -278,7 +279,7 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
             # the reference: the rule applied to every candidate read whole
             whole = get_chunks([c.id for c in fused])
             named, verbatim = exact_matches(search.parsed.text, whole)
-            ordered = [dataclasses.replace(c) for c in fused]
+            ordered = [copy.copy(c) for c in fused]
             exact_first(ordered, named, verbatim)
             want = _hits_reading_everything(retriever, ordered, limit, search.parsed, "snippet")
             asked.clear()

@@ -8,7 +8,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import NamedTuple
 
 import pytest
 
@@ -172,16 +172,16 @@ def test_rerank_orders_the_top_k_or_leaves_the_fused_order(shelf: Shelf, notes: 
     plain = _prepared(shelf.retriever, "flour starter leader", mode="lexical", limit=10)
     run([Recall(), Fuse(), Cite()], plain)
     assert len(plain.hits) >= 3
-    fused = [h.chunk.id for h in plain.hits]
+    fused = list(plain.hits)
+    ids = [h.chunk.id for h in fused]
     reverse = Reversing()
-    parts = dataclasses.replace(plain.parts, reranker=reverse, rerank_top_k=3)
-    reranked = dataclasses.replace(plain, parts=parts)
-    Rerank()(reranked)
-    assert [h.chunk.id for h in reranked.hits] == fused[:3][::-1] + fused[3:]
-    assert reverse.seen == [3] and reranked.hits[0].scores.rerank == 2.0
-    declined = dataclasses.replace(plain, parts=dataclasses.replace(parts, reranker=Declining()))
-    Rerank()(declined)
-    assert [h.chunk.id for h in declined.hits] == fused
+    plain.parts = plain.parts._replace(reranker=reverse, rerank_top_k=3)
+    Rerank()(plain)
+    assert [h.chunk.id for h in plain.hits] == ids[:3][::-1] + ids[3:]
+    assert reverse.seen == [3] and plain.hits[0].scores.rerank == 2.0
+    plain.hits, plain.parts = fused, plain.parts._replace(reranker=Declining())
+    Rerank()(plain)
+    assert [h.chunk.id for h in plain.hits] == ids
 
 
 def test_the_view_cuts_the_page_names_documents_expands_and_counts(
@@ -192,14 +192,17 @@ def test_the_view_cuts_the_page_names_documents_expands_and_counts(
     def renamed(docs: Sequence[Document], user_id: str | None) -> list[Document]:
         return [dataclasses.replace(d, title=f"mine: {d.title}") for d in docs]
 
-    search = _prepared(shelf.retriever, "flour starter leader", mode="lexical", limit=2)
-    search = dataclasses.replace(
-        search,
+    search = _prepared(
+        shelf.retriever,
+        "flour starter leader",
+        mode="lexical",
+        limit=2,
         user_id="someone",
         expand="parent-section",
-        facets_wanted=True,
-        parts=dataclasses.replace(search.parts, seen_by=renamed),
+        facets=True,
     )
+    search.filters = dataclasses.replace(search.filters, user_id=None)  # (no such user)
+    search.parts = search.parts._replace(seen_by=renamed)
     run([Recall(), Fuse(), Cite(), SeenBy(), Expand(), Facets()], search)
     assert len(search.hits) == 2
     assert all(h.document.title.startswith("mine: ") for h in search.hits)
@@ -240,11 +243,12 @@ def test_the_reader_reads_in_few_calls_and_only_what_is_asked(
 
 
 # -- the worked example of docs/search.md ("Adding a rule"): one stage, one line ------------
-@dataclasses.dataclass(frozen=True)
-class DraftsLast:
+class DraftsLast(NamedTuple):
     tag: str = "draft"
 
-    name: ClassVar[str] = "drafts"
+    @property
+    def name(self) -> str:
+        return "drafts"
 
     def __call__(self, search: Search) -> None:
         documents = search.reader.document_ids(search.candidates)  # (told: no read)

@@ -20,10 +20,9 @@ what each was measured to do is in BENCHMARKS.md (issues 6 and 15).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import NamedTuple
 
 from docshelf.search.candidate import Candidate, Recalled, ranked
 from docshelf.search.evidence import Placed, content_words, own_heading
@@ -33,7 +32,7 @@ from docshelf.search.stages.cite import Cite
 from docshelf.search.stages.exact import ExactFirst
 from docshelf.search.stages.feedback import Feedback
 from docshelf.search.stages.few import FewHolders
-from docshelf.search.stages.fuse import Fuse, min_max
+from docshelf.search.stages.fuse import Fuse, fuse_into, min_max
 from docshelf.search.stages.strong import StrongFirst, lead
 
 
@@ -75,7 +74,7 @@ def study_ranking(fusion: FusionSettings, study: Study) -> Ranking:
         elif isinstance(stage, StrongFirst | FewHolders):
             continue
         elif isinstance(stage, Feedback):
-            stages.append(dataclasses.replace(stage, refuse=fusing))
+            stages.append(stage._replace(refuse=fusing))
         elif isinstance(stage, ExactFirst | Cite):
             stages += [*evidence, stage]
             evidence = ()
@@ -105,10 +104,25 @@ def study_fusion(fusion: FusionSettings, study: Study) -> tuple[Stage, ...]:
     return fusing
 
 
-@dataclass(frozen=True)
-class StudyFuse(Fuse):
+class StudyFuse(NamedTuple):
+    """``Fuse`` with the lexical weight adapted to the lexical list's lead
+    (``adaptive_lead``) and, after feedback, the vector list blended with the query's
+    own (``feedback_mix``)."""
+
+    method: str = "convex"
+    vector_weight: float = 0.85
+    lexical_weight: float = 0.15
+    rrf_k: int = 60
     adaptive_lead: float = 0.0
     feedback_mix: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return "fuse"
+
+    def __call__(self, search: Search) -> None:
+        w_v, w_l = self.weights(search)
+        fuse_into(search, self.method, self.vector_list(search), w_v, w_l, self.rrf_k)
 
     def weights(self, search: Search) -> tuple[float, float]:
         """The lexical weight raised toward 0.5 in proportion to the lexical lead."""
@@ -132,13 +146,12 @@ class StudyFuse(Fuse):
         return out
 
 
-@dataclass(frozen=True)
 class AgreeingFirst(StrongFirst):
     """Also a clear first: the candidate both the lexical list and the vector list (the
     query's own, before feedback) rank first."""
 
     def firsts(self, search: Search) -> set[str]:
-        out = super().firsts(search)
+        out = StrongFirst.firsts(self, search)
         lexical = search.lexical
         original = search.vector if search.before_feedback is None else search.before_feedback
         if lexical and original and lexical[0][0] == original[0][0]:
@@ -146,8 +159,7 @@ class AgreeingFirst(StrongFirst):
         return out
 
 
-@dataclass(frozen=True)
-class NearTop:
+class NearTop(NamedTuple):
     """The first of any list (lexical, vector, and the vector list before feedback) that
     leads it by ``min_lead`` and sits below place ``top`` is moved up to place ``top``,
     with a score between its new neighbours' (a study rule: the product gives places by
@@ -156,7 +168,9 @@ class NearTop:
     top: int
     min_lead: float
 
-    name: ClassVar[str] = "near-top"
+    @property
+    def name(self) -> str:
+        return "near-top"
 
     def __call__(self, search: Search) -> None:
         if search.mode != "hybrid" or self.top < 1:
@@ -185,12 +199,13 @@ class NearTop:
         search.candidates = head + late + rest
 
 
-@dataclass(frozen=True)
-class SectionEvidence:
+class SectionEvidence(NamedTuple):
     heading_boost: float = 0.0
     section_evidence: float = 0.0
 
-    name: ClassVar[str] = "section-evidence"
+    @property
+    def name(self) -> str:
+        return "section-evidence"
 
     def __call__(self, search: Search) -> None:
         if not search.candidates:
@@ -228,11 +243,12 @@ def by_section(
     ranked(cands)
 
 
-@dataclass(frozen=True)
-class SiblingHeadings:
+class SiblingHeadings(NamedTuple):
     weight: float
 
-    name: ClassVar[str] = "siblings"
+    @property
+    def name(self) -> str:
+        return "siblings"
 
     def __call__(self, search: Search) -> None:
         cands = search.candidates

@@ -11,7 +11,6 @@ never nudged to make a place: a candidate placed by its precedence keeps its own
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import IntFlag
 
 from docshelf.search.entries import Known
@@ -30,21 +29,49 @@ class Precedence(IntFlag):
     NAMED = 8  # under the heading (or title) the query names (stages/exact.py)
 
 
-@dataclass(slots=True, eq=False)
 class Candidate:
     """A snippet found by recall: its scores from each engine (and its 1-based rank in
     each engine's list), the score the stages give it, its precedence, and what an
     engine told of it (``told``: its document id, heading key, seq and ``wide``, from
-    the sidecar indexes' entries; None when the store must be asked)."""
+    the sidecar indexes' entries; None when the store must be asked). A plain class
+    with slots: a search makes a few hundred."""
 
-    id: str
-    score: float = 0.0
-    lexical: float | None = None
-    vector: float | None = None
-    lexical_rank: int | None = None
-    vector_rank: int | None = None
-    precedence: int = Precedence.NONE
-    told: Known | None = None
+    __slots__ = (
+        "id",
+        "lexical",
+        "lexical_rank",
+        "precedence",
+        "score",
+        "told",
+        "vector",
+        "vector_rank",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        score: float = 0.0,
+        lexical: float | None = None,
+        vector: float | None = None,
+        lexical_rank: int | None = None,
+        vector_rank: int | None = None,
+        precedence: int = Precedence.NONE,
+        told: Known | None = None,
+    ) -> None:
+        self.id = id
+        self.score = score
+        self.lexical = lexical
+        self.vector = vector
+        self.lexical_rank = lexical_rank
+        self.vector_rank = vector_rank
+        self.precedence = precedence
+        self.told = told
+
+    def __repr__(self) -> str:
+        return (
+            f"Candidate({self.id!r}, score={self.score!r}, lexical={self.lexical!r}, "
+            f"vector={self.vector!r}, precedence={self.precedence!r})"
+        )
 
 
 def rank_key(c: Candidate) -> tuple[int, float, str]:

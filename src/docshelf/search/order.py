@@ -2,15 +2,16 @@
 bottom. Each line is one stage (search/stages/, a file each); ``FusionSettings`` holds
 the numbers the stages take, each chosen by measurement (BENCHMARKS.md), not by taste.
 
-To add a rule: write its stage (a frozen dataclass with a ``name`` and a call that
-changes the ``Search``: give candidates a precedence, or change scores and re-sort) and
-add one line below. Rules measured and not kept live in ``docshelf.evaluate.study``,
-where ``docshelf eval`` can still run them.
+To add a rule: write its stage (a ``NamedTuple`` of its settings, or a ``Fixed``, with a
+``name`` and a call that changes the ``Search``: give candidates a precedence, or change
+scores and re-sort) and add one line below. Rules measured and not kept live in
+``docshelf.evaluate.study``, where ``docshelf eval`` can still run them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from docshelf.search.pipeline import Stage
 from docshelf.search.stages.cite import Cite
@@ -48,12 +49,25 @@ class FusionSettings:
         return cls() if concept_boost is None else cls(concept_boost=concept_boost)
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """An order of stages, and the settings it was made from."""
+class Ranking(NamedTuple):
+    """An order of stages, and the settings it was made from. Two rankings are equal when
+    their stages are, kind for kind (a stage is a tuple of its settings: two kinds with
+    the same settings are not the same stage); the retrieval cache keys on it."""
 
     stages: tuple[Stage, ...]
     settings: FusionSettings
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ranking) and self._kinds() == other._kinds()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._kinds())
+
+    def _kinds(self) -> tuple[object, ...]:
+        return (tuple((type(s), s) for s in self.stages), self.settings)
 
 
 def product(s: FusionSettings) -> Ranking:

@@ -2,10 +2,11 @@
 found so far, and the parts they use (``Search``), the stage protocol, and the loop that
 runs an order of stages (``run``).
 
-A stage is a small frozen dataclass (its settings) with a ``name`` and a call that
-reads and changes a ``Search``: recall fills the engines' lists, fusion turns them into
-``Candidate``s, later stages re-order candidates, ``Cite`` turns them into hits, and the
-last stages shape the hits. The order the product uses is ``search/order.py``.
+A stage is a small immutable value (its settings: a ``NamedTuple``, or a ``Fixed`` when
+it has none) with a ``name`` and a call that reads and changes a ``Search``: recall
+fills the engines' lists, fusion turns them into ``Candidate``s, later stages re-order
+candidates, ``Cite`` turns them into hits, and the last stages shape the hits. The order
+the product uses is ``search/order.py``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 from docshelf.model import Document, Hit
 from docshelf.search.candidate import Candidate
@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 SeenBy = Callable[[Sequence[Document], str | None], list[Document]]
 
 
-@dataclass(frozen=True)
-class Parts:
+class Parts(NamedTuple):
     """What the stages use besides the search itself: the store, the engines, the query
     embedder (read at each search: the caller may swap it), the taxonomy, the reranker
     (None: the fused order stands) and the per-user view of documents."""
@@ -52,37 +51,74 @@ class Parts:
     seen_by: SeenBy
 
 
-@dataclass(eq=False)
 class Search:
-    """One search: the request (``query`` parsed, ``mode``, ``filters``, ``limit`` hits,
+    """One search: the request (``parsed`` query, ``mode``, ``filters``, ``limit`` hits,
     ``size`` candidates asked of each engine, one hit per ``group``, ``expand``,
-    ``facets``, ``user_id``) and what the stages made of it so far."""
+    ``facets_wanted``, ``user_id``) and what the stages made of it so far: each engine's
+    list (chunk id, score; best first) and what the engines told of the candidates
+    (``told``), the vector list the query itself found once feedback has replaced it
+    (``before_feedback``), the candidates, the hits, the candidates' documents in order
+    (``pool``), the facets and each stage's time. (A plain class: a search's state,
+    mutable, made once a search.)"""
 
-    parts: Parts
-    parsed: ParsedQuery
-    mode: str
-    filters: SearchFilters
-    limit: int
-    size: int
-    group: str = "snippet"
-    expand: str | None = None
-    facets_wanted: bool = False
-    user_id: str | None = None
-    # recall: each engine's list (chunk id, score), best first, and what the engines
-    # told of the candidates; the vector list the query itself found, once feedback
-    # has replaced it
-    lexical: list[tuple[str, float]] = field(default_factory=list)
-    vector: list[tuple[str, float]] = field(default_factory=list)
-    before_feedback: list[tuple[str, float]] | None = None
-    query_vector: npt.NDArray[np.float32] | None = None
-    told: Told = field(default_factory=Told)
-    # the ranking, then the hits
-    candidates: list[Candidate] = field(default_factory=list)
-    hits: list[Hit] = field(default_factory=list)
-    pool: list[str] = field(default_factory=list)  # the candidates' documents, in order
-    facets: dict[str, dict[str, int]] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    _reader: Reader | None = None
+    __slots__ = (
+        "_reader",
+        "before_feedback",
+        "candidates",
+        "expand",
+        "facets",
+        "facets_wanted",
+        "filters",
+        "group",
+        "hits",
+        "lexical",
+        "limit",
+        "mode",
+        "parsed",
+        "parts",
+        "pool",
+        "query_vector",
+        "size",
+        "timings",
+        "told",
+        "user_id",
+        "vector",
+    )
+
+    def __init__(
+        self,
+        parts: Parts,
+        parsed: ParsedQuery,
+        mode: str,
+        filters: SearchFilters,
+        limit: int,
+        size: int,
+        group: str = "snippet",
+        expand: str | None = None,
+        facets_wanted: bool = False,
+        user_id: str | None = None,
+    ) -> None:
+        self.parts = parts
+        self.parsed = parsed
+        self.mode = mode
+        self.filters = filters
+        self.limit = limit
+        self.size = size
+        self.group = group
+        self.expand = expand
+        self.facets_wanted = facets_wanted
+        self.user_id = user_id
+        self.lexical: list[tuple[str, float]] = []
+        self.vector: list[tuple[str, float]] = []
+        self.before_feedback: list[tuple[str, float]] | None = None
+        self.query_vector: npt.NDArray[np.float32] | None = None
+        self.told = Told()
+        self.candidates: list[Candidate] = []
+        self.hits: list[Hit] = []
+        self.pool: list[str] = []
+        self.facets: dict[str, dict[str, int]] = {}
+        self.timings: dict[str, float] = {}
+        self._reader: Reader | None = None
 
     @property
     def wanted(self) -> int:
@@ -102,9 +138,27 @@ class Stage(Protocol):
     """A ranking stage: its ``name`` (in ``SearchResult.timings_ms``) and what it does to
     a search."""
 
-    name: ClassVar[str]
+    @property
+    def name(self) -> str: ...
 
     def __call__(self, search: Search) -> None: ...
+
+
+class Fixed:
+    """A stage with no settings: every one of a kind is equal to every other (rankings
+    compare, and key the retrieval cache, by their stages)."""
+
+    __slots__ = ()
+    name: ClassVar[str]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
 
 
 def run(stages: Sequence[Stage], search: Search) -> None:

@@ -15,21 +15,19 @@ facets count).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from typing import ClassVar
 
 from docshelf.model import Chunk, Citation, Hit, Scores
 from docshelf.search import citing
 from docshelf.search.candidate import Candidate
-from docshelf.search.pipeline import Search
+from docshelf.search.pipeline import Fixed, Search
 from docshelf.search.query import satisfies
 from docshelf.search.reader import Reader, chunk_place
 from docshelf.store.base import ChunkPlace
 
 
-@dataclass(frozen=True)
-class Cite:
+class Cite(Fixed):
     name: ClassVar[str] = "cite"
 
     def __call__(self, search: Search) -> None:

@@ -4,8 +4,7 @@ concept of one — gain ``factor`` of their score (SPEC §4)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, NamedTuple
 
 from docshelf.search.candidate import Candidate, ranked
 from docshelf.search.pipeline import Search
@@ -18,11 +17,12 @@ if TYPE_CHECKING:
 CHUNK = 400  # documents asked of the store at a time
 
 
-@dataclass(frozen=True)
-class ConceptBoost:
+class ConceptBoost(NamedTuple):
     factor: float = 0.1  # score + factor x |score|; 0: off
 
-    name: ClassVar[str] = "concepts"
+    @property
+    def name(self) -> str:
+        return "concepts"
 
     def __call__(self, search: Search) -> None:
         if self.factor <= 0:

@@ -12,21 +12,19 @@ Measured on docqa-dev and dbpedia-5k together (BENCHMARKS.md, issue 15).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from docshelf.search.candidate import Candidate, Precedence, lift
 from docshelf.search.engines import Verbatim
 from docshelf.search.evidence import named_headings, quoting, words
-from docshelf.search.pipeline import Search
+from docshelf.search.pipeline import Fixed, Search
 
 # The most snippets of the library that may quote a query before every candidate's text
 # is read instead (``may_quote``).
 QUOTABLE = 1_000
 
 
-@dataclass(frozen=True)
-class ExactFirst:
+class ExactFirst(Fixed):
     name: ClassVar[str] = "exact"
 
     def __call__(self, search: Search) -> None:

@@ -11,8 +11,7 @@ both (BENCHMARKS.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, NamedTuple
 
 from docshelf.search.pipeline import Search, Stage
 
@@ -21,13 +20,14 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
-@dataclass(frozen=True)
-class Feedback:
+class Feedback(NamedTuple):
     docs: int = 5  # 0: off
     weight: float = 1.0
     refuse: tuple[Stage, ...] = ()  # the fusion stages, run again on the new lists
 
-    name: ClassVar[str] = "feedback"
+    @property
+    def name(self) -> str:
+        return "feedback"
 
     def __call__(self, search: Search) -> None:
         if search.mode != "hybrid" or self.docs <= 0 or not search.vector:

@@ -10,18 +10,18 @@ time in the vault (bench/rare_names.py, BENCHMARKS.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import NamedTuple
 
 from docshelf.search.candidate import Precedence, lift
 from docshelf.search.pipeline import Search
 
 
-@dataclass(frozen=True)
-class FewHolders:
+class FewHolders(NamedTuple):
     fewer_than: int = 10  # 0: off
 
-    name: ClassVar[str] = "few"
+    @property
+    def name(self) -> str:
+        return "few"
 
     def __call__(self, search: Search) -> None:
         if search.mode != "hybrid" or len(search.lexical) >= self.fewer_than:

@@ -13,49 +13,47 @@ one list is the candidates, in the engine's order, each with its own score.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import attrgetter
-from typing import ClassVar
+from typing import NamedTuple
 
 from docshelf.search.candidate import Candidate, Recalled, from_list
 from docshelf.search.pipeline import Search
 
 
-@dataclass(frozen=True)
-class Fuse:
+class Fuse(NamedTuple):
     method: str = "convex"
     vector_weight: float = 0.85
     lexical_weight: float = 0.15
     rrf_k: int = 60
 
-    name: ClassVar[str] = "fuse"
+    @property
+    def name(self) -> str:
+        return "fuse"
 
     def __call__(self, search: Search) -> None:
-        if search.mode != "hybrid":
-            search.candidates = from_list(search.lexical, search.told, lexical=True)
-            search.candidates += from_list(search.vector, search.told, lexical=False)
-            return
-        vector = self.vector_list(search)
-        w_v, w_l = self.weights(search)
-        if self.method == "convex":
-            candidates = convex(search.lexical, vector, w_v, w_l, search)
-        elif self.method == "rrf":
-            candidates = rrf(search.lexical, vector, w_v, w_l, self.rrf_k, search)
-        else:
-            raise ValueError(f"unknown fusion method {self.method!r}")
-        # by score, best first, ties by id: two stable sorts by C-level keys
-        candidates.sort(key=_ID)
-        candidates.sort(key=_SCORE, reverse=True)
-        search.candidates = candidates
+        w_v, w_l = self.vector_weight, self.lexical_weight
+        fuse_into(search, self.method, search.vector, w_v, w_l, self.rrf_k)
 
-    def vector_list(self, search: Search) -> Recalled:
-        """The vector list to score by (a study may blend in the query's own, after
-        feedback)."""
-        return search.vector
 
-    def weights(self, search: Search) -> tuple[float, float]:
-        """(vector weight, lexical weight) for this search (a study may adapt them)."""
-        return self.vector_weight, self.lexical_weight
+def fuse_into(
+    search: Search, method: str, vector: Recalled, w_v: float, w_l: float, k: int
+) -> None:
+    """``search.candidates`` made from the lexical list and ``vector`` (the vector list,
+    or one a study scores by instead), fused by ``method`` with these weights."""
+    if search.mode != "hybrid":
+        search.candidates = from_list(search.lexical, search.told, lexical=True)
+        search.candidates += from_list(search.vector, search.told, lexical=False)
+        return
+    if method == "convex":
+        candidates = convex(search.lexical, vector, w_v, w_l, search)
+    elif method == "rrf":
+        candidates = rrf(search.lexical, vector, w_v, w_l, k, search)
+    else:
+        raise ValueError(f"unknown fusion method {method!r}")
+    # by score, best first, ties by id: two stable sorts by C-level keys
+    candidates.sort(key=_ID)
+    candidates.sort(key=_SCORE, reverse=True)
+    search.candidates = candidates
 
 
 _ID = attrgetter("id")

@@ -11,18 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
-from docshelf.search.pipeline import Search, timed
+from docshelf.search.pipeline import Fixed, Search, timed
 from docshelf.search.query import lexical_terms
 
 T = TypeVar("T")
 SIDE_BY_SIDE = 250_000  # vectors in the ANN graph from which both engines answer at once
 
 
-@dataclass(frozen=True)
-class Recall:
+class Recall(Fixed):
     """Each engine's list for the query (only the lexical one in lexical mode, only the
     vector one in vector mode), ``Search.size`` candidates each."""
 

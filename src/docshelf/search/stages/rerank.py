@@ -4,14 +4,12 @@ judge, docshelf.rerank), when one is configured; if it declines, the fused order
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
-from docshelf.search.pipeline import Search
+from docshelf.search.pipeline import Fixed, Search
 
 
-@dataclass(frozen=True)
-class Rerank:
+class Rerank(Fixed):
     name: ClassVar[str] = "rerank"
 
     def __call__(self, search: Search) -> None:

@@ -9,18 +9,18 @@ together, by the worst case (BENCHMARKS.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import NamedTuple
 
 from docshelf.search.candidate import Precedence, Recalled, lift
 from docshelf.search.pipeline import Search
 
 
-@dataclass(frozen=True)
-class StrongFirst:
+class StrongFirst(NamedTuple):
     min_lead: float = 0.3  # 0: off
 
-    name: ClassVar[str] = "strong"
+    @property
+    def name(self) -> str:
+        return "strong"
 
     def __call__(self, search: Search) -> None:
         if search.mode == "hybrid":

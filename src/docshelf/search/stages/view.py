@@ -5,16 +5,14 @@ facet counts over the candidates' documents when asked for."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
 from docshelf.model import Citation
 from docshelf.search import citing
-from docshelf.search.pipeline import Search
+from docshelf.search.pipeline import Fixed, Search
 
 
-@dataclass(frozen=True)
-class SeenBy:
+class SeenBy(Fixed):
     """The page of hits, as ``Search.user_id`` sees their documents."""
 
     name: ClassVar[str] = "view"
@@ -34,8 +32,7 @@ class SeenBy:
         search.hits = hits
 
 
-@dataclass(frozen=True)
-class Expand:
+class Expand(Fixed):
     """Each hit with its parent section (``expand="parent-section"``)."""
 
     name: ClassVar[str] = "expand"
@@ -50,8 +47,7 @@ class Expand:
         ]
 
 
-@dataclass(frozen=True)
-class Facets:
+class Facets(Fixed):
     """Counts per tag, concept and file type over the documents of the candidates."""
 
     name: ClassVar[str] = "facets"
