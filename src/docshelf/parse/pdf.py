@@ -112,7 +112,8 @@ from docshelf.parse.pdf_thresholds import (
 __all__ = ["RULES", "parse_pdf"]
 
 # Every layout and heading rule, in the order it applies (a page at a time, then the
-# whole document). docs/formats.md lists them too; tests/test_pdf_rules.py tests each.
+# whole document). docs/formats.md lists them too; tests/test_pdf_layout_rules.py and
+# tests/test_pdf_heading_rules.py test each, tests/test_pdf_rules.py keeps the list whole.
 RULES: tuple[Callable[..., object], ...] = (
     # a page's words (parse.pdf_page)
     turned,  # rotated text, kept apart
