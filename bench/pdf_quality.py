@@ -50,6 +50,7 @@ import re
 import resource
 import sys
 import time
+import types
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -210,15 +211,31 @@ def bad_headings(headings: list[tuple[int, str]]) -> int:
 
 
 def _this_trees_quality_check() -> Callable[[Iterable[str]], bool]:
-    """``is_unreadable`` from this checkout's ``parse/pdf_text.py`` (a pure module), so an
-    older docshelf on PYTHONPATH is scored by the same rule."""
-    path = Path(__file__).resolve().parents[1] / "src" / "docshelf" / "parse" / "pdf_text.py"
-    spec = importlib.util.spec_from_file_location("_bench_pdf_text", path)
+    """``is_unreadable`` from this checkout's ``parse/pdf_text.py`` (a pure module, with
+    its thresholds in ``parse/pdf_thresholds.py``), so an older docshelf on PYTHONPATH is
+    scored by the same rule."""
+    parse = Path(__file__).resolve().parents[1] / "src" / "docshelf" / "parse"
+    thresholds = "docshelf.parse.pdf_thresholds"
+    saved = sys.modules.get(thresholds)
+    # pdf_text imports its thresholds by name: this checkout's, whichever docshelf is found.
+    sys.modules[thresholds] = _load("_bench_pdf_thresholds", parse / "pdf_thresholds.py")
+    try:
+        module = _load("_bench_pdf_text", parse / "pdf_text.py")
+    finally:
+        if saved is None:
+            del sys.modules[thresholds]
+        else:
+            sys.modules[thresholds] = saved
+    check: Callable[[Iterable[str]], bool] = module.is_unreadable
+    return check
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    check: Callable[[Iterable[str]], bool] = module.is_unreadable
-    return check
+    return module
 
 
 def gibberish_pages(pages: Iterable[str]) -> int:

@@ -1,9 +1,10 @@
 """Parsers: a file's bytes in, a :class:`~docshelf.model.ParsedDocument` out.
 
 One module per format: ``markdown.py``, ``text.py``, ``rst.py`` (text
-formats), ``pdf.py`` (with ``pdf_layout.py`` and ``pdf_text.py``),
-``html.py`` and ``docx.py``; ``detect.py`` decides whether a ``.txt`` file is
-Markdown.
+formats), ``pdf.py`` (with its rules in ``pdf_page.py``, ``pdf_layout.py``,
+``pdf_pieces.py``, ``pdf_structure.py`` and ``pdf_text.py``, their thresholds
+in ``pdf_thresholds.py``), ``html.py`` and ``docx.py``; ``detect.py`` decides
+whether a ``.txt`` file is Markdown.
 This module owns what they share: choosing a parser from a file type, and
 decoding the bytes of text formats to text. Decoding rejects empty, binary and
 non-UTF-8 input with :class:`InvalidInput`, strips a UTF-8 byte-order mark and
