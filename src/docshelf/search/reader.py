@@ -30,7 +30,7 @@ class Reader:
     whole ``wanted + 4`` at a time (at least 8). It keeps what it read, never the search
     (the stages hand it the candidates they ask about), so no cycle outlives a search."""
 
-    def __init__(self, store: SearchStore, wanted: int):
+    def __init__(self, store: SearchStore, wanted: int) -> None:
         self._store = store
         self._batch = max(8, wanted + 4)
         self._places: dict[str, ChunkPlace] = {}
