@@ -73,7 +73,8 @@ class Settings:
     database_url: str
     embedder: str  # "local", "none", or "auto" (local when installed, else none)
     max_file_bytes: int = 25 * 1024 * 1024
-    embed_batch_size: int = 16  # small batches were faster on a 2-core CPU (BENCHMARKS.md)
+    # small batches were faster on a 2-core CPU (docs/benchmarks/ingest-and-model.md, "Ingest")
+    embed_batch_size: int = 16
     max_upload_bytes: int = 50 * 1024 * 1024
     workers: int = 1  # in-process ingest workers of `serve` (0: API only)
     embed_rate: float | None = None  # embedding calls per second, None = unbounded

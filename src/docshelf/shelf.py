@@ -44,7 +44,7 @@ from docshelf.runtime import Progress as Progress  # the faces type their callba
 
 # Only what opening a library needs is imported here: the rest (sync, search,
 # uploads, the catalogue, accounts) where a method first uses it, so a one-shot
-# `docshelf search` or `status` starts without the others (BENCHMARKS.md, "Start-up").
+# `docshelf search` or `status` starts without the others (docs/benchmarks/start-up.md).
 if TYPE_CHECKING:
     from docshelf.blobs import BlobWriter
     from docshelf.catalogue import DocumentView, Facets, Status

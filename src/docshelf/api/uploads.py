@@ -11,8 +11,8 @@ Uploads received together are committed together (``Batched``): one thread hop s
 and records them all (``Uploads.receive_many``: small files held in the store with their
 records, larger blobs fsynced side by side first, one durable transaction), and each is
 answered 202 after that shared commit. A burst of uploads then costs a few commits, not
-one fsync chain and one transaction each (BENCHMARKS.md, "Uploads: group commit" and
-"Uploads: small files held in the store").
+one fsync chain and one transaction each (docs/benchmarks/uploads.md, "Uploads: group
+commit" and "Uploads: small files held in the store").
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ class ChunkSettings:
     # sections are packed, and the snippet keeps its inner headings' places (Chunk.inner),
     # so a search cites it under the one the query's words are in (search/citing.py)
     # With ``snippet_per_heading`` every heading not on a page starts a snippet instead
-    # (design (a) of issue 15, off by default: BENCHMARKS.md, "Inner headings").
+    # (design (a) of issue 15, off by default: docs/benchmarks/chunking-and-citations.md,
+    # "Inner headings").
     snippet_per_heading: bool = False
     section_max_tokens: int = 2200
     section_min_tokens: int = 1200  # a heading starts a new section once this is reached

@@ -3,7 +3,8 @@ written once, as data: the typer commands are declared from them (``typer_params
 the quick path's ``argparse`` parsers too (``quick.py``), so the two cannot drift.
 
 Plain data, no typer: ``docshelf sync`` reads its argument line from this module
-without importing typer, click, rich or pydantic (BENCHMARKS.md, "Start-up").
+without importing typer, click, rich or pydantic (docs/benchmarks/start-up.md, "argparse
+instead of typer").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ start-up.
 
 An agent calling the CLI as a tool, a script, or a person syncing at a terminal pays
 every import on every run; typer (with the pydantic adapters it builds per option),
-click and rich were most of these commands' start-up (BENCHMARKS.md, "Start-up").
+click and rich were most of these commands' start-up (docs/benchmarks/start-up.md).
 :func:`main` reads their argument line with the standard library's ``argparse``,
 built from the same option definitions the typer commands are declared from
 (``cli/options.py``), and runs the same command functions (below) through the same
@@ -333,8 +333,9 @@ def exit_now() -> None:
     """End the process now that a one-shot command has answered, when nothing is left
     running: its library is closed and its output flushed, so all the interpreter's own
     finalisation would still do is free numpy's, ONNX Runtime's and the sidecars' objects
-    one by one, ~90 ms of a 400-500 ms in-process search (BENCHMARKS.md). A thread still
-    at work, or output that cannot be flushed, leaves the exit to the interpreter.
+    one by one, ~90 ms of a 400-500 ms in-process search (docs/benchmarks/search-new-process.md,
+    "Issue 20, a faster host"). A thread still at work, or output that cannot be flushed,
+    leaves the exit to the interpreter.
     Only the installed command calls this: a caller of :func:`main` goes on."""
     import threading
 

@@ -8,7 +8,8 @@ refused, or not trusted — it searches in-process as before, and with
 (:func:`start`). The helper (``python -m docshelf.cli.resident HOME``) exits after
 ``DOCSHELF_SEARCH_HELPER_IDLE`` seconds without a search, when its socket is taken
 over or removed, and when the library's database is replaced; one per library (a lock
-in the home). BENCHMARKS.md, "A search as a new process", has the figures.
+in the home). docs/benchmarks/search-new-process.md, "A search as a new process: the search
+helper", has the figures.
 
 The wire: one JSON line each way. The reply's ``result`` is ``views.search`` of the
 helper's own ``Shelf.search``, so the envelope the CLI prints is the in-process one.

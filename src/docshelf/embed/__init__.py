@@ -50,7 +50,8 @@ def local_available() -> bool:
 BACKENDS = ("onnx", "onnx-int8", "torch", "lean")
 PURPOSES = ("index", "query")
 # PyTorch: ONNX fp32 gives the same vectors in 60% of the memory but ingested 27% slower
-# here, and int8 lost 0.02 nDCG@10 in hybrid search (BENCHMARKS.md, "The model path").
+# here, and int8 lost 0.02 nDCG@10 in hybrid search (docs/benchmarks/ingest-and-model.md,
+# "The model path").
 DEFAULT_BACKEND = "torch"
 
 

@@ -4,7 +4,8 @@ alone, so a new ``docshelf search`` answers without importing torch or transform
 It runs the fp32 export that ``embed/onnx.py`` caches in the data dir (exporting it
 once, in a child process, when missing), so its vectors are the ingest model's and
 its ``model_id`` is the same: a library made by PyTorch or by fp32 ONNX is searched
-as it is. What it saves on every start (BENCHMARKS.md, "A search as a new process"):
+as it is. What it saves on every start (docs/benchmarks/search-new-process.md, "A search as
+a new process: the lean query embedder"):
 
 - hashing the 90 MB weights to name the export: a small key file beside the export
   records the weights' size and modification time and the query model's file name,
@@ -52,7 +53,8 @@ def split_weights(source: Path, out: Path) -> None:
     """Write ``source``'s graph to ``out`` with its weights beside it in ``out.data``, a
     plain file ONNX Runtime maps into memory instead of parsing and copying: a session
     then starts in tens of milliseconds, and the pages are the page cache's, shared by
-    every process that searches (BENCHMARKS.md, "A search as a new process").
+    every process that searches (docs/benchmarks/search-new-process.md, "A search as a new
+    process: the lean query embedder").
     Both files appear at once, weights first, by renames from a folder beside them."""
     import onnxruntime as ort
 
@@ -154,7 +156,8 @@ class LeanEmbedder(OnnxEmbedder):
                     options.intra_op_num_threads = self._threads
                 else:
                     # its threads sleep once a query is embedded, not spin: the search
-                    # that follows needs the cores (BENCHMARKS.md)
+                    # that follows needs the cores (docs/benchmarks/search-latency.md,
+                    # "Queries on ONNX Runtime in a server")
                     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.inter_op_num_threads = 1
                 self._session = ort.InferenceSession(

@@ -5,8 +5,9 @@ downloaded. The model is what its sentence-transformers configuration says
 (``modules.json``: the encoder, mean pooling, L2 normalisation), built here
 from ``transformers`` directly: sentence-transformers' import pulls in
 scikit-learn and SciPy, which embedding never uses (without them the first
-query vector comes 1.3 s sooner, 55 MB lower; BENCHMARKS.md). The same module
-is what the ONNX path exports.
+query vector comes 1.3 s sooner, 55 MB lower; docs/benchmarks/ingest-and-model.md, "The
+PyTorch path without sentence-transformers"). The same module is what the ONNX path
+exports.
 torch is imported only on the first ``embed`` call; counting tokens needs only
 the (fast, torch-free) ``tokenizers`` library.
 """
@@ -128,7 +129,8 @@ class LocalEmbedder(PackagedModel):
 
                 # torch's threads own the cores from here on. OpenBLAS threads
                 # (numpy's vector scan) spinning beside them made a query's
-                # embedding several times slower at p95 (BENCHMARKS.md), so
+                # embedding several times slower at p95
+                # (docs/benchmarks/search-latency.md, "Search latency"), so
                 # numpy's BLAS runs single-threaded in a process that embeds.
                 threadpool_limits(limits=1, user_api="blas")
                 self._model = sentence_module(self._dir)
@@ -145,7 +147,8 @@ class LocalEmbedder(PackagedModel):
         # Length-sorted (similar lengths pad less), longest first, in small batches.
         # Freed memory goes back to the system after each slice of a few hundred texts.
         # Trimming after every batch kept the peak of a large `add` ~120 MB lower but
-        # cost 5% of its time (page faults after each trim); BENCHMARKS.md "Ingest".
+        # cost 5% of its time (page faults after each trim; docs/benchmarks/ingest-and-model.md,
+        # "Where the ingest overhead went").
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode():

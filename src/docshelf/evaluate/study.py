@@ -1,7 +1,8 @@
 """Ranking rules that were built, measured and not kept: the product does not run them,
 ``docshelf eval`` can (``--mode hybrid+heading:0.1`` and the like, ``beir.parse_config``).
 Each is a stage (search/pipeline.py) put into the product's order by ``study_ranking``;
-what each was measured to do is in BENCHMARKS.md (issues 6 and 15).
+what each was measured to do is in docs/benchmarks/docqa-dev.md and fusion-study.md
+(issues 15 and 6).
 
 ``+adapt:T``     the lexical weight raised toward an even split as the lexical list's lead
                  grows to T (``StudyFuse``);

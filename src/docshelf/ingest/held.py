@@ -9,7 +9,8 @@ written in the same durable transaction as the document, the job and the grant, 
 commit (one fsync of SQLite's WAL) makes a whole batch of answered uploads safe. The
 parse stage moves them into the blob store (``settle``) before it reads them; until
 then every read here finds them in the store. Larger uploads are written to the blob
-store first, as before (BENCHMARKS.md, "Uploads: small files held in the store").
+store first, as before (docs/benchmarks/uploads.md, "Uploads: small files held in the
+store").
 """
 
 from __future__ import annotations

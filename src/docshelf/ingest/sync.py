@@ -230,7 +230,7 @@ class Sync:
 
         # Parsed here, between the model's batches: parsing ahead in a thread or in a
         # process of its own was measured and gained nothing, as the model keeps both
-        # cores busy (BENCHMARKS.md, "Ingest").
+        # cores busy (docs/benchmarks/ingest-and-model.md, "Where the ingest overhead went").
         self._write_batched(items(), report, tally, progress)
         if progress and todo:
             progress(self._event("parse", tally, "done"))

@@ -224,7 +224,8 @@ KEEP = 0.75
 # A sentence is read under the headings of its snippet: a key word of the question that
 # only those headings hold counts for it at this share of its weight ("The default type
 # is f64" under "Floating-Point Types", asked which floating-point type is the default).
-# BENCHMARKS.md, "Extractive answers read sentences under their headings".
+# docs/benchmarks/enrichment-and-answers.md, "Extractive answers read sentences under their
+# headings".
 HEADING_SHARE = 0.5
 
 

@@ -105,9 +105,9 @@ class QueryModel:
     """What a search embeds its query with: the embedder; but in a process that ingests
     with the packaged model on PyTorch (a server, the library), the lean runtime of the
     same weights once its export is ready — ONNX Runtime with the graph optimised: the
-    same vectors (tests/test_lean.py) in a third of the time (BENCHMARKS.md, "Queries on
-    ONNX Runtime in a server"). Not ready: the embedder, until ``prepare`` makes it
-    (``serve`` does at start)."""
+    same vectors (tests/test_lean.py) in a third of the time
+    (docs/benchmarks/search-latency.md, "Queries on ONNX Runtime in a server"). Not ready:
+    the embedder, until ``prepare`` makes it (``serve`` does at start)."""
 
     def __init__(self, parts: Parts) -> None:
         self.parts = parts

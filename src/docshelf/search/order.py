@@ -1,6 +1,7 @@
 """The order in which docshelf decides a result list: the product's ranking, read top to
 bottom. Each line is one stage (search/stages/, a file each); ``FusionSettings`` holds
-the numbers the stages take, each chosen by measurement (BENCHMARKS.md), not by taste.
+the numbers the stages take, each chosen by measurement (docs/benchmarks/fusion-study.md
+and docqa-dev.md), not by taste.
 
 To add a rule: write its stage (a ``NamedTuple`` of its settings, or a ``Fixed``, with a
 ``name`` and a call that changes the ``Search``: give candidates a precedence, or change

@@ -43,7 +43,7 @@ class FieldWeights:
 
 # Title and headings at 2, as the single header column was (its measured weight); other
 # weights are judged on docqa-dev and dbpedia-5k together by the worst case
-# (BENCHMARKS.md, issue 15).
+# (docs/benchmarks/docqa-dev.md, "Fielded lexical scoring").
 WEIGHTS = FieldWeights(title=2.0, headings=2.0, body=1.0)
 
 

@@ -101,11 +101,11 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
     def searching(self) -> Iterator[None]:
         """One search, in this thread. The database is read through a memory map from
         the first search on (as the ANN index is read): a search reads a few hundred rows
-        at random, and mapped pages skip a copy out of the page cache each (BENCHMARKS.md,
-        issue 20). Only then: mapped pages count in the process's RSS, and a process that
-        writes gains nothing by them (issue 17: `add` of a 25 MB line reached 325 MB with
-        191 MB of them). SQLite caps the size at its build's maximum; writes still go
-        through the WAL.
+        at random, and mapped pages skip a copy out of the page cache each
+        (docs/benchmarks/search-latency.md, "Server search near the engines"). Only then:
+        mapped pages count in the process's RSS, and a process that writes gains nothing
+        by them (issue 17: `add` of a 25 MB line reached 325 MB with 191 MB of them).
+        SQLite caps the size at its build's maximum; writes still go through the WAL.
 
         Meanwhile the memo of reads asks SQLite once whether another connection has
         committed (``PRAGMA data_version``), not at every lookup: the search sees the

@@ -37,7 +37,8 @@ Progress = Callable[[int, int, str], None]
 R = TypeVar("R")
 # A filter whose share would have a sidecar fetch more than this many times its first
 # fetch has the candidates of other documents dropped by their entry before they are
-# looked at (``DocumentsWithin``; BENCHMARKS.md, "Filtered searches: the lexical side").
+# looked at (``DocumentsWithin``; docs/benchmarks/filtered-search.md, "Filtered searches:
+# the lexical side").
 WITHIN_AT = 4
 
 

@@ -3,8 +3,9 @@ beside the database, derived from the store and never trusted over it.
 
 FTS5 ranks an OR query by scoring every row that matches any term; at a million
 snippets a query with one common word scores hundreds of thousands of rows
-(BENCHMARKS.md). Tantivy keeps per-block score bounds and skips whole blocks that
-cannot reach the top ``k`` (block-max WAND), so it answers in about a millisecond.
+(docs/benchmarks/ann-and-sidecars.md, "Closing the gap at 1M"). Tantivy keeps per-block
+score bounds and skips whole blocks that cannot reach the top ``k`` (block-max WAND), so
+it answers in about a millisecond.
 
 How it stays consistent (ARCHITECTURE.md, "Decisions already taken"):
 
@@ -61,7 +62,9 @@ from docshelf.store.lexical_fields import WEIGHTS, header_fields
 
 log = logging.getLogger(__name__)
 
-DEFAULT_THRESHOLD = 50_000  # snippets; below this FTS5 is fast enough (BENCHMARKS.md)
+# Snippets; below this FTS5 is fast enough (docs/benchmarks/ann-and-sidecars.md, "Closing the
+# gap at 1M").
+DEFAULT_THRESHOLD = 50_000
 MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
 WATERMARK_SEQ = 0  # chunk seqs start at 1: seq 0 is the document carrying the watermark
 ANALYZER = "docshelf"

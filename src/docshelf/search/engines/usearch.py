@@ -65,7 +65,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_THRESHOLD = 20_000  # vectors; below this an exact scan is fast enough (BENCHMARKS.md)
+# Vectors; below this an exact scan is fast enough (docs/benchmarks/search-latency.md,
+# "Search latency").
+DEFAULT_THRESHOLD = 20_000
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
 
 
@@ -134,7 +136,8 @@ class SidecarVectorIndex(SidecarIndex):
         tell of each hit goes into ``known``. ``near``: the query lies among snippets a
         search has just found (the feedback pass), where the graph is searched at its
         base depth (``EXPANSION_SEARCH``) whatever its size: recall@10 0.980 there at
-        1M, where a query of its own needs ef 1,024 for 0.975 (BENCHMARKS.md)."""
+        1M, where a query of its own needs ef 1,024 for 0.975
+        (docs/benchmarks/search-latency.md, "Server search at 1M snippets")."""
         import numpy as np
 
         if limit <= 0:

@@ -26,11 +26,13 @@ log = logging.getLogger("docshelf.search.engines.usearch")  # the vector index's
 
 # HNSW "M" of the graphs built from now on. At 1M snippets a graph of M 32 gave recall@10
 # 0.993 at ef 256 in 2.2 / 4.2 ms (p50 / p95), where M 16 gave 0.975 at ef 1,024 in
-# 3.2 / 6.7 ms, for 14% more file (BENCHMARKS.md, "A denser graph"); graphs of M 16 keep
-# their own depth rule.
+# 3.2 / 6.7 ms, for 14% more file (docs/benchmarks/search-latency.md, "A denser graph");
+# graphs of M 16 keep their own depth rule.
 CONNECTIVITY = 32
 EXPANSION_ADD = 128  # "efConstruction"
-EXPANSION_SEARCH = 256  # "ef" up to EF_GROWS_FROM vectors (BENCHMARKS.md: recall and latency by ef)
+# "ef" up to EF_GROWS_FROM vectors (recall and latency by ef: docs/benchmarks/ann-and-sidecars.md,
+# "Closing the gap at 1M", and search-latency.md, "A denser graph")
+EXPANSION_SEARCH = 256
 # Beyond this many vectors ef grows with the graph, by the graph's M: a graph of M 16
 # needs ef 1,024 at 1M; one of M 32 does at 1M with 256 what M 16 did at 250k.
 EF_GROWS_FROM = {16: 250_000, 32: 1_000_000}
@@ -63,7 +65,8 @@ def expansion_search(count: int, connectivity: int = CONNECTIVITY) -> int:
     then in proportion to the graph. A bigger graph needs a deeper search for the same
     recall: at 1M with M 16 (efConstruction 128) recall@10 was 0.920 at ef 256, 0.956 at
     512, 0.974 at 768, 0.976 at 1,024 and 0.978 at 2,048, the vector stage ~3 ms slower
-    at 1,024 than at 256; with M 32, 0.993 at ef 256 (BENCHMARKS.md)."""
+    at 1,024 than at 256 (docs/benchmarks/ann-and-sidecars.md, "Closing the gap at 1M");
+    with M 32, 0.993 at ef 256 (search-latency.md, "A denser graph")."""
     grows_from = EF_GROWS_FROM.get(connectivity, EF_GROWS_FROM[16])
     if count <= grows_from:
         return EXPANSION_SEARCH

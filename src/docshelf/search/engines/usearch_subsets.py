@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 # next searches with the same filters (this many filter sets: at most threshold x dim x 4
 # bytes each, 30 MB at 20,000 vectors of 384), a change reading only its own. A graph search
 # would have to fetch ~limit / share of its candidates: at 10% of 100k snippets 3,200 at
-# ef 3,200, 86 ms a hybrid search (BENCHMARKS.md, "Filtered searches").
+# ef 3,200, 86 ms a hybrid search (docs/benchmarks/filtered-search.md, "Filtered searches:
+# the filter's share decides").
 SUBSETS_KEPT = 2
 
 

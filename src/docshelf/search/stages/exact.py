@@ -6,7 +6,8 @@
   least ``evidence.VERBATIM_WORDS`` words; case, punctuation and spacing aside) — only
   the best: a line found in several places is not a line remembered from each.
 
-Measured on docqa-dev and dbpedia-5k together (BENCHMARKS.md, issue 15).
+Measured on docqa-dev and dbpedia-5k together (docs/benchmarks/docqa-dev.md, "Candidates,
+on the same libraries").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ lexical list and the new vector list (no model call: one more vector search).
 
 Convex fusion at 0.85/0.15 with feedback from the top 5 was the best setting found on
 dbpedia-5k, as passages and as long files, and the only one above vector-only search on
-both (BENCHMARKS.md).
+both (docs/benchmarks/fusion-study.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ nothing of how far they stand above the rest of the library.
 
 10: no query of docqa-dev or dbpedia-5k has so few (their figures are unchanged up to
 20); a rare word of a title searched alone found its document first 0.78 → 0.92 of the
-time in the vault (bench/rare_names.py, BENCHMARKS.md).
+time in the vault (bench/rare_names.py; docs/benchmarks/docqa-dev.md, "A rare name searched
+alone").
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ In hybrid search each candidate is scored from both lists, by one of two methods
 
 ``convex``  ``w_v * norm(vector) + w_l * norm(lexical)``, each list's scores min-max
             normalised over its candidates (a candidate missing from a list gets 0
-            there) — the default, 0.85 / 0.15, chosen by measurement (BENCHMARKS.md);
+            there) — the default, 0.85 / 0.15, chosen by measurement
+            (docs/benchmarks/fusion-study.md);
 ``rrf``     weighted reciprocal rank fusion, ``sum_i w_i / (k + rank_i)``.
 
 Ties are broken by id, so the order is deterministic. In lexical or vector search the

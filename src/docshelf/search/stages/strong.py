@@ -4,7 +4,8 @@ above the rest (SPEC §4, known items first).
 
 "Far above": a lead (first minus second) of at least ``min_lead`` of that list's score
 range (first minus last). 0.3 was chosen on docqa-dev, dbpedia-5k and its long files
-together, by the worst case (BENCHMARKS.md).
+together, by the worst case (docs/benchmarks/docqa-dev.md, "Fusion that never buries a
+strong match").
 """
 
 from __future__ import annotations
