@@ -11,6 +11,8 @@ export interface Citation {
   chunk_index: number;
   page_start: number | null;
   page_end: number | null;
+  /** Where the citation points in the document's text (the web page scrolls there). */
+  anchor?: number | null;
 }
 
 export interface Hit {

@@ -85,8 +85,9 @@ export async function searchCommand(session: Session): Promise<void> {
       const chosen = pick.selectedItems[0] ?? pick.activeItems[0];
       if (!chosen) return;
       pick.hide();
-      openCitation(client, chosen.hit.document_id, chosen.hit.citation, chosen.hit.text).catch(
-        (error: unknown) => session.report(error),
+      const { hit } = chosen;
+      openCitation(client, hit.document_id, hit.chunk_id, hit.citation, hit.text).catch((error: unknown) =>
+        session.report(error),
       );
     });
     pick.onDidHide(() => {

@@ -20,7 +20,7 @@ import { TOKEN_KEY_PREFIX } from "../src/tokens";
 import { DEDUP_MESSAGE } from "../src/upload";
 import { RETRY, Uploads } from "../src/uploads-ui";
 import { FakeSecrets, Uri, fake, resetFake } from "./fake-vscode";
-import { encryptedPdf } from "./fixtures";
+import { encryptedPdf, leasesPdf } from "./fixtures";
 import { type LiveServer, freePort, missingServer, startServer } from "./live-server";
 
 const skip = missingServer();
@@ -216,8 +216,40 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       await until(() => (pick.items.length ? pick.items : undefined), "hits");
       pick.pick(pick.items[0]);
       await done;
+      // At the cited chunk (and its anchor, where the page scrolls), not the document's record.
+      const { hit } = pick.items[0] as HitItem;
       const url = await until(() => fake.external[0], "the browser");
-      expect(url).toBe(`${server.baseUrl}/#library/${(pick.items[0] as HitItem).hit.document_id}`);
+      expect(hit.citation.anchor).toEqual(expect.any(Number));
+      expect(url).toBe(`${server.baseUrl}/#open/${hit.document_id}/${hit.chunk_id}//${hit.citation.anchor}`);
+    });
+
+    it("a PDF hit opens the cited page on the web page, not the document record — no token in the address", async () => {
+      const papers = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-papers-"));
+      fs.writeFileSync(path.join(papers, "leases.pdf"), leasesPdf());
+      await server.addFolder(papers);
+      fake.workspaceFolders.push(papers); // in the workspace, and still no text to open in the editor
+      const admin = await signedIn(server.adminToken);
+      const done = searchCommand(admin);
+      const pick = await until(() => fake.quickPicks[0], "the quick pick");
+      pick.type("quorum lease round trip");
+      await until(() => (pick.items.length ? pick.items : undefined), "hits");
+      const item = pick.items[0] as HitItem;
+      expect(item.hit.citation.path).toBe(path.join(papers, "leases.pdf"));
+      expect(item.description).toBe("Leases · p. 2");
+      pick.pick(item);
+      await done;
+      const url = await until(() => fake.external[0], "the browser");
+      expect(url).toBe(`${server.baseUrl}/#open/${item.hit.document_id}/${item.hit.chunk_id}`);
+      expect(url).not.toContain(server.adminToken);
+      expect(fake.opened).toEqual([]);
+      // What the web page shows at that address (open.js asks this): page 2, the lines boxed.
+      const client = await admin.client();
+      const query = new URLSearchParams({ chunk: item.hit.chunk_id });
+      const response = await client.send(`/v1/documents/${item.hit.document_id}/view?${query}`);
+      const view = (await response.json()) as { kind: string; page: number; boxes: number[][] };
+      expect(view).toMatchObject({ kind: "page", page: 2 });
+      expect(view.boxes.length).toBeGreaterThan(0);
+      fs.rmSync(papers, { recursive: true, force: true });
     });
 
     it("asks: a cited answer in a webview, escaped; a citation opens its place", async () => {
