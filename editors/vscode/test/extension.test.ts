@@ -14,7 +14,7 @@ import { AskPanel } from "../src/ask-ui";
 import { activate } from "../src/extension";
 import { FAILED_CONTEXT, LibraryProvider, documentItem } from "../src/library";
 import { NotSignedIn } from "../src/messages";
-import { type HitItem, searchCommand } from "../src/search-ui";
+import { DEBOUNCE_MS, type HitItem, searchCommand } from "../src/search-ui";
 import { SIGNED_IN_CONTEXT, Session } from "../src/session";
 import { TOKEN_KEY_PREFIX } from "../src/tokens";
 import { DEDUP_MESSAGE } from "../src/upload";
@@ -250,6 +250,51 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       expect(view).toMatchObject({ kind: "page", page: 2 });
       expect(view.boxes.length).toBeGreaterThan(0);
       fs.rmSync(papers, { recursive: true, force: true });
+    });
+
+    it("the search box keeps the query and its hits after opening a hit; signing out forgets them", async () => {
+      fake.workspaceFolders.push(notes);
+      await secrets.store(TOKEN_KEY_PREFIX + server.baseUrl, server.adminToken);
+      const context = { secrets, subscriptions: [] as { dispose(): void }[] };
+      activate(context as unknown as vscodeTypes.ExtensionContext);
+      const search = () => fake.commands.get("docshelf.search")!() as Promise<void>;
+
+      const first = search();
+      const pick = await until(() => fake.quickPicks[0], "the quick pick");
+      pick.type("heartbeat candidate");
+      await until(() => (pick.items.length ? pick.items : undefined), "hits");
+      const hits = pick.items as readonly HitItem[];
+      const title = pick.title;
+      pick.pick(hits[0]);
+      await first;
+      await until(() => fake.opened[0], "the file to open");
+
+      const again = search();
+      const box = await until(() => fake.quickPicks[1], "the quick pick again");
+      expect(box.value).toBe("heartbeat candidate");
+      expect((box.items as readonly HitItem[]).map((i) => i.hit.chunk_id)).toEqual(
+        hits.map((i) => i.hit.chunk_id),
+      );
+      expect(box.title).toBe(title);
+      expect(box.activeItems).toEqual([box.items[0]]); // the hit opened last
+      // Shown as they were: no new search (VS Code echoes the value set; nothing follows).
+      const shown = box.items;
+      await new Promise((r) => setTimeout(r, DEBOUNCE_MS * 2));
+      expect(box.items).toBe(shown);
+      expect(box.busy).toBe(false);
+      // The next hit, from the same list.
+      box.pick(box.items[0]);
+      await again;
+
+      await fake.commands.get("docshelf.signOut")!();
+      await secrets.store(TOKEN_KEY_PREFIX + server.baseUrl, server.adminToken);
+      const fresh = search();
+      const empty = await until(() => fake.quickPicks[2], "a fresh quick pick");
+      expect(empty.value).toBe("");
+      expect(empty.items).toEqual([]);
+      empty.hide();
+      await fresh;
+      for (const d of context.subscriptions) d.dispose();
     });
 
     it("asks: a cited answer in a webview, escaped; a citation opens its place", async () => {
