@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 import { AskPanel } from "./ask-ui";
 import { type DocumentRecord } from "./api";
 import { LibraryProvider } from "./library";
+import { type LibraryNode } from "./library-tree";
 import { SearchMemory, searchCommand } from "./search-ui";
 import { Session } from "./session";
 import { Uploads } from "./uploads-ui";
@@ -38,8 +39,9 @@ export function activate(context: vscode.ExtensionContext): void {
     command("docshelf.search", () => searchCommand(session, searches)),
     command("docshelf.ask", () => ask.ask()),
     command("docshelf.library.refresh", () => library.refresh()),
-    command("docshelf.library.retry", (doc?: DocumentRecord) => library.retry(doc)),
-    command("docshelf.library.open", (doc?: DocumentRecord) => library.open(doc)),
+    // From the context menu, the tree's node; from a click, the document (item.command).
+    command("docshelf.library.retry", (target?: LibraryNode | DocumentRecord) => library.retry(target)),
+    command("docshelf.library.open", (target?: LibraryNode | DocumentRecord) => library.open(target)),
     session.onDidChange(() => {
       searches.forget(); // another token (or none): its hits are not this one's
       library.refresh();

@@ -12,7 +12,8 @@ import type * as vscodeTypes from "vscode";
 import manifest from "../package.json";
 import { AskPanel } from "../src/ask-ui";
 import { activate } from "../src/extension";
-import { FAILED_CONTEXT, LibraryProvider, documentItem } from "../src/library";
+import { FAILED_CONTEXT, GROUP_CONTEXT, LibraryProvider } from "../src/library";
+import { type LibraryNode } from "../src/library-tree";
 import { NotSignedIn } from "../src/messages";
 import { DEBOUNCE_MS, type HitItem, searchCommand } from "../src/search-ui";
 import { SIGNED_IN_CONTEXT, Session } from "../src/session";
@@ -317,7 +318,7 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
   });
 
   describe("library", () => {
-    it("lists the documents, failed ones first and marked; Retry re-runs one", async () => {
+    it("groups the documents by source and folder, failed ones first and marked; Retry re-runs one", async () => {
       const carol = await signedIn();
       const uploads = new Uploads(carol);
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-lib-"));
@@ -327,20 +328,35 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       fs.rmSync(dir, { recursive: true, force: true });
 
       const library = new LibraryProvider(carol);
-      const documents = await library.getChildren();
-      const statuses = documents.map((d) => (d.status === "failed" ? "failed" : "other"));
-      expect(statuses).toEqual([...statuses].sort()); // failed ones first
-      expect(statuses).toContain("other");
-      const broken = documents.find((d) => d.title === "zzz-locked");
-      expect(broken?.status).toBe("failed");
-      const item = documentItem(broken!);
-      expect(item.contextValue).toBe(FAILED_CONTEXT);
-      expect(item.description).toMatch(/^Failed · pdf$/);
-      expect((item.iconPath as { id: string }).id).toBe("error");
-      expect(documentItem(documents[documents.length - 1]).contextValue).toBe("docshelf.document");
+      const top = await library.getChildren();
+      const item = (node: LibraryNode) => library.getTreeItem(node);
+      expect(top.map((n) => item(n).label)).toEqual(["Failed", "Uploads"]); // carol only uploads
+      expect(top.map((n) => item(n).contextValue)).toEqual([GROUP_CONTEXT, GROUP_CONTEXT]);
+      const failed = await library.getChildren(top[0]);
+      const broken = failed.find((n) => item(n).label === "zzz-locked")!;
+      expect(item(broken).contextValue).toBe(FAILED_CONTEXT);
+      expect(item(broken).description).toMatch(/^Failed · pdf$/);
+      expect((item(broken).iconPath as { id: string }).id).toBe("error");
+      // Under Uploads too (by type when there are several), as its own row.
+      const under = async (node: LibraryNode): Promise<LibraryNode[]> =>
+        node.kind === "group"
+          ? (await Promise.all((await library.getChildren(node)).map(under))).flat()
+          : [node];
+      const uploaded = await under(top[1]);
+      const again = uploaded.find((n) => item(n).label === "zzz-locked")!;
+      expect(item(again).contextValue).toBe(FAILED_CONTEXT);
+      expect(item(again).id).not.toBe(item(broken).id);
 
       await library.retry(broken);
       expect(fake.messages.at(-1)?.text).toMatch(/zzz-locked — retried, failed again/);
+
+      // The admin's folder source: its name, its documents under it.
+      const admin = new LibraryProvider(await signedIn(server.adminToken));
+      const sources = await admin.getChildren();
+      const notesGroup = sources.find((n) => item(n).label === path.basename(notes));
+      expect(notesGroup && item(notesGroup).tooltip).toBe(notes);
+      const inside = notesGroup ? await admin.getChildren(notesGroup) : [];
+      expect(inside.map((n) => item(n).label)).toContain("Raft");
     });
   });
 
