@@ -11,6 +11,8 @@ export interface Citation {
   chunk_index: number;
   page_start: number | null;
   page_end: number | null;
+  /** Where the citation points in the document's text (the web page scrolls there). */
+  anchor?: number | null;
 }
 
 export interface Hit {
@@ -32,10 +34,19 @@ export interface DocumentRecord {
   id: string;
   title: string;
   path: string;
+  /** The folder source it came from; null for an upload. */
+  source_id: string | null;
   file_type: string;
   status: string;
   size_bytes: number;
   updated_at: number;
+}
+
+/** One of the caller's folder sources (`GET /v1/sources`). */
+export interface SourceRecord {
+  id: string;
+  path: string;
+  kind: string;
 }
 
 export interface Job {
@@ -218,6 +229,10 @@ export class DocshelfClient {
       all.push(...page);
       if (page.length < pageSize) return all;
     }
+  }
+
+  async sources(): Promise<SourceRecord[]> {
+    return (await this.json<{ sources: SourceRecord[] }>("/v1/sources")).sources;
   }
 
   document(documentId: string): Promise<DocumentDetail> {

@@ -11,12 +11,6 @@ import { openCitation } from "./open";
 import { askStream } from "./sse";
 import { type Session } from "./session";
 
-/** The document a cited chunk belongs to: the caller's document at the citation's path. */
-export async function documentIdFor(client: DocshelfClient, path: string): Promise<string | undefined> {
-  const documents = await client.allDocuments();
-  return documents.find((d) => d.path === path)?.id;
-}
-
 export class AskPanel {
   private panel: vscode.WebviewPanel | undefined;
   private answer: Answer | undefined;
@@ -108,8 +102,8 @@ export class AskPanel {
     if (!cited || !client) return;
     try {
       const context = await client.context(cited.chunk_id);
-      const documentId = (await documentIdFor(client, context.citation.path)) ?? "";
-      await openCitation(client, documentId, context.citation, context.text);
+      // No document id: the web page finds the chunk's document itself (`#cite/<chunk id>`).
+      await openCitation(client, "", cited.chunk_id, context.citation, context.text);
     } catch (error) {
       await this.session.report(error);
     }

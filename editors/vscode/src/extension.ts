@@ -6,7 +6,8 @@ import * as vscode from "vscode";
 import { AskPanel } from "./ask-ui";
 import { type DocumentRecord } from "./api";
 import { LibraryProvider } from "./library";
-import { searchCommand } from "./search-ui";
+import { type LibraryNode } from "./library-tree";
+import { SearchMemory, searchCommand } from "./search-ui";
 import { Session } from "./session";
 import { Uploads } from "./uploads-ui";
 
@@ -15,6 +16,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const library = new LibraryProvider(session);
   const uploads = new Uploads(session, () => library.refresh());
   const ask = new AskPanel(session);
+  const searches = new SearchMemory();
   const view = vscode.window.createTreeView("docshelf.library", { treeDataProvider: library });
   const command = (id: string, run: (...args: never[]) => unknown): vscode.Disposable =>
     vscode.commands.registerCommand(id, run);
@@ -34,12 +36,16 @@ export function activate(context: vscode.ExtensionContext): void {
     ...["docshelf.addFolder", "docshelf.explorer.addFolder"].map((id) =>
       command(id, (folder?: vscode.Uri) => uploads.addFolder(folder)),
     ),
-    command("docshelf.search", () => searchCommand(session)),
+    command("docshelf.search", () => searchCommand(session, searches)),
     command("docshelf.ask", () => ask.ask()),
     command("docshelf.library.refresh", () => library.refresh()),
-    command("docshelf.library.retry", (doc?: DocumentRecord) => library.retry(doc)),
-    command("docshelf.library.open", (doc?: DocumentRecord) => library.open(doc)),
-    session.onDidChange(() => library.refresh()),
+    // From the context menu, the tree's node; from a click, the document (item.command).
+    command("docshelf.library.retry", (target?: LibraryNode | DocumentRecord) => library.retry(target)),
+    command("docshelf.library.open", (target?: LibraryNode | DocumentRecord) => library.open(target)),
+    session.onDidChange(() => {
+      searches.forget(); // another token (or none): its hits are not this one's
+      library.refresh();
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("docshelf.serverUrl")) {
         void session.refreshContext();

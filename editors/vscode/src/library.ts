@@ -1,9 +1,11 @@
-// The Library view: the caller's documents with their status; failed ones marked, with
-// Retry in their context menu; a document opens in the workspace or the web page.
+// The Library view: the caller's documents with their status, grouped by source and
+// folder (library-tree.ts); failed ones first and marked, with Retry in their context menu;
+// a document opens in the workspace or the web page.
 
 import * as vscode from "vscode";
 
-import { type DocumentRecord } from "./api";
+import { type DocumentRecord, type SourceRecord } from "./api";
+import { type GroupNode, type LibraryNode, childNodes, groupDescription, rootNodes } from "./library-tree";
 import { NotSignedIn } from "./messages";
 import { openPlace } from "./open";
 import { type Session } from "./session";
@@ -11,6 +13,39 @@ import { stageLabel } from "./upload";
 
 export const FAILED_CONTEXT = "docshelf.document.failed";
 export const DOCUMENT_CONTEXT = "docshelf.document";
+export const GROUP_CONTEXT = "docshelf.group";
+
+const GROUP_ICONS: Record<GroupNode["role"], string> = {
+  failed: "error",
+  source: "root-folder",
+  folder: "folder",
+  other: "folder-library",
+  uploads: "cloud-upload",
+  type: "files",
+};
+
+export function groupItem(group: GroupNode): vscode.TreeItem {
+  const item = new vscode.TreeItem(
+    group.label,
+    group.expanded ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+  );
+  item.id = group.id;
+  item.description = groupDescription(group);
+  item.tooltip = group.tooltip;
+  item.contextValue = GROUP_CONTEXT;
+  item.iconPath = new vscode.ThemeIcon(
+    GROUP_ICONS[group.role],
+    group.role === "failed" ? new vscode.ThemeColor("errorForeground") : undefined,
+  );
+  return item;
+}
+
+/** The document a command was given: a tree node (context menu) or a record (click). */
+export function documentOf(target: LibraryNode | DocumentRecord | undefined): DocumentRecord | undefined {
+  if (!target) return undefined;
+  if ("kind" in target) return target.kind === "document" ? target.doc : undefined;
+  return target;
+}
 
 export function documentItem(doc: DocumentRecord): vscode.TreeItem {
   const item = new vscode.TreeItem(doc.title || doc.id, vscode.TreeItemCollapsibleState.None);
@@ -28,8 +63,8 @@ export function documentItem(doc: DocumentRecord): vscode.TreeItem {
   return item;
 }
 
-export class LibraryProvider implements vscode.TreeDataProvider<DocumentRecord> {
-  private readonly changed = new vscode.EventEmitter<DocumentRecord | undefined>();
+export class LibraryProvider implements vscode.TreeDataProvider<LibraryNode> {
+  private readonly changed = new vscode.EventEmitter<LibraryNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
   constructor(private readonly session: Session) {}
@@ -38,28 +73,34 @@ export class LibraryProvider implements vscode.TreeDataProvider<DocumentRecord> 
     this.changed.fire(undefined);
   }
 
-  getTreeItem(doc: DocumentRecord): vscode.TreeItem {
-    return documentItem(doc);
+  getTreeItem(node: LibraryNode): vscode.TreeItem {
+    if (node.kind === "group") return groupItem(node);
+    const item = documentItem(node.doc);
+    item.id = node.id; // a failed document is in two places: Failed, and its folder
+    return item;
   }
 
-  async getChildren(parent?: DocumentRecord): Promise<DocumentRecord[]> {
-    if (parent) return [];
+  /**
+   * The top: the documents and sources, loaded when the view (re)draws it; below, a group's
+   * children, made from that list only when the group is expanded.
+   */
+  async getChildren(parent?: LibraryNode): Promise<LibraryNode[]> {
+    if (parent) return parent.kind === "group" ? childNodes(parent) : [];
     let documents: DocumentRecord[];
+    let sources: SourceRecord[];
     try {
-      documents = await (await this.session.client()).allDocuments();
+      const client = await this.session.client();
+      [documents, sources] = await Promise.all([client.allDocuments(), client.sources()]);
     } catch (error) {
       // Signed out: the view's welcome text offers Sign in; no error on top of it.
       if (!(error instanceof NotSignedIn)) void this.session.report(error);
       return [];
     }
-    // Failed first (they need attention), then by title.
-    return documents.sort(
-      (a, b) =>
-        Number(b.status === "failed") - Number(a.status === "failed") || a.title.localeCompare(b.title),
-    );
+    return rootNodes(documents, sources);
   }
 
-  async retry(doc?: DocumentRecord): Promise<void> {
+  async retry(target?: LibraryNode | DocumentRecord): Promise<void> {
+    const doc = documentOf(target);
     if (!doc) return;
     try {
       const client = await this.session.client();
@@ -87,7 +128,8 @@ export class LibraryProvider implements vscode.TreeDataProvider<DocumentRecord> 
     return last;
   }
 
-  async open(doc?: DocumentRecord): Promise<void> {
+  async open(target?: LibraryNode | DocumentRecord): Promise<void> {
+    const doc = documentOf(target);
     if (!doc) return;
     try {
       const client = await this.session.client();

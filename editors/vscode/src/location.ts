@@ -1,6 +1,7 @@
 // Where a search hit (or a document) opens: a workspace file at the cited heading's line,
-// or — for PDFs, Word files, uploads and files not in this workspace — the web page at the
-// document (`#library/<id>`, the place the web page offers for one document).
+// or — for PDFs, Word files, uploads and files not in this workspace — the web page: a hit
+// at its cited place (`#open/<document id>/<chunk id>`: a PDF's cited page with the cited
+// lines boxed, a text at its cited heading), a document at its record (`#library/<id>`).
 
 import * as path from "node:path";
 
@@ -17,6 +18,10 @@ export interface Place {
   documentId: string;
   path: string;
   fileType: string;
+  /** The cited chunk, for a hit: the web page opens at it rather than at the record. */
+  chunkId?: string;
+  /** The citation's anchor in a text (the web page scrolls to it); not for a PDF's page. */
+  anchor?: number | null;
 }
 
 export interface Workspace {
@@ -28,9 +33,26 @@ export interface Workspace {
 
 export const UPLOAD_SCHEME = "upload://";
 
-/** The web page's view of one document. */
-export function webUrl(baseUrl: string, documentId: string): string {
-  return `${baseUrl.replace(/\/+$/, "")}/#library/${encodeURIComponent(documentId)}`;
+/**
+ * The web page's address for a place. The token is not in it: the page signs in with the
+ * token it keeps itself (asking for one the first time, then going on to this address), so
+ * nothing secret reaches the browser's history, the server's logs or the OS's URL handler —
+ * and the part after `#` is never sent to the server at all.
+ */
+export function webUrl(
+  baseUrl: string,
+  documentId: string,
+  chunkId?: string,
+  anchor?: number | null,
+): string {
+  const base = baseUrl.replace(/\/+$/, "");
+  const e = encodeURIComponent;
+  if (!chunkId) return `${base}/#library/${e(documentId)}`;
+  // `#cite/<chunk id>`: the page finds the chunk's document itself.
+  if (!documentId) return `${base}/#cite/${e(chunkId)}`;
+  // `#open/<document>/<chunk>/<page>/<anchor>`, the page's own form (open.js `openHref`).
+  const at = anchor === undefined || anchor === null ? "" : `//${e(String(anchor))}`;
+  return `${base}/#open/${e(documentId)}/${e(chunkId)}${at}`;
 }
 
 /** The file type docshelf gives a path (by extension, as `docshelf.parse.FILE_TYPES`). */
@@ -85,7 +107,7 @@ export function workspaceFile(documentPath: string, ws: Workspace): string | und
 export function resolvePlace(place: Place, baseUrl: string, ws: Workspace): Target {
   const web = (why: "upload" | "binary" | "elsewhere"): Target => ({
     kind: "web",
-    url: webUrl(baseUrl, place.documentId),
+    url: webUrl(baseUrl, place.documentId, place.chunkId, place.anchor),
     why,
   });
   if (place.path.startsWith(UPLOAD_SCHEME)) return web("upload");
@@ -94,13 +116,19 @@ export function resolvePlace(place: Place, baseUrl: string, ws: Workspace): Targ
   return file ? { kind: "file", path: file, fileType: place.fileType } : web("elsewhere");
 }
 
-/** A hit's target; its file type comes from the cited path (a hit carries no file type). */
+/**
+ * A hit's target; its file type comes from the cited path (a hit carries no file type).
+ * On the web page it opens at the cited chunk: a PDF at its cited page, a text at its
+ * anchor (a page citation has none: the page is the place).
+ */
 export function resolveCitation(
   documentId: string,
   citation: Citation,
   baseUrl: string,
   ws: Workspace,
+  chunkId?: string,
 ): Target {
   const fileType = fileTypeOf(citation.path) ?? "unknown";
-  return resolvePlace({ documentId, path: citation.path, fileType }, baseUrl, ws);
+  const anchor = citation.page_start === null ? citation.anchor : null;
+  return resolvePlace({ documentId, path: citation.path, fileType, chunkId, anchor }, baseUrl, ws);
 }

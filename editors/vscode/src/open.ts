@@ -42,13 +42,18 @@ export async function openTarget(
   });
 }
 
+/**
+ * Opens a cited chunk: the workspace file at its line, or the web page at the chunk (an
+ * empty `documentId` lets the page find the chunk's document).
+ */
 export function openCitation(
   client: DocshelfClient,
   documentId: string,
+  chunkId: string,
   citation: Citation,
   snippet = "",
 ): Promise<void> {
-  const target = resolveCitation(documentId, citation, client.baseUrl, currentWorkspace());
+  const target = resolveCitation(documentId, citation, client.baseUrl, currentWorkspace(), chunkId);
   return openTarget(target, citation.heading_path, snippet);
 }
 

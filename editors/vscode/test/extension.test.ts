@@ -12,15 +12,16 @@ import type * as vscodeTypes from "vscode";
 import manifest from "../package.json";
 import { AskPanel } from "../src/ask-ui";
 import { activate } from "../src/extension";
-import { FAILED_CONTEXT, LibraryProvider, documentItem } from "../src/library";
+import { FAILED_CONTEXT, GROUP_CONTEXT, LibraryProvider } from "../src/library";
+import { type LibraryNode } from "../src/library-tree";
 import { NotSignedIn } from "../src/messages";
-import { type HitItem, searchCommand } from "../src/search-ui";
+import { DEBOUNCE_MS, type HitItem, searchCommand } from "../src/search-ui";
 import { SIGNED_IN_CONTEXT, Session } from "../src/session";
 import { TOKEN_KEY_PREFIX } from "../src/tokens";
 import { DEDUP_MESSAGE } from "../src/upload";
 import { RETRY, Uploads } from "../src/uploads-ui";
 import { FakeSecrets, Uri, fake, resetFake } from "./fake-vscode";
-import { encryptedPdf } from "./fixtures";
+import { encryptedPdf, leasesPdf } from "./fixtures";
 import { type LiveServer, freePort, missingServer, startServer } from "./live-server";
 
 const skip = missingServer();
@@ -216,8 +217,85 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       await until(() => (pick.items.length ? pick.items : undefined), "hits");
       pick.pick(pick.items[0]);
       await done;
+      // At the cited chunk (and its anchor, where the page scrolls), not the document's record.
+      const { hit } = pick.items[0] as HitItem;
       const url = await until(() => fake.external[0], "the browser");
-      expect(url).toBe(`${server.baseUrl}/#library/${(pick.items[0] as HitItem).hit.document_id}`);
+      expect(hit.citation.anchor).toEqual(expect.any(Number));
+      expect(url).toBe(`${server.baseUrl}/#open/${hit.document_id}/${hit.chunk_id}//${hit.citation.anchor}`);
+    });
+
+    it("a PDF hit opens the cited page on the web page, not the document record — no token in the address", async () => {
+      const papers = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-papers-"));
+      fs.writeFileSync(path.join(papers, "leases.pdf"), leasesPdf());
+      await server.addFolder(papers);
+      fake.workspaceFolders.push(papers); // in the workspace, and still no text to open in the editor
+      const admin = await signedIn(server.adminToken);
+      const done = searchCommand(admin);
+      const pick = await until(() => fake.quickPicks[0], "the quick pick");
+      pick.type("quorum lease round trip");
+      await until(() => (pick.items.length ? pick.items : undefined), "hits");
+      const item = pick.items[0] as HitItem;
+      expect(item.hit.citation.path).toBe(path.join(papers, "leases.pdf"));
+      expect(item.description).toBe("Leases · p. 2");
+      pick.pick(item);
+      await done;
+      const url = await until(() => fake.external[0], "the browser");
+      expect(url).toBe(`${server.baseUrl}/#open/${item.hit.document_id}/${item.hit.chunk_id}`);
+      expect(url).not.toContain(server.adminToken);
+      expect(fake.opened).toEqual([]);
+      // What the web page shows at that address (open.js asks this): page 2, the lines boxed.
+      const client = await admin.client();
+      const query = new URLSearchParams({ chunk: item.hit.chunk_id });
+      const response = await client.send(`/v1/documents/${item.hit.document_id}/view?${query}`);
+      const view = (await response.json()) as { kind: string; page: number; boxes: number[][] };
+      expect(view).toMatchObject({ kind: "page", page: 2 });
+      expect(view.boxes.length).toBeGreaterThan(0);
+      fs.rmSync(papers, { recursive: true, force: true });
+    });
+
+    it("the search box keeps the query and its hits after opening a hit; signing out forgets them", async () => {
+      fake.workspaceFolders.push(notes);
+      await secrets.store(TOKEN_KEY_PREFIX + server.baseUrl, server.adminToken);
+      const context = { secrets, subscriptions: [] as { dispose(): void }[] };
+      activate(context as unknown as vscodeTypes.ExtensionContext);
+      const search = () => fake.commands.get("docshelf.search")!() as Promise<void>;
+
+      const first = search();
+      const pick = await until(() => fake.quickPicks[0], "the quick pick");
+      pick.type("heartbeat candidate");
+      await until(() => (pick.items.length ? pick.items : undefined), "hits");
+      const hits = pick.items as readonly HitItem[];
+      const title = pick.title;
+      pick.pick(hits[0]);
+      await first;
+      await until(() => fake.opened[0], "the file to open");
+
+      const again = search();
+      const box = await until(() => fake.quickPicks[1], "the quick pick again");
+      expect(box.value).toBe("heartbeat candidate");
+      expect((box.items as readonly HitItem[]).map((i) => i.hit.chunk_id)).toEqual(
+        hits.map((i) => i.hit.chunk_id),
+      );
+      expect(box.title).toBe(title);
+      expect(box.activeItems).toEqual([box.items[0]]); // the hit opened last
+      // Shown as they were: no new search (VS Code echoes the value set; nothing follows).
+      const shown = box.items;
+      await new Promise((r) => setTimeout(r, DEBOUNCE_MS * 2));
+      expect(box.items).toBe(shown);
+      expect(box.busy).toBe(false);
+      // The next hit, from the same list.
+      box.pick(box.items[0]);
+      await again;
+
+      await fake.commands.get("docshelf.signOut")!();
+      await secrets.store(TOKEN_KEY_PREFIX + server.baseUrl, server.adminToken);
+      const fresh = search();
+      const empty = await until(() => fake.quickPicks[2], "a fresh quick pick");
+      expect(empty.value).toBe("");
+      expect(empty.items).toEqual([]);
+      empty.hide();
+      await fresh;
+      for (const d of context.subscriptions) d.dispose();
     });
 
     it("asks: a cited answer in a webview, escaped; a citation opens its place", async () => {
@@ -240,7 +318,7 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
   });
 
   describe("library", () => {
-    it("lists the documents, failed ones first and marked; Retry re-runs one", async () => {
+    it("groups the documents by source and folder, failed ones first and marked; Retry re-runs one", async () => {
       const carol = await signedIn();
       const uploads = new Uploads(carol);
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-lib-"));
@@ -250,20 +328,35 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       fs.rmSync(dir, { recursive: true, force: true });
 
       const library = new LibraryProvider(carol);
-      const documents = await library.getChildren();
-      const statuses = documents.map((d) => (d.status === "failed" ? "failed" : "other"));
-      expect(statuses).toEqual([...statuses].sort()); // failed ones first
-      expect(statuses).toContain("other");
-      const broken = documents.find((d) => d.title === "zzz-locked");
-      expect(broken?.status).toBe("failed");
-      const item = documentItem(broken!);
-      expect(item.contextValue).toBe(FAILED_CONTEXT);
-      expect(item.description).toMatch(/^Failed · pdf$/);
-      expect((item.iconPath as { id: string }).id).toBe("error");
-      expect(documentItem(documents[documents.length - 1]).contextValue).toBe("docshelf.document");
+      const top = await library.getChildren();
+      const item = (node: LibraryNode) => library.getTreeItem(node);
+      expect(top.map((n) => item(n).label)).toEqual(["Failed", "Uploads"]); // carol only uploads
+      expect(top.map((n) => item(n).contextValue)).toEqual([GROUP_CONTEXT, GROUP_CONTEXT]);
+      const failed = await library.getChildren(top[0]);
+      const broken = failed.find((n) => item(n).label === "zzz-locked")!;
+      expect(item(broken).contextValue).toBe(FAILED_CONTEXT);
+      expect(item(broken).description).toMatch(/^Failed · pdf$/);
+      expect((item(broken).iconPath as { id: string }).id).toBe("error");
+      // Under Uploads too (by type when there are several), as its own row.
+      const under = async (node: LibraryNode): Promise<LibraryNode[]> =>
+        node.kind === "group"
+          ? (await Promise.all((await library.getChildren(node)).map(under))).flat()
+          : [node];
+      const uploaded = await under(top[1]);
+      const again = uploaded.find((n) => item(n).label === "zzz-locked")!;
+      expect(item(again).contextValue).toBe(FAILED_CONTEXT);
+      expect(item(again).id).not.toBe(item(broken).id);
 
       await library.retry(broken);
       expect(fake.messages.at(-1)?.text).toMatch(/zzz-locked — retried, failed again/);
+
+      // The admin's folder source: its name, its documents under it.
+      const admin = new LibraryProvider(await signedIn(server.adminToken));
+      const sources = await admin.getChildren();
+      const notesGroup = sources.find((n) => item(n).label === path.basename(notes));
+      expect(notesGroup && item(notesGroup).tooltip).toBe(notes);
+      const inside = notesGroup ? await admin.getChildren(notesGroup) : [];
+      expect(inside.map((n) => item(n).label)).toContain("Raft");
     });
   });
 

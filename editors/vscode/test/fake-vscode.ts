@@ -261,8 +261,17 @@ export class FakeQuickPick<T extends vscode.QuickPickItem> {
   items: readonly T[] = [];
   activeItems: readonly T[] = [];
   selectedItems: readonly T[] = [];
-  value = "";
   visible = false;
+  private typed = "";
+  get value(): string {
+    return this.typed;
+  }
+  /** Set by the extension: VS Code echoes it back as a change of value, a moment later. */
+  set value(value: string) {
+    if (value === this.typed) return;
+    this.typed = value;
+    queueMicrotask(() => this.changeValue.fire(value));
+  }
   readonly changeValue = new EventEmitter<string>();
   readonly accept = new EventEmitter<void>();
   readonly hidden = new EventEmitter<void>();
@@ -282,7 +291,7 @@ export class FakeQuickPick<T extends vscode.QuickPickItem> {
   }
   /** The user types `value`. */
   type(value: string): void {
-    this.value = value;
+    this.typed = value;
     this.changeValue.fire(value);
   }
   /** The user picks `item` and presses Enter. */
@@ -293,7 +302,16 @@ export class FakeQuickPick<T extends vscode.QuickPickItem> {
 }
 null as unknown as FakeQuickPick<vscode.QuickPickItem> satisfies Pick<
   vscode.QuickPick<vscode.QuickPickItem>,
-  "title" | "placeholder" | "busy" | "items" | "selectedItems" | "activeItems" | "show" | "hide" | "dispose"
+  | "title"
+  | "placeholder"
+  | "value"
+  | "busy"
+  | "items"
+  | "selectedItems"
+  | "activeItems"
+  | "show"
+  | "hide"
+  | "dispose"
 >;
 
 export class FakeWebviewPanel {

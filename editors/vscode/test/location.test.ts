@@ -166,7 +166,26 @@ describe("workspaceFile and resolveCitation", () => {
     });
   });
 
+  it("opens a hit on the web page at its chunk: a PDF at its cited page, a text at its anchor", () => {
+    const pdf = { ...cite("/home/me/notes/paper.pdf", ["Results"]), page_start: 4, page_end: 5, anchor: 900 };
+    // Not `#library/doc_2` (the document record): the page at the cited chunk, lines boxed.
+    expect(resolveCitation("doc_2", pdf, base, ws, "chunk_2_7")).toEqual({
+      kind: "web",
+      url: "http://127.0.0.1:8750/#open/doc_2/chunk_2_7",
+      why: "binary",
+    });
+    const note = { ...cite("/nowhere/x.md", ["A"]), anchor: 120 };
+    expect(resolveCitation("doc_3", note, base, ws, "chunk_3_1")).toMatchObject({
+      url: "http://127.0.0.1:8750/#open/doc_3/chunk_3_1//120",
+    });
+    // No document id (an answer's citation): the page finds the chunk's document.
+    expect(resolveCitation("", note, base, ws, "chunk_3_1")).toMatchObject({
+      url: "http://127.0.0.1:8750/#cite/chunk_3_1",
+    });
+  });
+
   it("escapes the document id in the web page's URL", () => {
     expect(webUrl("http://h:1/", "doc/../x")).toBe("http://h:1/#library/doc%2F..%2Fx");
+    expect(webUrl("http://h:1/", "d#1", "c?2")).toBe("http://h:1/#open/d%231/c%3F2");
   });
 });
