@@ -284,9 +284,10 @@ def start_reindex(body: ReindexRequest, shelf: ShelfDep, user: UserDep) -> JSONR
     _admin(user)
     if body.document_id is not None:
         return JSONResponse(shelf.reindex(document_id=body.document_id))
-    if not shelf.service.start_reindex():
+    started = shelf.service.start_reindex()
+    if started is None:
         raise Conflict("A reindex is already running; GET /v1/reindex follows it")
-    return JSONResponse(shelf.service.reindex_state(), status_code=202)
+    return JSONResponse(started, status_code=202)
 
 
 @router.get(

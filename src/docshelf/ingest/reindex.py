@@ -256,13 +256,15 @@ class ReindexRunner:
         self._lock = threading.Lock()
         self.state: dict[str, Any] = {"state": "idle"}
 
-    def start(self, rt: Runtime) -> bool:
+    def start(self, rt: Runtime) -> dict[str, Any] | None:
+        """Start a reindex; the state it starts in (what ``POST`` answers, whatever the
+        thread has done by then), or None while one runs."""
         with self._lock:
             if self.state["state"] == "running":
-                return False
-            self.state = {"state": "running", "done": 0, "total": 0, "phase": "starting"}
+                return None
+            self.state = started = {"state": "running", "done": 0, "total": 0, "phase": "starting"}
         threading.Thread(target=self._run, args=(rt,), daemon=True).start()
-        return True
+        return dict(started)
 
     def _run(self, rt: Runtime) -> None:
         rate = Rate(time.monotonic)

@@ -101,8 +101,9 @@ class Service:
 
         return ReindexRunner()
 
-    def start_reindex(self) -> bool:
-        """Start reindexing the library in a thread of this process; False while one runs."""
+    def start_reindex(self) -> dict[str, Any] | None:
+        """Start reindexing the library in a thread of this process: the state it starts
+        in, or None while one runs."""
         return self._reindexing.start(self.rt)
 
     def reindex_state(self) -> dict[str, Any]:
