@@ -17,6 +17,7 @@ import anyio
 import httpx
 import pytest
 
+import docshelf
 from docshelf.api import create_app
 from docshelf.integrations.mcp_server import DEFAULT_MAX_CHARS, MAX_HITS
 from docshelf.model import User
@@ -82,12 +83,19 @@ def mcp_library(transport: str, home: Path, prepare: Prepare) -> Iterator[Callab
             with serve(create_app(shelf)) as url:
                 yield http_connect(url, token)
             return
-    params = StdioServerParameters(
+    params = stdio_server(str(home))
+    yield lambda: stdio_client(params)
+
+
+def stdio_server(home: str) -> StdioServerParameters:
+    """``docshelf mcp`` in a subprocess over the library at ``home``, lexical-only, running
+    the docshelf this test imports (the SDK passes the child only a few variables)."""
+    source = str(Path(docshelf.__file__).resolve().parents[1])
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "docshelf.cli", "mcp"],
-        env={"DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": "none"},
+        env={"DOCSHELF_HOME": home, "DOCSHELF_EMBEDDER": "none", "PYTHONPATH": source},
     )
-    yield lambda: stdio_client(params)
 
 
 def http_connect(url: str, token: str | None) -> Callable[[], Any]:
@@ -114,11 +122,7 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
 ) -> None:
     with Shelf(isolated_home, embedder=None) as shelf:  # a lexical-only library
         shelf.add(notes)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "docshelf.cli", "mcp"],
-        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
-    )
+    params = stdio_server(str(isolated_home))
 
     async def body(session: ClientSession) -> None:
         listed = await session.list_tools()
