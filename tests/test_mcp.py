@@ -59,6 +59,18 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     return dict(result.structured_content)
 
 
+def schema_of(tool: Any) -> dict[str, Any]:
+    """A tool's arguments' schemas by name, a nested model's (``$ref``) as its properties."""
+    schema = tool.input_schema
+    found: dict[str, Any] = {}
+    for name, prop in schema["properties"].items():
+        ref = next((p["$ref"] for p in [prop, *prop.get("anyOf", [])] if "$ref" in p), None)
+        if ref is not None:
+            prop = schema["$defs"][ref.rsplit("/", 1)[1]]["properties"]
+        found[name] = prop
+    return found
+
+
 def error_text(result: CallToolResult) -> str:
     assert result.is_error
     return " ".join(c.text for c in result.content if c.type == "text")
@@ -223,6 +235,12 @@ def test_search_takes_every_filter_of_the_vocabulary(
             "Paxos (paxos.md#0)",
         ]
         assert await labels(session, words, tag=["#baking"]) == ["Bread (cooking.md#0)"]
+        # Issue 42: "`filters.tag` as a plain string is rejected": one string is a list of one
+        assert await labels(session, words, tag="#baking") == ["Bread (cooking.md#0)"]
+        assert await labels(session, words, tags="baking") == ["Bread (cooking.md#0)"]
+        assert await labels(session, words, concept="Food") == ["Bread (cooking.md#0)"]
+        tag_schema = schema_of(search)["filters"]["tag"]
+        assert {"type": "string"} in tag_schema["anyOf"]
         assert await labels(session, words, type="markdown", concept=["food"]) == [
             "Bread (cooking.md#0)"
         ]
