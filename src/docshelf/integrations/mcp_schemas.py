@@ -71,7 +71,7 @@ DESCRIPTIONS = {
     "ask": (
         "A grounded answer to a question, with inline [n] citations that map to the "
         "retrieved chunks (each verified); mode says whether an LLM or the extractive "
-        "offline form wrote it."
+        "offline form wrote it." + _BUDGET
     ),
 }
 
