@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from docshelf.search.filters import (
 )
 from docshelf.search.filters_model import Filters
 from docshelf.search.query import parse_query
+from docshelf.shelf import Shelf
 
 
 def test_the_vocabulary_and_the_modes() -> None:
@@ -113,6 +115,38 @@ def test_every_face_offers_every_filter() -> None:
     assert set(FILTER_KEYS) <= set(mcp_server.SearchFiltersArg.model_fields)
     old_name = mcp_server.SearchFiltersArg(tags=["a"], tag=["b"])
     assert old_name.to_search_filters(configured_taxonomy()).tags == ("b", "a")
+
+
+def test_a_tag_or_concept_may_be_one_string_in_every_face(shelf: Shelf, notes: Path) -> None:
+    """Issue 42: "`filters.tag` as a plain string is rejected". The shared model takes one
+    string as a list of one, and its schema says so: the HTTP body and the MCP tool alike."""
+    assert Filters.model_validate({"tag": "#a", "concept": "Food"}) == Filters(
+        tag=["#a"], concept=["Food"]
+    )
+    properties = Filters.model_json_schema()["properties"]
+    for key in ("tag", "concept"):
+        assert properties[key]["anyOf"] == [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}},
+        ]
+    mcp_server = pytest.importorskip("docshelf.integrations.mcp_server")
+    old_name = mcp_server.SearchFiltersArg.model_validate({"tags": "#a", "tag": "b"})
+    assert old_name.to_search_filters(configured_taxonomy()).tags == ("b", "a")
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from docshelf.api import create_app
+
+    alice, token = shelf.create_user("alice")
+    shelf.add(notes, user_id=alice.id)
+    with TestClient(create_app(shelf)) as client:
+        found = {}
+        for tag in ("baking", ["baking"]):
+            body = {"query": "flour", "filters": {"tag": tag}}
+            r = client.post("/v1/search", json=body, headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 200, r.text
+            found[str(tag)] = [h["citation"]["label"] for h in r.json()["hits"]]
+        assert found["baking"] == found["['baking']"] == ["Bread (cooking.md#0)"]
 
 
 def _utc(text: str) -> float:

@@ -1,12 +1,14 @@
 """The MCP server, driven by the MCP SDK's own client: over stdio (``docshelf mcp`` in a
-real subprocess, acting as the local admin) and over streamable HTTP (``/mcp`` in the
-API served by uvicorn, behind the bearer tokens, scoped to the caller)."""
+real subprocess, acting as the local admin), over streamable HTTP (``/mcp`` in the API
+served by uvicorn, behind the bearer tokens, scoped to the caller), and in memory for the
+property test of the budgets."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -16,11 +18,21 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
+import docshelf
 from docshelf.api import create_app
-from docshelf.integrations.mcp_server import DEFAULT_MAX_CHARS, MAX_HITS
+from docshelf.integrations.mcp_schemas import MAX_MAX_CHARS, MIN_MAX_CHARS
+from docshelf.integrations.mcp_server import (
+    DEFAULT_MAX_CHARS,
+    MAX_HITS,
+    build_server,
+    local_admin,
+)
 from docshelf.model import User
 from docshelf.search.filters import FILTER_KEYS
+from docshelf.search.results import CONTEXT_MODES
 from docshelf.shelf import Shelf
 from tests.live_server import serve
 from tests.optional import require_module
@@ -28,7 +40,7 @@ from tests.optional import require_module
 require_module("mcp", "pip install 'docshelf[mcp]'")
 
 import httpx2  # noqa: E402  (after the check: it comes with the mcp SDK)
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
 
@@ -58,6 +70,18 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     return dict(result.structured_content)
 
 
+def schema_of(tool: Any) -> dict[str, Any]:
+    """A tool's arguments' schemas by name, a nested model's (``$ref``) as its properties."""
+    schema = tool.input_schema
+    found: dict[str, Any] = {}
+    for name, prop in schema["properties"].items():
+        ref = next((p["$ref"] for p in [prop, *prop.get("anyOf", [])] if "$ref" in p), None)
+        if ref is not None:
+            prop = schema["$defs"][ref.rsplit("/", 1)[1]]["properties"]
+        found[name] = prop
+    return found
+
+
 def error_text(result: CallToolResult) -> str:
     assert result.is_error
     return " ".join(c.text for c in result.content if c.type == "text")
@@ -82,12 +106,19 @@ def mcp_library(transport: str, home: Path, prepare: Prepare) -> Iterator[Callab
             with serve(create_app(shelf)) as url:
                 yield http_connect(url, token)
             return
-    params = StdioServerParameters(
+    params = stdio_server(str(home))
+    yield lambda: stdio_client(params)
+
+
+def stdio_server(home: str) -> StdioServerParameters:
+    """``docshelf mcp`` in a subprocess over the library at ``home``, lexical-only, running
+    the docshelf this test imports (the SDK passes the child only a few variables)."""
+    source = str(Path(docshelf.__file__).resolve().parents[1])
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "docshelf.cli", "mcp"],
-        env={"DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": "none"},
+        env={"DOCSHELF_HOME": home, "DOCSHELF_EMBEDDER": "none", "PYTHONPATH": source},
     )
-    yield lambda: stdio_client(params)
 
 
 def http_connect(url: str, token: str | None) -> Callable[[], Any]:
@@ -114,11 +145,7 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
 ) -> None:
     with Shelf(isolated_home, embedder=None) as shelf:  # a lexical-only library
         shelf.add(notes)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "docshelf.cli", "mcp"],
-        env={"DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"},
-    )
+    params = stdio_server(str(isolated_home))
 
     async def body(session: ClientSession) -> None:
         listed = await session.list_tools()
@@ -219,6 +246,12 @@ def test_search_takes_every_filter_of_the_vocabulary(
             "Paxos (paxos.md#0)",
         ]
         assert await labels(session, words, tag=["#baking"]) == ["Bread (cooking.md#0)"]
+        # Issue 42: "`filters.tag` as a plain string is rejected": one string is a list of one
+        assert await labels(session, words, tag="#baking") == ["Bread (cooking.md#0)"]
+        assert await labels(session, words, tags="baking") == ["Bread (cooking.md#0)"]
+        assert await labels(session, words, concept="Food") == ["Bread (cooking.md#0)"]
+        tag_schema = schema_of(search)["filters"]["tag"]
+        assert {"type": "string"} in tag_schema["anyOf"]
         assert await labels(session, words, type="markdown", concept=["food"]) == [
             "Bread (cooking.md#0)"
         ]
@@ -348,6 +381,226 @@ def test_results_are_compact_within_budget_and_paged(
 
     with mcp_library(transport, isolated_home, prepare) as connect:
         run(body, connect, seconds=60)
+
+
+# -- issue 42: the budget is the whole result; a context page is mostly text -----------------
+
+ROUNDUP = "2021-05-29: Tricks for Mobile, Quick Capture, & Outliner Interoperability"
+
+
+def roundup_notes(tmp_path: Path) -> Path:
+    """A note as the issue met them in the docqa vault: a long title in a deep folder, and
+    a long section under it. The folder is padded to a fixed length, so that on the code
+    before the fix the calls below answered the issue's numbers exactly (where tmp_path is
+    short enough to pad): "max_chars: 1000 returns 1,468 characters; paged context gives
+    192 characters of text per call"."""
+    base = tmp_path / ("p" * max(121 - len(str(tmp_path)) - 1, 1))
+    folder = base / "notes" / "Community" / "Weekly"
+    folder.mkdir(parents=True)
+    (folder / f"{ROUNDUP}.md").write_text(
+        f"# {ROUNDUP}\n\n## Quick Capture Tips\n\n" + LONG_WORDS * 60
+    )
+    return base / "notes"
+
+
+async def text_of(session: ClientSession, tool: str, **arguments: Any) -> tuple[str, Any]:
+    """A tool's result as the client receives it: every text content, and the JSON."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    text = "".join(c.text for c in result.content if c.type == "text")
+    assert json.loads(text) == result.structured_content
+    return text, result.structured_content
+
+
+@TRANSPORTS
+def test_max_chars_1000_bounds_the_whole_result_and_pages_are_mostly_text(
+    tmp_path: Path, isolated_home: Path, transport: str
+) -> None:
+    """Issue 42: "`max_chars: 1000` returns 1,468 characters" (the envelope — citation,
+    next actions, notes — was left out of the budget); "paged context gives 192
+    characters of text per call (~140 calls for one section)"."""
+    notes = roundup_notes(tmp_path)
+
+    def prepare(shelf: Shelf, user_id: str | None) -> None:
+        shelf.add(notes, user_id=user_id)
+
+    async def body(session: ClientSession) -> None:
+        text, found = await text_of(
+            session, "search_documents", query="gossip peers", max_chars=1000
+        )
+        assert len(text) <= 1000  # was 1,468
+        top = found["hits"][0]
+        assert top["citation"]["label"].startswith(ROUNDUP)  # the label whole, to quote
+        assert not top["citation"]["label"].endswith("…")
+        assert "gossip protocol spreads" in top["text"]
+
+        pages: list[str] = []
+        offset: int | None = 0
+        while offset is not None:  # the section read on at the smallest budget
+            text, page = await text_of(
+                session, "get_context", chunk_id=top["chunk_id"], offset=offset, max_chars=1000
+            )
+            assert len(text) <= 1000
+            pages.append(page["text"])
+            offset = page.get("truncated", {}).get("next_offset")
+            if offset is not None:  # every page but the last: most of the budget is text
+                assert len(page["text"]) >= 500  # was 192
+        _, whole = await text_of(session, "get_context", chunk_id=top["chunk_id"])
+        assert "".join(pages) == whole["text"] and "truncated" not in whole
+        assert len(pages) <= -(-len(whole["text"]) // 500)  # was 21 calls for 3,998 characters
+
+    with mcp_library(transport, isolated_home, prepare) as connect:
+        run(body, connect, seconds=60)
+
+
+# -- the budget on every tool, over random libraries, queries and sizes ----------------------
+
+VOCABULARY = ["gossip", "peers", "round", "leader", "vote", "flour", "starter", "écrit", "東京"]
+# Text that takes more room in JSON than it has characters, and words to find.
+ODD = ['"', "\\", "\n", "\t", "\u2028", "🚀", "<a id=x></a>", "`code`", "%% c %%"]
+piece = st.sampled_from(VOCABULARY + ODD)
+words = st.builds(  # up to some 40,000 characters: a section read in pages
+    lambda w, times: " ".join(w * times), st.lists(piece, max_size=200), st.integers(1, 40)
+)
+line = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=160
+).map(lambda t: t.replace("\n", " ").strip() or "x")
+name = st.text("abcxyz XYZ-_&'(),", min_size=1, max_size=60).map(lambda t: "n" + t.strip())
+budget = st.one_of(
+    st.integers(1000, 1600), st.integers(1000, 8000), st.integers(1000, MAX_MAX_CHARS)
+)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> list[tuple[str, str]]:
+    """1 to 4 notes: (path, text), with long titles and headings, deep folders, long
+    sections, tags, and text full of what JSON escapes."""
+    found: dict[str, str] = {}
+    for _ in range(draw(st.integers(1, 4))):
+        folder = "/".join(draw(st.lists(name, max_size=3)))
+        path = f"{folder}/{draw(name)}.md".lstrip("/")
+        tags = draw(st.lists(st.sampled_from(["a", "b-c", "long_tag_name"]), max_size=3))
+        title = draw(line).replace('"', "'")
+        sections = draw(st.lists(st.tuples(line, words), min_size=1, max_size=5))
+        body = "".join(f"## {heading}\n\n{text}\n\n" for heading, text in sections)
+        found[path] = f'---\ntitle: "{title}"\ntags: [{", ".join(tags)}]\n---\n' + body
+    return list(found.items())
+
+
+def within_budget(result: CallToolResult, max_chars: int) -> dict[str, Any]:
+    """The result as the client received it fits ``max_chars``; its JSON."""
+    assert not result.is_error, result.content
+    text = "".join(c.text for c in result.content if c.type == "text")
+    assert len(text) <= max_chars, (len(text), max_chars, text[:300])
+    assert json.loads(text) == result.structured_content
+    return dict(result.structured_content or {})
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=documents(), data=st.data())
+def test_every_tool_keeps_to_max_chars_whatever_the_library_and_size(
+    docs: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    """The issue's "Must show": the MCP budget honoured on every tool, a property over
+    random sizes — every tool through the SDK's client (in memory, JSON-RPC framed),
+    every result as received within its ``max_chars``; paging always moves on."""
+    draw = data.draw
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "notes"
+        for path, text in docs:
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text, encoding="utf-8")
+        with Shelf(Path(tmp) / "home", embedder=None) as shelf:
+            shelf.add(root)
+
+            async def main() -> None:
+                async with Client(build_server(shelf, local_admin), mode="legacy") as client:
+                    await calls(client)
+
+            async def calls(client: Client) -> None:
+                query = draw(st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3))
+                query_text = " ".join(query) + draw(st.sampled_from(["", " " + "gossip" * 500]))
+                max_chars = draw(budget)
+                found = within_budget(
+                    await client.call_tool(
+                        "search_documents",
+                        {
+                            "query": query_text,
+                            "limit": draw(st.integers(1, MAX_HITS)),
+                            "mode": draw(st.sampled_from(["lexical", "hybrid"])),
+                            "max_chars": max_chars,
+                        },
+                    ),
+                    max_chars,
+                )
+                max_chars = draw(budget)
+                listed = within_budget(
+                    await client.call_tool(
+                        "list_sources",
+                        {
+                            "limit": draw(st.integers(1, 200)),
+                            "offset": draw(st.integers(0, 3)),
+                            "max_chars": max_chars,
+                        },
+                    ),
+                    max_chars,
+                )
+                event(f"search: {'cut' if 'truncated' in found else 'whole'}")
+                for hit in found["hits"][:2]:
+                    max_chars = draw(budget)
+                    arguments: dict[str, Any] = {
+                        "chunk_id": hit["chunk_id"],
+                        "mode": draw(st.sampled_from(CONTEXT_MODES)),
+                        "window": draw(st.integers(0, 20)),
+                        "max_chars": max_chars,
+                    }
+                    offset = draw(st.integers(0, 3000))
+                    for _ in range(4):  # a few pages on: each fits, each moves on
+                        page = within_budget(
+                            await client.call_tool("get_context", {**arguments, "offset": offset}),
+                            max_chars,
+                        )
+                        next_offset = page.get("truncated", {}).get("next_offset")
+                        event(f"context: {'paged' if next_offset else 'whole'}")
+                        if next_offset is None:
+                            break
+                        assert next_offset > offset
+                        offset = next_offset
+                    max_chars = draw(budget)
+                    within_budget(
+                        await client.call_tool(
+                            "get_document",
+                            {"document_id": hit["document_id"], "max_chars": max_chars},
+                        ),
+                        max_chars,
+                    )
+                for brief in listed["documents"][:1]:
+                    max_chars = draw(budget)
+                    within_budget(
+                        await client.call_tool(
+                            "get_document",
+                            {"document_id": brief["document_id"], "max_chars": max_chars},
+                        ),
+                        max_chars,
+                    )
+                max_chars = draw(budget)
+                within_budget(
+                    await client.call_tool(
+                        "ask",
+                        {
+                            "question": query_text,
+                            "limit": draw(st.integers(1, 20)),
+                            "max_chars": max_chars,
+                        },
+                    ),
+                    max_chars,
+                )
+                wrong = await client.call_tool(
+                    "get_context", {"chunk_id": "chunk_" + "x" * draw(st.integers(0, 5000))}
+                )
+                assert wrong.is_error and len(error_text(wrong)) <= MIN_MAX_CHARS
+
+            anyio.run(main)
 
 
 # -- streamable HTTP: /mcp in the API --------------------------------------------------------

@@ -29,10 +29,11 @@ class SearchFiltersArg(Filters):
     ``docshelf.search.filters``); all given ones must match."""
 
     # The tool's first name for ``tag``, still accepted from agents that learnt it.
-    tags: list[str] = Field(default_factory=list, description="Same as tag")
+    tags: str | list[str] = Field(default_factory=list, description="Same as tag")
 
     def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
-        merged = Filters(**{**self.model_dump(exclude={"tags"}), "tag": [*self.tag, *self.tags]})
+        more = [self.tags] if isinstance(self.tags, str) else self.tags
+        merged = Filters(**{**self.model_dump(exclude={"tags"}), "tag": [*self.tag, *more]})
         return merged.to_search_filters(taxonomy)
 
 
@@ -70,7 +71,7 @@ DESCRIPTIONS = {
     "ask": (
         "A grounded answer to a question, with inline [n] citations that map to the "
         "retrieved chunks (each verified); mode says whether an LLM or the extractive "
-        "offline form wrote it."
+        "offline form wrote it." + _BUDGET
     ),
 }
 

@@ -6,12 +6,13 @@
 Tools (all read-only): ``search_documents``, ``get_context``, ``list_sources``,
 ``get_document``, ``ask``. Results are made for a model's context window: compact
 JSON (no indentation), only what an agent uses (no hashes, timestamps or owner
-ids), each text once, and at most ``max_chars`` characters per result
+ids), each text once, and at most ``max_chars`` characters per result, all of it
 (``DEFAULT_MAX_CHARS`` unless asked; a result cut to fit says so under
-``truncated`` and names the call that reads the rest in ``next_actions``). Every
-hit and context carries its ``citation.label`` to quote. docshelf's errors, and
-arguments the schema refuses, become tool errors whose text starts with the error
-code (``not_found: No chunk 'chunk_x'``, ``invalid_input: mode must be one of …``).
+``truncated`` and names the call that reads the rest in ``next_actions``; a small
+budget keeps the text and says less around it). Every hit and context carries its
+``citation.label`` to quote. docshelf's errors, and arguments the schema refuses,
+become tool errors whose text starts with the error code (``not_found: No chunk
+'chunk_x'``, ``invalid_input: mode must be one of …``), in at most ``MIN_MAX_CHARS``.
 The agent skill file (docs/agents/docshelf-skill.md) says how to use them; it is
 also served as the ``docshelf://skill`` resource.
 
@@ -36,11 +37,12 @@ from pydantic import ValidationError
 
 from docshelf import __version__
 from docshelf.errors import DocshelfError
-from docshelf.integrations.mcp_render import compact_json
+from docshelf.integrations.mcp_render import compact_json, cut
 from docshelf.integrations.mcp_schemas import (
     DEFAULT_MAX_CHARS,
     DESCRIPTIONS,
     MAX_HITS,
+    MIN_MAX_CHARS,
     READ_ONLY,
     SearchFiltersArg,
     schema_message,
@@ -87,13 +89,14 @@ class _Server(MCPServer):
         try:
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
+            # An error fits the smallest budget: it may echo what the caller sent.
             if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(schema_message(exc.__cause__)) from None
+                raise ToolError(cut(schema_message(exc.__cause__), MIN_MAX_CHARS)) from None
             # the SDK's "Error executing tool NAME: " before our "code: message"
             message = str(exc).removeprefix(f"Error executing tool {name}: ")
             if message != str(exc) and message.split(":", 1)[0] in _CODES:
-                raise ToolError(message) from None
-            raise
+                raise ToolError(cut(message, MIN_MAX_CHARS)) from None
+            raise ToolError(cut(str(exc), MIN_MAX_CHARS)) from exc
         if isinstance(result, CallToolResult) and result.structured_content is not None:
             text = TextContent(type="text", text=compact_json(result.structured_content))
             return result.model_copy(update={"content": [text]})

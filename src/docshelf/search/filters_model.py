@@ -6,10 +6,11 @@ that pydantic loads only where a model is wanted: a CLI search needs none."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -20,7 +21,6 @@ from pydantic import (
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.search.filters import (
-    _BY_KEY,
     ALIASES,
     DATE_PATTERN,
     FILTER_KEYS,
@@ -34,7 +34,15 @@ from docshelf.search.filters import (
     known_value,
 )
 
-__all__ = ["Filters"]
+__all__ = ["Filters", "Values"]
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+# A repeatable filter's values (tag, concept): a list, or one string for a list of one.
+Values = Annotated[list[str], BeforeValidator(_one_or_many, json_schema_input_type=str | list[str])]
 
 
 def _enum(schema: dict[str, Any], values: Iterable[str]) -> None:
@@ -60,8 +68,8 @@ class Filters(BaseModel):
         description=_meaning("doctype"),
         json_schema_extra=lambda schema: _enum(schema, document_types()),
     )
-    tag: list[str] = Field(default_factory=list, description=_meaning("tag"))
-    concept: list[str] = Field(default_factory=list, description=_meaning("concept"))
+    tag: Values = Field(default_factory=list, description=_meaning("tag"))
+    concept: Values = Field(default_factory=list, description=_meaning("concept"))
     date: str | None = Field(
         default=None,
         description=_meaning("date"),
@@ -127,13 +135,7 @@ class Filters(BaseModel):
         unknown = sorted(set(given) - set(FILTER_KEYS) - set(ALIASES))
         if unknown:
             raise ValueError(f"Unknown filter {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}")
-        values = {
-            key: [value]
-            if _BY_KEY[ALIASES.get(key, key)].repeatable and isinstance(value, str)
-            else value
-            for key, value in given.items()
-            if value is not None
-        }
+        values = {key: value for key, value in given.items() if value is not None}
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
