@@ -25,7 +25,14 @@ from docshelf.model import User
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
-from tests.fixtures_formats import encrypted_pdf, paged_pdf
+from tests.fixtures_formats import (
+    PAPER_BALLOTS,
+    PAPER_QUORUM,
+    PAPER_QUORUM_GOES_ON,
+    column_paper_pdf,
+    encrypted_pdf,
+    paged_pdf,
+)
 from tests.live_server import serve
 from tests.optional import require_module, require_program
 
@@ -550,7 +557,6 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
     assert frame["x"] <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"]
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
     assert box["width"] > 50 and box["height"] > 3
-    screenshot(page, "web-open-pdf.png")
 
     view.get_by_role("link", name="Next page").click()
     page.wait_for_function(
@@ -582,13 +588,102 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
         box = lines.nth(i).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
         assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
-    screenshot(page, "web-open-pdf-narrow.png")
     zoom.click()  # the whole page again: it fits the width, boxes still on the lines
     assert view.get_by_role("button", name="Zoom to the passage").is_visible()
     frame = view.locator(".page-frame").bounding_box()
     box = lines.first.bounding_box()
     assert frame is not None and box is not None and frame["width"] <= 390
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
+
+
+def highlight_boxes(page: Page) -> list[dict[str, float]]:
+    """The highlight boxes of the open PDF page, where they are in the viewport now, and
+    in the page (fractions), once its image is decoded."""
+    page.wait_for_function("() => document.querySelector('.page-frame img')?.complete")
+    return list(
+        page.evaluate(
+            """() => {
+                const frame = document.querySelector('.page-frame').getBoundingClientRect();
+                return [...document.querySelectorAll('.page-frame .hl')].map((box) => {
+                    const r = box.getBoundingClientRect();
+                    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right,
+                            x: (r.left - frame.left) / frame.width,
+                            y: (r.top - frame.top) / frame.height};
+                });
+            }"""
+        )
+    )
+
+
+IN_VIEW = """() => {
+    const box = document.querySelector('.page-frame .hl')?.getBoundingClientRect();
+    return box && box.top >= 0 && box.bottom <= innerHeight;
+}"""
+
+
+def open_hit(page: Page, query: str, heading: str) -> None:
+    """Search, and open the hit under ``heading`` (once the results are this query's)."""
+    page.get_by_role("link", name="Search").click()
+    page.get_by_label("Search your documents").fill(query)
+    hit = page.locator(".hit").filter(has=page.locator(".crumbs", has_text=heading)).first
+    hit.locator(".citation").first.click()
+    page.locator("#open-view .page-frame img").wait_for()
+
+
+def test_a_pdf_passage_opens_in_view_boxed_in_both_columns_wide_and_narrow(
+    browser: Browser, site: Site
+) -> None:
+    paper = site.upload("paper.pdf", column_paper_pdf())
+    site.wait_for(paper, "complete")
+    # 1280 x 900: the passage starts 1,300 px down the page (the issue saw 1,084-1,471).
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(site.url)
+    sign_in(page, site.token)
+    page.get_by_label("Search mode").select_option("lexical")
+    open_hit(page, "quorum of voters decides each term", "Quorum")
+    page.wait_for_function(IN_VIEW, timeout=5_000)  # opened there: nobody scrolled
+    boxes = highlight_boxes(page)
+    left = [b for b in boxes if b["x"] < 0.45]
+    right = [b for b in boxes if b["x"] > 0.5]
+    # Every line boxed, in both columns: the heading and five lines at the foot of the
+    # left one, three lines at the top of the right one (none at the page number).
+    assert len(left) == 1 + len(PAPER_QUORUM) and len(right) == len(PAPER_QUORUM_GOES_ON)
+    assert min(b["y"] for b in left) > 0.6 and max(b["y"] for b in right) < 0.2
+    for box in left:  # where the passage starts, all of it on the screen
+        assert box["top"] >= 0 and box["bottom"] <= 900, box
+    assert page.evaluate("window.scrollY") > 0
+    screenshot(page, "web-open-pdf.png")
+
+    # 390 x 844: opened zoomed to a passage near the foot of page 2, every line whole.
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_hit(page, "ballots counted once by every voter", "Ballots")
+    page.wait_for_function(IN_VIEW, timeout=5_000)
+    view = page.locator("#open-view")
+    assert view.locator(".page-number").inner_text() == "Page 2 of 2"
+    assert view.get_by_role("button", name="Whole page").get_attribute("aria-pressed") == "true"
+    figure = view.locator(".page-figure").bounding_box()
+    frame = view.locator(".page-frame").bounding_box()
+    assert figure is not None and frame is not None and frame["width"] > 2 * figure["width"]
+    boxes = highlight_boxes(page)
+    assert len(boxes) == 1 + len(PAPER_BALLOTS)
+    for box in boxes:
+        assert figure["x"] <= box["left"] and box["right"] <= figure["x"] + figure["width"], box
+        assert box["top"] >= 0 and box["bottom"] <= 844, box
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "web-open-pdf-narrow.png")
+
+    # The passage across two columns on a phone: every line whole, its start in view.
+    open_hit(page, "quorum of voters decides each term", "Quorum")
+    page.wait_for_function(IN_VIEW, timeout=5_000)
+    figure = view.locator(".page-figure").bounding_box()
+    assert figure is not None
+    boxes = highlight_boxes(page)
+    assert len(boxes) == 1 + len(PAPER_QUORUM) + len(PAPER_QUORUM_GOES_ON)
+    for box in boxes:
+        assert figure["x"] <= box["left"] and box["right"] <= figure["x"] + figure["width"], box
+    context.close()
 
 
 def test_a_markdown_hit_opens_the_note_scrolled_to_its_heading(page: Page, site: Site) -> None:
