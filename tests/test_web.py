@@ -208,6 +208,32 @@ def test_sign_in_refuses_a_bad_token_and_keeps_a_good_one_for_every_tab(
     assert other.get_by_role("navigation", name="Views").is_hidden()
 
 
+@pytest.mark.parametrize("scripts", ["off", "not loaded yet"])
+def test_the_sign_in_form_sent_without_its_script_keeps_the_token_out_of_every_address(
+    browser: Browser, site: Site, scripts: str
+) -> None:
+    context = browser.new_context(java_script_enabled=scripts != "off")
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    if scripts == "not loaded yet":  # the page's script never arrives
+        page.route("**/static/app.js", lambda route: route.abort())
+    sent: list[tuple[str, str]] = []
+    page.on("request", lambda r: sent.append((r.url, r.post_data or "")))
+    page.goto(site.url)
+    page.get_by_label("Access token").fill(site.token)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    page.get_by_label("Access token").wait_for()  # the form again, empty
+    assert page.url == f"{site.url}/"
+    assert sent and all(site.token not in url and site.token not in body for url, body in sent)
+    assert all("token=" not in url for url, _ in sent), sent
+    if scripts == "off":
+        assert "needs JavaScript" in page.locator("noscript").first.inner_text() or (
+            page.get_by_text("This page needs JavaScript").is_visible()
+        )
+    context.close()
+
+
 def test_highlights_skip_stopwords_and_parts_of_words_and_markdown_reads_as_text(
     page: Page, site: Site
 ) -> None:
