@@ -171,10 +171,7 @@ export class OpenView {
       }
       figure.append(frame);
       const zoom = passageZoom(view.boxes);
-      const apply = (on) => {
-        figure.classList.toggle("zoomed", on);
-        frame.style.width = on ? `${zoom.factor * 100}%` : "";
-      };
+      let zoomFirst = null;
       if (zoom.factor > 1.15) {
         // A whole page on a phone is too small to read: there, it opens zoomed to the
         // cited lines' width (scrolling sideways inside the figure); a button toggles.
@@ -182,7 +179,8 @@ export class OpenView {
         const set = (on) => {
           toggle.setAttribute("aria-pressed", String(on));
           toggle.textContent = on ? "Whole page" : "Zoom to the passage";
-          apply(on);
+          figure.classList.toggle("zoomed", on);
+          frame.style.width = on ? `${zoom.factor * 100}%` : "";
         };
         set(false);
         toggle.addEventListener("click", () => {
@@ -190,17 +188,13 @@ export class OpenView {
           revealPassage(figure);
         });
         pager.append(toggle);
-        shown = async () => {
-          set(window.matchMedia("(max-width: 800px)").matches);
-          await settled(image);
-          revealPassage(figure);
-        };
-      } else {
-        shown = async () => {
-          await settled(image);
-          revealPassage(figure);
-        };
+        zoomFirst = () => set(window.matchMedia("(max-width: 800px)").matches);
       }
+      shown = async () => {
+        zoomFirst?.();
+        await settled(image);
+        revealPassage(figure);
+      };
       figure.append(h("figcaption", { class: "hint" }, pageCaption(view)));
     } catch (error) {
       figure.append(h("p", {}, failure(error, () => this.show(view.document_id, view.chunk_id, view.page))));
@@ -275,7 +269,7 @@ const MARGIN = 16; // px kept around the passage when it is scrolled into view
 
 /** Scroll the window (and a zoomed figure sideways) so the cited passage is in view: its
  * first lines, and as many of the following ones as the window holds, in the middle. */
-export function revealPassage(figure) {
+function revealPassage(figure) {
   if (!figure.isConnected) return; // another view replaced it meanwhile
   const boxes = [...figure.querySelectorAll(".hl")].map((box) => box.getBoundingClientRect());
   if (!boxes.length) return;
