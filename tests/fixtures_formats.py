@@ -282,3 +282,74 @@ def docx_zip_bomb(megabytes: int = 300) -> bytes:
             for _ in range(megabytes):
                 member.write(block)
     return buf.getvalue()
+
+
+# The cited passage of column_paper_pdf: on page 1 it starts low in the left column and
+# goes on at the top of the right one (the page number between them in the content), a
+# word broken by a hyphen at a line end; on page 2 it is a few short lines near the foot.
+PAPER_QUORUM = [
+    "A quorum of voters decides each term.",
+    "No two leaders can share one term, since",
+    "each voter grants one vote per term and",
+    "two majorities of the same cluster al-",
+    "ways overlap in at least one voter. The",
+]
+PAPER_QUORUM_GOES_ON = [
+    "candidate that gathers a quorum becomes",
+    "the leader and tells the others at once",
+    "with a heartbeat before their timers end.",
+]
+PAPER_BALLOTS = [
+    "Ballots are counted once",
+    "by every voter, and a",
+    "ballot for an old term",
+    "is thrown away unread.",
+]
+
+
+def column_paper_pdf() -> bytes:
+    """Two pages of a paper. Page 1 has two columns of 10 pt text under a title; the
+    "Quorum" section starts near the foot of the left column and ends under
+    ``PAPER_QUORUM_GOES_ON`` at the top of the right one. Page 2 is one narrow column
+    whose "Ballots" section (``PAPER_BALLOTS``) sits near the foot of the page."""
+    rng = random.Random(42)
+    buf = io.BytesIO()
+    c = _canvas(buf)
+    _text(c, 150, 740, "Voting in Two Columns", 20)
+    y = 700.0
+    for line in lines(rng, 36, 44):
+        _text(c, 50, y, line)
+        y -= LEADING
+    y -= 8
+    _text(c, 50, y, "Quorum", 14)
+    y -= 20
+    for line in PAPER_QUORUM:
+        _text(c, 50, y, line)
+        y -= LEADING
+    _text(c, 300, 40, "1")  # the page number, drawn between the columns
+    y = 700.0
+    for line in PAPER_QUORUM_GOES_ON:
+        _text(c, 320, y, line)
+        y -= LEADING
+    y -= 8
+    _text(c, 320, y, "Terms", 14)
+    y -= 20
+    for line in lines(rng, 40, 44):
+        _text(c, 320, y, line)
+        y -= LEADING
+    c.showPage()
+    y = 740.0
+    _text(c, 50, y, "Appendix", 14)
+    y -= 24
+    for line in lines(rng, 40, 30):
+        _text(c, 50, y, line)
+        y -= LEADING
+    y -= 8
+    _text(c, 50, y, "Ballots", 14)
+    y -= 20
+    for line in PAPER_BALLOTS:
+        _text(c, 50, y, line)
+        y -= LEADING
+    c.showPage()
+    c.save()
+    return buf.getvalue()

@@ -15,8 +15,12 @@ from fastapi.testclient import TestClient
 
 from docshelf import views
 from docshelf.api import create_app
+from docshelf.config import ParseLimits
+from docshelf.errors import InvalidInput
+from docshelf.parse import parse
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
+from tests.fixtures_formats import encrypted_pdf, paged_pdf
 from tests.test_api import Api, drain
 
 YEAR_2024 = 1_710_000_000  # 2024-03-09 UTC
@@ -204,12 +208,37 @@ def test_a_vault_note_opens_in_obsidian_and_nothing_else_does(
         ("no text layer on any of 3 pages (scanned?)", False),
         ("no readable text on any of 2 pages: 2 with an unreadable text layer", False),
         ("malformed PDF: none of its 4 pages can be loaded", False),
-        ("encrypted PDF (set DOCSHELF_PDF_PASSWORD)", True),
+        ("encrypted (password required; set DOCSHELF_PDF_PASSWORD to open it)", False),
         ("encrypted with an unsupported security handler", False),
-        ("parse exceeded its time limit of 60 s", True),
+        ("truncated PDF (no %%EOF marker at the end of the file)", False),
+        ("pdf parser crashed (signal 11)", False),
+        ("pdf parser exceeded the 60 s time limit", True),
+        ("pdf parser exceeded the 1024 MB memory limit", True),
+        ("pdf parser was killed (over the 1024 MB memory limit?)", True),
+        ("ConnectionError: the embedding service is unavailable (after 5 attempts)", True),
+        ("OperationalError: database is locked (after 5 attempts)", True),
         ("database or disk is full", True),
+        ("unreadable: Permission denied", True),
+        ("source folder is missing or unreadable", True),
         (None, True),
     ],
 )
 def test_retry_is_offered_only_where_it_can_help(reason: str | None, can_help: bool) -> None:
     assert views.retryable(reason) is can_help
+
+
+@pytest.mark.parametrize(
+    ("file_type", "data"),
+    [
+        ("markdown", b"\x00\x01\x02 binary"),
+        ("markdown", b"# Broken\n\nnot \xff\xfe utf-8\n"),
+        ("pdf", paged_pdf([["A paper cut off halfway through."]])[:400]),
+        ("pdf", encrypted_pdf()),
+        ("pdf", b"%PDF-1.4\n" + b"x" * 200 + b"\n%%EOF\n"),
+    ],
+)
+def test_what_the_bytes_decide_is_never_offered_a_retry(file_type: str, data: bytes) -> None:
+    # The reasons as the parsers word them, not as a test spells them.
+    with pytest.raises(InvalidInput) as failed:
+        parse(data, file_type, ParseLimits())
+    assert views.retryable(failed.value.message) is False, failed.value.message

@@ -166,6 +166,35 @@ def test_find_lines_matches_across_line_breaks_and_spacing() -> None:
     assert " ".join(page[start : start + count].split()) == "Consensus needs a quorum of voters."
 
 
+def test_find_lines_follows_the_parse_across_hyphens_ligatures_and_columns() -> None:
+    # The chunk's text is the parse's: "always" joined, "ﬁrst" spelt out, the column's end
+    # and the next column's start one paragraph, the page number between them left out.
+    page = (
+        "Heading of another part\r\nthe first line of the left column\r\n"
+        "two majorities al\ufffeways overlap in the ﬁrst voter and the\r\n"
+        "same cluster of voters decides each term of office for us\r\n"
+        "7\r\n"
+        "candidate that gathers a quorum becomes the leader\r\nTerms\r\n"
+        "the first line of the next part"
+    )
+    snippet = (
+        "two majorities always overlap in the first voter and the same cluster of voters "
+        "decides each term of office for us. The candidate that gathers a quorum becomes "
+        "the leader"
+    )
+    stretches = [page[s : s + n] for s, n in reading.find_lines(page, snippet)]
+    assert stretches == [
+        "two majorities al\ufffeways overlap in the ﬁrst voter and the\r\n"
+        "same cluster of voters decides each term of office for us",
+        "candidate that gathers a quorum becomes the leader",
+    ]
+    # A word broken by a printed hyphen at a line end is one word too.
+    broken = "an elec-\r\ntion ends it"
+    assert reading.find_lines(broken, "an election ends it") == [(0, len(broken))]
+    # Words in common by chance ("the first line") are not the passage.
+    assert reading.find_lines(page, "nothing of this is on the page at all") == []
+
+
 def test_png_encodes_rows_a_decoder_reads_back() -> None:
     pixels = bytes([255, 0, 0, 0, 255, 0, 9, 9]) + bytes([0, 0, 255, 1, 2, 3, 9, 9])
     data = reading.png(pixels, 2, 2, 8, 3)
@@ -227,10 +256,10 @@ def test_documents_list_has_the_total_and_failures_are_listed_for_their_owner(
     assert failures["total"] == 3
     assert by_name["blob.md"]["retryable"] is False and "binary" in by_name["blob.md"]["reason"]
     assert by_name["blob.md"]["label"] == f"{notes.name}/blob.md"  # not the whole path
-    # The same bytes never decode; an encrypted PDF opens once a password is configured.
+    # The same bytes never decode, nor open without a password.
     assert by_name["bad.md"]["retryable"] is False
     assert (
-        by_name["locked.pdf"]["retryable"] is True
+        by_name["locked.pdf"]["retryable"] is False
         and "encrypted" in by_name["locked.pdf"]["reason"]
     )
     assert bob.get("/v1/failures").json() == {"failures": [], "total": 0}

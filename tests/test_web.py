@@ -8,6 +8,7 @@ CI=true. Set DOCSHELF_TEST_SCREENSHOTS=docs to refresh the screenshots in docs/.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,14 @@ from docshelf.model import User
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
-from tests.fixtures_formats import encrypted_pdf, paged_pdf
+from tests.fixtures_formats import (
+    PAPER_BALLOTS,
+    PAPER_QUORUM,
+    PAPER_QUORUM_GOES_ON,
+    column_paper_pdf,
+    encrypted_pdf,
+    paged_pdf,
+)
 from tests.live_server import serve
 from tests.optional import require_module, require_program
 
@@ -49,6 +57,10 @@ HANDBOOK = "# Handbook\n\n" + "".join(
     f"## Part {i}\n\nPart {i} explains topic{i} in detail. {FILLER}\n\n" for i in range(8)
 )
 BAD_UTF8 = b"# Broken\n\nThis note is not UTF-8: \xff\xfe\xfa.\n"
+MEETING = "# Meeting\n\n" + "".join(
+    f"## Item {i}\n\nItem {i} was agreed after a short talk. {FILLER}\n\n" for i in range(4)
+)
+TRUNCATED_PDF = paged_pdf([["A paper cut off halfway through."]])[:400]
 XSS_NOTE = (
     "---\ntitle: Evil <img src=x onerror=\"window.__xss='title'\"> note\n---\n"
     "# Hostile leader\n\n"
@@ -58,10 +70,22 @@ XSS_NOTE = (
 
 
 class SlowEmbedder(HashEmbedder):
-    """Embedding takes a moment, so the page sees the stages go by."""
+    """Embedding takes a moment, so the page sees the stages go by. While ``down`` it
+    fails as an embedding service that cannot be reached would (a failure of the moment:
+    a retry can help once it is back); while ``gate`` is clear it waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.gate = threading.Event()
+        self.gate.set()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         time.sleep(0.06)
+        if not self.gate.wait(timeout=30):
+            raise TimeoutError("the test never opened the gate")
+        if self.down:
+            raise ConnectionError("the embedding service is unavailable")
         return super().embed(texts)
 
 
@@ -71,6 +95,7 @@ class Site:
     shelf: Shelf
     user: User
     token: str
+    embedder: SlowEmbedder
 
     def upload(self, name: str, data: bytes) -> str:
         r = httpx.post(
@@ -100,7 +125,8 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def site(isolated_home: Path, notes: Path) -> Iterator[Site]:
-    shelf = Shelf(isolated_home, embedder=SlowEmbedder())
+    embedder = SlowEmbedder()
+    shelf = Shelf(isolated_home, embedder=embedder)
     user, token = shelf.create_user("alice")
     shelf.add(notes, user_id=user.id)
     app = create_app(
@@ -111,7 +137,7 @@ def site(isolated_home: Path, notes: Path) -> Iterator[Site]:
     )
     try:
         with serve(app) as url:
-            yield Site(url, shelf, user, token)
+            yield Site(url, shelf, user, token, embedder)
     finally:
         shelf.close()
 
@@ -199,6 +225,28 @@ def test_sign_in_refuses_a_bad_token_and_keeps_a_good_one_for_every_tab(
     assert page.evaluate("localStorage.getItem('docshelf.token')") is None
     other.get_by_role("alert").filter(has_text="signed out in another tab").wait_for()
     assert other.get_by_role("navigation", name="Views").is_hidden()
+
+
+@pytest.mark.parametrize("scripts", ["off", "not loaded yet"])
+def test_the_sign_in_form_sent_without_its_script_keeps_the_token_out_of_every_address(
+    browser: Browser, site: Site, scripts: str
+) -> None:
+    context = browser.new_context(java_script_enabled=scripts != "off")
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    if scripts == "not loaded yet":  # the page's script never arrives
+        page.route("**/static/app.js", lambda route: route.abort())
+    sent: list[tuple[str, str]] = []
+    page.on("request", lambda r: sent.append((r.url, r.post_data or "")))
+    page.goto(site.url)
+    page.get_by_label("Access token").fill(site.token)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    page.get_by_label("Access token").wait_for()  # the form again, empty
+    assert page.url == f"{site.url}/"
+    assert sent and all(site.token not in url and site.token not in body for url, body in sent)
+    assert all("token=" not in url for url, _ in sent), sent
+    context.close()
 
 
 def test_highlights_skip_stopwords_and_parts_of_words_and_markdown_reads_as_text(
@@ -384,53 +432,160 @@ def test_dropped_file_progress_bar_follows_the_stages_to_complete(page: Page, si
 def test_failed_upload_shows_its_reason_and_a_retry_button(page: Page, site: Site) -> None:
     sign_in(page, site.token)
     page.get_by_role("link", name="Upload").click()
+    site.embedder.down = True  # a failure of the moment: the embedding service is away
     files: list[FilePayload] = [
-        # A failure a retry can help: it opens once DOCSHELF_PDF_PASSWORD is set.
-        {"name": "locked.pdf", "mimeType": "application/pdf", "buffer": encrypted_pdf()},
-        {"name": "meeting.md", "mimeType": "text/markdown", "buffer": HANDBOOK.encode()},
+        {"name": "meeting.md", "mimeType": "text/markdown", "buffer": MEETING.encode()},
+        {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
     ]
     page.get_by_label("Choose files").set_input_files(files)
-    broken = page.locator(".upload").filter(has_text="locked.pdf")
-    page.locator('.upload[data-stage="failed"]').filter(has_text="locked.pdf").wait_for()
-    assert "encrypted" in broken.locator(".stage-message").inner_text()
-    assert broken.locator(".stepper li.now").inner_text() == "parsing"  # where it stopped
-    page.locator('.upload[data-stage="complete"]').filter(has_text="meeting.md").wait_for()
+    meeting = page.locator(".upload").filter(has_text="meeting.md")
+    broken = page.locator(".upload").filter(has_text="broken.md")
+    meeting.get_by_role("button", name="Retry").wait_for()
+    assert meeting.get_attribute("data-stage") == "failed"
+    assert "embedding service is unavailable" in meeting.locator(".stage-message").inner_text()
+    assert meeting.locator(".stepper li.now").inner_text() == "embedding"  # where it stopped
+    broken.get_by_text("Not retried").wait_for()  # what the bytes decide, beside it
+    assert "invalid UTF-8" in broken.locator(".stage-message").inner_text()
     screenshot(page, "web-upload.png")
 
-    documents = site.shelf.documents(user_id=site.user.id)
-    failed = [d.id for d in documents if d.status == "failed"]
-    assert len(failed) == 1
-    before = len(site.shelf.events(document_id=failed[0], user_id=site.user.id))
+    site.embedder.down = False  # back: the retry succeeds
+    [doc] = [d.id for d in site.shelf.documents(user_id=site.user.id) if d.rel_path == "meeting.md"]
     with page.expect_response(lambda r: r.url.endswith("/retry")) as retried:
-        broken.get_by_role("button", name="Retry").click()
+        meeting.get_by_role("button", name="Retry").click()
     assert retried.value.status == 202
-    # The job ran again (and, the bytes being what they are, failed again).
-    broken.get_by_role("button", name="Retry").wait_for()
-    assert broken.get_attribute("data-stage") == "failed"
-    events = site.shelf.events(document_id=failed[0], user_id=site.user.id)
-    stages = [e.stage for e in events[before:]]
-    assert stages[0] == "queued" and stages[-1] == "failed"
-    assert site.shelf.job(failed[0]).status == "failed"
+    page.locator('.upload[data-stage="complete"]').filter(has_text="meeting.md").wait_for()
+    assert meeting.get_by_role("button", name="Retry").count() == 0
+    assert site.shelf.job(doc).status == "complete"
 
 
 def test_a_failure_no_retry_can_change_offers_no_retry(page: Page, site: Site) -> None:
     sign_in(page, site.token)
     page.get_by_role("link", name="Upload").click()
+    page.evaluate(  # every row that ever shows a Retry button, however briefly
+        """() => {
+            window.retryShown = new Set();
+            new MutationObserver(() => {
+                for (const b of document.querySelectorAll('#uploads .upload button.retry')) {
+                    window.retryShown.add(b.closest('.upload').querySelector('.file-name').textContent);
+                }
+            }).observe(document.getElementById('uploads'), {subtree: true, childList: true});
+        }"""
+    )
     files: list[FilePayload] = [
         {"name": "blob.md", "mimeType": "text/markdown", "buffer": b"\x00\x01\x02 binary"},
         {"name": "broken.md", "mimeType": "text/markdown", "buffer": BAD_UTF8},
+        {"name": "truncated.pdf", "mimeType": "application/pdf", "buffer": TRUNCATED_PDF},
         {"name": "locked.pdf", "mimeType": "application/pdf", "buffer": encrypted_pdf()},
     ]
     page.get_by_label("Choose files").set_input_files(files)
-    for name, reason in (("blob.md", "binary content"), ("broken.md", "invalid UTF-8")):
+    for name, reason in (
+        ("blob.md", "binary content"),
+        ("broken.md", "invalid UTF-8"),
+        ("truncated.pdf", "truncated PDF"),
+        ("locked.pdf", "encrypted"),
+    ):
         failed = page.locator(".upload").filter(has_text=name)
-        page.locator('.upload[data-stage="failed"]').filter(has_text=name).wait_for()
         failed.get_by_text("Not retried").wait_for()
+        assert failed.get_attribute("data-stage") == "failed"
         assert reason in failed.locator(".stage-message").inner_text()
         assert failed.get_by_role("button", name="Retry").count() == 0
-    # A failure a retry can help keeps its button (the test above retries one).
-    locked = page.locator(".upload").filter(has_text="locked.pdf")
-    locked.get_by_role("button", name="Retry").wait_for()
+    assert page.evaluate("[...window.retryShown]") == []
+    # Its document page says the same, and the API refuses the retry that cannot help.
+    documents = site.shelf.documents(user_id=site.user.id)
+    [truncated] = [d.id for d in documents if d.rel_path == "truncated.pdf"]
+    page.goto(f"{site.url}/#library/{truncated}")
+    job = page.locator("#doc-detail .job")
+    job.get_by_text("Not retried").wait_for()
+    assert "truncated PDF" in job.inner_text()
+    assert job.get_by_role("button", name="Retry").count() == 0
+    refused = httpx.post(
+        f"{site.url}/v1/documents/{truncated}/retry",
+        headers={"Authorization": f"Bearer {site.token}"},
+    )
+    assert refused.status_code == 409
+
+
+def test_an_upload_that_cannot_reach_the_server_offers_a_retry(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Upload").click()
+
+    def refuse(route: Route) -> None:
+        if route.request.method == "POST":
+            route.abort("connectionrefused")
+        else:
+            route.continue_()
+
+    page.route("**/v1/documents", refuse)
+    files: list[FilePayload] = [
+        {"name": "meeting.md", "mimeType": "text/markdown", "buffer": MEETING.encode()}
+    ]
+    page.get_by_label("Choose files").set_input_files(files)
+    row = page.locator(".upload").filter(has_text="meeting.md")
+    retry = row.get_by_role("button", name="Retry")
+    retry.wait_for()
+    assert "could not reach the server" in row.locator(".stage-message").inner_text()
+    assert row.get_attribute("data-stage") == "failed"
+    page.unroute("**/v1/documents")
+    retry.click()  # the file is sent again
+    page.locator('.upload[data-stage="complete"]').filter(has_text="meeting.md").wait_for()
+    assert [d.rel_path for d in site.shelf.documents(user_id=site.user.id)].count("meeting.md") == 1
+
+
+def test_the_same_file_uploaded_again_is_already_in_the_library(
+    browser: Browser, site: Site
+) -> None:
+    # (reduced motion: the bars are drawn full at once in the screenshot)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(site.url)
+    sign_in(page, site.token)
+    page.get_by_role("link", name="Upload").click()
+    first: FilePayload = {
+        "name": "meeting.md",
+        "mimeType": "text/markdown",
+        "buffer": MEETING.encode(),
+    }
+    copy: FilePayload = {**first, "name": "copy of meeting.md"}
+    page.get_by_label("Choose files").set_input_files([first])
+    page.locator('.upload[data-stage="complete"]').filter(has_text="meeting.md").wait_for()
+    with page.expect_response(lambda r: r.request.method == "POST") as sent:
+        page.get_by_label("Choose files").set_input_files([copy])
+    assert sent.value.json()["already_in_library"] is True
+    again = page.locator(".upload").filter(has_text="copy of meeting.md")
+    again.locator(".stage-name", has_text="Already in your library").wait_for()
+    assert "Complete" not in again.inner_text()
+    assert "“Meeting”" in again.locator(".stage-message").inner_text()  # which document
+    again.get_by_role("link", name="Open in library").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "web-upload-narrow.png")
+    again.get_by_role("link", name="Open in library").click()
+    page.locator("#doc-detail h2", has_text="Meeting").wait_for()
+    context.close()
+
+
+def test_a_document_page_follows_its_retry_to_the_end(page: Page, site: Site) -> None:
+    site.embedder.down = True
+    minutes = site.upload("minutes.md", MEETING.replace("Meeting", "Minutes").encode())
+    site.wait_for(minutes, "failed")
+    site.embedder.down = False
+    site.embedder.gate.clear()  # the retried job waits in its embedding stage
+    sign_in(page, site.token)
+    page.goto(f"{site.url}/#library/{minutes}")
+    detail = page.locator("#doc-detail")
+    detail.locator("h2", has_text="Minutes").wait_for()
+    state = detail.locator(".job p").first
+    assert state.inner_text().startswith("failed at embedding")
+    detail.get_by_role("button", name="Retry").click()
+    state.filter(has_text="embedding").wait_for()  # where it is, as it goes
+    assert "complete" not in state.inner_text()
+    site.embedder.gate.set()
+    # No Refresh: the page follows the job to its end, then shows the document as it is.
+    detail.locator(".fields .badge", has_text="complete").wait_for()
+    assert state.inner_text() == "complete"
+    assert detail.get_by_role("button", name="Retry").count() == 0
+    row = page.locator("#library-table tbody tr").filter(has_text="Minutes")
+    assert row.locator(".badge").inner_text() == "complete"
 
 
 def test_document_text_is_shown_as_text_never_run(page: Page, site: Site, tmp_path: Path) -> None:
@@ -510,9 +665,9 @@ def test_library_lists_status_pages_without_text_links_and_backlinks(
     rows.filter(has_text="locked").get_by_role("link").click()
     detail.locator("h2", has_text="locked").wait_for()
     assert "encrypted" in detail.locator(".job").inner_text()
-    with page.expect_response(lambda r: r.url.endswith("/retry")) as retried:
-        detail.get_by_role("button", name="Retry").click()
-    assert retried.value.status == 202
+    # The bytes decide: no Retry (test_a_document_page_follows_its_retry_to_the_end has one).
+    assert "Not retried" in detail.locator(".job").inner_text()
+    assert detail.get_by_role("button", name="Retry").count() == 0
 
 
 def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
@@ -550,7 +705,6 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
     assert frame["x"] <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"]
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
     assert box["width"] > 50 and box["height"] > 3
-    screenshot(page, "web-open-pdf.png")
 
     view.get_by_role("link", name="Next page").click()
     page.wait_for_function(
@@ -582,13 +736,102 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
         box = lines.nth(i).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
         assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
-    screenshot(page, "web-open-pdf-narrow.png")
     zoom.click()  # the whole page again: it fits the width, boxes still on the lines
     assert view.get_by_role("button", name="Zoom to the passage").is_visible()
     frame = view.locator(".page-frame").bounding_box()
     box = lines.first.bounding_box()
     assert frame is not None and box is not None and frame["width"] <= 390
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
+
+
+def highlight_boxes(page: Page) -> list[dict[str, float]]:
+    """The highlight boxes of the open PDF page, where they are in the viewport now, and
+    in the page (fractions), once its image is decoded."""
+    page.wait_for_function("() => document.querySelector('.page-frame img')?.complete")
+    return list(
+        page.evaluate(
+            """() => {
+                const frame = document.querySelector('.page-frame').getBoundingClientRect();
+                return [...document.querySelectorAll('.page-frame .hl')].map((box) => {
+                    const r = box.getBoundingClientRect();
+                    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right,
+                            x: (r.left - frame.left) / frame.width,
+                            y: (r.top - frame.top) / frame.height};
+                });
+            }"""
+        )
+    )
+
+
+IN_VIEW = """() => {
+    const box = document.querySelector('.page-frame .hl')?.getBoundingClientRect();
+    return box && box.top >= 0 && box.bottom <= innerHeight;
+}"""
+
+
+def open_hit(page: Page, query: str, heading: str) -> None:
+    """Search, and open the hit under ``heading`` (once the results are this query's)."""
+    page.get_by_role("link", name="Search").click()
+    page.get_by_label("Search your documents").fill(query)
+    hit = page.locator(".hit").filter(has=page.locator(".crumbs", has_text=heading)).first
+    hit.locator(".citation").first.click()
+    page.locator("#open-view .page-frame img").wait_for()
+
+
+def test_a_pdf_passage_opens_in_view_boxed_in_both_columns_wide_and_narrow(
+    browser: Browser, site: Site
+) -> None:
+    paper = site.upload("paper.pdf", column_paper_pdf())
+    site.wait_for(paper, "complete")
+    # 1280 x 900: the passage starts 1,300 px down the page (the issue saw 1,084-1,471).
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(site.url)
+    sign_in(page, site.token)
+    page.get_by_label("Search mode").select_option("lexical")
+    open_hit(page, "quorum of voters decides each term", "Quorum")
+    page.wait_for_function(IN_VIEW, timeout=5_000)  # opened there: nobody scrolled
+    boxes = highlight_boxes(page)
+    left = [b for b in boxes if b["x"] < 0.45]
+    right = [b for b in boxes if b["x"] > 0.5]
+    # Every line boxed, in both columns: the heading and five lines at the foot of the
+    # left one, three lines at the top of the right one (none at the page number).
+    assert len(left) == 1 + len(PAPER_QUORUM) and len(right) == len(PAPER_QUORUM_GOES_ON)
+    assert min(b["y"] for b in left) > 0.6 and max(b["y"] for b in right) < 0.2
+    for box in left:  # where the passage starts, all of it on the screen
+        assert box["top"] >= 0 and box["bottom"] <= 900, box
+    assert page.evaluate("window.scrollY") > 0
+    screenshot(page, "web-open-pdf.png")
+
+    # 390 x 844: opened zoomed to a passage near the foot of page 2, every line whole.
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_hit(page, "ballots counted once by every voter", "Ballots")
+    page.wait_for_function(IN_VIEW, timeout=5_000)
+    view = page.locator("#open-view")
+    assert view.locator(".page-number").inner_text() == "Page 2 of 2"
+    assert view.get_by_role("button", name="Whole page").get_attribute("aria-pressed") == "true"
+    figure = view.locator(".page-figure").bounding_box()
+    frame = view.locator(".page-frame").bounding_box()
+    assert figure is not None and frame is not None and frame["width"] > 2 * figure["width"]
+    boxes = highlight_boxes(page)
+    assert len(boxes) == 1 + len(PAPER_BALLOTS)
+    for box in boxes:
+        assert figure["x"] <= box["left"] and box["right"] <= figure["x"] + figure["width"], box
+        assert box["top"] >= 0 and box["bottom"] <= 844, box
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "web-open-pdf-narrow.png")
+
+    # The passage across two columns on a phone: every line whole, its start in view.
+    open_hit(page, "quorum of voters decides each term", "Quorum")
+    page.wait_for_function(IN_VIEW, timeout=5_000)
+    figure = view.locator(".page-figure").bounding_box()
+    assert figure is not None
+    boxes = highlight_boxes(page)
+    assert len(boxes) == 1 + len(PAPER_QUORUM) + len(PAPER_QUORUM_GOES_ON)
+    for box in boxes:
+        assert figure["x"] <= box["left"] and box["right"] <= figure["x"] + figure["width"], box
+    context.close()
 
 
 def test_a_markdown_hit_opens_the_note_scrolled_to_its_heading(page: Page, site: Site) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the types of what is shown; importing them would slow every command
@@ -221,27 +222,24 @@ def upload(r: UploadResult) -> JSON:
     return {"document_id": r.document_id, "status": r.status, "fingerprint": r.fingerprint}
 
 
-# Failure reasons no retry can change: the same bytes fail the same way (a folder file
-# that is fixed is picked up by the next sync anyway). An encrypted PDF is not here: it
-# opens once DOCSHELF_PDF_PASSWORD is set (one whose security handler PDFium lacks never
-# does); nor time limits or faults of the machine.
-PERMANENT_FAILURES = (
-    "binary content",
-    "unsupported file type",
-    "too large",
-    "empty file",
-    "invalid utf-8",
-    "no text layer",
-    "no readable text",
-    "malformed pdf",
-    "unsupported security handler",
+# Failures a retry can help: those of the moment, not of the bytes. A worker fails a job at
+# once when its input is bad (``InvalidInput``: binary or invalid UTF-8 text, a truncated,
+# malformed or encrypted PDF, no text, too large…), and the same bytes fail the same way
+# every time. What can pass on a second try: a parser over its time or memory limit (a
+# busy machine), an error that outlasted the worker's own retries (the store or a service
+# unavailable: "… (after 5 attempts)", ``ingest.worker``), a disk that was full, and a
+# folder's file or folder that could not be read (its permissions, ``ingest.sync``).
+TRANSIENT_FAILURES = re.compile(
+    r"time limit|memory limit|parser was killed|\(after \d+ attempts\)"
+    r"|disk is full|no space left|read-only|unavailable|database is locked"
+    r"|^unreadable(?: folder)?:|missing or unreadable",
+    re.IGNORECASE,
 )
 
 
 def retryable(reason: str | None) -> bool:
-    """Whether running a failed job again can succeed (a time limit can, binary bytes never)."""
-    text = (reason or "").lower()
-    return not any(p in text for p in PERMANENT_FAILURES)
+    """Whether running a failed job again can succeed (a time limit can, the bytes never)."""
+    return reason is None or TRANSIENT_FAILURES.search(reason) is not None
 
 
 def job(j: Job) -> JSON:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, RedirectResponse
 from starlette.responses import Response
 from starlette.staticfiles import PathLike, StaticFiles
 from starlette.types import Scope
@@ -21,6 +21,14 @@ router = APIRouter()
 @router.get("/", response_class=FileResponse, include_in_schema=False)
 def index() -> FileResponse:
     return FileResponse(INDEX, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+@router.post("/", include_in_schema=False)
+def index_posted() -> RedirectResponse:
+    """The sign-in form sent before its script loaded, or with scripts off: it posts (so
+    no token is ever in an address, a history or a log) and its field has no name (so
+    none is in the body either). Nothing is read; the page is loaded again."""
+    return RedirectResponse("/", status_code=303)
 
 
 class StaticWithHeaders(StaticFiles):

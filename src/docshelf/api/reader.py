@@ -145,6 +145,7 @@ def _view(
             "cited_pages": [first, last] if cited else None,
             "width": shown.width,
             "height": shown.height,
+            "image_size": list(shown.pixels),
             "image": f"/v1/documents/{quote(doc.id, safe='')}/pages/{shown.page}",
             "boxes": [list(b) for b in shown.boxes],
         }

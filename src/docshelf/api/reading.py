@@ -16,10 +16,12 @@ and memory limits): rendering runs far more of PDFium than text extraction did.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
 import struct
+import unicodedata
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -334,6 +336,7 @@ class PageView:
     width: float  # points
     height: float
     boxes: list[tuple[float, float, float, float]]  # (x, y, w, h) as fractions of the page
+    pixels: tuple[int, int]  # the page image's width and height (``page_image``)
 
 
 def page_view(
@@ -390,54 +393,93 @@ def _page_boxes(data: bytes, *, page: int, snippet: str, password: str | None) -
                     round((top - bottom) / height, 5),
                 )
             )
-    return PageView(page, len(pdf), float(width), float(height), boxes)
+    scale = _render_scale(width)
+    pixels = (round(width * scale), round(height * scale))
+    return PageView(page, len(pdf), float(width), float(height), boxes, pixels)
+
+
+# A passage is found on its page word by word: the chunk's text is the parse's (words
+# broken at line ends joined, ligatures spelt out, columns in reading order, running
+# headers and footers left out), the page's is PDFium's as printed. Each word is
+# compared by its letters and digits only, case-folded; runs of at least MIN_RUN words
+# in the same order on both sides mark the passage, and runs at most MAX_GAP page words
+# apart on one line are one (a footnote mark or a word spelt differently between them is
+# boxed too; a page number between two columns is not).
+MIN_RUN = 3  # words: a shorter run in common is a coincidence ("of the data")
+MAX_GAP = 3  # page words on a line between two runs that are still one stretch
+_PAGE_WORD = re.compile(r"[^\s\x00]+")
+_LINE_BREAK = re.compile(r"[\r\n]")
+_BROKEN_WORD_ENDS = ("\ufffe", "\x02", "-", "\u00ad", "\u2010")  # a word broken at a line end
 
 
 def find_lines(page_text: str, snippet: str) -> list[tuple[int, int]]:
-    """Character ranges ``(start, count)`` of ``page_text`` holding the snippet's lines,
-    white space compared loosely (a PDF's line breaks are not the chunk's)."""
-    squashed, where = _squash(page_text)
-    ranges: list[tuple[int, int]] = []
-    at = 0
-    for line in snippet.split("\n"):
-        needle = " ".join(line.split())
-        if len(needle) < 3:
+    """Character ranges ``(start, count)`` of ``page_text`` holding ``snippet``'s words:
+    one range per stretch of the passage (two, for a passage that goes on in the next
+    column with a page footer between), whatever the line breaks, hyphens and
+    ligatures of either."""
+    page = _page_words(page_text)
+    wanted = [key for key in map(_word_key, snippet.split()) if key]
+    if not page or not wanted:
+        return []
+    matcher = difflib.SequenceMatcher(None, [w[0] for w in page], wanted, autojunk=False)
+    least = min(MIN_RUN, len(wanted))
+    runs: list[tuple[int, int]] = []  # page word ranges [first, stop)
+    for block in matcher.get_matching_blocks():
+        if block.size < least:
             continue
-        found = squashed.find(needle, at)
-        if found < 0:
-            found = squashed.find(needle)
-        if found < 0:
-            continue
-        first, last = where[found], where[found + len(needle) - 1]
-        ranges.append((first, last - first + 1))
-        at = found + len(needle)
-    return ranges
+        if runs and _one_line(page_text, page, runs[-1][1], block.a):
+            runs[-1] = (runs[-1][0], block.a + block.size)
+        else:
+            runs.append((block.a, block.a + block.size))
+    return [(page[a][1], page[b - 1][2] - page[a][1]) for a, b in runs]
 
 
-def _squash(text: str) -> tuple[str, list[int]]:
-    """``text`` with runs of white space as one space, and each kept character's index."""
-    out: list[str] = []
-    where: list[int] = []
-    space = False
-    for i, ch in enumerate(text):
-        if ch.isspace() or ch == "\x00":
-            space = bool(out)
-            continue
-        if space:
-            out.append(" ")
-            where.append(i - 1)
-            space = False
-        out.append(ch)
-        where.append(i)
-    return "".join(out), where
+def _one_line(text: str, page: list[tuple[str, int, int]], stop: int, start: int) -> bool:
+    """Whether the page words ``stop:start`` between two runs are few and on the line
+    the runs are on (a footnote mark; not a page number between two columns)."""
+    between = (page[stop - 1][2], page[start][1])
+    return start - stop <= MAX_GAP and not _LINE_BREAK.search(text, *between)
+
+
+def _word_key(word: str) -> str:
+    """A word as compared: its letters and digits, case-folded (a ligature spelt out)."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", word).casefold() if ch.isalnum())
+
+
+def _page_words(text: str) -> list[tuple[str, int, int]]:
+    """A page's words as ``(key, start, end)``; a word broken by a hyphen at a line end
+    is one word with the rest on the next line (the parse joined it too)."""
+    words: list[tuple[str, int, int]] = []
+    broken: tuple[str, int, int] | None = None
+    for match in _PAGE_WORD.finditer(text):
+        word, start, end = match.group(), match.start(), match.end()
+        key = _word_key(word)
+        if broken is not None:
+            head, first, last = broken
+            broken = None
+            if _LINE_BREAK.search(text, last, start):
+                words.append((head + key, first, end))
+                continue
+            words.append((head, first, last))
+        if word.endswith(_BROKEN_WORD_ENDS) and key[-1:].isalpha():
+            broken = (key, start, end)
+        elif key:
+            words.append((key, start, end))
+    if broken is not None:
+        words.append(broken)
+    return words
+
+
+def _render_scale(width: float) -> float:
+    """Pixels per point of a page image ``width`` points wide."""
+    return min(PAGE_SCALE, MAX_PAGE_PIXELS / max(width, 1.0))
 
 
 def _render_png(data: bytes, *, page: int, password: str | None) -> bytes:
     pdf = _open_pdf(data, password)
     pg = _page_of(pdf, page)
     width, _ = pg.get_size()
-    scale = min(PAGE_SCALE, MAX_PAGE_PIXELS / max(width, 1.0))
-    bitmap = pg.render(scale=scale, rev_byteorder=True)  # RGB, top row first
+    bitmap = pg.render(scale=_render_scale(width), rev_byteorder=True)  # RGB, top row first
     channels = bitmap.n_channels
     rows = bitmap.buffer
     return png(bytes(rows), bitmap.width, bitmap.height, bitmap.stride, channels)

@@ -49,6 +49,10 @@ class UploadAccepted(BaseModel):
     document_id: str
     status: str = Field(description="queued, or the stage the caller's own copy is at")
     fingerprint: str = Field(description="SHA-256 of the bytes")
+    already_in_library: bool = Field(
+        description="The caller had these bytes already (nothing new happens); false for "
+        "new bytes and for bytes only others had, which look the same"
+    )
 
 
 FIELD = "file"
@@ -148,7 +152,8 @@ def _boundary(request: Request) -> bytes:
     summary="Upload a file (multipart field `file`); parsing and embedding happen later",
     description=(
         "Answered 202 whether or not the same bytes were already stored (for anyone): "
-        "a new upload and a known one look the same. 400 covers a malformed body, no "
+        "a new upload and one of bytes only others had look the same; bytes the caller "
+        "had already are `already_in_library`. 400 covers a malformed body, no "
         "`file` field or an empty file; the file name's extension picks the parser (415)."
     ),
     responses={202: {"model": UploadAccepted}, **errors(413, 415, 507)},
@@ -161,10 +166,17 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
         with shelf.service.receiving():  # this process's workers let it pass
             result = await _upload(request, shelf, user)
         outcome = "created" if result.created else "existing"  # for operators, not callers
-        # 202 whether or not the bytes were known: the answer must not tell who holds what
-        return JSONResponse(views.upload(result), status_code=202)
+        # 202 whether or not the bytes were known: the answer must not tell who holds
+        # what, only whether the caller has had them all along
+        body = {**views.upload(result), "already_in_library": _had(result)}
+        return JSONResponse(body, status_code=202)
     finally:
         shelf.metrics.uploaded(outcome, (time.perf_counter() - started) * 1000)
+
+
+def _had(result: UploadResult) -> bool:
+    """Whether the caller had these bytes before this upload (not created, not linked)."""
+    return not result.created and not result.linked
 
 
 async def _upload(request: Request, shelf: Shelf, user: User) -> UploadResult:

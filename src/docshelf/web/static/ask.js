@@ -2,7 +2,7 @@
 // [n] a link to its numbered source; a source opens its passage in place.
 
 import { readEventStream } from "./api.js";
-import { h, plainText, replace } from "./dom.js";
+import { failure, h, plainText, replace } from "./dom.js";
 
 export class AskView {
   constructor(api) {
@@ -57,7 +57,7 @@ export class AskView {
       });
     } catch (error) {
       if (signal.aborted) return;
-      replace(this.status, h("span", { class: "error" }, error.message));
+      replace(this.status, failure(error, () => this.ask(question)));
     } finally {
       if (!signal.aborted) {
         this.button.disabled = false;

@@ -230,6 +230,7 @@ export class LibraryView {
   }
 
   async open(documentId, { focus = true } = {}) {
+    if (documentId !== this.selected) this.following?.abort(); // another document now
     this.selected = documentId;
     for (const row of this.body.rows) {
       row.classList.toggle("selected", row.dataset.documentId === documentId);
@@ -240,7 +241,7 @@ export class LibraryView {
     try {
       doc = await this.api.document(documentId);
     } catch (error) {
-      replace(this.detail, h("p", { class: "error" }, error.message));
+      replace(this.detail, h("p", {}, failure(error, () => this.open(documentId, { focus }))));
       return;
     }
     this.catalog.remember(doc);
@@ -369,44 +370,68 @@ export class LibraryView {
 
   renderJob(doc) {
     const job = doc.job;
+    const state = h(
+      "p",
+      { class: "job-state", role: "status" },
+      job.status === "complete" ? "complete" : `${job.status} at ${job.stage}`,
+      job.attempts ? ` · ${job.attempts} attempt${job.attempts === 1 ? "" : "s"}` : "",
+    );
     const box = h(
       "div",
       { class: `job job-${job.status}` },
       h("h3", {}, "Ingest job"),
-      h(
-        "p",
-        {},
-        `${job.status} at ${job.stage}`,
-        job.attempts ? ` · ${job.attempts} attempt${job.attempts === 1 ? "" : "s"}` : "",
-      ),
+      state,
       job.last_error ? h("p", { class: "error" }, job.last_error) : null,
     );
     if (job.status === "failed" && job.retryable === false) {
       append(box, h("p", { class: "muted" }, "Not retried: the same bytes would fail the same way."));
     }
     if (job.status === "failed" && job.retryable !== false) {
+      const retry = async (button) => {
+        button.disabled = true;
+        box.querySelector(".failure")?.remove();
+        try {
+          await this.api.retry(doc.id);
+        } catch (error) {
+          button.disabled = false;
+          append(box, failure(error, () => retry(button)));
+          return;
+        }
+        box.querySelector(".error")?.remove();
+        button.remove();
+        await this.followJob(doc.id, state);
+      };
       append(
         box,
-        h(
-          "button",
-          {
-            type: "button",
-            class: "retry",
-            onclick: async (event) => {
-              event.currentTarget.disabled = true;
-              try {
-                await this.api.retry(doc.id);
-              } catch (error) {
-                append(box, h("p", { class: "error" }, error.message));
-              }
-              await this.refresh();
-            },
-          },
-          "Retry",
-        ),
+        h("button", { type: "button", class: "retry", onclick: (event) => retry(event.currentTarget) }, "Retry"),
       );
     }
     return box;
+  }
+
+  /** After a retry: the job's stages in the detail as they go by, then, once it ends,
+   * the document and its row as they are now (no Refresh needed). */
+  async followJob(documentId, state) {
+    this.following?.abort();
+    const following = new AbortController();
+    this.following = following;
+    replace(state, "queued: retry requested");
+    try {
+      await this.api.stream(`/v1/documents/${encodeURIComponent(documentId)}/events`, {
+        signal: following.signal,
+        onEvent: ({ data }) => {
+          const pct = data.progress_pct === null || data.progress_pct === undefined ? "" : ` (${data.progress_pct}%)`;
+          const said = data.message && data.message !== data.stage ? `: ${data.message}` : "";
+          replace(state, `${data.stage}${pct}${said}`);
+        },
+      });
+    } catch (error) {
+      if (following.signal.aborted) return;
+      replace(state, failure(error, () => this.followJob(documentId, state)));
+      return;
+    }
+    if (following.signal.aborted || this.selected !== documentId) return;
+    await this.refresh();
   }
 
   /** Delete, confirmed in the page (a browser dialog would block it and every test). */
@@ -432,10 +457,13 @@ export class LibraryView {
                   class: "danger",
                   onclick: async (event) => {
                     event.currentTarget.disabled = true;
+                    const button = event.currentTarget;
+                    wrap.querySelector(".failure")?.remove();
                     try {
                       await this.api.deleteDocument(doc.id);
                     } catch (error) {
-                      append(wrap, h("span", { class: "error", role: "alert" }, ` ${error.message}`));
+                      button.disabled = false; // pressed again, it tries again
+                      append(wrap, " ", failure(error, null));
                       return;
                     }
                     this.selected = null;

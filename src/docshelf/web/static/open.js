@@ -65,13 +65,12 @@ export class OpenView {
     }
     if (sequence !== this.sequence) return;
     this.view = view;
-    const body = view.kind === "page" ? await this.renderPage(view, sequence) : this.renderText(view);
+    const [body, shown] =
+      view.kind === "page" ? await this.renderPage(view, sequence) : [this.renderText(view), null];
     if (sequence !== this.sequence) return;
     replace(this.root, this.renderHead(view), body);
-    if (view.kind === "page") {
-      this.zoomStart?.();
-      this.zoomStart = null;
-      this.root.querySelector(".page-figure .hl")?.scrollIntoView({ block: "center", inline: "nearest" });
+    if (shown) {
+      await shown();
     } else if (view.target) {
       const target = document.getElementById(`open-${view.target}`);
       target?.scrollIntoView({ block: "start" });
@@ -122,6 +121,7 @@ export class OpenView {
     );
   }
 
+  /** The page, and what to do once it is on the screen (zoom, scroll to the passage). */
   async renderPage(view, sequence) {
     const pager = h(
       "nav",
@@ -150,16 +150,17 @@ export class OpenView {
       ),
     );
     const figure = h("figure", { class: "page-figure" });
+    let shown = null;
     try {
       const { blob } = await this.api.blob(view.image);
-      if (sequence !== this.sequence) return figure;
+      if (sequence !== this.sequence) return [figure, null];
       if (this.imageUrl) URL.revokeObjectURL(this.imageUrl);
       this.imageUrl = URL.createObjectURL(blob);
-      const frame = h(
-        "div",
-        { class: "page-frame" },
-        h("img", { src: this.imageUrl, alt: `Page ${view.page} of ${view.title}` }),
-      );
+      // The image's size is known before it loads, so the page is laid out at once and
+      // the boxes over it are where they will stay.
+      const [width, height] = view.image_size ?? [null, null];
+      const image = h("img", { src: this.imageUrl, alt: `Page ${view.page} of ${view.title}`, width, height });
+      const frame = h("div", { class: "page-frame" }, image);
       for (const [x, y, w, hgt] of view.boxes) {
         const box = h("span", { class: "hl", "aria-hidden": "true" });
         box.style.left = `${x * 100}%`;
@@ -170,39 +171,35 @@ export class OpenView {
       }
       figure.append(frame);
       const zoom = passageZoom(view.boxes);
+      let zoomFirst = null;
       if (zoom.factor > 1.15) {
         // A whole page on a phone is too small to read: there, it opens zoomed to the
         // cited lines' width (scrolling sideways inside the figure); a button toggles.
         const toggle = h("button", { type: "button", class: "zoom", "aria-pressed": "false" });
-        const apply = (on) => {
+        const set = (on) => {
           toggle.setAttribute("aria-pressed", String(on));
           toggle.textContent = on ? "Whole page" : "Zoom to the passage";
           figure.classList.toggle("zoomed", on);
           frame.style.width = on ? `${zoom.factor * 100}%` : "";
-          // The cited lines in the middle of the figure's width.
-          const width = frame.offsetWidth;
-          const span = (zoom.right - zoom.left) * width;
-          figure.scrollLeft = on ? zoom.left * width - (figure.clientWidth - span) / 2 : 0;
         };
-        toggle.addEventListener("click", () => apply(toggle.getAttribute("aria-pressed") !== "true"));
+        set(false);
+        toggle.addEventListener("click", () => {
+          set(toggle.getAttribute("aria-pressed") !== "true");
+          revealPassage(figure);
+        });
         pager.append(toggle);
-        this.zoomStart = () => apply(window.matchMedia("(max-width: 800px)").matches);
+        zoomFirst = () => set(window.matchMedia("(max-width: 800px)").matches);
       }
-      figure.append(
-        h(
-          "figcaption",
-          { class: "hint" },
-          view.boxes.length
-            ? "The cited passage is highlighted."
-            : view.cited_pages
-              ? `The cited passage is on page ${view.cited_pages[0]}.`
-              : "",
-        ),
-      );
+      shown = async () => {
+        zoomFirst?.();
+        await settled(image);
+        revealPassage(figure);
+      };
+      figure.append(h("figcaption", { class: "hint" }, pageCaption(view)));
     } catch (error) {
       figure.append(h("p", {}, failure(error, () => this.show(view.document_id, view.chunk_id, view.page))));
     }
-    return h("div", { class: "page-view" }, pager, figure);
+    return [h("div", { class: "page-view" }, pager, figure), shown];
   }
 
   renderText(view) {
@@ -251,12 +248,64 @@ export class OpenView {
 }
 
 /** How much wider than the figure the page must be for the cited lines to fill it (at
- * most 3 times; 1 with no boxes), and where those lines start and end (page fractions). */
+ * most 3 times; 1 with no boxes): every line whole in the figure, never cut at its side. */
 function passageZoom(boxes) {
-  if (!boxes.length) return { factor: 1, left: 0, right: 1 };
+  if (!boxes.length) return { factor: 1 };
   const left = Math.min(...boxes.map(([x]) => x));
   const right = Math.max(...boxes.map(([x, , w]) => x + w));
-  return { factor: Math.min(3, 0.96 / Math.max(right - left, 0.05)), left, right };
+  return { factor: Math.min(3, 0.96 / Math.max(right - left, 0.05)) };
+}
+
+/** Once the image is decoded (or failed to): its boxes are then painted over it. */
+async function settled(image) {
+  try {
+    await image.decode();
+  } catch {
+    // a broken image still has its size from its attributes
+  }
+}
+
+const MARGIN = 16; // px kept around the passage when it is scrolled into view
+
+/** Scroll the window (and a zoomed figure sideways) so the cited passage is in view: its
+ * first lines, and as many of the following ones as the window holds, in the middle. */
+function revealPassage(figure) {
+  if (!figure.isConnected) return; // another view replaced it meanwhile
+  const boxes = [...figure.querySelectorAll(".hl")].map((box) => box.getBoundingClientRect());
+  if (!boxes.length) return;
+  // The lines from the first on that fit the window's height (a passage going on in the
+  // next column starts at the foot of this one: its start comes first).
+  let shown = [boxes[0]];
+  for (const box of boxes.slice(1)) {
+    const top = Math.min(box.top, ...shown.map((b) => b.top));
+    const bottom = Math.max(box.bottom, ...shown.map((b) => b.bottom));
+    if (bottom - top > window.innerHeight - 2 * MARGIN) break;
+    shown = [...shown, box];
+  }
+  const top = Math.min(...shown.map((b) => b.top));
+  const bottom = Math.max(...shown.map((b) => b.bottom));
+  const left = Math.min(...shown.map((b) => b.left));
+  const right = Math.max(...shown.map((b) => b.right));
+  if (figure.classList.contains("zoomed")) {
+    const view = figure.getBoundingClientRect();
+    const spare = view.width - (right - left);
+    figure.scrollLeft += spare > 0 ? left - view.left - spare / 2 : left - view.left - MARGIN;
+  }
+  const spare = window.innerHeight - (bottom - top);
+  window.scrollBy({ top: top - (spare > 2 * MARGIN ? spare / 2 : MARGIN), behavior: "instant" });
+}
+
+/** What the caption says: where the cited passage is, from this page. */
+function pageCaption(view) {
+  const [first, last] = view.cited_pages ?? [null, null];
+  if (first === null) return "";
+  const here = first <= view.page && view.page <= last;
+  if (!here) return `The cited passage is on page ${first}${last > first ? `–${last}` : ""}.`;
+  const more =
+    view.page < last
+      ? [" It goes on on ", h("a", { href: openHref(view.document_id, view.chunk_id, view.page + 1) }, `page ${view.page + 1}`), "."]
+      : [];
+  return [view.boxes.length ? "The cited passage is highlighted." : "The cited passage is on this page.", ...more];
 }
 
 /** Inline runs as nodes: text, <strong>/<em>/<code>, and links to http(s)/mailto only. */

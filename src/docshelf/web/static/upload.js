@@ -1,6 +1,7 @@
 // The upload view: drag and drop (or choose) files; each gets a row with a progress bar
 // that follows the server's stages live (SSE), and a retry button when it fails.
 
+import { retryable } from "./api.js";
 import { formatBytes, h, replace } from "./dom.js";
 
 const STAGES = ["uploading", "queued", "parsing", "chunking", "embedding", "indexing", "complete"];
@@ -115,17 +116,48 @@ class UploadRow {
     }
   }
 
+  /** Send the file, then follow its stages. A failure to reach the server (or one it
+   * could not answer) keeps a Retry: that sends the file again, or, once the server has
+   * it, follows its stages again. A refusal (too large, a type no parser reads) has
+   * none: the same file would be refused the same way. */
   async start() {
     try {
-      const result = await this.api.upload(this.file, (fraction) =>
-        this.show("uploading", fraction * UPLOAD_SHARE, `${Math.round(fraction * 100)}% sent`),
-      );
-      this.documentId = result.document_id;
-      this.show("queued", UPLOAD_SHARE, result.status === "queued" ? "" : "already uploaded");
+      if (!this.documentId) {
+        const result = await this.api.upload(this.file, (fraction) =>
+          this.show("uploading", fraction * UPLOAD_SHARE, `${Math.round(fraction * 100)}% sent`),
+        );
+        this.documentId = result.document_id;
+        if (result.already_in_library) {
+          await this.already();
+          return;
+        }
+        this.show("queued", UPLOAD_SHARE, result.status === "queued" ? "" : "already uploaded");
+      }
       await this.follow();
     } catch (error) {
-      this.fail(error.message, false);
+      this.unreached(error);
     }
+  }
+
+  /** The same bytes were in the library already: nothing new happens, say so (and how
+   * that document stands). */
+  async already() {
+    const doc = await this.api.document(this.documentId);
+    const title = doc.title || this.file.name;
+    if (doc.status === "failed") {
+      this.failed(doc, `Already in your library as “${title}”, which failed: `);
+      return;
+    }
+    if (doc.status !== "complete") {
+      this.show(doc.status, null, `already in your library as “${title}”, still being processed`);
+      await this.follow();
+      return;
+    }
+    this.show("complete", 100);
+    this.el.dataset.already = "true";
+    replace(this.stageLabel, "Already in your library");
+    replace(this.message, `as “${title}”: nothing new to add.`);
+    this.links();
   }
 
   /** Follow the document's stage events until complete or failed. */
@@ -139,13 +171,14 @@ class UploadRow {
       if (!TERMINAL.has(this.stage)) await this.settleFromRecord();
     }
     if (this.stage === "complete") this.complete();
+    if (this.stage === "failed") await this.settleFailure();
   }
 
   onStage(data) {
     const pct = UPLOAD_SHARE + ((data.progress_pct ?? 0) * (100 - UPLOAD_SHARE)) / 100;
     if (data.stage === "failed") {
-      this.fail(data.message, true);
-      this.checkRetryable();
+      this.show("failed", 100, data.message); // whether a retry can help: settleFailure()
+      replace(this.actions);
       return;
     }
     this.show(data.stage, data.stage === "complete" ? 100 : pct, data.message);
@@ -156,26 +189,69 @@ class UploadRow {
   async settleFromRecord() {
     const doc = await this.api.document(this.documentId);
     if (doc.status === "complete") this.show("complete", 100, "");
-    else if (doc.status === "failed") {
-      this.fail(doc.job?.last_error ?? "failed", doc.job?.retryable !== false);
-    }
+    else if (doc.status === "failed") this.show("failed", 100, doc.job?.last_error ?? "failed");
   }
 
-  /** A failure no retry can change (binary content, too large…) loses its Retry button:
-   * the job record says which failures those are. */
-  async checkRetryable() {
+  /** A failed job: its reason, and a Retry only where the job record says a retry can
+   * help (a time limit, the store unavailable), never for what the bytes decide. */
+  async settleFailure() {
     let doc;
     try {
       doc = await this.api.document(this.documentId);
-    } catch {
-      return; // keep the button: the retry will say what is wrong
+    } catch (error) {
+      this.unreached(error);
+      return;
     }
-    if (doc.status === "failed" && doc.job?.retryable === false) {
-      this.fail(doc.job.last_error ?? "failed", false);
-    }
+    this.failed(doc);
+    this.onDone(this.documentId);
+  }
+
+  failed(doc, lead = "") {
+    const job = doc.job ?? {};
+    this.show("failed", 100, `${lead}${job.last_error ?? "failed"}`);
+    replace(
+      this.actions,
+      job.retryable
+        ? h(
+            "button",
+            { type: "button", class: "retry", "aria-describedby": this.el.id + "-name", onclick: () => this.retry() },
+            "Retry",
+          )
+        : h("span", { class: "muted" }, "Not retried: the same bytes would fail the same way."),
+    );
+  }
+
+  /** The server could not be reached, or refused the request: a Retry where trying
+   * again may help (no answer, or the server unavailable). */
+  unreached(error) {
+    this.show("failed", null, error.message);
+    replace(
+      this.actions,
+      retryable(error)
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: "retry",
+              "aria-describedby": this.el.id + "-name",
+              onclick: () => {
+                replace(this.actions);
+                this.show(this.documentId ? "queued" : "uploading", null, "trying again");
+                this.start();
+              },
+            },
+            "Retry",
+          )
+        : null,
+    );
   }
 
   complete() {
+    this.links();
+    this.onDone(this.documentId);
+  }
+
+  links() {
     replace(
       this.actions,
       h(
@@ -184,40 +260,26 @@ class UploadRow {
         "Open in library",
       ),
     );
-    this.onDone(this.documentId);
-  }
-
-  fail(reason, retryable) {
-    this.show("failed", 100, reason);
-    this.el.dataset.stage = "failed";
-    replace(
-      this.actions,
-      retryable && this.documentId
-        ? h(
-            "button",
-            {
-              type: "button",
-              class: "retry",
-              "aria-describedby": this.el.id + "-name",
-              onclick: () => this.retry(),
-            },
-            "Retry",
-          )
-        : this.documentId
-          ? h("span", { class: "muted" }, "Not retried: the same bytes would fail the same way.")
-          : null,
-    );
-    this.onDone(this.documentId);
   }
 
   async retry() {
     replace(this.actions);
     try {
       await this.api.retry(this.documentId);
-      this.show("queued", UPLOAD_SHARE, "retry requested");
+    } catch (error) {
+      if (error.status === 409) {
+        // failed for good after all (or no longer failed): the record says which
+        await this.settleFailure();
+        return;
+      }
+      this.unreached(error);
+      return;
+    }
+    this.show("queued", UPLOAD_SHARE, "retry requested");
+    try {
       await this.follow();
     } catch (error) {
-      this.fail(error.message, error.status !== 409);
+      this.unreached(error);
     }
   }
 }
