@@ -258,9 +258,25 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Settled:
+    """A file as it failed, when its bytes decide the failure (not a time or memory
+    limit): its stat, fingerprint, what read it (``parser``: docshelf's and its parsers'
+    versions and the settings a parse depends on), and when. ``sync`` passes over the
+    file while all of these stay the same."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    parser: str
+    tried_at: float
+
+
+@dataclass(frozen=True)
 class Failure:
     path: str
     reason: str
+    settled: Settled | None = None  # remembered: sync passes over the file until it changes
+    skipped: bool = False  # passed over by this sync: unchanged since it failed
 
 
 @dataclass

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the types of what is shown; importing them would slow every
         Distillate,
         Document,
         Event,
+        Failure,
         Hit,
         Job,
         Source,
@@ -187,8 +188,17 @@ def report(r: SyncReport) -> JSON:
             "removed": r.removed,
             "failed": r.failed,
         },
-        "failures": [{"path": f.path, "reason": f.reason} for f in r.failures],
+        "failures": [failure(f) for f in r.failures],
     }
+
+
+def failure(f: Failure) -> JSON:
+    """A file that could not be read, and why; one a sync passed over (its bytes failed
+    before, unchanged since) says when they were last read (``unchanged_since``)."""
+    out: JSON = {"path": f.path, "reason": f.reason}
+    if f.skipped and f.settled is not None:
+        out["unchanged_since"] = f.settled.tried_at
+    return out
 
 
 def status(s: Status, problems: list[str] | None = None) -> JSON:

@@ -206,17 +206,27 @@ def hanging(rows: Sequence[tuple[str, str]], mark: str = "dim", text: str = "") 
 
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a long path folds, whole, rather than end in "…"
     for m, t in rows:
         grid.add_row(Text(m, style=mark), Text(t, style=text))
     return Padding(grid, (0, 0, 0, 2), expand=False)
 
 
-def print_failures(out: Console, failures: Sequence[dict[str, str]]) -> None:
-    """Files that could not be read, each with why, as ``✗ path: reason`` rows."""
+def print_failures(out: Console, failures: Sequence[dict[str, Any]]) -> None:
+    """Files that could not be read, each with why, as ``✗ path: reason`` rows; one
+    that sync passed over says since when it has failed unchanged."""
     if failures:
-        rows = [("✗", f"{f['path']}: {f['reason']}") for f in failures]
+        rows = [("✗", f"{f['path']}: {f['reason']}{_unchanged(f)}") for f in failures]
         out.print(hanging(rows, mark="yellow", text="yellow"))
+
+
+def _unchanged(failure: dict[str, Any]) -> str:
+    since = failure.get("unchanged_since")
+    if since is None:
+        return ""
+    import time
+
+    return f" — failed (unchanged since {time.strftime('%Y-%m-%d %H:%M', time.localtime(since))})"
 
 
 def report_render(title: str) -> Render:

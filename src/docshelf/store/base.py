@@ -216,7 +216,13 @@ class Store(Protocol):
     def delete_file(self, path: str) -> None: ...
 
     def record_failures(self, source_id: str, failures: Sequence[Failure]) -> None:
-        """Replace the source's remembered failures with these."""
+        """Replace the source's remembered failures with these (with the file as it
+        failed, for those that carry it: ``Failure.settled``)."""
+        ...
+
+    def settled_failures(self, source_id: str) -> dict[str, Failure]:
+        """The source's failures that its files' bytes decide (each with ``settled``), by
+        path: what ``sync`` passes over while the file stays the same."""
         ...
 
     def list_failures(self, limit: int = 100) -> list[Failure]: ...
