@@ -255,6 +255,9 @@ class Hit:
     scores: Scores
     citation: Citation
     context: Chunk | None = None  # the parent section, when asked for
+    # the rules that rank the hit above hits of higher score, weightiest first ("named",
+    # "quoted", "strong", "few": search/candidate.py's Precedence); a hit keeps its score
+    placed_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

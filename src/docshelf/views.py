@@ -59,6 +59,8 @@ def hit(h: Hit) -> JSON:
         "text": h.chunk.text,
         "citation": citation(h.citation),
     }
+    if h.placed_by:  # ranked above hits of higher score by these rules
+        out["placed_by"] = list(h.placed_by)
     if h.context is not None:
         out["context"] = {
             "mode": "parent-section",

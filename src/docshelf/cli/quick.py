@@ -267,6 +267,15 @@ def render_status(o: Outcome) -> None:
             console.print(Text(f"  ✗ {p}", style="red"))
 
 
+# Why a rule ranks a hit above hits of higher score (search/candidate.py's Precedence).
+PLACED_BY = {
+    "named": "its heading is your query",
+    "quoted": "quotes your query word for word",
+    "strong": "far ahead in one of the two searches",
+    "few": "one of few holding a rare word of your query",
+}
+
+
 def render_hits(o: Outcome) -> None:
     from rich.padding import Padding
     from rich.text import Text
@@ -279,11 +288,16 @@ def render_hits(o: Outcome) -> None:
         console.print(Text(r["notice"], style="yellow"))
     if not r["hits"]:
         console.print("No hits.")
-    for n, h in enumerate(r["hits"], start=1):
+    hits = r["hits"]
+    for n, h in enumerate(hits, start=1):
         c = h["citation"]
         head = Text(f"{n}. ", style="bold")
         head.append(c["label"], style="bold cyan")
         head.append(f"  {h['score']:.3f}", style="dim")
+        # a hit a rule ranks above hits of higher score says why (the order is not the
+        # scores': a rule lifts, it never changes a score; docs/search.md)
+        if h.get("placed_by") and any(x["score"] > h["score"] for x in hits[n:]):
+            head.append(f"  ↑ {PLACED_BY.get(h['placed_by'][0], h['placed_by'][0])}", "dim")
         console.print(head)
         # the headings under the title (a document's title often heads its top too)
         headings = core.under_title(c["heading_path"], c["title"])
