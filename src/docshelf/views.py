@@ -114,6 +114,8 @@ def document(d: Document) -> JSON:
 
 
 def document_view(v: DocumentView) -> JSON:
+    from docshelf.parse.links import is_attachment
+
     out = document(v.document)
     out["files"] = v.files
     out["sections"] = [
@@ -126,6 +128,7 @@ def document_view(v: DocumentView) -> JSON:
             "heading": link.heading,
             "alias": link.alias,
             "embed": link.embed,
+            "attachment": is_attachment(link.target),  # a file, not a note (an image)
             "document_ids": targets,
         }
         for link, targets in v.links

@@ -177,7 +177,7 @@ def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
     top = result["hits"][0]
     return [
         Action(
-            run.cmd(f"context {top['chunk_id']} --mode parent-section"),
+            run.cmd(core.context_line(top["chunk_id"], "parent-section", top["citation"])),
             "Read the section around the top hit",
         ),
         Action(run.cmd(f"show {top['document_id']}"), "Show the top hit's document"),
@@ -253,7 +253,17 @@ def render_status(o: Outcome) -> None:
     if r.get("reindex_due"):
         console.print(Text(f"Reindex due: {r['reindex_due']}", style="yellow"))
     if r["pages_without_text"]:
-        console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
+        docs = r.get("documents_with_pages_without_text", [])
+        console.print(
+            f"{r['pages_without_text']} pages without text (scanned? no OCR)"
+            + (f", in {len(docs)} document{'s' if len(docs) != 1 else ''}:" if docs else "")
+        )
+        rows = [
+            (d["document_id"], f"{d['path']}: {d['pages_without_text']} of {d['page_count']} pages")
+            for d in docs
+        ]
+        if rows:
+            console.print(core.hanging(rows))
     if r["unmapped_tags"]:
         tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
         console.print(f"Tags not in the taxonomy: {tags}")
@@ -385,6 +395,19 @@ def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Actio
     if st.failure_count > len(st.failures):
         every = shelf.failures(limit=st.failure_count)
         result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
+    if st.pages_without_text:  # which documents have them, as it counts them
+        from docshelf.store import Listing
+
+        result["documents_with_pages_without_text"] = [
+            {
+                "document_id": d.id,
+                "title": d.title,
+                "path": d.path,
+                "pages_without_text": d.pages_without_text,
+                "page_count": d.page_count,
+            }
+            for d in shelf.documents(listing=Listing(pages_without_text=True))
+        ]
     if st.by_status.get("failed"):  # documents whose processing failed count as failures too
         for doc in shelf.documents():
             if doc.status == "failed":

@@ -132,12 +132,17 @@ class Sync:
             report.merge(self.sync_source(source, progress))
         return report
 
-    def remove(self, target: str) -> SyncReport:
+    def named(self, target: str) -> Source:
+        """The source ``target`` names: by its id, or by the path it was added with."""
         source = self.store.get_source(target) or self.store.find_source(
             str(Path(target).expanduser().resolve())
         )
         if source is None:
             raise NotFound(f"No source {target!r}; `docshelf list` shows the sources")
+        return source
+
+    def remove(self, target: str) -> SyncReport:
+        source = self.named(target)
         report = SyncReport(source_id=source.id)
         with self.store.transaction():
             for record in self.store.files_of_source(source.id).values():
