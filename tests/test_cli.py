@@ -25,9 +25,8 @@ def run(*args: str) -> tuple[int, dict[str, Any]]:
     # is the same whatever the embedder.
     result = runner.invoke(app, ["--json", *args], env={"DOCSHELF_EMBEDDER": "none"})
     lines = [ln for ln in result.stdout.splitlines() if ln.strip()]
-    # one envelope: on one line, but for `list`'s, a record a line (and its ends)
-    assert len(lines) == 1 or (args[-1] == "list" and lines[0].endswith("[")), result.stdout
-    return result.exit_code, json.loads(result.stdout)
+    assert len(lines) == 1, result.stdout
+    return result.exit_code, json.loads(lines[0])
 
 
 def check_envelope(env: dict[str, Any], command: str, ok: bool = True) -> None:

@@ -164,6 +164,15 @@ def test_list_piped_to_head_shows_whole_documents_a_line_each(
     assert envelope["ok"] and len(envelope["result"]["documents"]) == 100
     documents = [line for line in whole.stdout.splitlines() if line.startswith('{"id": "doc_')]
     assert len(documents) == 100
+    # with --json, the machine's form: the envelope on one line, as every command's
+    asked = subprocess.run(
+        [sys.executable, "-m", "docshelf.cli", "--json", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert asked.stdout.count("\n") == 1 and json.loads(asked.stdout) == envelope
 
 
 # -- `remove` does not confirm on a terminal ------------------------------------------------

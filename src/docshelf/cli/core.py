@@ -34,9 +34,9 @@ class Outcome(NamedTuple):
     # Prints the result on a terminal when the command's own renderer will not do
     # (``ask --stream`` has printed the answer already).
     render: Callable[[Outcome], None] | None = None
-    # The envelope with each record of the result's lists on a line of its own (``list``,
-    # which grows with the library): still one JSON document, and ``head`` or ``grep``
-    # read it a document at a time.
+    # Piped without --json, the envelope with each record of the result's lists on a line
+    # of its own (``list``, which grows with the library): still one JSON document, and
+    # ``head`` or ``grep`` read it a document at a time. With --json: one line, as ever.
     lined: bool = False
 
 
@@ -111,6 +111,7 @@ class Run:
         self.home = home
         self.command = command
         self.as_json = as_json or not sys.stdout.isatty()
+        self.asked_json = as_json  # --json given: the machine's form, each envelope a line
         self.progress_events = progress_events  # --progress: NDJSON events on stderr
         self._shelf: Shelf | None = None
         self._settings: Settings | None = None
@@ -176,7 +177,8 @@ class Run:
             if self._shelf is not None:
                 self._shelf.close()
         if self.as_json:
-            emit(envelope(self.command, outcome.result, outcome.next_actions), lined=outcome.lined)
+            lined = outcome.lined and not self.asked_json  # piped, for a person's head or grep
+            emit(envelope(self.command, outcome.result, outcome.next_actions), lined=lined)
             return
         from rich.text import Text
 

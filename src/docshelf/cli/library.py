@@ -146,7 +146,8 @@ def list_(
 ) -> Outcome:
     """List sources and documents, a page at a time (``total`` counts them all).
 
-    Piped, the JSON envelope puts each source and document on a line of its own."""
+    Piped without --json, the JSON envelope puts each source and document on a line of
+    its own (for head, grep, less); with --json it is one line, as every envelope."""
     from docshelf import views
 
     shelf = run.shelf()
