@@ -369,14 +369,14 @@ def test_an_image_embed_is_not_a_missing_note(terminal: Path, tmp_path: Path) ->
     with Shelf(terminal, embedder=None) as shelf:
         shelf.add(folder)
         trip = shelf.documents()[0].id
-    links = {link["target"]: link for link in envelope("show", trip)["result"]["links"]}
-    assert links["beach.png"]["attachment"] and links["map.pdf"]["attachment"]
-    assert not links["packing list"]["attachment"] and not links["release 1.2"]["attachment"]
     shown = {line.strip() for line in human("show", trip).splitlines()}
     assert "![[beach.png]] -> (an attachment, not a note)" in shown
     assert "[[map.pdf]] -> (an attachment, not a note)" in shown
     assert "[[packing list]] -> (no such note)" in shown  # a note, missing
     assert "[[release 1.2]] -> (no such note)" in shown
+    links = {link["target"]: link for link in envelope("show", trip)["result"]["links"]}
+    assert links["beach.png"]["attachment"] and links["map.pdf"]["attachment"]
+    assert not links["packing list"]["attachment"] and not links["release 1.2"]["attachment"]
 
 
 # -- `sync` re-parses permanently broken PDFs every time ------------------------------------
