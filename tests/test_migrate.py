@@ -72,6 +72,7 @@ SHIPPED = {
     ("sqlite", 9): "39629b4b4ca0e093",
     ("sqlite", 10): "4a2e21e9a78916c7",
     ("sqlite", 11): "fa1d8172b5b0a727",
+    ("sqlite", 12): "b9113611bec30cff",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -83,6 +84,7 @@ SHIPPED = {
     ("postgres", 9): "d88841fc0451a64c",
     ("postgres", 10): "517771aa97a02b5f",
     ("postgres", 11): "ec08cd228781707b",
+    ("postgres", 12): "ef25bade030e7379",
 }
 
 

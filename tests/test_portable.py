@@ -535,4 +535,7 @@ def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
     assert columns("files") == {"path", "source_id", "document_id", "size", "mtime_ns"}
     assert columns("links") == {"document_id", "ord", "target", "heading", "alias", "embed"}
     assert columns("note_names") == {"document_id", "name", "kind"}
-    assert columns("failures") == {"path", "source_id", "reason", "seen_at"}
+    # the file as it failed (what sync passes over) is this library's memo, as the caches
+    # are: the importing library's first sync reads such a file once more
+    settled = {"size", "mtime_ns", "sha256", "parser", "tried_at"}
+    assert columns("failures") - settled == {"path", "source_id", "reason", "seen_at"}

@@ -56,6 +56,15 @@ def test_cross_encoder_reorders_the_top_k(library: Shelf) -> None:
     assert {h.chunk.id for h in reranked.hits} == {h.chunk.id for h in fused}
 
 
+def test_a_reranked_hit_names_no_rule_that_placed_it(library: Shelf) -> None:
+    """A rule's lift (``placed_by``) explains the fused order; the reranker's replaces it."""
+    fused = library.search("leader election", mode="lexical").hits
+    assert fused[0].placed_by == ("named",)  # the heading the query is
+    library.reranker = CrossEncoderReranker("unused", model=FakeCrossEncoder())
+    reranked = library.search("leader election", mode="lexical").hits
+    assert reranked and all(h.placed_by == () for h in reranked)
+
+
 def test_parse_judge_scores() -> None:
     assert parse_scores('Sure! {"scores": [3, 9.5]}', 2) == [3.0, 9.5]
     for bad in ('{"scores": [1]}', "{not json}", '{"scores": [1, "x"]}', "7, 3", '{"s": [1,2]}'):

@@ -112,7 +112,8 @@ def test_the_cli_prints_the_helpers_answer_as_its_own(
     assert envelope["result"] == in_process(library, request)
     top = envelope["result"]["hits"][0]
     assert envelope["next_actions"][0]["command"] == (
-        f"docshelf context {top['chunk_id']} --mode parent-section"
+        f"docshelf context {top['chunk_id']} --mode parent-section "
+        f"--anchor {top['citation']['anchor']}"
     )
 
 

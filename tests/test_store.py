@@ -22,6 +22,7 @@ from docshelf.model import (
     Document,
     Failure,
     Job,
+    Settled,
     Source,
     Stage,
     Tier,
@@ -34,6 +35,7 @@ from docshelf.search.engines import own_engines
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.store import (
     FileRecord,
+    Listing,
     NewEvent,
     NewUpload,
     SearchFilters,
@@ -603,6 +605,49 @@ def test_sources_files_and_failures(store: SearchStore) -> None:
     assert store.files_of_source("src_1") == {} and store.count_failures() == 0
     kept = store.get_document(doc.id)
     assert kept is not None and kept.source_id is None  # the document stays, unowned
+
+
+def test_a_failure_its_bytes_decide_is_kept_with_the_file_as_it_failed(
+    store: SearchStore,
+) -> None:
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    store.add_source(Source("src_2", "/other", "folder", "h", 1.0))
+    settled = Settled(2**40, 2**62, "ab" * 32, "0.1.0/4/-", 1_700_000_000.5)
+    store.record_failures(
+        "src_1", [Failure("/lib/a.pdf", "not a PDF", settled), Failure("/lib/b.md", "timed out")]
+    )
+    store.record_failures("src_2", [Failure("/other/c.pdf", "malformed PDF", settled)])
+    # only those with the file as it failed (a time limit is no verdict on the bytes)
+    assert store.settled_failures("src_1") == {
+        "/lib/a.pdf": Failure("/lib/a.pdf", "not a PDF", settled)
+    }
+    assert list(store.settled_failures("src_2")) == ["/other/c.pdf"]
+    assert store.list_failures() == [  # listed as ever: the path and the reason
+        Failure("/lib/a.pdf", "not a PDF"),
+        Failure("/lib/b.md", "timed out"),
+        Failure("/other/c.pdf", "malformed PDF"),
+    ]
+    store.record_failures("src_1", [Failure("/lib/a.pdf", "not a PDF")])  # tried again
+    assert store.settled_failures("src_1") == {}
+
+
+def test_document_ids_by_their_start_and_the_documents_with_pages_without_text(
+    store: SearchStore,
+) -> None:
+    docs = [put(store, n, f"words {n}") for n in range(12)]
+    ids = sorted(d.id for d in docs)
+    assert store.document_ids_starting("doc_", 100) == ids
+    assert store.document_ids_starting("doc_", 3) == ids[:3]
+    assert store.document_ids_starting(ids[5], 3) == [ids[5]]
+    assert store.document_ids_starting("doc\\_%", 3) == []  # taken literally
+    assert store.document_ids_starting("DOC_", 3) in ([], ids[:3])  # (PostgreSQL: any case)
+    scanned, _ = make_doc(99, "scanned pages", rel_path="scan.pdf")
+    scanned = dataclasses.replace(scanned, page_count=9, pages_without_text=4)
+    with store.transaction():
+        store.put_document(scanned, [], None)
+    textless = Listing(pages_without_text=True)
+    assert [d.id for d in store.list_documents(listing=textless)] == [scanned.id]
+    assert store.count_documents(listing=textless) == 1
 
 
 def test_sources_are_listed_by_path_and_unique(store: SearchStore) -> None:

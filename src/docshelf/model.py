@@ -255,12 +255,31 @@ class Hit:
     scores: Scores
     citation: Citation
     context: Chunk | None = None  # the parent section, when asked for
+    # the rules that rank the hit above hits of higher score, weightiest first ("named",
+    # "quoted", "strong", "few": search/candidate.py's Precedence); a hit keeps its score
+    placed_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A file as it failed, when its bytes decide the failure (not a time or memory
+    limit): its stat, fingerprint, what read it (``parser``: docshelf's and its parsers'
+    versions and the settings a parse depends on), and when. ``sync`` passes over the
+    file while all of these stay the same."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    parser: str
+    tried_at: float
 
 
 @dataclass(frozen=True)
 class Failure:
     path: str
     reason: str
+    settled: Settled | None = None  # remembered: sync passes over the file until it changes
+    skipped: bool = False  # passed over by this sync: unchanged since it failed
 
 
 @dataclass

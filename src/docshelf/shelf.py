@@ -198,6 +198,11 @@ class Shelf(Parts):
     def sources(self) -> list[Source]:
         return self.store.list_sources()
 
+    def source(self, target: str) -> Source:
+        """The source ``target`` names (its id, or the path it was added with), as
+        ``remove`` finds it; ``NotFound`` when there is none."""
+        return self._sync.named(target)
+
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
     ) -> SyncReport:
@@ -224,9 +229,15 @@ class Shelf(Parts):
         )
         return access.seen_by(self.store, docs, user_id)
 
-    def count_documents(self, *, user_id: str | None = None, listing: Listing | None = None) -> int:
+    def count_documents(
+        self,
+        *,
+        source_id: str | None = None,
+        user_id: str | None = None,
+        listing: Listing | None = None,
+    ) -> int:
         """How many documents ``documents`` lists without a limit."""
-        return self.store.count_documents(user_id=user_id, listing=listing)
+        return self.store.count_documents(source_id=source_id, user_id=user_id, listing=listing)
 
     def facets(self, filters: SearchFilters | None = None, user_id: str | None = None) -> Facets:
         """Counts per file type, document type, source, tag, concept and year over the
@@ -244,6 +255,24 @@ class Shelf(Parts):
         from docshelf import catalogue
 
         return catalogue.document_view(self.store, document_id, user_id)
+
+    def document_id(self, given: str) -> str:
+        """The id of the one document whose id is ``given`` or starts with it (``doc_``
+        may be left out), as a person types one at the library's own terminal: every
+        document is looked at. ``NotFound`` when none; ``InvalidInput`` naming a few when
+        several start so."""
+        from docshelf.errors import InvalidInput, NotFound
+
+        if self.store.get_document(given) is not None:
+            return given
+        prefix = given if given.startswith("doc_") else f"doc_{given}"
+        found = self.store.document_ids_starting(prefix, 6) if given else []
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise NotFound(f"No document {given!r}")
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        raise InvalidInput(f"{given!r} starts several documents' ids ({shown}); give more of one")
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         """A chunk by id (None: unknown); ``document`` says whether a caller may see it."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the types of what is shown; importing them would slow every
         Distillate,
         Document,
         Event,
+        Failure,
         Hit,
         Job,
         Source,
@@ -59,6 +60,8 @@ def hit(h: Hit) -> JSON:
         "text": h.chunk.text,
         "citation": citation(h.citation),
     }
+    if h.placed_by:  # ranked above hits of higher score by these rules
+        out["placed_by"] = list(h.placed_by)
     if h.context is not None:
         out["context"] = {
             "mode": "parent-section",
@@ -112,6 +115,8 @@ def document(d: Document) -> JSON:
 
 
 def document_view(v: DocumentView) -> JSON:
+    from docshelf.parse.links import is_attachment
+
     out = document(v.document)
     out["files"] = v.files
     out["sections"] = [
@@ -124,6 +129,7 @@ def document_view(v: DocumentView) -> JSON:
             "heading": link.heading,
             "alias": link.alias,
             "embed": link.embed,
+            "attachment": is_attachment(link.target),  # a file, not a note (an image)
             "document_ids": targets,
         }
         for link, targets in v.links
@@ -188,8 +194,17 @@ def report(r: SyncReport) -> JSON:
             "removed": r.removed,
             "failed": r.failed,
         },
-        "failures": [{"path": f.path, "reason": f.reason} for f in r.failures],
+        "failures": [failure(f) for f in r.failures],
     }
+
+
+def failure(f: Failure) -> JSON:
+    """A file that could not be read, and why; one a sync passed over (its bytes failed
+    before, unchanged since) says when they were last read (``unchanged_since``)."""
+    out: JSON = {"path": f.path, "reason": f.reason}
+    if f.skipped and f.settled is not None:
+        out["unchanged_since"] = f.settled.tried_at
+    return out
 
 
 def status(s: Status, problems: list[str] | None = None) -> JSON:

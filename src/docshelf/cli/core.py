@@ -34,6 +34,10 @@ class Outcome(NamedTuple):
     # Prints the result on a terminal when the command's own renderer will not do
     # (``ask --stream`` has printed the answer already).
     render: Callable[[Outcome], None] | None = None
+    # Piped without --json, the envelope with each record of the result's lists on a line
+    # of its own (``list``, which grows with the library): still one JSON document, and
+    # ``head`` or ``grep`` read it a document at a time. With --json: one line, as ever.
+    lined: bool = False
 
 
 Render = Callable[[Outcome], None]
@@ -57,10 +61,27 @@ def q(arg: str) -> str:
     return shlex.quote(arg)
 
 
-def emit(obj: dict[str, Any]) -> None:
-    """One JSON line on stdout, flushed (a watching command prints one per run)."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+def emit(obj: dict[str, Any], *, lined: bool = False) -> None:
+    """One JSON line on stdout, flushed (a watching command prints one per run); with
+    ``lined``, one JSON document whose records stand a line each (``lined_json``)."""
+    sys.stdout.write((lined_json(obj) if lined else json.dumps(obj, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
+
+
+def lined_json(obj: dict[str, Any]) -> str:
+    """``obj`` as JSON with every list of records (objects) in it, or in the objects it
+    holds, laid out a record a line, each record compact: valid JSON as a whole, which
+    tools that read lines (``head``, ``grep``, ``less``) read a record at a time."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, dict):
+            pairs = (f"{json.dumps(k, ensure_ascii=False)}: {value(x)}" for k, x in v.items())
+            return "{" + ", ".join(pairs) + "}"
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            return "[\n" + ",\n".join(json.dumps(x, ensure_ascii=False) for x in v) + "\n]"
+        return json.dumps(v, ensure_ascii=False)
+
+    return value(obj)
 
 
 def envelope(command: str, result: dict[str, Any], actions: list[Action]) -> dict[str, Any]:
@@ -90,6 +111,7 @@ class Run:
         self.home = home
         self.command = command
         self.as_json = as_json or not sys.stdout.isatty()
+        self.asked_json = as_json  # --json given: the machine's form, each envelope a line
         self.progress_events = progress_events  # --progress: NDJSON events on stderr
         self._shelf: Shelf | None = None
         self._settings: Settings | None = None
@@ -155,7 +177,8 @@ class Run:
             if self._shelf is not None:
                 self._shelf.close()
         if self.as_json:
-            emit(envelope(self.command, outcome.result, outcome.next_actions))
+            lined = outcome.lined and not self.asked_json  # piped, for a person's head or grep
+            emit(envelope(self.command, outcome.result, outcome.next_actions), lined=lined)
             return
         from rich.text import Text
 
@@ -191,6 +214,12 @@ class Run:
         raise SystemExit(1)
 
 
+def context_line(chunk_id: str, mode: str, citation: dict[str, Any]) -> str:
+    """The ``context`` command that reads around a hit as it was cited: under the same
+    (inner) heading, by passing the citation's anchor on."""
+    return f"context {chunk_id} --mode {mode} --anchor {citation['anchor']}"
+
+
 def under_title(path: list[str], title: str) -> list[str]:
     """A heading path as a person reads it under its document's title: without its
     first heading when that repeats the title (it heads the file)."""
@@ -206,17 +235,27 @@ def hanging(rows: Sequence[tuple[str, str]], mark: str = "dim", text: str = "") 
 
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
-    grid.add_column()
+    grid.add_column(overflow="fold")  # a long path folds, whole, rather than end in "…"
     for m, t in rows:
         grid.add_row(Text(m, style=mark), Text(t, style=text))
     return Padding(grid, (0, 0, 0, 2), expand=False)
 
 
-def print_failures(out: Console, failures: Sequence[dict[str, str]]) -> None:
-    """Files that could not be read, each with why, as ``✗ path: reason`` rows."""
+def print_failures(out: Console, failures: Sequence[dict[str, Any]]) -> None:
+    """Files that could not be read, each with why, as ``✗ path: reason`` rows; one
+    that sync passed over says since when it has failed unchanged."""
     if failures:
-        rows = [("✗", f"{f['path']}: {f['reason']}") for f in failures]
+        rows = [("✗", f"{f['path']}: {f['reason']}{_unchanged(f)}") for f in failures]
         out.print(hanging(rows, mark="yellow", text="yellow"))
+
+
+def _unchanged(failure: dict[str, Any]) -> str:
+    since = failure.get("unchanged_since")
+    if since is None:
+        return ""
+    import time
+
+    return f" — failed (unchanged since {time.strftime('%Y-%m-%d %H:%M', time.localtime(since))})"
 
 
 def report_render(title: str) -> Render:
@@ -234,3 +273,60 @@ def report_render(title: str) -> Render:
             out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))
 
     return render
+
+
+class Wrapping:
+    """Text printed as it arrives (``ask --stream``), wrapped at the terminal's width
+    between words, as rich wraps a whole text: a word that would pass the right edge
+    starts the next line. A piece's last word waits for the next piece (or ``close``),
+    as the piece may end inside it; spaces at a line's end are dropped."""
+
+    def __init__(self, out: Console) -> None:
+        self.out = out
+        self.column = 0  # cells on the current line
+        self.held = ""  # the end of the text so far that may be inside a word
+        self.space = False  # a space is due before the next word on this line
+
+    def write(self, text: str) -> None:
+        import re
+
+        held = self.held + text
+        cut = max(held.rfind(" "), held.rfind("\n"), held.rfind("\t")) + 1
+        self.held = held[cut:]
+        self._put(re.split(r"([ \t]+|\n)", held[:cut]))
+
+    def close(self) -> None:
+        """Print the last word and end the line."""
+        self._put([self.held])
+        self.held = ""
+        self.out.print()
+
+    def _put(self, tokens: list[str]) -> None:
+        from rich.cells import cell_len
+        from rich.text import Text
+
+        from docshelf.terminal import printable
+
+        width, shown = max(self.out.width, 1), []
+        for token in tokens:
+            if not token:
+                continue
+            if token == "\n":
+                shown.append("\n")
+                self.column, self.space = 0, False
+            elif token.isspace():
+                self.space = self.column > 0
+            else:
+                word = printable(token)
+                cells = cell_len(word)
+                if self.column and self.column + self.space + cells > width:
+                    shown.append("\n")
+                    self.column, self.space = 0, False
+                if self.space:
+                    shown.append(" ")
+                    self.column += 1
+                shown.append(word)
+                self.column, self.space = (self.column + cells) % width or width, False
+        if shown:
+            self.out.print(Text("".join(shown)), end="", soft_wrap=True)
+            self.out.file.flush()

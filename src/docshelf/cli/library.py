@@ -20,6 +20,7 @@ from docshelf.cli.command import (
     emit,
     envelope,
     err_console,
+    q,
     report_render,
 )
 from docshelf.cli.core import hanging, under_title
@@ -101,13 +102,14 @@ def watch(run: Run) -> Outcome:
 def _render_list(o: Outcome) -> None:
     from rich.table import Table
 
+    r = o.result
     sources = Table("source", "path", "kind", title="Sources")
-    for s in o.result["sources"]:
+    for s in r["sources"]:
         sources.add_row(s["id"], s["path"], s["kind"])
     console.print(sources)
     docs = Table("document", "title", "path", "type", "snippets", "status", title="Documents")
     docs.columns[2].overflow = "fold"
-    for d in o.result["documents"]:
+    for d in r["documents"]:
         docs.add_row(
             d["id"],
             d["title"],
@@ -117,6 +119,19 @@ def _render_list(o: Outcome) -> None:
             d["status"],
         )
     console.print(docs)
+    shown, total = len(r["documents"]), r["total"]
+    if shown < total:  # a page of the library: say so, and how to see the rest
+        first = f" from the {_ordinal(r['offset'] + 1)}" if r["offset"] else ""
+        following = r["next_offset"]
+        more = f"--offset {following} for the next, " if following is not None else ""
+        console.print(
+            Text(f"{shown} of {total} shown{first}; {more}--limit N or --all for more", "yellow")
+        )
+
+
+def _ordinal(n: int) -> str:
+    ends = {1: "st", 2: "nd", 3: "rd"}
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else ends.get(n % 10, 'th')}"
 
 
 @command("list", render=_render_list)
@@ -127,21 +142,40 @@ def list_(
     ] = None,
     limit: Annotated[int, typer.Option(help="At most this many documents.", min=1)] = 100,
     offset: Annotated[int, typer.Option(help="Skip this many documents.", min=0)] = 0,
+    all_: Annotated[bool, typer.Option("--all", help="Every document (no --limit).")] = False,
 ) -> Outcome:
-    """List sources and documents."""
+    """List sources and documents, a page at a time (``total`` counts them all).
+
+    Piped without --json, the JSON envelope puts each source and document on a line of
+    its own (for head, grep, less); with --json it is one line, as every envelope."""
     from docshelf import views
 
     shelf = run.shelf()
-    docs = shelf.documents(source_id=source, limit=limit, offset=offset)
+    docs = shelf.documents(source_id=source, limit=None if all_ else limit, offset=offset)
+    total = shelf.count_documents(source_id=source)
+    after = offset + len(docs)
+    following = after if after < total and docs else None
     actions = [Action(run.cmd(f"show {d.id}"), f"Show {d.title}") for d in docs[:1]]
-    if not docs:
+    if following is not None:
+        at = (f"--source {q(source)} " if source else "") + (
+            f"--limit {limit} " if limit != 100 else ""
+        )
+        actions.append(
+            Action(run.cmd(f"list {at}--offset {following}"), f"The next of {total} documents")
+        )
+    if not docs and not total:
         actions.append(Action(run.cmd("add PATH"), "Index a file or folder"))
     return Outcome(
         {
             "sources": [views.source(s) for s in shelf.sources()],
             "documents": [views.document(d) for d in docs],
+            "total": total,  # as the HTTP API and MCP's list_sources page
+            "limit": None if all_ else limit,
+            "offset": offset,
+            "next_offset": following,
         },
         actions,
+        lined=True,
     )
 
 
@@ -212,11 +246,17 @@ def _render_show(o: Outcome) -> None:
     if r["links"]:
         console.print(Text("Links:", style="bold"))
         links: dict[str, list[str]] = {}  # each target once, however often and however
-        for link in r["links"]:  # (alias, heading) the note links it
+        embedded: set[str] = set()  # (alias, heading) the note links it; an attachment
+        for link in r["links"]:  # (an image) is no note, and never a document
             ids = links.setdefault(link["target"], [])
             ids += [i for i in link["document_ids"] if i not in ids]
+            if link["embed"]:
+                embedded.add(link["target"])
+        files = {link["target"] for link in r["links"] if link["attachment"]}
         for target, ids in links.items():
-            console.print(Text(f"  [[{target}]] -> {', '.join(ids) or '(no such note)'}"))
+            missing = "(an attachment, not a note)" if target in files else "(no such note)"
+            mark = "!" if target in embedded else ""
+            console.print(Text(f"  {mark}[[{target}]] -> {', '.join(ids) or missing}"))
     if r["backlinks"]:
         console.print(Text("Backlinks:", style="bold"))
         for b in r["backlinks"]:
@@ -226,12 +266,16 @@ def _render_show(o: Outcome) -> None:
 @command(render=_render_show)
 def show(
     run: Run,
-    document_id: Annotated[str, typer.Argument(help="A document id (see `list`).")],
+    document_id: Annotated[
+        str,
+        typer.Argument(help="A document id (see `list`), or the start of one: doc_3f2a, 3f2a."),
+    ],
 ) -> Outcome:
     """Show a document's record, its files and its sections."""
     from docshelf import views
 
-    view = run.shelf().document(document_id)
+    shelf = run.shelf()
+    view = shelf.document(shelf.document_id(document_id))
     actions = [
         Action(run.cmd(f"context {s.id} --mode parent-section"), "Read the first section")
         for s in view.sections[:1]
@@ -246,9 +290,31 @@ status = command("status", render=quick.render_status, params=options.STATUS)(qu
 def remove(
     run: Run,
     source: Annotated[str, typer.Argument(help="A source id or the path it was added with.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask first (a terminal asks).")
+    ] = False,
 ) -> Outcome:
-    """Unregister a source; its documents leave the index (the files stay untouched)."""
-    from docshelf import views
+    """Unregister a source; its documents leave the index (the files stay untouched).
 
-    report = run.store_shelf().remove(source)
+    On a terminal it names the source and its documents and asks first; --yes, or
+    JSON output (a script, an agent), does not ask."""
+    from docshelf import views
+    from docshelf.terminal import printable
+
+    shelf = run.store_shelf()
+    if not (yes or run.as_json):
+        found = shelf.source(source)
+        n = shelf.count_documents(source_id=found.id)
+        asked = (
+            f"Remove {found.id} ({printable(found.path)}) and its {_plural(n, 'document')} "
+            "from the library? The files stay where they are."
+        )
+        try:
+            agreed = typer.confirm(asked, default=False)
+        except typer.Abort:  # no answer (Ctrl-C, or stdin at its end)
+            agreed = False
+        if not agreed:
+            err_console.print("Nothing removed.")
+            raise typer.Exit(1)
+    report = shelf.remove(source)
     return Outcome(views.report(report), [Action(run.cmd("list"), "See what remains")])

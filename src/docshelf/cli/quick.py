@@ -177,7 +177,7 @@ def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
     top = result["hits"][0]
     return [
         Action(
-            run.cmd(f"context {top['chunk_id']} --mode parent-section"),
+            run.cmd(core.context_line(top["chunk_id"], "parent-section", top["citation"])),
             "Read the section around the top hit",
         ),
         Action(run.cmd(f"show {top['document_id']}"), "Show the top hit's document"),
@@ -253,7 +253,17 @@ def render_status(o: Outcome) -> None:
     if r.get("reindex_due"):
         console.print(Text(f"Reindex due: {r['reindex_due']}", style="yellow"))
     if r["pages_without_text"]:
-        console.print(f"{r['pages_without_text']} pages without text (scanned? no OCR)")
+        docs = r.get("documents_with_pages_without_text", [])
+        console.print(
+            f"{r['pages_without_text']} pages without text (scanned? no OCR)"
+            + (f", in {len(docs)} document{'s' if len(docs) != 1 else ''}:" if docs else "")
+        )
+        rows = [
+            (d["document_id"], f"{d['path']}: {d['pages_without_text']} of {d['page_count']} pages")
+            for d in docs
+        ]
+        if rows:
+            console.print(core.hanging(rows))
     if r["unmapped_tags"]:
         tags = ", ".join(f"{t} ({n})" for t, n in list(r["unmapped_tags"].items())[:12])
         console.print(f"Tags not in the taxonomy: {tags}")
@@ -265,6 +275,15 @@ def render_status(o: Outcome) -> None:
         console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
         for p in r["problems"]:
             console.print(Text(f"  ✗ {p}", style="red"))
+
+
+# Why a rule ranks a hit above hits of higher score (search/candidate.py's Precedence).
+PLACED_BY = {
+    "named": "its heading is your query",
+    "quoted": "quotes your query word for word",
+    "strong": "far ahead in one of the two searches",
+    "few": "one of few holding a rare word of your query",
+}
 
 
 def render_hits(o: Outcome) -> None:
@@ -279,11 +298,16 @@ def render_hits(o: Outcome) -> None:
         console.print(Text(r["notice"], style="yellow"))
     if not r["hits"]:
         console.print("No hits.")
-    for n, h in enumerate(r["hits"], start=1):
+    hits = r["hits"]
+    for n, h in enumerate(hits, start=1):
         c = h["citation"]
         head = Text(f"{n}. ", style="bold")
         head.append(c["label"], style="bold cyan")
         head.append(f"  {h['score']:.3f}", style="dim")
+        # a hit a rule ranks above hits of higher score says why (the order is not the
+        # scores': a rule lifts, it never changes a score; docs/search.md)
+        if h.get("placed_by") and any(x["score"] > h["score"] for x in hits[n:]):
+            head.append(f"  ↑ {PLACED_BY.get(h['placed_by'][0], h['placed_by'][0])}", "dim")
         console.print(head)
         # the headings under the title (a document's title often heads its top too)
         headings = core.under_title(c["heading_path"], c["title"])
@@ -372,6 +396,19 @@ def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Actio
     if st.failure_count > len(st.failures):
         every = shelf.failures(limit=st.failure_count)
         result["failures"] = [{"path": f.path, "reason": f.reason} for f in every]
+    if st.pages_without_text:  # which documents have them, as it counts them
+        from docshelf.store import Listing
+
+        result["documents_with_pages_without_text"] = [
+            {
+                "document_id": d.id,
+                "title": d.title,
+                "path": d.path,
+                "pages_without_text": d.pages_without_text,
+                "page_count": d.page_count,
+            }
+            for d in shelf.documents(listing=Listing(pages_without_text=True))
+        ]
     if st.by_status.get("failed"):  # documents whose processing failed count as failures too
         for doc in shelf.documents():
             if doc.status == "failed":

@@ -9,8 +9,7 @@ from rich.text import Text
 
 from docshelf.cli import options, quick
 from docshelf.cli.command import Action, Outcome, Run, command, console
-from docshelf.cli.core import under_title
-from docshelf.terminal import printable
+from docshelf.cli.core import Wrapping, context_line, under_title
 
 # search: cli/quick.py's function and options (cli/options.py), which the quick path
 # runs without typer
@@ -52,27 +51,36 @@ def ask(
 
     streamed = stream and not run.as_json
     if streamed:
-        answer = None
+        answer, shown, wrote = None, Wrapping(console), False
         for piece in run.shelf(embed_purpose="query").ask_stream(question, limit=limit):
             if piece.kind == "text":
-                console.print(Text(printable(piece.text)), end="")
-                console.file.flush()
+                shown.write(piece.text)
+                wrote = True
             answer = piece.answer or answer
-        console.print()
         assert answer is not None
+        if not wrote:  # nothing matched: the answer says so, in one piece
+            shown.write(answer.answer)
+        shown.close()
     else:
         answer = run.shelf(embed_purpose="query").ask(question, limit=limit)
+    result = views.answer(answer)
     actions = [
-        Action(run.cmd(f"context {c.chunk_id} --mode parent-section"), f"Read source [{c.n}]")
-        for c in answer.citations[:2]
+        Action(
+            run.cmd(context_line(c["chunk_id"], "parent-section", c["citation"])),
+            f"Read source [{c['n']}]",
+        )
+        for c in result["citations"][:2]
     ]
-    return Outcome(views.answer(answer), actions, _render_streamed if streamed else None)
+    return Outcome(result, actions, _render_streamed if streamed else None)
 
 
 def _render_context(o: Outcome) -> None:
-    console.print(Text(o.result["citation"]["label"], style="bold cyan"))
-    if o.result["citation"]["heading_path"]:
-        console.print(Text(" > ".join(o.result["citation"]["heading_path"]), style="cyan"))
+    cited = o.result["citation"]
+    console.print(Text(cited["label"], style="bold cyan"))
+    # the place as a search hit shows it: its headings under the title
+    headings = under_title(cited["heading_path"], cited["title"])
+    if headings:
+        console.print(Text(f"§ {' > '.join(headings)}", style="cyan"))
     console.print(Text(o.result["text"]))
 
 
@@ -92,11 +100,14 @@ def context(
     """Expand a hit: its neighbouring snippets, its section, or its section's neighbours."""
     from docshelf import views
 
-    result = run.store_shelf().context(chunk_id, mode, window, anchor=anchor)
+    found = views.context(run.store_shelf().context(chunk_id, mode, window, anchor=anchor))
     others = [m for m in ("snippet-window", "parent-section", "section-neighborhood") if m != mode]
     return Outcome(
-        views.context(result),
-        [Action(run.cmd(f"context {chunk_id} --mode {m}"), f"Expand as {m}") for m in others],
+        found,
+        [
+            Action(run.cmd(context_line(chunk_id, m, found["citation"])), f"Expand as {m}")
+            for m in others
+        ],
     )
 
 

@@ -13,12 +13,21 @@ import dataclasses
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docshelf.errors import Conflict, InvalidInput, NotFound
+from docshelf.errors import Conflict, InvalidInput, NotFound, OverLimit
 from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
-from docshelf.model import Document, Failure, Source, SyncReport, document_id, fingerprint
+from docshelf.model import (
+    Document,
+    Failure,
+    Settled,
+    Source,
+    SyncReport,
+    document_id,
+    fingerprint,
+)
 from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.progress import Progress, ProgressEvent
 from docshelf.store import FileRecord
@@ -123,12 +132,17 @@ class Sync:
             report.merge(self.sync_source(source, progress))
         return report
 
-    def remove(self, target: str) -> SyncReport:
+    def named(self, target: str) -> Source:
+        """The source ``target`` names: by its id, or by the path it was added with."""
         source = self.store.get_source(target) or self.store.find_source(
             str(Path(target).expanduser().resolve())
         )
         if source is None:
             raise NotFound(f"No source {target!r}; `docshelf list` shows the sources")
+        return source
+
+    def remove(self, target: str) -> SyncReport:
+        source = self.named(target)
         report = SyncReport(source_id=source.id)
         with self.store.transaction():
             for record in self.store.files_of_source(source.id).values():
@@ -165,6 +179,7 @@ class Sync:
         (``checked``: the caller has just checked the library is writable)."""
         report = SyncReport(source_id=source.id)
         known = self.store.files_of_source(source.id)
+        settled = self.store.settled_failures(source.id)
         seen: set[str] = set()
         todo: list[FoundFile] = []
         source_missing = False
@@ -180,6 +195,8 @@ class Sync:
             rec = known.get(key)
             if rec and rec.size == found.stat.st_size and rec.mtime_ns == found.stat.st_mtime_ns:
                 report.unchanged += 1
+            elif (failed := self._still_failing(settled.get(key), found)) is not None:
+                report.failures.append(failed)  # the same file the same parsers failed on
             else:
                 todo.append(found)
         if progress:
@@ -188,7 +205,7 @@ class Sync:
         if todo and not checked:
             self.rt.check_writable()
         gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
-        self._ingest(source, todo, known, gone, report, progress)
+        self._ingest(source, todo, known, gone, settled, report, progress)
         # nothing gone and no failures, now or recorded: no write (nor its lock) at all
         if gone or report.failures or self.store.count_failures():
             with self.store.transaction():
@@ -205,6 +222,31 @@ class Sync:
             return
         self.rt.enrich_pending(progress=progress, expected=report.added + report.updated)
 
+    # -- failures its bytes decide ------------------------------------------------------
+    @cached_property
+    def parser(self) -> str:
+        """What decides a file's parse besides its bytes: docshelf's version, its parsers'
+        and chunker's (``CHUNKER_VERSION``) and the PDF password (a digest of it). A
+        failure remembered under another is tried again."""
+        import hashlib
+
+        from docshelf import __version__
+        from docshelf.chunk.version import CHUNKER_VERSION
+
+        password = self.rt.settings.parse.pdf_password
+        key = hashlib.sha256(b"docshelf pdf password\0" + password.encode()) if password else None
+        return f"{__version__}/{CHUNKER_VERSION}/{key.hexdigest()[:12] if key else '-'}"
+
+    def _still_failing(self, failed: Failure | None, found: FoundFile) -> Failure | None:
+        """``failed``, passed over (``skipped``), when the file is as it was when it failed
+        (size and mtime) and the same parsers would read it; else None (read it again)."""
+        if failed is None or failed.settled is None:
+            return None
+        was = failed.settled
+        if (was.size, was.mtime_ns) != (found.stat.st_size, found.stat.st_mtime_ns):
+            return None
+        return dataclasses.replace(failed, skipped=True) if was.parser == self.parser else None
+
     # -- ingest --------------------------------------------------------------------
     def _ingest(
         self,
@@ -212,6 +254,7 @@ class Sync:
         todo: list[FoundFile],
         known: dict[str, FileRecord],
         gone: dict[str, FileRecord],
+        settled: dict[str, Failure],
         report: SyncReport,
         progress: Progress | None,
     ) -> None:
@@ -221,7 +264,7 @@ class Sync:
             for found in todo:
                 if progress:
                     progress(self._event("parse", tally, found.rel_path))
-                item = self._prepare_file(source, found, known, gone, report)
+                item = self._prepare_file(source, found, known, gone, settled, report)
                 if item is None:
                     tally.written += 1  # unchanged, moved or failed: nothing to embed
                 else:
@@ -303,6 +346,7 @@ class Sync:
         found: FoundFile,
         known: dict[str, FileRecord],
         gone: dict[str, FileRecord],
+        settled: dict[str, Failure],
         report: SyncReport,
     ) -> _Pending | None:
         from docshelf.ingest.prepare import read_file
@@ -310,21 +354,36 @@ class Sync:
         path = str(found.path)
         try:
             data, st = read_file(found.path, self.rt.settings.max_file_bytes)
-            fp = fingerprint(data)
-            doc_id = document_id(fp)
-            record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
-            previous = known.get(path)
-            if previous is not None and previous.document_id == doc_id:
-                self.store.put_file(record)  # touched, same bytes: remember the new stat
-                report.unchanged += 1
-                return None
-            existing = self.store.get_document(doc_id)
-            if existing is not None:
-                self._link_existing(existing, record, found, previous, gone, report)
-                return None
-            prepared = self.prepare(data, found.file_type, path, found.rel_path, source.id, fp=fp)
         except InvalidInput as exc:
             report.failures.append(Failure(path, exc.message))
+            return None
+        fp = fingerprint(data)
+        doc_id = document_id(fp)
+        record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
+        previous = known.get(path)
+        if previous is not None and previous.document_id == doc_id:
+            self.store.put_file(record)  # touched, same bytes: remember the new stat
+            report.unchanged += 1
+            return None
+        existing = self.store.get_document(doc_id)
+        if existing is not None:
+            self._link_existing(existing, record, found, previous, gone, report)
+            return None
+        failed = settled.get(path)
+        was = failed.settled if failed is not None else None
+        if failed is not None and was is not None and (was.sha256, was.parser) == (fp, self.parser):
+            # touched, the same bytes that failed: not parsed again (the new stat kept)
+            now = dataclasses.replace(was, size=st.st_size, mtime_ns=st.st_mtime_ns)
+            report.failures.append(dataclasses.replace(failed, settled=now, skipped=True))
+            return None
+        try:
+            prepared = self.prepare(data, found.file_type, path, found.rel_path, source.id, fp=fp)
+        except OverLimit as exc:  # the machine's limit, not the bytes: tried again next time
+            report.failures.append(Failure(path, exc.message))
+            return None
+        except InvalidInput as exc:  # the bytes decide: passed over until the file changes
+            now = Settled(st.st_size, st.st_mtime_ns, fp, self.parser, time.time())
+            report.failures.append(Failure(path, exc.message, now))
             return None
         return _Pending(prepared, record, previous)
 

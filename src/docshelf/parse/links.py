@@ -35,6 +35,14 @@ def note_name(name: str) -> str:
     return name
 
 
+def is_attachment(target: str) -> bool:
+    """Whether a link names a file that is not a note (``![[diagram.png]]``,
+    ``[[paper.pdf]]``): its name ends in an extension of letters (and digits) that is not
+    a note's. ``[[Release 1.2]]`` names a note."""
+    suffix = PurePosixPath(target).suffix.lower()[1:]
+    return 0 < len(suffix) <= 5 and suffix.isascii() and suffix.isalnum() and not suffix.isdigit()
+
+
 def wikilinks(doc: ParsedDocument) -> list[WikiLink]:
     """The wikilinks of a parsed Markdown document, outside code, in order, deduplicated."""
     found: dict[WikiLink, None] = {}

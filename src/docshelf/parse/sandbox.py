@@ -9,7 +9,8 @@ interpreter start-up). The child caps its own address space with
 ``RLIMIT_AS``; the parent waits at most the time limit, then kills it. A
 timeout, a ``MemoryError``, a crash or any error the parser did not translate
 becomes :class:`~docshelf.errors.InvalidInput`, whose message is the file's
-failure reason.
+failure reason (:class:`~docshelf.errors.OverLimit` for a limit reached, or the
+child killed: not the bytes' doing, so another try may read them).
 
 Limits are the caller's (``Settings.parse``), else read from the environment
 (``ParseLimits.from_env`` in config.py) on every call:
@@ -54,7 +55,7 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Any, Generic, Protocol, TypeVar
 
 from docshelf.config import ParseLimits
-from docshelf.errors import InvalidInput
+from docshelf.errors import InvalidInput, OverLimit
 
 __all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT_S", "Batched", "next_phase", "run_limited"]
 
@@ -132,12 +133,12 @@ def run_limited(
         status, payload = "head", None
         while status in ("head", "part", "phase"):
             if not receiver.poll(timeout):
-                raise InvalidInput(f"{file_type} parser exceeded the {timeout:g} s time limit")
+                raise OverLimit(f"{file_type} parser exceeded the {timeout:g} s time limit")
             try:
                 status, payload = receiver.recv()
             except (EOFError, OSError):
                 child.join(5)
-                raise InvalidInput(_died(file_type, child.exitcode, memory)) from None
+                raise _died(file_type, child.exitcode, memory) from None
             if status == "phase":  # the child finished one phase: the limit starts again
                 continue
             if status == "head":
@@ -295,17 +296,20 @@ def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> Any:
     if status == "invalid":
         raise InvalidInput(str(payload))
     if status == "memory":
-        raise InvalidInput(f"{file_type} parser exceeded the {memory_mb} MB memory limit")
+        raise OverLimit(f"{file_type} parser exceeded the {memory_mb} MB memory limit")
     raise InvalidInput(f"{file_type} parser failed: {payload}")
 
 
-def _died(file_type: str, exitcode: int | None, memory_mb: int) -> str:
-    """The reason for a child that exited without an answer."""
+def _died(file_type: str, exitcode: int | None, memory_mb: int) -> InvalidInput:
+    """The error of a child that exited without an answer: killed (a limit reached), or
+    crashed on its input."""
     if exitcode is not None and exitcode < 0:
         if -exitcode == signal.SIGKILL:  # most likely the kernel's out-of-memory killer
-            return f"{file_type} parser was killed (over the {memory_mb} MB memory limit?)"
-        return f"{file_type} parser crashed (signal {-exitcode})"
-    return f"{file_type} parser exited without a result (exit status {exitcode})"
+            return OverLimit(
+                f"{file_type} parser was killed (over the {memory_mb} MB memory limit?)"
+            )
+        return InvalidInput(f"{file_type} parser crashed (signal {-exitcode})")
+    return InvalidInput(f"{file_type} parser exited without a result (exit status {exitcode})")
 
 
 def _get_context() -> ForkServerContext | SpawnContext:

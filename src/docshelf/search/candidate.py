@@ -74,6 +74,13 @@ class Candidate:
         )
 
 
+def placed_by(precedence: int) -> tuple[str, ...]:
+    """The rules a precedence holds, by name, weightiest first (what a hit shows of why
+    it ranks where its score alone would not put it)."""
+    flags = sorted((f for f in Precedence if f and precedence & f), reverse=True)
+    return tuple(str(f.name).lower() for f in flags)
+
+
 def rank_key(c: Candidate) -> tuple[int, float, str]:
     """The candidates' order: precedence, then score, then id (higher first, ids
     ascending)."""

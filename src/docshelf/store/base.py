@@ -112,12 +112,14 @@ LIST_ORDERS: tuple[str, ...] = ("path", "title", "type", "status", "added", "siz
 @dataclass(frozen=True)
 class Listing:
     """A library list narrowed and sorted: by ``filters`` (the search filters), words
-    in the title or path (``matching``, any case), a ``status``, in ``order``."""
+    in the title or path (``matching``, any case), a ``status``, only documents with
+    pages that have no text (``pages_without_text``), in ``order``."""
 
     filters: SearchFilters = field(default_factory=SearchFilters)
     matching: str | None = None
     status: str | None = None
     order: str = "path"
+    pages_without_text: bool = False
 
 
 # The facets a library can be counted by (``Store.facet_counts``), by their filter names.
@@ -216,7 +218,13 @@ class Store(Protocol):
     def delete_file(self, path: str) -> None: ...
 
     def record_failures(self, source_id: str, failures: Sequence[Failure]) -> None:
-        """Replace the source's remembered failures with these."""
+        """Replace the source's remembered failures with these (with the file as it
+        failed, for those that carry it: ``Failure.settled``)."""
+        ...
+
+    def settled_failures(self, source_id: str) -> dict[str, Failure]:
+        """The source's failures that its files' bytes decide (each with ``settled``), by
+        path: what ``sync`` passes over while the file stays the same."""
         ...
 
     def list_failures(self, limit: int = 100) -> list[Failure]: ...
@@ -226,6 +234,10 @@ class Store(Protocol):
     def get_document(self, document_id: str) -> Document | None: ...
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
         """Documents by id (the ones that exist), in one read; for citing hits."""
+        ...
+
+    def document_ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """The ids that start with ``prefix`` (taken literally), in order, at most ``limit``."""
         ...
 
     def list_documents(

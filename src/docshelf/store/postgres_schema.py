@@ -257,3 +257,19 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        12,
+        "failures_settled",
+        """
+        -- A failure the file's bytes decide, kept with the file as it failed (see the
+        -- SQLite schema).
+        ALTER TABLE failures ADD COLUMN size bigint;
+        ALTER TABLE failures ADD COLUMN mtime_ns bigint;
+        ALTER TABLE failures ADD COLUMN sha256 text;
+        ALTER TABLE failures ADD COLUMN parser text;
+        ALTER TABLE failures ADD COLUMN tried_at double precision;
+        """,
+    ),
+)

@@ -326,3 +326,21 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        12,
+        "failures_settled",
+        """
+        -- A failure the file's bytes decide (not a time or memory limit) is kept with the
+        -- file as it failed: its size, mtime and fingerprint, what read it (docshelf's
+        -- and its parsers' versions, the settings a parse depends on) and when. Sync
+        -- passes over the file until one of them changes, and says so.
+        ALTER TABLE failures ADD COLUMN size INTEGER;
+        ALTER TABLE failures ADD COLUMN mtime_ns INTEGER;
+        ALTER TABLE failures ADD COLUMN sha256 TEXT;
+        ALTER TABLE failures ADD COLUMN parser TEXT;
+        ALTER TABLE failures ADD COLUMN tried_at REAL;
+        """,
+    ),
+)

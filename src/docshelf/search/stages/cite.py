@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from docshelf.model import Chunk, Citation, Hit, Scores
 from docshelf.search import citing
-from docshelf.search.candidate import Candidate
+from docshelf.search.candidate import Candidate, placed_by
 from docshelf.search.pipeline import Fixed, Search
 from docshelf.search.query import satisfies
 from docshelf.search.reader import Reader, chunk_place
@@ -85,7 +85,8 @@ class _Citing:
         self.texts.add(same_text)
         self.groups.add(key)
         scores = Scores(lexical=c.lexical, vector=c.vector, fused=c.score)
-        return Hit(chunk, doc, c.score, scores, Citation.for_chunk(chunk, doc, at))
+        citation = Citation.for_chunk(chunk, doc, at)
+        return Hit(chunk, doc, c.score, scores, citation, placed_by=placed_by(c.precedence))
 
     def closed(self, c: Candidate, where: ChunkPlace) -> bool:
         """Every group the candidate may be cited under has its hit already."""

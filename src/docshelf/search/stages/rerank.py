@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from docshelf.model import Hit
 from docshelf.search.pipeline import Fixed, Search
 
 
@@ -21,7 +22,10 @@ class Rerank(Fixed):
         if scores is None or len(scores) != len(top):
             return
         ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
-        search.hits = [
-            dataclasses.replace(top[i], scores=dataclasses.replace(top[i].scores, rerank=scores[i]))
-            for i in ranked
-        ] + hits[len(top) :]
+        search.hits = [_reranked(top[i], scores[i]) for i in ranked] + hits[len(top) :]
+
+
+def _reranked(hit: Hit, score: float) -> Hit:
+    """``hit`` with the reranker's score, in the reranker's order: no rule places it now."""
+    scores = dataclasses.replace(hit.scores, rerank=score)
+    return dataclasses.replace(hit, scores=scores, placed_by=())

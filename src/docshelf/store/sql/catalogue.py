@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from docshelf.model import Failure, Source
+from docshelf.model import Failure, Settled, Source
 from docshelf.store.base import FileRecord, StoreStats
 from docshelf.store.rows import FILE_COLUMNS, SOURCE_COLUMNS, source_from_row, source_row
 from docshelf.store.sql.core import SQLBase
@@ -16,6 +16,16 @@ from docshelf.store.sql.core import SQLBase
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+# A failure, and the file as it failed when its bytes decide it (migration 12).
+_SETTLED_COLUMNS = "size, mtime_ns, sha256, parser, tried_at"
+_FAILURE_COLUMNS = f"path, source_id, reason, seen_at, {_SETTLED_COLUMNS}"
+
+
+def _settled_row(s: Settled | None) -> tuple[object, ...]:
+    if s is None:
+        return (None,) * 5
+    return (s.size, s.mtime_ns, s.sha256, s.parser, s.tried_at)
 
 
 class CatalogueSQL(SQLBase):
@@ -104,11 +114,22 @@ class CatalogueSQL(SQLBase):
             self._x("DELETE FROM failures WHERE source_id = ?", (source_id,))
             now = time.time()
             self._xm(
-                "INSERT INTO failures(path, source_id, reason, seen_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (path) DO UPDATE SET source_id = excluded.source_id, "
-                "reason = excluded.reason, seen_at = excluded.seen_at",
-                [(f.path, source_id, f.reason, now) for f in failures],
+                f"INSERT INTO failures({_FAILURE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (path) DO UPDATE SET "
+                + ", ".join(f"{c} = excluded.{c}" for c in _FAILURE_COLUMNS.split(", ")[1:]),
+                [(f.path, source_id, f.reason, now, *_settled_row(f.settled)) for f in failures],
             )
+
+    def settled_failures(self, source_id: str) -> dict[str, Failure]:
+        rows = self._q(
+            f"SELECT path, reason, {_SETTLED_COLUMNS} FROM failures "
+            "WHERE source_id = ? AND sha256 IS NOT NULL",
+            (source_id,),
+        )
+        return {
+            r[0]: Failure(r[0], r[1], Settled(int(r[2]), int(r[3]), r[4], r[5], float(r[6])))
+            for r in rows
+        }
 
     def list_failures(self, limit: int = 100) -> list[Failure]:
         rows = self._q("SELECT path, reason FROM failures ORDER BY path /*C*/ LIMIT ?", (limit,))

@@ -71,6 +71,14 @@ class DocumentsSQL(SQLBase):
 
         return self._memo_many("document", list(dict.fromkeys(document_ids)), read)
 
+    def document_ids_starting(self, prefix: str, limit: int) -> list[str]:
+        rows = self._q(
+            f"SELECT d.id FROM documents d WHERE {self.dialect.like_prefix('d.id')} "
+            "ORDER BY d.id /*C*/ LIMIT ?",
+            [like_prefix(prefix), limit],
+        )
+        return [r[0] for r in rows]
+
     def list_documents(
         self,
         *,
@@ -123,6 +131,8 @@ class DocumentsSQL(SQLBase):
         if listing.status:
             where += " AND d.status = ?"
             params.append(listing.status)
+        if listing.pages_without_text:
+            where += " AND d.pages_without_text > 0"
         for word in (listing.matching or "").split():
             pattern = "%" + like_prefix(word)
             like = self.dialect.like_prefix
