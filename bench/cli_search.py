@@ -74,7 +74,7 @@ def build(home: Path, snippets: int) -> None:
         with shelf.store.transaction():  # before the sidecars: they record the model
             shelf.store.set_meta("embedding_model", MODEL_ID)
         if shelf.vector_index is not None:
-            shelf.maintain_vector_index(force=True)
+            shelf.runtime.maintain_vector_index(force=True)
         if shelf.lexical_index is not None:
             shelf.lexical_index.maintain(force=True)
     print(f"built {snippets:,} snippets in {time.perf_counter() - t:.0f} s", file=sys.stderr)

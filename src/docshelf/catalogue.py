@@ -105,6 +105,24 @@ def status(rt: Runtime) -> Status:
     )
 
 
+def document_id(store: Store, given: str) -> str:
+    """The id of the one document whose id is ``given`` or starts with it (``doc_`` may be
+    left out): every document is looked at, so only for the library's own terminal.
+    ``NotFound`` when none; ``InvalidInput`` naming a few when several start so."""
+    from docshelf.errors import InvalidInput, NotFound
+
+    if store.get_document(given) is not None:
+        return given
+    prefix = given if given.startswith("doc_") else f"doc_{given}"
+    found = store.document_ids_starting(prefix, 6) if given else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotFound(f"No document {given!r}")
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    raise InvalidInput(f"{given!r} starts several documents' ids ({shown}); give more of one")
+
+
 def reindex_due(store: Store) -> str | None:
     """Why the library's chunks want a ``docshelf reindex``: made by an older chunker than
     this one (meta ``chunker_version``, kept from a library's first write and after every

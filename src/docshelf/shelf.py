@@ -199,9 +199,10 @@ class Shelf(Parts):
         return self.store.list_sources()
 
     def source(self, target: str) -> Source:
-        """The source ``target`` names (its id, or the path it was added with), as
-        ``remove`` finds it; ``NotFound`` when there is none."""
-        return self._sync.named(target)
+        """The source ``target`` names: its id, or the path it was added with."""
+        from docshelf.ingest.sync import named
+
+        return named(self.store, target)
 
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
@@ -257,22 +258,11 @@ class Shelf(Parts):
         return catalogue.document_view(self.store, document_id, user_id)
 
     def document_id(self, given: str) -> str:
-        """The id of the one document whose id is ``given`` or starts with it (``doc_``
-        may be left out), as a person types one at the library's own terminal: every
-        document is looked at. ``NotFound`` when none; ``InvalidInput`` naming a few when
-        several start so."""
-        from docshelf.errors import InvalidInput, NotFound
+        """The id of the one document whose id is ``given`` or starts with it (as a person
+        types one at the library's own terminal: ``catalogue.document_id``)."""
+        from docshelf import catalogue
 
-        if self.store.get_document(given) is not None:
-            return given
-        prefix = given if given.startswith("doc_") else f"doc_{given}"
-        found = self.store.document_ids_starting(prefix, 6) if given else []
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            raise NotFound(f"No document {given!r}")
-        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-        raise InvalidInput(f"{given!r} starts several documents' ids ({shown}); give more of one")
+        return catalogue.document_id(self.store, given)
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         """A chunk by id (None: unknown); ``document`` says whether a caller may see it."""
@@ -314,16 +304,6 @@ class Shelf(Parts):
     ) -> str:
         """The derived indexes beside the store brought up to date (``Runtime``)."""
         return self.runtime.maintain_indexes(force=force, rebuild=rebuild, progress=progress)
-
-    def maintain_vector_index(
-        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
-    ) -> str:
-        return self.runtime.maintain_vector_index(force=force, rebuild=rebuild, progress=progress)
-
-    def maintain_lexical_index(
-        self, *, force: bool = False, rebuild: bool = False, progress: Progress | None = None
-    ) -> str:
-        return self.runtime.maintain_lexical_index(force=force, rebuild=rebuild, progress=progress)
 
     def export_library(
         self, path: str | Path, *, overwrite: bool = False, progress: Progress | None = None
@@ -405,15 +385,8 @@ class Shelf(Parts):
         expand: str | None = None,
         facets: bool = False,
     ) -> SearchResult:
-        """Snippet-first hybrid search: lexical and vector recall, fused, then cited.
-
-        The query may hold ``"phrases"``, ``-exclusions`` and ``tag:``/``path:``/
-        ``type:``/``source:`` filters. ``group`` keeps the best snippet per ``section``
-        or ``document``; ``expand="parent-section"`` adds each hit's section text (whole
-        arguments in one call); ``facets``, counts per tag, concept and type over the
-        candidates' documents. An identical search within
-        ``DOCSHELF_RETRIEVAL_CACHE_SECONDS`` is answered from memory, unless the library
-        changed since (``search/cache.py``)."""
+        """Snippet-first hybrid search, each hit cited (docs/search.md: the query's
+        syntax, ``group``, ``expand``, ``facets``, the retrieval cache)."""
         return self.retriever.search(
             query,
             limit=limit,

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docshelf.errors import Conflict, InvalidInput, NotFound, OverLimit
+from docshelf.ingest import settled as settled_failures
 from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
 from docshelf.model import (
     Document,
     Failure,
-    Settled,
     Source,
     SyncReport,
     document_id,
@@ -30,7 +30,7 @@ from docshelf.model import (
 )
 from docshelf.parse import FILE_TYPES, file_type_for
 from docshelf.progress import Progress, ProgressEvent
-from docshelf.store import FileRecord
+from docshelf.store import FileRecord, Store
 
 if TYPE_CHECKING:
     from docshelf.ingest.prepare import Prepared
@@ -126,23 +126,17 @@ class Sync:
         return self.sync_source(source, progress, checked=True)
 
     def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
-        sources = [self.source(source_id)] if source_id else self.store.list_sources()
+        if source_id:
+            sources = [named(self.store, source_id, by_path=False)]
+        else:
+            sources = self.store.list_sources()
         report = SyncReport(source_id=source_id)
         for source in sources:
             report.merge(self.sync_source(source, progress))
         return report
 
-    def named(self, target: str) -> Source:
-        """The source ``target`` names: by its id, or by the path it was added with."""
-        source = self.store.get_source(target) or self.store.find_source(
-            str(Path(target).expanduser().resolve())
-        )
-        if source is None:
-            raise NotFound(f"No source {target!r}; `docshelf list` shows the sources")
-        return source
-
     def remove(self, target: str) -> SyncReport:
-        source = self.named(target)
+        source = named(self.store, target)
         report = SyncReport(source_id=source.id)
         with self.store.transaction():
             for record in self.store.files_of_source(source.id).values():
@@ -150,12 +144,6 @@ class Sync:
             self.store.delete_source(source.id)
         self.rt.maintain_indexes()
         return report
-
-    def source(self, source_id: str) -> Source:
-        source = self.store.get_source(source_id)
-        if source is None:
-            raise NotFound(f"No source {source_id!r}; `docshelf list` shows the sources")
-        return source
 
     def _scan(self, source: Source) -> Iterator[FoundFile | Failure]:
         root = Path(source.path)
@@ -195,7 +183,7 @@ class Sync:
             rec = known.get(key)
             if rec and rec.size == found.stat.st_size and rec.mtime_ns == found.stat.st_mtime_ns:
                 report.unchanged += 1
-            elif (failed := self._still_failing(settled.get(key), found)) is not None:
+            elif failed := settled_failures.unchanged(settled.get(key), found, self.parser):
                 report.failures.append(failed)  # the same file the same parsers failed on
             else:
                 todo.append(found)
@@ -222,30 +210,10 @@ class Sync:
             return
         self.rt.enrich_pending(progress=progress, expected=report.added + report.updated)
 
-    # -- failures its bytes decide ------------------------------------------------------
     @cached_property
     def parser(self) -> str:
-        """What decides a file's parse besides its bytes: docshelf's version, its parsers'
-        and chunker's (``CHUNKER_VERSION``) and the PDF password (a digest of it). A
-        failure remembered under another is tried again."""
-        import hashlib
-
-        from docshelf import __version__
-        from docshelf.chunk.version import CHUNKER_VERSION
-
-        password = self.rt.settings.parse.pdf_password
-        key = hashlib.sha256(b"docshelf pdf password\0" + password.encode()) if password else None
-        return f"{__version__}/{CHUNKER_VERSION}/{key.hexdigest()[:12] if key else '-'}"
-
-    def _still_failing(self, failed: Failure | None, found: FoundFile) -> Failure | None:
-        """``failed``, passed over (``skipped``), when the file is as it was when it failed
-        (size and mtime) and the same parsers would read it; else None (read it again)."""
-        if failed is None or failed.settled is None:
-            return None
-        was = failed.settled
-        if (was.size, was.mtime_ns) != (found.stat.st_size, found.stat.st_mtime_ns):
-            return None
-        return dataclasses.replace(failed, skipped=True) if was.parser == self.parser else None
+        """The parser key a settled failure is remembered under (``settled.parser_key``)."""
+        return settled_failures.parser_key(self.rt.settings)
 
     # -- ingest --------------------------------------------------------------------
     def _ingest(
@@ -369,12 +337,9 @@ class Sync:
         if existing is not None:
             self._link_existing(existing, record, found, previous, gone, report)
             return None
-        failed = settled.get(path)
-        was = failed.settled if failed is not None else None
-        if failed is not None and was is not None and (was.sha256, was.parser) == (fp, self.parser):
-            # touched, the same bytes that failed: not parsed again (the new stat kept)
-            now = dataclasses.replace(was, size=st.st_size, mtime_ns=st.st_mtime_ns)
-            report.failures.append(dataclasses.replace(failed, settled=now, skipped=True))
+        skipped = settled_failures.same_bytes(settled.get(path), fp, self.parser, st)
+        if skipped is not None:  # touched, the same bytes that failed: not parsed again
+            report.failures.append(skipped)
             return None
         try:
             prepared = self.prepare(data, found.file_type, path, found.rel_path, source.id, fp=fp)
@@ -382,8 +347,7 @@ class Sync:
             report.failures.append(Failure(path, exc.message))
             return None
         except InvalidInput as exc:  # the bytes decide: passed over until the file changes
-            now = Settled(st.st_size, st.st_mtime_ns, fp, self.parser, time.time())
-            report.failures.append(Failure(path, exc.message, now))
+            report.failures.append(settled_failures.settle(path, exc.message, st, fp, self.parser))
             return None
         return _Pending(prepared, record, previous)
 
@@ -498,3 +462,14 @@ class Sync:
 
 def _rel(found: FoundFile | Failure) -> str:
     return found.rel_path if isinstance(found, FoundFile) else found.path
+
+
+def named(store: Store, target: str, *, by_path: bool = True) -> Source:
+    """The source ``target`` names: by its id, or (``by_path``) by the path it was added
+    with; ``NotFound`` when there is none."""
+    source = store.get_source(target)
+    if source is None and by_path:
+        source = store.find_source(str(Path(target).expanduser().resolve()))
+    if source is None:
+        raise NotFound(f"No source {target!r}; `docshelf list` shows the sources")
+    return source
