@@ -255,6 +255,7 @@ class Hit:
     scores: Scores
     citation: Citation
     context: Chunk | None = None  # the parent section, when asked for
+    weak: bool = False  # matches the query neither by its words nor by meaning (stages/weak.py)
 
 
 @dataclass(frozen=True)
