@@ -267,6 +267,12 @@ def render_status(o: Outcome) -> None:
             console.print(Text(f"  ✗ {p}", style="red"))
 
 
+WEAK_RESULT = (
+    "No close match: no hit holds half of the query's words or comes near its meaning. "
+    "These are only the nearest passages."
+)
+
+
 def render_hits(o: Outcome) -> None:
     from rich.padding import Padding
     from rich.text import Text
@@ -279,18 +285,24 @@ def render_hits(o: Outcome) -> None:
         console.print(Text(r["notice"], style="yellow"))
     if not r["hits"]:
         console.print("No hits.")
+    if r["weak"]:
+        console.print(Text(WEAK_RESULT, style="yellow"))
+    # No scores: a fused score ranks hits among themselves and means nothing alone (the
+    # JSON has them); a hit that matches neither the words nor the meaning says so.
     for n, h in enumerate(r["hits"], start=1):
         c = h["citation"]
         head = Text(f"{n}. ", style="bold")
         head.append(c["label"], style="bold cyan")
-        head.append(f"  {h['score']:.3f}", style="dim")
+        if h["weak"] and not r["weak"]:
+            head.append("  weak match", style="yellow")
         console.print(head)
         # the headings under the title (a document's title often heads its top too)
         headings = core.under_title(c["heading_path"], c["title"])
         place = Text(f"§ {' > '.join(headings)}  ", style="cyan") if headings else Text()
         place.append(h["chunk_id"], style="dim")
         console.print(Padding(place, (0, 0, 0, 3), expand=False))
-        console.print(Padding(Text(plaintext.preview(h["text"], 300)), (0, 0, 1, 3)))
+        shown = plaintext.preview(h["display_text"], 300, skip={*c["heading_path"], c["title"]})
+        console.print(Padding(Text(shown), (0, 0, 1, 3)))
 
 
 class OneShot(core.Run):

@@ -70,10 +70,18 @@ def ask(
 
 
 def _render_context(o: Outcome) -> None:
-    console.print(Text(o.result["citation"]["label"], style="bold cyan"))
-    if o.result["citation"]["heading_path"]:
-        console.print(Text(" > ".join(o.result["citation"]["heading_path"]), style="cyan"))
-    console.print(Text(o.result["text"]))
+    """The context as a person reads it, the hit in plain type and the rest dimmed."""
+    r = o.result
+    console.print(Text(r["citation"]["label"], style="bold cyan"))
+    if r["citation"]["heading_path"]:
+        console.print(Text(" > ".join(r["citation"]["heading_path"]), style="cyan"))
+    shown = r["display"]
+    text = Text("…\n\n" if r["cut"]["before"] else "", style="dim")
+    text.append(shown["before"] + "\n\n" if shown["before"] else "", style="dim")
+    text.append(shown["hit"])
+    text.append("\n\n" + shown["after"] if shown["after"] else "", style="dim")
+    text.append("\n\n…" if r["cut"]["after"] else "", style="dim")
+    console.print(text)
 
 
 @command(render=_render_context)
