@@ -87,7 +87,7 @@ FLASK_RST = (
     "    return render_template(f'pages/{page}.html')\n\n"
     ">>> app.url_map\n"
     "Map([<Rule '/pages/<page>' -> show>])\n\n"
-    "Use :func:`.url_for` with **kwargs, not *args."
+    "Use :func:`.url_for` with **kwargs, not *args, and commit :file:`.flaskenv`."
 )
 
 
@@ -102,7 +102,7 @@ def test_sphinx_roles_read_as_sphinx_shows_them_and_code_stays_as_written() -> N
         "    return render_template(f'pages/{page}.html')\n\n"
         ">>> app.url_map\n"
         "Map([<Rule '/pages/<page>' -> show>])\n\n"
-        "Use url_for() with **kwargs, not *args."
+        "Use url_for() with **kwargs, not *args, and commit .flaskenv."
     )
     # the prose an answer reads keeps the characters of text that is not Markdown too
     assert plaintext.plain_units("It calls Flask(__name__), then *args.", "rst") == [

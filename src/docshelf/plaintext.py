@@ -57,7 +57,12 @@ _BULLET = re.compile(r"\s*[•▪◦●]\s+")  # bullets inside extracted (PDF) 
 # a Sphinx role: :meth:`~flask.Flask.route`, :py:class:`Blueprint`, :ref:`the tutorial <t>`
 _RST_ROLE = re.compile(r":((?:[\w.+-]+:)*[\w.+-]+):`([^`\n]+)`")
 _ROLE_TITLE = re.compile(r"(.*?)\s*<([^<>]*)>", re.DOTALL)  # "title <target>"
-_CALLABLE_ROLES = frozenset({"func", "meth", "py:func", "py:meth"})  # shown with "()"
+# Python's cross-references: a target's leading "." and "~" only say how to find it and
+# how much of it to show; functions and methods are shown with "()"
+_PYTHON_ROLES = frozenset(
+    {"class", "meth", "func", "attr", "data", "exc", "obj", "mod", "const", "type"}
+)
+_CALLABLE_ROLES = frozenset({"func", "meth"})
 _NUMBERED_ROLES = {"pep": "PEP", "rfc": "RFC"}
 _RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>`\n]*>`_{1,2}")  # `text <https://…>`_
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")  # .. code-block:: python
@@ -74,14 +79,16 @@ def _role_text(match: re.Match[str]) -> str:
     """A Sphinx role as Sphinx shows it: an explicit title (``:ref:`the guide <g>```); a
     target without its ``~``-dropped parts (``~flask.Flask.route`` → ``route``), its
     leading ``.`` or ``!``; a function or method with ``()``; ``:pep:`8``` as PEP 8."""
-    role, content = match.group(1), match.group(2).strip()
+    role, content = match.group(1).removeprefix("py:"), match.group(2).strip()
     titled = _ROLE_TITLE.fullmatch(content)
     if titled and titled.group(1):
         return titled.group(1)
-    text = (titled.group(2) if titled else content).strip()
+    text = (titled.group(2) if titled else content).strip().removeprefix("!")
     if role in _NUMBERED_ROLES:
         return f"{_NUMBERED_ROLES[role]} {text}"
-    text = text.lstrip("!").lstrip(".")
+    if role not in _PYTHON_ROLES:
+        return text  # a file, a label, a document, an option: as written
+    text = text.lstrip(".")
     if text.startswith("~"):
         text = text[1:].rsplit(".", 1)[-1]
     if role in _CALLABLE_ROLES and not text.endswith(")"):
