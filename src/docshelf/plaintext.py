@@ -20,7 +20,6 @@ Which markup a stored text carries is its document's file type (``markup_of``).
 from __future__ import annotations
 
 import functools
-import html
 import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
@@ -392,5 +391,7 @@ def _inline(children: list[Token]) -> str:
 
 def _html_text(markup: str) -> str:
     """The text of a block of HTML: its comments and tags gone, entities read."""
+    import html  # (its table of entities is not small: only for a note that holds HTML)
+
     lines = (" ".join(line.split()) for line in html.unescape(_TAG.sub("", markup)).split("\n"))
     return "\n".join(line for line in lines if line)
