@@ -75,9 +75,10 @@ def _wikilink_text(match: re.Match[str]) -> str:
 
 
 def _role_text(match: re.Match[str]) -> str:
-    """A Sphinx role as Sphinx shows it: an explicit title (``:ref:`the guide <g>```); a
-    target without its ``~``-dropped parts (``~flask.Flask.route`` → ``route``), its
-    leading ``.`` or ``!``; a function or method with ``()``; ``:pep:`8``` as PEP 8."""
+    """A Sphinx role as Sphinx shows it: an explicit title (``:ref:`the guide <g>```);
+    else its target without a leading ``!``, and for Python's cross-references without
+    a leading ``.`` or the parts a ``~`` drops (``~flask.Flask.route`` → ``route``), a
+    function or method with ``()``; ``:pep:`8``` as PEP 8."""
     role, content = match.group(1).removeprefix("py:"), match.group(2).strip()
     titled = _ROLE_TITLE.fullmatch(content)
     if titled and titled.group(1):

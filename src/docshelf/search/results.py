@@ -56,8 +56,8 @@ class ContextResult:
 
     @property
     def hit_span(self) -> tuple[int, int]:
-        """The hit's text in ``text``: ``[start, end)`` (the whole text when the hit is
-        a section among its neighbours' snippets, which does not happen, or is absent)."""
+        """Where the hit's own text is in ``text``: ``[start, end)``, character offsets
+        (the whole text, should the hit not be one of the chunks)."""
         at = 0
         for c in self.chunks:
             if c.id == self.chunk_id:
