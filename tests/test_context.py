@@ -28,6 +28,8 @@ def _guide() -> str:
         parts.append(f"## Part {i}\n\n{body}")
         if i == 7:
             parts.append("### Detail\n\n" + _paragraph("the detail", 0))  # a snippet alone
+        if i == 9:  # packed into one snippet with the next part's heading and first paragraph
+            parts.append("### Aside\n\nA short aside.")
     long_body = "\n\n".join(_paragraph("the long part", n) for n in range(30))
     parts.append(f"## Long part\n\n{long_body}")
     parts.append("## Last part\n\n" + _paragraph("the last part", 0))
@@ -121,3 +123,19 @@ def test_a_section_chunk_asked_for_by_its_id_is_itself(tmp_path: Path, shelf: Sh
     section = shelf.context(parent, "parent-section")
     assert [c.id for c in section.chunks] == [parent]
     assert section.hit_span == (0, len(section.text))
+
+
+def test_a_hit_cited_under_an_inner_heading_reads_that_headings_section(
+    tmp_path: Path, shelf: Shelf
+) -> None:
+    snippets = _library(tmp_path, shelf)
+    [packed] = [s for s in snippets if s.inner]
+    assert packed.heading_path == ("Guide", "Part 9", "Aside")
+    [inner] = packed.inner
+    assert inner.heading_path == ("Guide", "Part 10")
+    cited = shelf.context(packed.id, "parent-section", anchor=inner.start)
+    assert _headings(cited.text) == ["### Aside", "## Part 10"]  # the hit whole, then Part 10
+    assert cited.chunks == [packed, *_under(snippets, "Part 10")]
+    assert cited.citation.heading_path == ("Guide", "Part 10")
+    own = shelf.context(packed.id, "parent-section")  # under its own heading: Part 9's
+    assert _headings(own.text) == ["## Part 9", "### Aside", "## Part 10"]

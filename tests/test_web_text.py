@@ -40,6 +40,8 @@ def _guide() -> str:
             for n in range(4)
         )
         parts.append(f"## Part {i}\n\n{body}")
+        if i == 9:  # packed into one snippet with part 10's heading and first paragraph
+            parts.append("### Aside\n\nA short aside.")
     return "\n\n".join(parts) + "\n"
 
 
@@ -128,6 +130,19 @@ def test_section_and_neighbourhood_tint_only_the_hit_and_show_it(page: Page, sit
     box, shown = panel.bounding_box(), panel.locator(".chunk.current").bounding_box()
     assert box is not None and shown is not None
     assert box["y"] <= shown["y"] < box["y"] + box["height"]
+
+
+def test_a_hit_cited_under_an_inner_heading_expands_that_headings_section(
+    page: Page, site: Site
+) -> None:
+    sign_in(page, site.token)
+    [found] = site.shelf.search("p10n0", mode="lexical", limit=1).hits
+    assert found.chunk.heading_path[-1] == "Aside" and found.citation.heading_path[-1] == "Part 10"
+    hit = _first_hit(page, "p10n0", found.citation.label, "lexical")
+    assert hit.locator(".crumbs").inner_text() == "Guide \u203a Part 10"
+    text = _expanded(hit, "Section").inner_text()
+    assert "Part 10" in text and "p10n3" in text  # the section it is cited under, whole
+    assert "Part 9" not in text  # not the section of the heading the snippet starts under
 
 
 def test_a_nonsense_query_says_nothing_matches_well(page: Page, site: Site) -> None:

@@ -312,7 +312,7 @@ export class SearchView {
     panel.hidden = false;
     replace(panel, h("p", { class: "status" }, "Loading…"));
     try {
-      const context = await this.api.context(hit.chunk_id, mode);
+      const context = await this.api.context(hit.chunk_id, mode, hit.citation.anchor);
       if (button.getAttribute("aria-expanded") !== "true") return;
       // The context as a person reads it: the hit tinted (only the hit), in view, with
       // what comes before and after it; "…" where the section goes on past the text.
