@@ -67,6 +67,8 @@ def test_every_command_speaks_the_envelope(notes: Path, tmp_path: Path) -> None:
         "scores",
         "text",
         "citation",
+        "display_text",  # the text as a person reads it (issue 42)
+        "weak",
     }
     assert set(hit["scores"]) == {"lexical", "vector", "fused"}
     assert set(hit["citation"]) == {
@@ -83,7 +85,11 @@ def test_every_command_speaks_the_envelope(notes: Path, tmp_path: Path) -> None:
 
     code, env = run("context", hit["chunk_id"], "--mode", "parent-section")
     check_envelope(env, "context")
-    assert set(env["result"]) == {"chunk_id", "mode", "text", "chunks", "citation"}
+    assert set(env["result"]) == {"chunk_id", "mode", "text", "chunks", "citation"} | {
+        "hit",  # where the hit's text is, the text as a person reads it (issue 42)
+        "display",
+        "cut",
+    }
 
     code, env = run("list")
     check_envelope(env, "list")

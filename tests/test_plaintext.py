@@ -1,4 +1,6 @@
-"""Plain text from snippets' markup: what extractive answers and terminal previews read."""
+"""Text as a person reads it (issue 42: the text shown is the text in the file): the
+display text every face shows (``readable``, ``preview``), with code, HTML, Markdown and
+Sphinx fixtures, and the prose units extractive answers and summaries read."""
 
 from __future__ import annotations
 
@@ -29,23 +31,14 @@ Back to prose with a snake_case_name.
 def test_rst_roles_links_and_literal_blocks_read_as_text() -> None:
     assert plaintext.plain_units(RST) == [
         "So how do you register that blueprint? Like this:",
-        "Use app.register_blueprint() and flask.url_for, see the tutorial.",
+        "Use app.register_blueprint() and url_for(), see the tutorial.",
         "Back to prose with a snake_case_name.",
     ]
 
 
-def test_a_preview_keeps_code_as_it_is_in_reading_order() -> None:
-    assert plaintext.preview(RST, 1000) == (
-        "So how do you register that blueprint? Like this: from flask import Flask "
-        "app = Flask(__name__) Use app.register_blueprint() and flask.url_for, see the "
-        'tutorial. bp = Blueprint("students", __name__, cli_group=None) Back to prose '
-        "with a snake_case_name."
-    )
-
-
 def test_a_reference_link_reads_as_its_text_and_an_index_stays() -> None:
     line = "Traits come in [Chapter 10][traits]<!-- ignore --> and [the book][]."
-    assert plaintext.preview(line, 200) == "Traits come in Chapter 10 and the book."
+    assert plaintext.plain_units(line) == ["Traits come in Chapter 10 and the book."]
     assert plaintext.inline_plain("The cell `grid[i][j]` and a[0][1].") == (
         "The cell grid[i][j] and a[0][1]."
     )
@@ -62,35 +55,167 @@ def test_code_is_kept_as_written_and_only_html_tags_go() -> None:
     )
     # a link's text may be code; a role's backticks are not code marks
     assert plaintext.inline_plain("[`flask run`](https://x) and :func:`url_for`.") == (
-        "flask run and url_for."
+        "flask run and url_for()."  # as Sphinx shows a function
     )
 
 
-def test_markdown_preview_drops_headings_links_and_images() -> None:
+def test_markdown_prose_drops_headings_links_images_and_code() -> None:
     md = (
         "## Obsidian Updates\n\n* The team's [About page](https://obsidian.md/about) has "
         "[[Note|an alias]], **bold** and _emphasis_.\n* [![](https://example.org/x.png)]"
         "(https://example.org/y)\n\n```python\nx = a_b * c_d\n```\n"
     )
-    assert plaintext.preview(md, 300) == (
-        "The team's About page has an alias, bold and emphasis. x = a_b * c_d"
-    )
+    assert plaintext.plain_units(md) == ["The team's About page has an alias, bold and emphasis."]
 
 
 def test_a_heading_after_a_paragraph_line_is_not_read_as_text() -> None:
     assert plaintext.plain_units("Title\n-----\n\nBody.\n") == ["Body."]
 
 
-def test_a_preview_of_only_markup_is_the_text_itself_and_is_cut_with_an_ellipsis() -> None:
-    assert plaintext.preview("## Only a heading", 100) == "## Only a heading"
-    footer = "# Zettelkasten\n\n%% Hub footer: Please don't edit below this line %%\n"
-    assert plaintext.preview(footer, 100) == "# Zettelkasten"  # comments stay unseen
-    assert plaintext.preview("%% only a comment %%", 100) == "%% only a comment %%"
+# -- what a person reads: the display text of a hit or a context --------------------------
+
+# reStructuredText as docutils stores it (search/the RST parser): code blocks and doctests
+# as written, without their markup; Sphinx's roles left as they are in the file
+FLASK_RST = (
+    "Blueprints\n\n"
+    "A :class:`Blueprint` is registered with :meth:`~flask.Flask.register_blueprint`, "
+    "see :ref:`the tutorial <tutorial>` and :pep:`8`.\n\n"
+    "from flask import Flask\n"
+    "app = Flask(__name__)\n\n"
+    "@app.route('/pages/<page>')\n"
+    "def show(page):\n"
+    "    return render_template(f'pages/{page}.html')\n\n"
+    ">>> app.url_map\n"
+    "Map([<Rule '/pages/<page>' -> show>])\n\n"
+    "Use :func:`.url_for` with **kwargs, not *args, and commit :file:`.flaskenv`."
+)
+
+
+def test_sphinx_roles_read_as_sphinx_shows_them_and_code_stays_as_written() -> None:
+    assert plaintext.readable(FLASK_RST, "rst") == (
+        "Blueprints\n\n"
+        "A Blueprint is registered with register_blueprint(), see the tutorial and PEP 8.\n\n"
+        "from flask import Flask\n"
+        "app = Flask(__name__)\n\n"
+        "@app.route('/pages/<page>')\n"
+        "def show(page):\n"
+        "    return render_template(f'pages/{page}.html')\n\n"
+        ">>> app.url_map\n"
+        "Map([<Rule '/pages/<page>' -> show>])\n\n"
+        "Use url_for() with **kwargs, not *args, and commit .flaskenv."
+    )
+    # the prose an answer reads keeps the characters of text that is not Markdown too
+    assert plaintext.plain_units("It calls Flask(__name__), then *args.", "rst") == [
+        "It calls Flask(__name__), then *args."
+    ]
+
+
+RUST_BOOK_MD = """### Updating and Uninstalling
+
+Run `rustup update`; see [“Raw Identifiers”][raw-identifiers]<!-- ignore --> and the
+[book](https://doc.rust-lang.org/book/).
+
+<span class="filename">Filename: src/main.rs</span>
+
+```rust
+fn main() {
+    let x: Vec<u8> = vec![]; // **not** emphasis, <not> a tag, [[not]] a link, 100%% sure
+}
+```
+
+<!-- Old headings. Do not remove or links may break. -->
+<a id="local-documentation"></a>
+
+- one *item*
+  - nested `code`
+1. first
+2. second
+
+| Key | Value |
+|-----|-------|
+| `a` | <b>1</b> |
+"""
+
+
+def test_markdown_reads_as_text_and_code_as_written() -> None:
+    assert plaintext.readable(RUST_BOOK_MD, "markdown") == (
+        "Updating and Uninstalling\n\n"
+        "Run rustup update; see “Raw Identifiers” and the book.\n\n"
+        "Filename: src/main.rs\n\n"
+        "fn main() {\n"
+        "    let x: Vec<u8> = vec![]; // **not** emphasis, <not> a tag, [[not]] a link, "
+        "100%% sure\n"
+        "}\n\n"
+        "• one item\n"
+        "  • nested code\n\n"
+        "1. first\n"
+        "2. second\n\n"
+        "Key | Value\n"
+        "a | 1"
+    )
+
+
+OBSIDIAN_NOTE = """# PARA
+
+%% Add a description below this line. It doesn't need to be long. %%
+
+A method by [[Tiago Forte|Tiago]] for [[Projects#Active]] notes; `%%timeit` is code.
+%% a comment
+over lines %%
+![[diagram.png]]
+
+```python
+%%timeit
+```
+"""
+
+
+def test_obsidian_comments_are_unseen_and_wikilinks_read_as_their_text() -> None:
+    assert plaintext.readable(OBSIDIAN_NOTE, "markdown") == (
+        "PARA\n\n"
+        "A method by Tiago for Projects > Active notes; %%timeit is code.\n\n"
+        "diagram.png\n\n"
+        "%%timeit"
+    )
+    # a note's prose (an answer's, a summary's) holds no comment either
+    assert plaintext.plain_units(OBSIDIAN_NOTE) == [
+        "A method by Tiago for Projects notes; %%timeit is code."
+    ]
+
+
+def test_html_and_other_formats_are_shown_as_they_are_stored() -> None:
+    stored = "Routes like '/pages/<page>' take a *page*: >>> and __name__ stay."
+    assert plaintext.readable(stored, "plain") == stored  # HTML, DOCX, PDF and text's text
+    assert plaintext.markup_of("html", True) == "plain"
+    assert plaintext.markup_of("markdown", False) == "markdown"
+    assert plaintext.markup_of("text", True) == "markdown"  # parsed as Markdown: headings
+    assert plaintext.markup_of("text", False) == "plain"
+    assert plaintext.markup_of("rst", True) == "rst"
+
+
+def test_a_preview_is_the_first_lines_without_the_cited_heading() -> None:
+    shown = plaintext.readable(RUST_BOOK_MD, "markdown")
+    assert plaintext.preview(shown, 300, skip={"Updating and Uninstalling"}, lines=3) == (
+        "Run rustup update; see “Raw Identifiers” and the book.\n"
+        "Filename: src/main.rs\n"
+        "fn main() {…"
+    )
     assert plaintext.preview("word " * 100, 20) == "word word word word…"
+    assert plaintext.preview("Only a heading", 100, skip={"Only a heading"}) == "Only a heading"
+    assert plaintext.preview("Raft\n\nElection\n\nText.", 100, skip={"Raft", "Election"}) == (
+        "Text."
+    )
 
 
 @given(text=st.text(max_size=400), limit=st.integers(min_value=1, max_value=200))
-def test_a_preview_is_one_line_within_its_limit(text: str, limit: int) -> None:
-    out = plaintext.preview(text, limit)
-    assert "\n" not in out
+def test_a_preview_is_within_its_limits(text: str, limit: int) -> None:
+    out = plaintext.preview(plaintext.readable(text, "markdown"), limit, lines=4)
     assert len(out) <= limit + 1
+    assert out.count("\n") <= 3
+    assert "\n\n" not in out
+
+
+@given(text=st.text(max_size=300))
+def test_any_text_reads_without_error_and_plain_text_is_unchanged(text: str) -> None:
+    plaintext.readable(text, "markdown")
+    assert plaintext.readable(text, "plain") == text

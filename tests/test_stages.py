@@ -48,6 +48,7 @@ def test_the_product_order_reads_top_to_bottom() -> None:
         "cite",
         "rerank",
         "view",
+        "weak",
         "expand",
         "facets",
     ]

@@ -258,6 +258,7 @@ class Hit:
     # the rules that rank the hit above hits of higher score, weightiest first ("named",
     # "quoted", "strong", "few": search/candidate.py's Precedence); a hit keeps its score
     placed_by: tuple[str, ...] = ()
+    weak: bool = False  # matches the query neither by its words nor by meaning (stages/weak.py)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,34 @@
-"""Markup removed so that text reads as text (pure functions).
+"""Markup read as text (pure functions).
 
 Snippets keep their source's syntax (Markdown, Obsidian's wikilinks and comments,
-reStructuredText's roles and directives): that is what is indexed and cited. What a
-person reads — an extractive answer's sentences, a search hit's preview on a terminal —
-is this module's plain form of it.
+reStructuredText's Sphinx roles): that is what is indexed and cited. What a person reads
+is this module's form of it:
+
+- :func:`readable` — a snippet or a context as a person reads it, kept whole: Markdown
+  read by a CommonMark parser (markdown-it: code as written, emphasis marks, link
+  syntax, HTML tags and comments gone, lists as bullets), reStructuredText with its
+  Sphinx roles as Sphinx shows them, any other text as it is. Every face shows this
+  (``views`` adds it to hits and contexts as ``display_text``); :func:`preview` is its
+  first lines, for a terminal.
+- :func:`units` / :func:`plain_units` — the prose of a text as sentences-to-be
+  (paragraphs and list items, no headings, code or tables): extractive answers and
+  offline summaries read these.
+
+Which markup a stored text carries is its document's file type (``markup_of``).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # markdown-it is imported when a Markdown text is first read
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+Markup = Literal["markdown", "rst", "plain"]
 
 # Markdown (and Obsidian) syntax, removed so that a sentence reads as text.
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -31,11 +51,18 @@ _CODE = re.compile(r"`+([^`\n]*)`+")
 # an HTML tag as Markdown holds one (lower case): not a generic type, Option<String>
 _HTML_TAG = re.compile(r"</?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?/?>")
 _HELD = re.compile(r"\ue000(\d+)\ue001")  # a code span set aside while markup goes
-_COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.DOTALL)  # Obsidian and HTML comments
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BULLET = re.compile(r"\s*[•▪◦●]\s+")  # bullets inside extracted (PDF) text
-_RST_ROLE = re.compile(
-    r":[\w.+-]+(?::[\w.+-]+)*:`[~!]?([^`<\n]*?)\s*(?:<[^>`\n]*>)?`"
-)  # :meth:`x <y>`
+# a Sphinx role: :meth:`~flask.Flask.route`, :py:class:`Blueprint`, :ref:`the tutorial <t>`
+_RST_ROLE = re.compile(r":((?:[\w.+-]+:)*[\w.+-]+):`([^`\n]+)`")
+_ROLE_TITLE = re.compile(r"(.*?)\s*<([^<>]*)>", re.DOTALL)  # "title <target>"
+# Python's cross-references: a target's leading "." and "~" only say how to find it and
+# how much of it to show; functions and methods are shown with "()"
+_PYTHON_ROLES = frozenset(
+    {"class", "meth", "func", "attr", "data", "exc", "obj", "mod", "const", "type"}
+)
+_CALLABLE_ROLES = frozenset({"func", "meth"})
+_NUMBERED_ROLES = {"pep": "PEP", "rfc": "RFC"}
 _RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>`\n]*>`_{1,2}")  # `text <https://…>`_
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")  # .. code-block:: python
 
@@ -47,11 +74,39 @@ def _wikilink_text(match: re.Match[str]) -> str:
     return (target or "").strip() or (heading or "").strip()
 
 
+def _role_text(match: re.Match[str]) -> str:
+    """A Sphinx role as Sphinx shows it: an explicit title (``:ref:`the guide <g>```);
+    else its target without a leading ``!``, and for Python's cross-references without
+    a leading ``.`` or the parts a ``~`` drops (``~flask.Flask.route`` → ``route``), a
+    function or method with ``()``; ``:pep:`8``` as PEP 8."""
+    role, content = match.group(1).removeprefix("py:"), match.group(2).strip()
+    titled = _ROLE_TITLE.fullmatch(content)
+    if titled and titled.group(1):
+        return titled.group(1)
+    text = (titled.group(2) if titled else content).strip().removeprefix("!")
+    if role in _NUMBERED_ROLES:
+        return f"{_NUMBERED_ROLES[role]} {text}"
+    if role not in _PYTHON_ROLES:
+        return text  # a file, a label, a document, an option: as written
+    text = text.lstrip(".")
+    if text.startswith("~"):
+        text = text[1:].rsplit(".", 1)[-1]
+    if role in _CALLABLE_ROLES and not text.endswith(")"):
+        text += "()"
+    return text
+
+
+def sphinx_roles(text: str) -> str:
+    """``text`` with each Sphinx role (``:class:`~flask.Flask```) as Sphinx shows it
+    (``Flask``); the rest as it is."""
+    return _RST_ROLE.sub(_role_text, text) if ":`" in text else text
+
+
 def inline_plain(text: str) -> str:
     """One line of Markdown or reStructuredText as text: links and roles as their
     text, emphasis, code marks, tags and footnote marks removed, whitespace collapsed.
     Code is kept as written: ``Vec<T>`` is not a tag, ``__init__`` not emphasis."""
-    text = _RST_ROLE.sub(r"\1", text)  # (their backticks are not code marks)
+    text = sphinx_roles(text)  # (their backticks are not code marks)
     text = _RST_LINK.sub(r"\1", text)
     codes: list[str] = []
 
@@ -74,31 +129,35 @@ def inline_plain(text: str) -> str:
     return " ".join(text.split())
 
 
-def plain_units(markdown: str) -> list[str]:
-    """The text of ``markdown`` as readable units: paragraphs and list items with their
+def plain_units(text: str, markup: Markup = "markdown") -> list[str]:
+    """The prose of ``text`` as readable units: paragraphs and list items with their
     markup removed (wikilinks as their alias or target, links as their text, emphasis,
     list and quote markers, comments gone). Heading lines, rules, tables and code
-    blocks are not prose, so they are left out: an answer never starts with ``##``."""
-    return [text for text, _ in units(markdown)]
+    blocks are not prose, so they are left out: an answer never starts with ``##``.
+    Text that is not Markdown (``markup``) keeps its characters: only its Sphinx roles
+    read as text (``Flask(__name__)`` is no emphasis there, ``>>>`` no quote)."""
+    return [unit for unit, _ in units(text, markup)]
 
 
-def units(markdown: str, *, code: bool = False) -> list[tuple[str, bool]]:
-    """:func:`plain_units`, each saying whether it is a list item; with ``code``, code
-    blocks are kept too (their lines as text, without the fences)."""
+def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
+    """:func:`plain_units`, each saying whether it is a list item."""
+    markdown = markup == "markdown"
     units: list[tuple[str, bool]] = []
     current: list[str] = []
     item = False
 
     def close() -> None:
         for k, part in enumerate(_BULLET.split(" ".join(current))):
-            text = inline_plain(part)
-            if text:
-                units.append((text, item or k > 0))
+            plain = inline_plain(part) if markdown else " ".join(sphinx_roles(part).split())
+            if plain:
+                units.append((plain, item or k > 0))
         current.clear()
 
     in_code = was_quote = False
     literal = False  # in reStructuredText's indented block after "::" or a directive
-    for line in _COMMENT.sub("", markdown).splitlines():
+    if markdown:  # comments unseen, links as their text (not inside code), embeds gone
+        text = _HTML_COMMENT.sub("", _obsidian(text, prose=True))
+    for line in text.splitlines():
         if literal and (not line.strip() or line[:1].isspace()):
             in_code = True
         elif literal:
@@ -109,8 +168,6 @@ def units(markdown: str, *, code: bool = False) -> list[tuple[str, bool]]:
             continue
         if in_code:
             close()
-            if code and line.strip():  # as it is: no markup is read inside code
-                units.append((" ".join(line.split()), False))
             continue
         if _RST_DIRECTIVE.match(line):
             close()
@@ -131,8 +188,8 @@ def units(markdown: str, *, code: bool = False) -> list[tuple[str, bool]]:
         if not line.strip():
             close()
             continue
-        is_quote = bool(_QUOTE.match(line))
-        quoted = _QUOTE.sub("", line)
+        is_quote = markdown and bool(_QUOTE.match(line))
+        quoted = _QUOTE.sub("", line) if markdown else line
         marker = _LIST_ITEM.match(quoted)
         if marker or is_quote != was_quote:  # a list item or a quote begins a unit
             close()
@@ -146,11 +203,196 @@ def units(markdown: str, *, code: bool = False) -> list[tuple[str, bool]]:
     return units
 
 
-def preview(text: str, limit: int) -> str:
-    """A snippet's text as one line of at most ``limit`` characters (then "…"), to read
-    beside its citation: headings (the citation names them), directives and markup
-    removed, code kept as text. A snippet that is all markup shows its own text, less
-    its comments (which a reader of the note never sees)."""
-    body = " ".join(t for t, _ in units(text, code=True))
-    body = body or " ".join(_COMMENT.sub("", text).split()) or " ".join(text.split())
-    return body if len(body) <= limit else body[:limit].rstrip() + "…"
+# -- what a person reads -------------------------------------------------------------------
+
+
+def markup_of(file_type: str, has_headings: bool) -> Markup:
+    """The markup a stored text of a ``file_type`` document carries. A text file is read
+    as Markdown when its parse found headings (a plain text parse finds none: the file
+    was read as Markdown); other formats' parsers store text, not markup — except the
+    Sphinx roles docutils leaves in reStructuredText."""
+    if file_type == "markdown" or (file_type == "text" and has_headings):
+        return "markdown"
+    return "rst" if file_type == "rst" else "plain"
+
+
+def readable(text: str, markup: Markup) -> str:
+    """``text`` as a person reads it (see the module's docstring): blocks apart by a blank
+    line, list items and table rows a line each, code blocks line for line as written."""
+    if markup == "markdown":
+        return _markdown(text)
+    if markup == "rst":
+        return sphinx_roles(text)
+    return text
+
+
+def preview(text: str, limit: int, *, lines: int = 6, skip: Collection[str] = ()) -> str:
+    """The start of a :func:`readable` text, to read beside its citation: its non-blank
+    lines (at most ``lines``; leading lines that are among ``skip``, the headings the
+    citation names, left out), at most ``limit`` characters, then "…" if there was more."""
+    kept = [line.rstrip() for line in text.split("\n") if line.strip()]
+    while len(kept) > 1 and kept[0].strip() in skip:
+        kept.pop(0)
+    out = "\n".join(kept[:lines])
+    more = len(kept) > lines
+    if len(out) > limit:
+        out = out[:limit]
+        space = out.rfind(" ")
+        if space > limit * 0.8:
+            out = out[:space]
+        more = True
+    return out.rstrip() + "…" if more else out
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# what an Obsidian note holds outside code that CommonMark does not know: a code span
+# (kept as it is), a %% comment (to its closing %%, or the end), a wikilink or embed
+_OBSIDIAN = re.compile(
+    r"(?P<code>(`+)(?:[^`\n]|\n(?![ \t]*\n))*?(?<!`)\2(?!`))"
+    r"|%%.*?(?:%%|\Z)"
+    r"|!?\[\[(?P<link>[^\[\]\n]*)\]\]",
+    re.DOTALL,
+)
+_TAG = re.compile(r"<!--.*?(?:-->|\Z)|<[^<>]*>", re.DOTALL)
+
+
+def _wikilink(target: str, prose: bool) -> str:
+    """``[[Note#Heading|alias]]`` as a reader sees it: the alias, else "Note > Heading"
+    (in ``prose``, a sentence's: "Note", or "Heading" of a link inside the note)."""
+    link, _, alias = target.partition("|")
+    if alias.strip():
+        return alias.strip()
+    note, _, heading = (p.strip() for p in link.partition("#"))
+    if prose:
+        return note or heading
+    return " > ".join(p for p in (note, heading) if p)
+
+
+def _obsidian(text: str, prose: bool = False) -> str:
+    """``text`` without its ``%%`` comments and with its wikilinks as their text, code
+    (fenced blocks, code spans) as it is. In ``prose`` (what a sentence reads), embeds
+    are gone and a link is its note's name (:func:`_wikilink`)."""
+    if "%%" not in text and "[[" not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        if match.group("code") is not None:
+            return match.group(0)
+        link = match.group("link")
+        if link is None or (prose and match.group(0).startswith("!")):
+            return ""
+        return _wikilink(link, prose)
+
+    out: list[str] = []
+    between: list[str] = []  # lines outside fenced code
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        opened = _FENCE_LINE.match(line)
+        if fence is None and opened:
+            out.append(_OBSIDIAN.sub(one, "".join(between)))
+            between.clear()
+            fence = opened.group(1)
+            out.append(line)
+        elif fence is not None:
+            out.append(line)
+            closing = line.strip()
+            if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
+                fence = None
+        else:
+            between.append(line)
+    out.append(_OBSIDIAN.sub(one, "".join(between)))
+    return "".join(out)
+
+
+def _markdown(text: str) -> str:
+    tokens = _parser().parse(_obsidian(text))
+    # each block with its group: the lines of one list or one table follow each other
+    # without a blank line; other blocks stand apart
+    blocks: list[tuple[str, int | None]] = []
+    groups = 0
+    group: int | None = None
+    lists: list[int | None] = []  # each open list's next number (None: bullets)
+    marker: str | None = None  # a list item's, until its first block
+    row: list[str] | None = None  # a table row's cells
+
+    def add(block: str) -> None:
+        nonlocal marker
+        if not block.strip():
+            return
+        if lists:
+            indent = "  " * len(lists)
+            lines = block.split("\n")
+            first = marker if marker is not None else indent
+            block = "\n".join([first + lines[0], *(indent + line for line in lines[1:])])
+            marker = None
+        blocks.append((block, group))
+
+    for token in tokens:
+        kind = token.type
+        if kind in ("bullet_list_open", "ordered_list_open", "table_open"):
+            if group is None:
+                groups += 1
+                group = groups
+            if kind != "table_open":
+                lists.append(int(token.attrs.get("start", 1)) if kind[0] == "o" else None)
+        elif kind in ("bullet_list_close", "ordered_list_close", "table_close"):
+            if kind != "table_close":
+                lists.pop()
+            if not lists:
+                group = None
+        elif kind == "list_item_open":
+            number = lists[-1]
+            if number is not None:
+                lists[-1] = number + 1
+            marker = "  " * (len(lists) - 1) + ("• " if number is None else f"{number}. ")
+        elif kind == "tr_open":
+            row = []
+        elif kind == "tr_close" and row is not None:
+            add(" | ".join(row))
+            row = None
+        elif kind == "inline":
+            line = _inline(token.children or [])
+            if row is not None:
+                row.append(line)
+            else:
+                add(line)
+        elif kind in ("fence", "code_block"):
+            add(token.content.rstrip("\n"))
+        elif kind == "html_block":
+            add(_html_text(token.content))
+    out: list[str] = []
+    for n, (block, in_group) in enumerate(blocks):
+        if n:
+            out.append("\n" if in_group is not None and in_group == blocks[n - 1][1] else "\n\n")
+        out.append(block)
+    return "".join(out)
+
+
+def _inline(children: list[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        kind = child.type
+        if kind == "text":
+            parts.append(_FOOTNOTE.sub("", _REF_LINK.sub(r"\1", child.content)))
+        elif kind == "code_inline":
+            parts.append(child.content)
+        elif kind == "softbreak":
+            parts.append(" ")
+        elif kind == "hardbreak":
+            parts.append("\n")
+    return "".join(parts).strip()
+
+
+def _html_text(markup: str) -> str:
+    """The text of a block of HTML: its comments and tags gone, entities read."""
+    import html  # (its table of entities is not small: only for a note that holds HTML)
+
+    lines = (" ".join(line.split()) for line in html.unescape(_TAG.sub("", markup)).split("\n"))
+    return "\n".join(line for line in lines if line)

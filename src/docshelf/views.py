@@ -6,6 +6,8 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
+from docshelf import plaintext
+
 if TYPE_CHECKING:  # the types of what is shown; importing them would slow every command
     from docshelf.catalogue import DocumentView, Status
     from docshelf.ingest.filing import FilingReport
@@ -52,12 +54,18 @@ def scores(h: Hit) -> JSON:
 
 
 def hit(h: Hit) -> JSON:
+    """A hit: its ``text`` as stored, and ``display_text``, that text as a person reads it
+    (``plaintext.readable``); ``weak`` when it matches the query neither by its words nor
+    by meaning (search/stages/weak.py)."""
+    markup = plaintext.markup_of(h.document.file_type, bool(h.chunk.heading_path))
     out: JSON = {
         "chunk_id": h.chunk.id,
         "document_id": h.document.id,
         "score": h.score,
         "scores": scores(h),
         "text": h.chunk.text,
+        "display_text": plaintext.readable(h.chunk.text, markup),
+        "weak": h.weak,
         "citation": citation(h.citation),
     }
     if h.placed_by:  # ranked above hits of higher score by these rules
@@ -73,7 +81,13 @@ def hit(h: Hit) -> JSON:
 
 
 def search(r: SearchResult) -> JSON:
-    out: JSON = {"query": r.query, "mode": r.mode, "hits": [hit(h) for h in r.hits]}
+    """A search result; ``weak`` when every hit is (nothing matches the query well)."""
+    out: JSON = {
+        "query": r.query,
+        "mode": r.mode,
+        "hits": [hit(h) for h in r.hits],
+        "weak": r.weak,
+    }
     if r.facets:
         out["facets"] = r.facets
     if r.notice:
@@ -97,12 +111,23 @@ def chunk(c: Chunk) -> JSON:
 
 
 def context(r: ContextResult) -> JSON:
+    """A hit's context: ``text`` as stored, with ``hit`` the span of the hit's own text in
+    it (``start``, ``end``: character offsets); ``display``, the same text as a person
+    reads it (``plaintext.readable``) in three parts, before the hit, the hit and after
+    it, to show the hit in place; ``cut``, whether the section goes on past the text."""
+    text = r.text
+    start, end = r.hit_span
+    parts = (text[:start], text[start:end], text[end:])
+    before, at, after = (plaintext.readable(p, r.markup) for p in parts)
     return {
         "chunk_id": r.chunk_id,
         "mode": r.mode,
-        "text": r.text,
+        "text": text,
         "chunks": [chunk(c) for c in r.chunks],
         "citation": citation(r.citation),
+        "hit": {"start": start, "end": end},
+        "display": {"before": before.strip(), "hit": at.strip(), "after": after.strip()},
+        "cut": {"before": r.cut_before, "after": r.cut_after},
     }
 
 

@@ -284,6 +284,10 @@ PLACED_BY = {
     "strong": "far ahead in one of the two searches",
     "few": "one of few holding a rare word of your query",
 }
+WEAK_RESULT = (
+    "No close match: no hit holds half of the query's words or comes near its meaning. "
+    "These are only the nearest passages."
+)
 
 
 def render_hits(o: Outcome) -> None:
@@ -298,14 +302,18 @@ def render_hits(o: Outcome) -> None:
         console.print(Text(r["notice"], style="yellow"))
     if not r["hits"]:
         console.print("No hits.")
+    if r["weak"]:
+        console.print(Text(WEAK_RESULT, style="yellow"))
+    # No scores: a fused score ranks hits among themselves and means nothing alone (the
+    # JSON has them); a hit that matches neither the words nor the meaning says so, and
+    # one a rule ranks above hits of higher score says why (docs/search.md).
     hits = r["hits"]
     for n, h in enumerate(hits, start=1):
         c = h["citation"]
         head = Text(f"{n}. ", style="bold")
         head.append(c["label"], style="bold cyan")
-        head.append(f"  {h['score']:.3f}", style="dim")
-        # a hit a rule ranks above hits of higher score says why (the order is not the
-        # scores': a rule lifts, it never changes a score; docs/search.md)
+        if h["weak"] and not r["weak"]:
+            head.append("  weak match", style="yellow")
         if h.get("placed_by") and any(x["score"] > h["score"] for x in hits[n:]):
             head.append(f"  ↑ {PLACED_BY.get(h['placed_by'][0], h['placed_by'][0])}", "dim")
         console.print(head)
@@ -314,7 +322,8 @@ def render_hits(o: Outcome) -> None:
         place = Text(f"§ {' > '.join(headings)}  ", style="cyan") if headings else Text()
         place.append(h["chunk_id"], style="dim")
         console.print(Padding(place, (0, 0, 0, 3), expand=False))
-        console.print(Padding(Text(plaintext.preview(h["text"], 300)), (0, 0, 1, 3)))
+        shown = plaintext.preview(h["display_text"], 300, skip={*c["heading_path"], c["title"]})
+        console.print(Padding(Text(shown), (0, 0, 1, 3)))
 
 
 class OneShot(core.Run):

@@ -75,13 +75,21 @@ def ask(
 
 
 def _render_context(o: Outcome) -> None:
-    cited = o.result["citation"]
+    """The context as a person reads it: the place as a search hit shows it (its headings
+    under the title), the hit in plain type and the rest dimmed."""
+    r = o.result
+    cited = r["citation"]
     console.print(Text(cited["label"], style="bold cyan"))
-    # the place as a search hit shows it: its headings under the title
     headings = under_title(cited["heading_path"], cited["title"])
     if headings:
         console.print(Text(f"§ {' > '.join(headings)}", style="cyan"))
-    console.print(Text(o.result["text"]))
+    shown = r["display"]
+    text = Text("…\n\n" if r["cut"]["before"] else "", style="dim")
+    text.append(shown["before"] + "\n\n" if shown["before"] else "", style="dim")
+    text.append(shown["hit"])
+    text.append("\n\n" + shown["after"] if shown["after"] else "", style="dim")
+    text.append("\n\n…" if r["cut"]["after"] else "", style="dim")
+    console.print(text)
 
 
 @command(render=_render_context)

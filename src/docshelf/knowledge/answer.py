@@ -85,9 +85,7 @@ def strip_broken(text: str, valid: set[int]) -> str:
     return " ".join(kept).strip()
 
 
-def gather_sources(
-    retriever: Retriever, hits: Sequence[Hit], user_id: str | None, budget_tokens: int
-) -> list[Source]:
+def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int) -> list[Source]:
     """One source per hit (hits sharing a section share one), expanded to the parent
     section while the token budget lasts, else the snippet itself."""
     sources: list[Source] = []
@@ -100,8 +98,10 @@ def gather_sources(
         seen_sections.add(section_id)
         text = hit.chunk.text
         cost = hit.chunk.token_count
-        if hit.chunk.parent_id:
-            section = retriever.context(hit.chunk.id, "parent-section", user_id=user_id).chunks[0]
+        # its section chunk (of the hit's own document, which the caller may read)
+        parent = retriever.store.get_chunks([hit.chunk.parent_id]) if hit.chunk.parent_id else []
+        if parent:
+            section = parent[0]
             if used + section.token_count <= budget_tokens:
                 text, cost = section.text, section.token_count
         if used + cost > budget_tokens and sources:
@@ -167,14 +167,14 @@ _DEFINITION = re.compile(
 )
 
 
-def plain_sentences(markdown: str) -> list[str]:
-    """The sentences of ``markdown`` as plain text, in reading order (see
+def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[str]:
+    """The sentences of ``text`` (in ``markup``) as plain text, in reading order (see
     :func:`docshelf.plaintext.plain_units`). A list item without closing punctuation
     gets a full stop, so that it reads as a sentence beside the others; other text
     without one is a heading line or a fragment (a PDF's running title, a snippet cut
     mid-sentence), not a sentence."""
     out: list[str] = []
-    for unit, is_item in plaintext.units(markdown):
+    for unit, is_item in plaintext.units(text, markup):
         for sentence in _SENTENCE.split(unit):
             sentence = sentence.strip()
             if not sentence:
@@ -186,10 +186,12 @@ def plain_sentences(markdown: str) -> list[str]:
     return out
 
 
-def _whole_sentences(snippet: str) -> list[str]:
-    """The sentences of a snippet that are whole: a snippet cut out of a longer text
-    may begin mid-sentence (in lower case)."""
-    units = plain_sentences(snippet)
+def _whole_sentences(hit: Hit) -> list[str]:
+    """The sentences of a hit's snippet that are whole: a snippet cut out of a longer
+    text may begin mid-sentence (in lower case)."""
+    chunk = hit.chunk
+    markup = plaintext.markup_of(hit.document.file_type, bool(chunk.heading_path))
+    units = plain_sentences(chunk.text, markup)
     if units and units[0][:1].islower():
         units = units[1:]
     return units
@@ -271,7 +273,7 @@ def extract(
     Deterministic."""
     candidates: list[tuple[Source, int, str]] = []
     for s in sources:  # the cited snippet itself, so every [n] opens where it is
-        for i, sentence in enumerate(_whole_sentences(s.hit.chunk.text)):
+        for i, sentence in enumerate(_whole_sentences(s.hit)):
             if len(sentence) > 20 and len(sentence.split()) >= 4:
                 candidates.append((s, i, sentence))
     if not candidates:
@@ -369,7 +371,7 @@ def ask(
     result = retriever.search(question, limit=limit, user_id=user_id)
     if not result.hits:
         return Answer(question, "No document matched the question.", "extractive", [])
-    sources = gather_sources(retriever, result.hits, user_id, budget_tokens)
+    sources = gather_sources(retriever, result.hits, budget_tokens)
     notice = None
     if llm is not None:
         try:
@@ -440,7 +442,7 @@ def _stream(
             "done", answer=Answer(question, "No document matched the question.", "extractive", [])
         )
         return
-    sources = gather_sources(retriever, result.hits, user_id, budget_tokens)
+    sources = gather_sources(retriever, result.hits, budget_tokens)
     if llm is None:  # offline: the sources named are the ones the sentences cite, 1..n
         found, answer = _extractive(retriever, question, sources, None)
         yield AnswerPiece("sources", sources=found.citations)

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from docshelf import telemetry
+from docshelf import plaintext, telemetry
 from docshelf.accounts.access import described
 from docshelf.knowledge.answer import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM, Message
 from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Enrichment
+from docshelf.plaintext import Markup
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -47,12 +48,8 @@ Embed = Callable[[list[str]], "Vectors"]
 
 GENERAL = "general"  # the category of a document with no concept
 
-_MARKUP_LINE = re.compile(r"^\s*(#{1,6}\s|\||```|~~~|>|\[\^|!\[|<)")
 _TIMESTAMP_LINE = re.compile(r"^\s*\[?\(?\d{1,2}:\d{2}(:\d{2})?\]?\)?\s")
 _SPEAKER_LINE = re.compile(r"^\s*[A-Z][\w .'-]{0,30}:\s+\S")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WIKILINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
-_EMPHASIS = re.compile(r"(\*\*|__|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w))")
 
 
 @dataclass(frozen=True)
@@ -67,25 +64,13 @@ class EnrichSettings:
     llm_excerpt_tokens: int = 2500
 
 
-def split_sentences(text: str) -> list[str]:
-    """Prose sentences of ``text``: headings, tables, code and quotes left out."""
-    prose: list[str] = []
-    in_code = False
-    for line in text.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            in_code = not in_code
-            continue
-        if in_code or _MARKUP_LINE.match(line):
-            prose.append("")
-            continue
-        line = _LINK.sub(r"\1", line)
-        line = _WIKILINK.sub(lambda m: m.group(2) or m.group(1), line)
-        line = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", line)
-        prose.append(_EMPHASIS.sub("", line).strip())
-    paragraphs = " ".join(p if p else "\n" for p in prose).split("\n")
+def split_sentences(text: str, markup: Markup = "markdown") -> list[str]:
+    """Prose sentences of ``text`` as a person reads them (``plaintext.plain_units``):
+    headings, tables and code left out, comments too (an Obsidian ``%% … %%`` note to
+    the author is no summary), links, code spans and emphasis read as their text."""
     out: list[str] = []
-    for para in paragraphs:
-        out.extend(s.strip() for s in _SENTENCE.split(" ".join(para.split())) if s.strip())
+    for unit in plaintext.plain_units(text, markup):
+        out.extend(s.strip() for s in _SENTENCE.split(unit) if s.strip())
     return out
 
 
@@ -168,11 +153,13 @@ class _Candidate:
     order: tuple[int, int]  # (snippet index, sentence index): document order
 
 
-def _candidates(snippets: Sequence[Chunk], ranked: Sequence[int], limit: int) -> list[_Candidate]:
+def _candidates(
+    snippets: Sequence[Chunk], ranked: Sequence[int], limit: int, markup: Markup
+) -> list[_Candidate]:
     out: list[_Candidate] = []
     for i in ranked:
         c = snippets[i]
-        for j, sentence in enumerate(split_sentences(c.text)):
+        for j, sentence in enumerate(split_sentences(c.text, markup)):
             if _is_claim_like(sentence):
                 out.append(_Candidate(sentence, c.id, (c.index, j)))
                 if len(out) == limit:
@@ -216,6 +203,7 @@ def offline_enrichment(
     import numpy as np
 
     snippets = [c for c in chunks if c.tier.value == "snippet"]
+    markup = plaintext.markup_of(doc.file_type, any(c.heading_path for c in snippets))
     n_claims = max(settings.claims, settings.summary_sentences)
     if snippet_vectors is not None and embed is not None and len(snippets):
         centroid = _unit(snippet_vectors.mean(axis=0))
@@ -224,6 +212,7 @@ def offline_enrichment(
             snippets,
             [int(i) for i in central[: settings.central_snippets]],
             settings.max_candidates,
+            markup,
         )
         if cands:
             sims = embed([c.text for c in cands]) @ centroid
@@ -235,7 +224,7 @@ def offline_enrichment(
         snippet_scores = [_tf_cosine(Counter(lexical_terms(c.text)), doc_tf) for c in snippets]
         central_idx = sorted(range(len(snippets)), key=lambda i: (-snippet_scores[i], i))
         cands = _candidates(
-            snippets, central_idx[: settings.central_snippets], settings.max_candidates
+            snippets, central_idx[: settings.central_snippets], settings.max_candidates, markup
         )
         scores = [_tf_cosine(Counter(lexical_terms(c.text)), doc_tf) for c in cands]
         picked = _pick(cands, scores, n_claims)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("docshelf")
 
-OFFLINE_VERSION = "1"  # bump when the offline producer changes its output
+OFFLINE_VERSION = "2"  # bump when the offline producer changes its output (2: prose as read)
 # Concept sources whose labels go into the retrieval header. Concepts matched by
 # embedding similarity stay out: they came from these very vectors and would only
 # echo them, at the price of re-embedding every document.

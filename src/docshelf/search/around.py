@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from docshelf.errors import InvalidInput, NotFound
 from docshelf.model import Chunk, Citation, Distillate, Document, Tier
-from docshelf.search import citing
+from docshelf.plaintext import markup_of
+from docshelf.search import citing, spans
 from docshelf.search.filters import with_query_fields
 from docshelf.search.pipeline import SeenBy
 from docshelf.search.query import lexical_terms, parse_query
@@ -42,9 +43,11 @@ class Around:
         user_id: str | None = None,
         anchor: int | None = None,
     ) -> ContextResult:
-        """Widen a hit: its neighbours, its section, or its section's neighbours. With a
-        search citation's ``anchor``, cited as the search cited it (under the inner heading
-        that starts there; any other anchor: under the chunk's own heading)."""
+        """Widen a hit: its neighbouring snippets, the section of its heading, or that
+        section with its neighbours, bounded (search/spans.py); a section chunk asked for
+        by its id is itself, or itself and its neighbours. With a search citation's
+        ``anchor``, cited as the search cited it (under the inner heading that starts
+        there; any other anchor: under the chunk's own heading)."""
         if mode not in CONTEXT_MODES:
             raise InvalidInput(
                 f"Unknown context mode {mode!r}; use one of {', '.join(CONTEXT_MODES)}"
@@ -59,15 +62,29 @@ class Around:
             doc = self.visible(chunk.document_id, user_id)
         except NotFound:
             raise NotFound(f"No chunk {chunk_id!r}") from None
+        at = citing.inner_at(chunk, anchor) if anchor is not None else None
+        cut = spans.Span(0, 0)
         if mode == "snippet-window":
             chunks = self._neighbours(chunk, window)
-        else:
-            section = chunk
-            if chunk.tier is Tier.SNIPPET and chunk.parent_id:
-                section = self.store.get_chunks([chunk.parent_id])[0]
-            chunks = [section] if mode == "parent-section" else self._neighbours(section, 1)
-        at = citing.inner_at(chunk, anchor) if anchor is not None else None
-        return ContextResult(chunk_id, mode, chunks, Citation.for_chunk(chunk, doc, at))
+        elif chunk.tier is Tier.SECTION:  # a section chunk asked for by its id: itself
+            chunks = [chunk] if mode == "parent-section" else self._neighbours(chunk, 1)
+        else:  # the section of the hit's heading (or with its neighbours), bounded
+            snippets = self.store.chunks_of_document(chunk.document_id, Tier.SNIPPET)
+            place = at.start if at is not None else chunk.start
+            path = citing.cited_path(chunk, at)
+            neighbourhood = mode == "section-neighborhood"
+            cut = spans.around(snippets, chunk, place, path, neighbourhood)
+            chunks = snippets[cut.lo : cut.hi]
+        markup = markup_of(doc.file_type, any(c.heading_path for c in chunks))
+        return ContextResult(
+            chunk_id,
+            mode,
+            chunks,
+            Citation.for_chunk(chunk, doc, at),
+            markup,
+            cut.cut_before,
+            cut.cut_after,
+        )
 
     def _neighbours(self, chunk: Chunk, window: int) -> list[Chunk]:
         tier = self.store.chunks_of_document(chunk.document_id, chunk.tier)

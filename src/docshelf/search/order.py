@@ -25,6 +25,7 @@ from docshelf.search.stages.recall import Recall
 from docshelf.search.stages.rerank import Rerank
 from docshelf.search.stages.strong import StrongFirst
 from docshelf.search.stages.view import Expand, Facets, SeenBy
+from docshelf.search.stages.weak import Weak
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ def product(s: FusionSettings) -> Ranking:
             Cite(),  # candidates to hits: one per place, cited under the right heading
             Rerank(),  # a stronger model's order of the top K, when configured
             SeenBy(),  # the page, as the caller names their documents
+            Weak(),  # hits that match neither the query's words nor its meaning
             Expand(),  # each hit's section, when asked for
             Facets(),  # counts over the candidates' documents, when asked for
         ),

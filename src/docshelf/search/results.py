@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from docshelf.model import Chunk, Citation, Hit
+from docshelf.plaintext import Markup
+from docshelf.search.spans import JOIN
 
 ContextMode = Literal["snippet-window", "parent-section", "section-neighborhood"]
 CONTEXT_MODES: tuple[str, ...] = get_args(ContextMode)
@@ -27,14 +29,38 @@ class SearchResult:
     candidates: list[str] = field(default_factory=list)  # document ids of the fused pool
     facets: dict[str, dict[str, int]] = field(default_factory=dict)
 
+    @property
+    def weak(self) -> bool:
+        """Every hit is weak (search/stages/weak.py): nothing matches the query well."""
+        return bool(self.hits) and all(h.weak for h in self.hits)
+
 
 @dataclass
 class ContextResult:
+    """A hit's context: its ``chunks`` in order, their ``text``, where the hit's own
+    text sits in it (``hit_span``), the markup the text carries (``plaintext.markup_of``)
+    and whether what the mode reads goes on before or after the chunks (``cut_before``,
+    ``cut_after``: a section longer than its bound, search/spans.py)."""
+
     chunk_id: str
     mode: str
     chunks: list[Chunk]
     citation: Citation
+    markup: Markup = "plain"
+    cut_before: bool = False
+    cut_after: bool = False
 
     @property
     def text(self) -> str:
-        return "\n\n".join(c.text for c in self.chunks)
+        return JOIN.join(c.text for c in self.chunks)
+
+    @property
+    def hit_span(self) -> tuple[int, int]:
+        """Where the hit's own text is in ``text``: ``[start, end)``, character offsets
+        (the whole text, should the hit not be one of the chunks)."""
+        at = 0
+        for c in self.chunks:
+            if c.id == self.chunk_id:
+                return at, at + len(c.text)
+            at += len(c.text) + len(JOIN)
+        return 0, len(self.text)

@@ -94,8 +94,10 @@ export class Api {
     await readEventStream(response.body, onEvent);
   }
 
-  context(chunkId, mode) {
+  /** A hit's context; with its citation's `anchor`, under the heading the hit is cited under. */
+  context(chunkId, mode, anchor = null) {
     const query = new URLSearchParams({ mode });
+    if (anchor !== null && anchor !== undefined) query.set("anchor", String(anchor));
     return this.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/context?${query}`);
   }
 

@@ -2,7 +2,7 @@
 // [n] a link to its numbered source; a source opens its passage in place.
 
 import { readEventStream } from "./api.js";
-import { failure, h, plainText, replace } from "./dom.js";
+import { failure, h, replace } from "./dom.js";
 
 export class AskView {
   constructor(api) {
@@ -146,15 +146,13 @@ export class AskView {
       const cited = context.chunks.find((c) => c.chunk_id === source.chunk_id);
       replace(
         passage,
-        (cited ? [cited] : context.chunks).map((chunk) =>
-          h(
-            "div",
-            { class: "chunk current" },
-            chunk.heading_path.length
-              ? h("p", { class: "crumbs" }, chunk.heading_path.join(" › "))
-              : null,
-            h("p", { class: "chunk-text" }, plainText(chunk.text)),
-          ),
+        h(
+          "div",
+          { class: "chunk current" },
+          cited?.heading_path.length
+            ? h("p", { class: "crumbs" }, cited.heading_path.join(" › "))
+            : null,
+          h("p", { class: "chunk-text" }, context.display.hit), // the passage as it reads
         ),
       );
     } catch (error) {

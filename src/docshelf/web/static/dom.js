@@ -79,32 +79,6 @@ export function highlighted(text, terms) {
   return fragment;
 }
 
-/** Markdown as a reader sees it: no heading hashes, emphasis marks, list markers, link
- * syntax, HTML tags, comments or wikilink brackets (`[[Note|shown]]` reads "shown"); code
- * kept as written (`Vec<T>` is no tag, `__init__` no emphasis). Still only text. */
-export function plainText(markdown) {
-  const codes = [];
-  return markdown
-    .replace(/<!--[\s\S]*?-->|%%[\s\S]*?%%/g, "") // HTML and Obsidian comments
-    .replace(/^```[^\n]*$/gm, "")
-    .replace(/`([^`\n]+)`/g, (_, code) => `\u{E000}${codes.push(code) - 1}\u{E001}`)
-    .replace(/^\s{0,3}#{1,6}\s+/gm, "")
-    .replace(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/gm, "")
-    .replace(/^\s{0,3}>\s?/gm, "")
-    .replace(/!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]/g, (_, target, heading, alias) =>
-      alias || [target, heading].filter(Boolean).join(" › "),
-    )
-    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
-    .replace(/(?<![\p{L}\p{N}_\]])\[([^\]\n]+)\]\[[^\]\n]*\]/gu, "$1") // [text][label]
-    .replace(/<\/?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?\/?>/g, "") // lower case: not Option<String>
-    .replace(/(^|[^\p{L}\p{N}_])(\*\*|__)(?=\S)([^\n]*?\S)\2(?![\p{L}\p{N}_])/gu, "$1$3")
-    .replace(/(^|[^\p{L}\p{N}*])\*(?=\S)([^*\n]*?\S)\*/gu, "$1$2")
-    .replace(/(^|[^\p{L}\p{N}_])_(?=\S)([^_\n]*?\S)_(?![\p{L}\p{N}_])/gu, "$1$2")
-    .replace(/\u{E000}(\d+)\u{E001}/gu, (_, i) => codes[Number(i)])
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
-}
-
 export function formatBytes(n) {
   if (n === null || n === undefined) return "—";
   const units = ["B", "KB", "MB", "GB"];

@@ -518,7 +518,7 @@ export class LibraryView {
           if (open || panel.childElementCount) return;
           try {
             const context = await this.api.context(section.chunk_id, "parent-section");
-            replace(panel, h("p", { class: "chunk-text" }, context.text));
+            replace(panel, h("p", { class: "chunk-text" }, context.display.hit));
           } catch (error) {
             replace(panel, h("p", { class: "error" }, error.message));
           }

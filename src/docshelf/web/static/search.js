@@ -13,13 +13,14 @@ import {
   formatScore,
   h,
   highlighted,
-  plainText,
   queryTerms,
   replace,
 } from "./dom.js";
 import { obsidianHref, openHref } from "./open.js";
 
 const LIMIT = 20;
+const WEAK_RESULT =
+  "No close match: no hit holds half of your words or comes near their meaning. These are only the nearest passages.";
 const DEBOUNCE_MS = 200;
 const EXPANSIONS = [
   { mode: "snippet-window", label: "Window", title: "the hit with the snippets around it" },
@@ -168,6 +169,8 @@ export class SearchView {
       : `No hits for “${result.query}”${this.filtering ? " with these filters" : ""}.`;
     replace(this.status, summary);
     if (result.notice) append(this.status, h("span", { class: "notice" }, ` ${result.notice}`));
+    if (result.weak) append(this.status, h("span", { class: "notice" }, ` ${WEAK_RESULT}`));
+    this.weakResult = result.weak; // then no hit says it again
     let index = 0;
     replace(
       this.results,
@@ -229,10 +232,11 @@ export class SearchView {
         label,
       ),
     );
+    // No score up front: a fused score ranks hits among themselves and means nothing alone.
     const scores = h(
       "details",
       { class: "scores" },
-      h("summary", {}, `Score ${formatScore(hit.score)}`),
+      h("summary", {}, "Scores"),
       h(
         "dl",
         {},
@@ -276,11 +280,12 @@ export class SearchView {
           citation.heading_path.length
             ? h("p", { class: "crumbs" }, citation.heading_path.join(" › "))
             : null,
+          hit.weak && !this.weakResult ? h("p", { class: "notice weak" }, "Weak match") : null,
           doc?.tags?.length
             ? h("p", { class: "tags" }, doc.tags.map((t) => h("span", { class: "tag" }, `#${t}`)))
             : null,
         ),
-        h("p", { class: "snippet" }, highlighted(plainText(hit.text), terms)),
+        h("p", { class: "snippet" }, highlighted(hit.display_text, terms)),
         h(
           "div",
           { class: "hit-actions" },
@@ -307,9 +312,22 @@ export class SearchView {
     panel.hidden = false;
     replace(panel, h("p", { class: "status" }, "Loading…"));
     try {
-      const context = await this.api.context(hit.chunk_id, mode);
+      const context = await this.api.context(hit.chunk_id, mode, hit.citation.anchor);
       if (button.getAttribute("aria-expanded") !== "true") return;
-      const probe = hit.text.trim().slice(0, 60);
+      // The context as a person reads it: the hit tinted (only the hit), in view, with
+      // what comes before and after it; "…" where the section goes on past the text.
+      const { before, hit: at, after } = context.display;
+      const part = (text, current = false) =>
+        text
+          ? h(
+              "div",
+              { class: `chunk${current ? " current" : ""}` },
+              h("p", { class: "chunk-text" }, highlighted(text, terms)),
+            )
+          : null;
+      const more = (cut) =>
+        cut ? h("p", { class: "context-label", "aria-hidden": "true" }, "…") : null;
+      const current = part(at, true);
       replace(
         panel,
         h(
@@ -317,19 +335,17 @@ export class SearchView {
           { class: "context-label" },
           `${EXPANSIONS.find((e) => e.mode === mode).label} · ${context.citation.label}`,
         ),
-        context.chunks.map((chunk) => {
-          const current =
-            chunk.chunk_id === hit.chunk_id || (mode !== "snippet-window" && chunk.text.includes(probe));
-          return h(
-            "div",
-            { class: `chunk${current ? " current" : ""}` },
-            chunk.heading_path.length
-              ? h("p", { class: "crumbs" }, chunk.heading_path.join(" › "))
-              : null,
-            h("p", { class: "chunk-text" }, highlighted(plainText(chunk.text), terms)),
-          );
-        }),
+        more(context.cut.before),
+        part(before),
+        current,
+        part(after),
+        more(context.cut.after),
       );
+      if (current) {
+        // the hit near the top of the panel, a little of what comes before it above
+        const top = current.getBoundingClientRect().top - panel.getBoundingClientRect().top;
+        panel.scrollTop += top - panel.clientHeight / 5;
+      }
     } catch (error) {
       replace(panel, h("p", { class: "error" }, error.message));
     }
