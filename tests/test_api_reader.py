@@ -66,6 +66,17 @@ def _all_strings(value: object) -> list[str]:
     return []
 
 
+def _shown(value: object) -> str:
+    """The characters a block puts on the page (its ``text`` values)."""
+    if isinstance(value, dict):
+        return "".join(
+            v if k == "text" and isinstance(v, str) else _shown(v) for k, v in value.items()
+        )
+    if isinstance(value, list):
+        return "".join(_shown(v) for v in value)
+    return ""
+
+
 def test_a_markdown_hit_opens_at_its_heading_with_the_snippet_marked(
     shelf: Shelf, alice: Api, notes: Path
 ) -> None:
@@ -94,16 +105,52 @@ def test_hostile_markdown_is_text_with_only_safe_links(shelf: Shelf, alice: Api)
     view = alice.get(f"/v1/documents/{r.json()['document_id']}/view").json()
     strings = _all_strings(view["blocks"])
     text = "".join(strings)
-    # Tags stay in the text as characters; nothing is an element or an attribute.
-    assert "<script>window.__xss = 1</script>" in text
-    assert "<img src=x onerror=alert(1)>" in text
-    assert '<div onclick="alert(1)">raw block html</div>' in text
+    # A tag is never shown, as characters or as an element; an HTML block keeps its text.
+    for tag in ("<script", "</script>", "<img", "onerror", "<div", "onclick", "<b>", "<em>"):
+        assert tag not in text
+    shown = _shown(view["blocks"])
+    assert "raw block html" in shown and "bold tag" in shown and "Second part" in shown
     hrefs = [run["href"] for b in view["blocks"] for run in b.get("inlines", []) if "href" in run]
     assert hrefs == ["https://example.org/a?b=1"]
     assert "click" in text and "data" in text  # unsafe links keep their words
     keys = {k for b in view["blocks"] for run in b.get("inlines", []) for k in run}
     assert keys <= {"text", "style", "href"}
     assert {b["kind"] for b in view["blocks"]} <= {"heading", "paragraph", "list", "code"}
+
+
+RUST_BOOK = (
+    "## Using `Rc<T>` to Share Data\n\n"
+    "Some multithreaded programs.\n\n"
+    "<!-- Old headings. Do not remove or links may break. -->\n\n"
+    '<a id="using-rct-to-share-data"></a>\n\n'
+    "### Sharing Data\n\n"
+    '<span class="filename">Filename: src/main.rs</span>\n\n'
+    '<Listing number="15-17" caption="lists using `Box<T>` that share a list">\n\n'
+    "```rust\nlet a: Rc<List> = Rc::new(Cons(5, Rc::new(Nil)));\n```\n\n"
+    "</Listing>\n\n"
+    "A note %% a remark to myself %% on `Rc<T>`.\n\n"
+    "%%\nA whole paragraph of comment.\n%%\n\n"
+    "```text\n%% not a comment in code %%\n```\n\n" + FILLER + "\n"
+)
+
+
+def test_html_tags_and_comments_are_not_shown_their_text_is(shelf: Shelf, alice: Api) -> None:
+    r = alice.upload("ch15-04-rc.md", RUST_BOOK.encode())
+    drain(shelf)
+    view = alice.get(f"/v1/documents/{r.json()['document_id']}/view").json()
+    text = _shown(view["blocks"])
+    unseen = ("<!--", "Old headings", "<a id=", "</a>", "<span", "</span>", "Listing", "remark")
+    for hidden in (*unseen, "A whole paragraph of comment"):
+        assert hidden not in text
+    assert "Filename: src/main.rs" in text and "Using Rc<T> to Share Data" in text
+    codes = [b["text"] for b in view["blocks"] if b["kind"] == "code"]
+    assert codes == [
+        "let a: Rc<List> = Rc::new(Cons(5, Rc::new(Nil)));",
+        "%% not a comment in code %%",
+    ]
+    note = next(b for b in view["blocks"] if "A note" in json.dumps(b))
+    assert note["inlines"][-2] == {"text": "Rc<T>", "style": "code"}
+    assert all(_shown(b).strip() for b in view["blocks"])  # no block is only a tag
 
 
 def test_a_huge_document_is_cut_around_the_citation(shelf: Shelf, alice: Api) -> None:

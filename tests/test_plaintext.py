@@ -219,3 +219,27 @@ def test_a_preview_is_within_its_limits(text: str, limit: int) -> None:
 def test_any_text_reads_without_error_and_plain_text_is_unchanged(text: str) -> None:
     plaintext.readable(text, "markdown")
     assert plaintext.readable(text, "plain") == text
+
+
+def test_an_html_block_shows_the_text_a_browser_shows() -> None:
+    # mdBook's <Listing> holds `Box<T>` inside an attribute: no tag is cut in two
+    listing = (
+        '<Listing number="15-17" file-name="src/main.rs" caption="two lists using '
+        '`Box<T>` that share a third">\n'
+    )
+    assert plaintext.html_text(listing) == ""
+    assert plaintext.html_text("<!-- Old headings. Do not remove or links may break. -->") == ""
+    assert (
+        plaintext.html_text("a <!-- note --> b <!-- a comment this block does not close") == "a b"
+    )
+    assert plaintext.html_text("<div onclick='x()'>Tom &amp; Jerry<script>x()</script></div>") == (
+        "Tom & Jerry"
+    )
+    assert plaintext.readable(listing + "\nThe error:\n", "markdown") == "The error:"
+
+
+@given(st.lists(st.text(alphabet="ab c\n", max_size=12), max_size=5))
+def test_html_text_keeps_the_words_between_any_tags(words: list[str]) -> None:
+    markup = "".join(f'<span title="<i>">{w}</span><!-- {w} -->' for w in words)
+    expected = [" ".join(line.split()) for line in "".join(words).split("\n")]
+    assert plaintext.html_text(markup) == "\n".join(line for line in expected if line)

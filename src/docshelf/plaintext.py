@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # markdown-it is imported when a Markdown text is first read
@@ -260,7 +260,6 @@ _OBSIDIAN = re.compile(
     r"|!?\[\[(?P<link>[^\[\]\n]*)\]\]",
     re.DOTALL,
 )
-_TAG = re.compile(r"<!--.*?(?:-->|\Z)|<[^<>]*>", re.DOTALL)
 
 
 def _wikilink(target: str, prose: bool) -> str:
@@ -290,13 +289,32 @@ def _obsidian(text: str, prose: bool = False) -> str:
             return ""
         return _wikilink(link, prose)
 
+    return _outside_code(text, lambda part: _OBSIDIAN.sub(one, part))
+
+
+def blank_comments(text: str) -> str:
+    """``text`` with its Obsidian ``%%`` comments (outside code) as spaces, line breaks
+    kept: the same length, so that offsets into it still hold."""
+    if "%%" not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(0).startswith("%%"):
+            return re.sub(r"[^\n]", " ", match.group(0))
+        return match.group(0)
+
+    return _outside_code(text, lambda part: _OBSIDIAN.sub(one, part))
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to each stretch of lines outside fenced code."""
     out: list[str] = []
     between: list[str] = []  # lines outside fenced code
     fence: str | None = None
     for line in text.splitlines(keepends=True):
         opened = _FENCE_LINE.match(line)
         if fence is None and opened:
-            out.append(_OBSIDIAN.sub(one, "".join(between)))
+            out.append(change("".join(between)))
             between.clear()
             fence = opened.group(1)
             out.append(line)
@@ -307,7 +325,7 @@ def _obsidian(text: str, prose: bool = False) -> str:
                 fence = None
         else:
             between.append(line)
-    out.append(_OBSIDIAN.sub(one, "".join(between)))
+    out.append(change("".join(between)))
     return "".join(out)
 
 
@@ -366,7 +384,7 @@ def _markdown(text: str) -> str:
         elif kind in ("fence", "code_block"):
             add(token.content.rstrip("\n"))
         elif kind == "html_block":
-            add(_html_text(token.content))
+            add(html_text(token.content))
     out: list[str] = []
     for n, (block, in_group) in enumerate(blocks):
         if n:
@@ -390,9 +408,36 @@ def _inline(children: list[Token]) -> str:
     return "".join(parts).strip()
 
 
-def _html_text(markup: str) -> str:
-    """The text of a block of HTML: its comments and tags gone, entities read."""
-    import html  # (its table of entities is not small: only for a note that holds HTML)
+def html_text(markup: str) -> str:
+    """The text of a block of HTML as a browser shows it: tags (whatever their
+    attributes hold), comments and the content of scripts and styles gone, entities
+    read; its lines apart, blank ones left out."""
+    from html.parser import HTMLParser  # (only for a note that holds HTML)
 
-    lines = (" ".join(line.split()) for line in html.unescape(_TAG.sub("", markup)).split("\n"))
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.parts: list[str] = []
+            self.hidden = 0  # inside <script> or <style>
+
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            if tag in _UNSHOWN:
+                self.hidden += 1
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in _UNSHOWN and self.hidden:
+                self.hidden -= 1
+
+        def handle_data(self, data: str) -> None:
+            if not self.hidden:
+                self.parts.append(data)
+
+    parser = Text()
+    parser.feed(_OPEN_COMMENT.sub("", markup))  # (a comment this block does not close)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).split("\n"))
     return "\n".join(line for line in lines if line)
+
+
+_UNSHOWN = frozenset({"script", "style"})
+_OPEN_COMMENT = re.compile(r"<!--(?:(?!-->).)*\Z", re.DOTALL)

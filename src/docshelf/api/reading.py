@@ -32,6 +32,7 @@ from urllib.parse import quote
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from docshelf import plaintext
 from docshelf.catalogue import DocumentView
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput, NotFound
@@ -66,7 +67,9 @@ SAFE_SCHEMES = ("http://", "https://", "mailto:")
 MAX_PAGE_PIXELS = 1600
 PAGE_SCALE = 2.0  # 144 dpi: sharp on a high-density screen
 
-_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
+# HTML is parsed so that it can be left out: a tag or comment is never shown, as text
+# or as an element; an HTML block shows its text (plaintext.html_text)
+_MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 _WIKILINK = re.compile(r"!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]")
 
 
@@ -138,21 +141,25 @@ def text_view(
         )
     lo, hi = _window(len(blocks), first_cited)
     markdown = file_type == "markdown" or (file_type == "text" and _looks_markdown(blocks))
-    out: list[JSON] = []
+    if markdown:  # an Obsidian comment is not shown (blanked: offsets still hold)
+        body = plaintext.blank_comments(body)
     target: str | None = None
-    for i in range(lo, hi):
-        block = blocks[i]
-        item = _block(body[block.start : block.end], block, markdown)
-        item["id"] = f"b{i}"
-        if cited is not None and block.start < cited.end and cited.start < block.end:
-            item["cited"] = True
-        out.append(item)
     if first_cited is not None:
         heading = next(
             (j for j in range(first_cited, lo - 1, -1) if blocks[j].kind is BlockKind.HEADING),
             first_cited,
         )
         target = f"b{heading}"
+    out: list[JSON] = []
+    for i in range(lo, hi):
+        block = blocks[i]
+        item = _block(body[block.start : block.end], block, markdown)
+        item["id"] = f"b{i}"
+        if item["id"] != target and not _shows_anything(item):
+            continue  # only a comment or a tag
+        if cited is not None and block.start < cited.end and cited.start < block.end:
+            item["cited"] = True
+        out.append(item)
     return {
         "kind": "text",
         "title": parsed.title,
@@ -160,6 +167,23 @@ def text_view(
         "target": target,
         "truncated": lo > 0 or hi < len(blocks),
     }
+
+
+def _shows_anything(item: JSON) -> bool:
+    if item["kind"] == "code":
+        return True
+    return any(str(v).strip() for v in _texts(item))
+
+
+def _texts(value: object) -> Iterable[object]:
+    if isinstance(value, dict):
+        if "text" in value:
+            yield value["text"]
+        for key in ("inlines", "items", "rows"):
+            yield from _texts(value.get(key, ()))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _texts(v)
 
 
 def _looks_markdown(blocks: Sequence[Block]) -> bool:
@@ -236,9 +260,14 @@ def _all_inlines(tokens: Sequence[Token]) -> list[JSON]:
     runs: list[JSON] = []
     for token in tokens:
         if token.type == "inline":
-            if runs:
-                runs.append({"text": "\n"})
-            runs.extend(_inlines(token.children or []))
+            block = _inlines(token.children or [])
+        elif token.type == "html_block":  # its text, never its tags
+            block = _plain(plaintext.html_text(token.content))
+        else:
+            continue
+        if runs and any(run["text"].strip() for run in block):
+            runs.append({"text": "\n"})
+        runs.extend(run for run in block if run["text"])
     return runs
 
 
@@ -311,7 +340,9 @@ def _inlines(children: Iterable[Token]) -> list[JSON]:
                 hrefs.pop()
         elif t.type == "image":
             add(t.content or "image")
-        elif t.content:  # html_inline cannot occur (html off); anything else as text
+        elif t.type == "html_inline":
+            continue  # a tag or a comment: never shown
+        elif t.content:
             add(t.content)
     return runs
 

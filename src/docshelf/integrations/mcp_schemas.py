@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.search.filters import FILTER_KEYS, SearchFilters
 from docshelf.search.filters_model import Filters
+from docshelf.search.spans import NEIGHBOURHOOD_CHARS, SECTION_CHARS
 
 DEFAULT_MAX_CHARS = 8000  # about 2,000 tokens: a result never floods the context window
 MIN_MAX_CHARS, MAX_MAX_CHARS = 1000, 60000
@@ -55,9 +56,10 @@ DESCRIPTIONS = {
         f"{', '.join(FILTER_KEYS)}." + _BUDGET
     ),
     "get_context": (
-        "Widen a search hit: its neighbouring snippets, its whole section, or the section "
-        "and its neighbours. Use before answering from a hit. A long text is cut to fit; "
-        "truncated.next_offset reads on." + _BUDGET
+        "Widen a search hit: its neighbouring snippets, the section it is in (up to "
+        f"{SECTION_CHARS:,} characters around the hit), or that section with the ones "
+        f"beside it (up to {NEIGHBOURHOOD_CHARS:,}). Use before answering from a hit. "
+        "A long text is cut to fit; truncated.next_offset reads on." + _BUDGET
     ),
     "list_sources": (
         "The folders registered in the library and a page of its documents "

@@ -156,7 +156,8 @@ class Tools:
             ContextMode,
             Field(
                 description="snippet-window (the hit and its neighbours), parent-section "
-                "(the whole section), section-neighborhood (the section and its neighbours)"
+                "(the section the hit is in, bounded around it), section-neighborhood "
+                "(with the sections beside it)"
             ),
         ] = "parent-section",
         window: Annotated[

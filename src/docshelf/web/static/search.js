@@ -24,7 +24,7 @@ const WEAK_RESULT =
 const DEBOUNCE_MS = 200;
 const EXPANSIONS = [
   { mode: "snippet-window", label: "Window", title: "the hit with the snippets around it" },
-  { mode: "parent-section", label: "Section", title: "the whole section the hit is in" },
+  { mode: "parent-section", label: "Section", title: "the section the hit is in, around the hit" },
   {
     mode: "section-neighborhood",
     label: "Neighbourhood",
