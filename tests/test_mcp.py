@@ -31,6 +31,7 @@ from docshelf.integrations.mcp_server import (
     local_admin,
 )
 from docshelf.model import User
+from docshelf.search import spans
 from docshelf.search.filters import FILTER_KEYS
 from docshelf.search.results import CONTEXT_MODES
 from docshelf.shelf import Shelf
@@ -153,6 +154,9 @@ def test_stdio_server_in_a_subprocess_searches_expands_and_lists(
         assert all(t.annotations and t.annotations.read_only_hint for t in listed.tools)
         search = next(t for t in listed.tools if t.name == "search_documents")
         assert {"query", "limit", "mode", "filters"} <= set(search.input_schema["properties"])
+        widen = next(t for t in listed.tools if t.name == "get_context")
+        for bound in (spans.SECTION_CHARS, spans.NEIGHBOURHOOD_CHARS):  # says how far it goes
+            assert f"up to {bound:,}" in (widen.description or "")
 
         found = await call(session, "search_documents", query="leader election", limit=3)
         assert found["mode"] == "lexical" and "notice" in found  # no embedder: says so

@@ -14,7 +14,6 @@ from pydantic import Field, ValidationError
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.search.filters import FILTER_KEYS, SearchFilters
 from docshelf.search.filters_model import Filters
-from docshelf.search.spans import NEIGHBOURHOOD_CHARS, SECTION_CHARS
 
 DEFAULT_MAX_CHARS = 8000  # about 2,000 tokens: a result never floods the context window
 MIN_MAX_CHARS, MAX_MAX_CHARS = 1000, 60000
@@ -57,8 +56,8 @@ DESCRIPTIONS = {
     ),
     "get_context": (
         "Widen a search hit: its neighbouring snippets, the section it is in (up to "
-        f"{SECTION_CHARS:,} characters around the hit), or that section with the ones "
-        f"beside it (up to {NEIGHBOURHOOD_CHARS:,}). Use before answering from a hit. "
+        "6,000 characters around the hit), or that section with the ones beside it (up to "
+        "12,000). Use before answering from a hit. "
         "A long text is cut to fit; truncated.next_offset reads on." + _BUDGET
     ),
     "list_sources": (
