@@ -20,6 +20,7 @@ from docshelf.errors import InvalidInput
 from docshelf.parse import parse
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
+from tests.fakes import HashEmbedder
 from tests.fixtures_formats import encrypted_pdf, paged_pdf
 from tests.test_api import Api, drain
 
@@ -167,6 +168,33 @@ def test_failures_are_listed_with_their_reason_and_whether_a_retry_can_help(
     assert all(d["status"] == "complete" for d in titles(alice, status="complete")[1]["documents"])
 
 
+def test_a_locked_pdf_is_retried_once_the_server_has_a_password(
+    isolated_home: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without a password the same lock meets every retry; the error says to set one, and
+    # after a restart with it, Retry opens the upload (no need to send it again).
+    with Shelf(isolated_home, embedder=embedder) as shelf, TestClient(create_app(shelf)) as c:
+        user, token = shelf.create_user("alice")
+        alice = Api(c, token, user)
+        doc_id = alice.upload("sealed.pdf", encrypted_pdf("hunter2")).json()["document_id"]
+        drain(shelf)
+        job = alice.get(f"/v1/documents/{doc_id}").json()["job"]
+        assert "DOCSHELF_PDF_PASSWORD" in job["last_error"] and job["retryable"] is False
+        assert alice.request("POST", f"/v1/documents/{doc_id}/retry").status_code == 409
+
+    monkeypatch.setenv("DOCSHELF_PDF_PASSWORD", "hunter2")
+    with Shelf(isolated_home, embedder=embedder) as shelf, TestClient(create_app(shelf)) as c:
+        alice = Api(c, token, user)
+        assert alice.get(f"/v1/documents/{doc_id}").json()["job"]["retryable"] is True
+        assert alice.get("/v1/documents").json()["documents"][0]["retryable"] is True
+        r = alice.request("POST", f"/v1/documents/{doc_id}/retry")
+        assert r.status_code == 202, r.text
+        drain(shelf)
+        assert alice.get(f"/v1/documents/{doc_id}").json()["status"] == "complete"
+        hits = alice.request("POST", "/v1/search", json={"query": "sealed text"}).json()["hits"]
+        assert [h["document_id"] for h in hits] == [doc_id]
+
+
 def test_a_vault_note_opens_in_obsidian_and_nothing_else_does(
     alice: Api, shelf: Shelf, tmp_path: Path
 ) -> None:
@@ -225,6 +253,21 @@ def test_a_vault_note_opens_in_obsidian_and_nothing_else_does(
 )
 def test_retry_is_offered_only_where_it_can_help(reason: str | None, can_help: bool) -> None:
     assert views.retryable(reason) is can_help
+
+
+@pytest.mark.parametrize(
+    ("reason", "with_password"),
+    [
+        ("encrypted (password required; set DOCSHELF_PDF_PASSWORD to open it)", True),
+        ("encrypted (DOCSHELF_PDF_PASSWORD does not open it)", True),  # it may have changed
+        ("encrypted with an unsupported security handler", False),
+        ("truncated PDF (no %%EOF marker at the end of the file)", False),
+        ("invalid UTF-8 at byte 31", False),
+    ],
+)
+def test_a_password_on_the_server_helps_a_locked_pdf_only(reason: str, with_password: bool) -> None:
+    assert views.retryable(reason) is False
+    assert views.retryable(reason, pdf_password=True) is with_password
 
 
 @pytest.mark.parametrize(

@@ -277,12 +277,20 @@ TRANSIENT_FAILURES = re.compile(
 )
 
 
-def retryable(reason: str | None) -> bool:
-    """Whether running a failed job again can succeed (a time limit can, the bytes never)."""
-    return reason is None or TRANSIENT_FAILURES.search(reason) is not None
+# An encrypted PDF opens once the server has the password (DOCSHELF_PDF_PASSWORD, the
+# parse error's own advice): with no password set, a retry meets the same lock.
+LOCKED_PDF = re.compile(r"^encrypted \((?:password required|\w+ does not open it)")
 
 
-def job(j: Job) -> JSON:
+def retryable(reason: str | None, *, pdf_password: bool = False) -> bool:
+    """Whether running a failed job again can succeed (a time limit can, the bytes never;
+    an encrypted PDF can when ``pdf_password``: the server has a password to try)."""
+    if reason is None or TRANSIENT_FAILURES.search(reason) is not None:
+        return True
+    return pdf_password and LOCKED_PDF.search(reason) is not None
+
+
+def job(j: Job, *, pdf_password: bool = False) -> JSON:
     return {
         "document_id": j.document_id,
         "stage": j.stage.value,
@@ -291,7 +299,7 @@ def job(j: Job) -> JSON:
         "last_error": j.last_error,
         "next_attempt_at": j.next_attempt_at,
         "updated_at": j.updated_at,
-        "retryable": j.status == "failed" and retryable(j.last_error),
+        "retryable": j.status == "failed" and retryable(j.last_error, pdf_password=pdf_password),
     }
 
 

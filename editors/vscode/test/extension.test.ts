@@ -322,7 +322,7 @@ describe.skipIf(skip !== undefined)("the extension against a real docshelf serve
       const carol = await signedIn();
       const uploads = new Uploads(carol);
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-lib-"));
-      // A failure a retry can help (an encrypted PDF opens once a password is set).
+      // A failure a retry may help: an encrypted PDF, on a server with a PDF password.
       fs.writeFileSync(path.join(dir, "zzz-locked.pdf"), encryptedPdf("library"));
       await uploads.addFiles(Uri.file(path.join(dir, "zzz-locked.pdf")) as unknown as vscodeTypes.Uri);
       fs.rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 // Fixture bytes the tests upload, made by the Python suite's own fixture
 // (tests/fixtures_formats.py, encrypted_pdf): a one-page PDF encrypted with a user
-// password. Its failure ("encrypted (password required; …)") is one a retry can help —
-// it opens once DOCSHELF_PDF_PASSWORD is set — unlike bytes that are not UTF-8.
+// password. On a server with a PDF password that does not open it (the tests' servers),
+// its failure is one a retry may help — the password may have changed since — unlike
+// bytes that are not UTF-8; with no password set, no retry is offered.
 const ENCRYPTED_PDF_BASE64 = [
   "JVBERi0xLjMKJZOMi54gUmVwb3J0TGFiIEdlbmVyYXRlZCBQREYgZG9jdW1lbnQgKG9wZW5zb3VyY2UpCjEgMCBvYmoKPDwK",
   "L0YxIDIgMCBSCj4+CmVuZG9iagoyIDAgb2JqCjw8Ci9CYXNlRm9udCAvSGVsdmV0aWNhIC9FbmNvZGluZyAvV2luQW5zaUVu",

@@ -1,5 +1,6 @@
 // A real `docshelf serve` for tests: its own home in a temporary folder, a free loopback
-// port, lexical search only (DOCSHELF_EMBEDDER=none) and one in-process worker. The
+// port, lexical search only (DOCSHELF_EMBEDDER=none), a PDF password that opens nothing
+// and one in-process worker. The
 // executable is the worktree's `.venv/bin/docshelf` (`make install`), or DOCSHELF_BIN.
 // Without it the tests skip and say why — except under CI=true, where that fails.
 
@@ -64,6 +65,11 @@ async function waitForHealth(baseUrl: string, child: ChildProcess, log: () => st
   throw new Error(`docshelf serve did not answer /healthz in 30 s:\n${log()}`);
 }
 
+// The password the test servers try on encrypted PDFs: it opens none of the fixtures, so
+// an encrypted upload fails ("DOCSHELF_PDF_PASSWORD does not open it") in a way a Retry
+// may help (the password may have changed since), and the retry fails again.
+export const WRONG_PDF_PASSWORD = "not-the-password";
+
 export async function startServer(): Promise<LiveServer> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "docshelf-vscode-"));
   const env = {
@@ -71,6 +77,7 @@ export async function startServer(): Promise<LiveServer> {
     DOCSHELF_HOME: home,
     DOCSHELF_EMBEDDER: "none",
     DOCSHELF_LLM_URL: "",
+    DOCSHELF_PDF_PASSWORD: WRONG_PDF_PASSWORD,
     NO_COLOR: "1",
     PYTHONUNBUFFERED: "1", // the admin token is read from stdout
   };

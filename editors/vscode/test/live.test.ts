@@ -147,12 +147,13 @@ describe.skipIf(skip !== undefined)("against a real docshelf serve", () => {
 
   it("shows a failing file's reason, and Retry runs the job again", async () => {
     const { seen, onState } = states();
-    // A failure a retry can help (bytes that are not UTF-8 are not retried: they fail for good).
+    // A failure a retry may help: an encrypted PDF on a server with a PDF password (bytes
+    // that are not UTF-8 are not retried: they fail for good).
     const locked = encryptedPdf("live");
     const failed = await runUpload(alice, "locked.pdf", () => Promise.resolve(locked), { onState });
     expect(failed.phase).toBe("failed");
     if (failed.phase !== "failed") return;
-    expect(failed.reason).toMatch(/encrypted/);
+    expect(failed.reason).toMatch(/encrypted \(DOCSHELF_PDF_PASSWORD does not open it\)/);
     expect(failed.documentId).toBeDefined();
     expect(describeState(failed)).toMatch(/^locked\.pdf: Failed while \w+ — .*encrypted/);
     const before = await alice.document(failed.documentId!);

@@ -237,13 +237,14 @@ def failures(
         for source in [next((s for s in mine if _owns(s, f.path)), None)]
         if source is not None
     ]
+    password = shelf.settings.parse.pdf_password is not None  # a locked PDF may open now
     return {
         "failures": [
             {
                 "path": f.path,
                 "label": _label(source, f.path),
                 "reason": f.reason,
-                "retryable": views.retryable(f.reason),
+                "retryable": views.retryable(f.reason, pdf_password=password),
             }
             for f, source in found[:limit]
         ],

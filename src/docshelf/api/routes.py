@@ -118,7 +118,7 @@ def list_documents(
     failed = [o for o in out if o["status"] == "failed"]
     for item in failed:  # why it failed, and whether a retry can help
         item["error"] = _last_error(shelf, item["id"], user)
-        item["retryable"] = views.retryable(item["error"])
+        item["retryable"] = views.retryable(item["error"], pdf_password=_has_password(shelf))
     return {
         "documents": out,
         "limit": limit,
@@ -175,7 +175,7 @@ def get_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     out["obsidian"] = _obsidian(doc_view.document, reading.vault_roots(shelf.sources()))
     _links_as_written(shelf, doc_view, out["links"])
     try:
-        out["job"] = views.job(shelf.job(document_id, user.id))
+        out["job"] = views.job(shelf.job(document_id, user.id), pdf_password=_has_password(shelf))
     except NotFound:  # it came from a source: no ingest job
         out["job"] = None
     return out
@@ -217,9 +217,17 @@ def delete_document(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
 )
 def retry(document_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
     current = shelf.job(document_id, user.id)
-    if current.status == "failed" and not views.retryable(current.last_error):
+    password = _has_password(shelf)
+    if current.status == "failed" and not views.retryable(
+        current.last_error, pdf_password=password
+    ):
         raise Conflict(f"Not retried: it failed for good ({current.last_error})")
-    return views.job(shelf.retry(document_id, user.id))
+    return views.job(shelf.retry(document_id, user.id), pdf_password=password)
+
+
+def _has_password(shelf: Shelf) -> bool:
+    """Whether the server tries a password on encrypted PDFs (a retry of one can help)."""
+    return shelf.settings.parse.pdf_password is not None
 
 
 @router.post(
