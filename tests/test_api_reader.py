@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from docshelf.api import create_app, reading
+from docshelf.api import create_app, pdf_pages, reading
 from docshelf.model import Chunk, Tier
 from docshelf.shelf import Shelf
 from tests.conftest import FILLER
@@ -207,7 +207,7 @@ def test_a_pdf_hit_opens_its_page_with_boxes_over_the_cited_words(shelf: Shelf, 
 
 def test_find_lines_matches_across_line_breaks_and_spacing() -> None:
     page = "Title\r\nConsensus  needs a\r\nquorum of voters.\r\nOther text"
-    ranges = reading.find_lines(page, "Consensus needs a quorum of voters.\nnot there at all")
+    ranges = pdf_pages.find_lines(page, "Consensus needs a quorum of voters.\nnot there at all")
     assert len(ranges) == 1
     start, count = ranges[0]
     assert " ".join(page[start : start + count].split()) == "Consensus needs a quorum of voters."
@@ -229,7 +229,7 @@ def test_find_lines_follows_the_parse_across_hyphens_ligatures_and_columns() -> 
         "decides each term of office for us. The candidate that gathers a quorum becomes "
         "the leader"
     )
-    stretches = [page[s : s + n] for s, n in reading.find_lines(page, snippet)]
+    stretches = [page[s : s + n] for s, n in pdf_pages.find_lines(page, snippet)]
     assert stretches == [
         "two majorities al\ufffeways overlap in the ﬁrst voter and the\r\n"
         "same cluster of voters decides each term of office for us",
@@ -237,14 +237,14 @@ def test_find_lines_follows_the_parse_across_hyphens_ligatures_and_columns() -> 
     ]
     # A word broken by a printed hyphen at a line end is one word too.
     broken = "an elec-\r\ntion ends it"
-    assert reading.find_lines(broken, "an election ends it") == [(0, len(broken))]
+    assert pdf_pages.find_lines(broken, "an election ends it") == [(0, len(broken))]
     # Words in common by chance ("the first line") are not the passage.
-    assert reading.find_lines(page, "nothing of this is on the page at all") == []
+    assert pdf_pages.find_lines(page, "nothing of this is on the page at all") == []
 
 
 def test_png_encodes_rows_a_decoder_reads_back() -> None:
     pixels = bytes([255, 0, 0, 0, 255, 0, 9, 9]) + bytes([0, 0, 255, 1, 2, 3, 9, 9])
-    data = reading.png(pixels, 2, 2, 8, 3)
+    data = pdf_pages.png(pixels, 2, 2, 8, 3)
     assert _png_size(data) == (2, 2)
     idat = data[data.index(b"IDAT") + 4 : data.index(b"IEND") - 8]
     assert zlib.decompress(idat) == b"\x00" + pixels[:6] + b"\x00" + pixels[8:14]

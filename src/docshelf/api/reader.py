@@ -17,7 +17,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 
 from docshelf import views
-from docshelf.api import reading
+from docshelf.api import pdf_pages, reading
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.catalogue import DocumentView
@@ -136,7 +136,7 @@ def _view(
         number = page or first
         _page_in(doc_view, number)
         snippet = cited.text if cited is not None and first <= number <= last else ""
-        shown = reading.page_view(original.data, number, snippet, limits, limits.pdf_password)
+        shown = pdf_pages.page_view(original.data, number, snippet, limits, limits.pdf_password)
         return {
             **base,
             "kind": "page",
@@ -174,7 +174,7 @@ def page_image(
     _page_in(doc_view, page)
     original = _original(shelf, doc_view)
     limits = shelf.settings.parse
-    image = reading.page_image(original.data, page, limits, limits.pdf_password)
+    image = pdf_pages.page_image(original.data, page, limits, limits.pdf_password)
     return Response(
         image, media_type="image/png", headers={"Cache-Control": "private, max-age=300"}
     )
