@@ -387,6 +387,26 @@ def test_update_document_path(store: SearchStore) -> None:
     assert got.updated_at > doc.updated_at
 
 
+def test_a_document_cited_where_none_of_its_files_is_is_found_and_moved(
+    store: SearchStore,
+) -> None:
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    store.add_source(Source("src_2", "/copy", "folder", "h", 1.0))
+    doc = put(store, 1, "x", source_id="src_1")  # cited at /lib/d1.md
+    uploaded = put(store, 2, "y")  # no file at all: never stale
+    store.put_file(FileRecord("/lib/d1.md", "src_1", doc.id, 10, 5))
+    store.put_file(FileRecord("/copy/d1.md", "src_2", doc.id, 10, 5))
+    assert store.stale_citations() == [] and store.check() == []
+    store.delete_file("/lib/d1.md")
+    assert store.stale_citations() == [doc.id]
+    assert store.check() == ["1 documents are cited at a path none of their files is at"]
+    store.update_document_path(doc.id, "/copy/d1.md", "d1.md", "src_2")
+    got = store.get_document(doc.id)
+    assert got is not None and (got.path, got.source_id) == ("/copy/d1.md", "src_2")
+    assert store.stale_citations() == [] and store.check() == []
+    assert store.get_document(uploaded.id) is not None
+
+
 def test_snippets_without_vectors_put_and_drop(store: SearchStore) -> None:
     d1, c1 = make_doc(1, "x")
     d2, c2 = make_doc(2, "y")

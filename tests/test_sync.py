@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ from docshelf.model import Tier
 from docshelf.search.engines import own_engines
 from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
+from tests.conftest import FILLER
 from tests.fakes import HashEmbedder
 
 
@@ -128,7 +131,111 @@ def test_copy_is_one_document_with_two_files(shelf: Shelf, notes: Path) -> None:
     assert len(shelf.document(todo.id).files) == 2
     (notes / "todo.txt").unlink()
     shelf.sync()
-    assert shelf.store.get_document(todo.id) is not None  # the copy still holds it
+    held = shelf.store.get_document(todo.id)  # the copy still holds it, and is cited
+    assert held is not None and (held.path, held.rel_path) == (
+        str(notes / "todo-copy.txt"),
+        "todo-copy.txt",
+    )
+    assert _cited(shelf, "plumber") == [str(notes / "todo-copy.txt")]
+    assert shelf.check() == []
+
+
+def _cited(shelf: Shelf, query: str) -> list[str]:
+    return [h.citation.path for h in shelf.search(query, mode="lexical").hits]
+
+
+def test_the_same_bytes_in_two_sources_stay_cited_where_they_are(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    # add A; copy it to B; add B; remove A and delete it; sync: every citation is at a
+    # file that exists, in B, whose source owns the document.
+    a, b = tmp_path / "A", tmp_path / "B"
+    a.mkdir()
+    (a / "alpha.md").write_text("# Alpha\n\nThe quorum decides every write. " + FILLER + "\n")
+    shelf.add(a)
+    shutil.copytree(a, b)
+    assert shelf.add(b).unchanged == 1
+    assert _cited(shelf, "quorum") == [str(a / "alpha.md")]
+    shelf.remove(str(a))
+    assert _cited(shelf, "quorum") == [str(b / "alpha.md")]
+    shutil.rmtree(a)
+    shelf.sync()
+    assert _cited(shelf, "quorum") == [str(b / "alpha.md")]
+    [doc] = shelf.documents()
+    [source] = shelf.sources()
+    assert (doc.source_id, doc.rel_path, source.path) == (source.id, "alpha.md", str(b))
+    assert shelf.check() == []
+
+
+def test_sync_mends_a_library_that_cites_a_path_no_file_is_at(shelf: Shelf, notes: Path) -> None:
+    # What a library written before the mend holds: the first copy's file forgotten, the
+    # document still cited there.
+    shutil.copy(notes / "todo.txt", notes / "todo-copy.txt")
+    shelf.add(notes)
+    shelf.store.delete_file(str(notes / "todo.txt"))
+    (notes / "todo.txt").unlink()
+    assert shelf.check() == ["1 documents are cited at a path none of their files is at"]
+    shelf.sync()
+    assert _cited(shelf, "plumber") == [str(notes / "todo-copy.txt")]
+    assert shelf.check() == []
+
+
+def _scandir_failing(monkeypatch: pytest.MonkeyPatch, fail: Callable[[Path], None]) -> None:
+    """``os.scandir`` as the walk calls it, with ``fail(folder)`` run first."""
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        fail(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # the walk's, and any other: it passes through
+
+
+def test_an_unreadable_subfolder_is_a_failure_not_a_deletion(
+    shelf: Shelf, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shelf.add(notes)
+    before = {d.id for d in shelf.documents()}
+
+    def locked(folder: Path) -> None:
+        if folder.name == "projects":
+            raise PermissionError(13, "Permission denied", str(folder))
+
+    _scandir_failing(monkeypatch, locked)
+    report = shelf.sync()
+    assert report.removed == 0
+    assert [(f.path, f.reason) for f in report.failures] == [
+        (str(notes / "projects"), "unreadable folder: Permission denied")
+    ]
+    assert {d.id for d in shelf.documents()} == before
+    assert _cited(shelf, "heartbeat") == [str(notes / "projects" / "raft.md")]
+    monkeypatch.undo()
+    report = shelf.sync()  # readable again: all there, nothing to report
+    assert (report.removed, report.failures, report.unchanged) == (0, [], 3)
+
+
+def test_a_source_renamed_during_its_sync_loses_nothing(
+    shelf: Shelf, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(3):
+        (notes / f"box{n}").mkdir()
+        (notes / f"box{n}" / f"note{n}.md").write_text(f"# Note {n}\n\nItem {n}. {FILLER}\n")
+    shelf.add(notes)
+    before = {d.id for d in shelf.documents()}
+    moved = notes.with_name("notes-renamed")
+
+    def rename_once(folder: Path) -> None:  # under way: the first subfolder's turn
+        if folder.name == "box0" and notes.exists():
+            notes.rename(moved)
+
+    _scandir_failing(monkeypatch, rename_once)
+    report = shelf.sync()
+    assert moved.is_dir() and report.removed == 0 and report.failures
+    assert {d.id for d in shelf.documents()} == before
+    monkeypatch.undo()
+    moved.rename(notes)  # back: nothing was lost, nothing to add again
+    report = shelf.sync()
+    assert (report.removed, report.added, report.failures) == (0, 0, [])
 
 
 def test_remove_source(shelf: Shelf, notes: Path) -> None:

@@ -73,6 +73,8 @@ def is_utf8(name: str) -> bool:
 
 
 BAD_NAME = "the name is not valid UTF-8; rename it to index it"
+# How a failure to read a file or folder starts (sync keeps what it held: not a deletion).
+UNREADABLE = ("unreadable", "source folder is missing or unreadable")
 OUTSIDE = (
     "symlink to a place outside the source, not followed "
     "(`docshelf add SOURCE --follow-symlinks` follows them)"

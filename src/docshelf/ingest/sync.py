@@ -10,6 +10,7 @@ embedded per model call, and each document is written on its own
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,14 @@ from typing import TYPE_CHECKING
 
 from docshelf.errors import Conflict, InvalidInput, NotFound, OverLimit
 from docshelf.ingest import settled as settled_failures
-from docshelf.ingest.sources import BAD_NAME, FoundFile, is_utf8, printable_path, walk
+from docshelf.ingest.sources import (
+    BAD_NAME,
+    UNREADABLE,
+    FoundFile,
+    is_utf8,
+    printable_path,
+    walk,
+)
 from docshelf.model import (
     Document,
     Failure,
@@ -133,6 +141,8 @@ class Sync:
         report = SyncReport(source_id=source_id)
         for source in sources:
             report.merge(self.sync_source(source, progress))
+        for stale in self.store.stale_citations():  # a library from before the fix
+            self.writer.repoint(stale)
         return report
 
     def remove(self, target: str) -> SyncReport:
@@ -192,7 +202,8 @@ class Sync:
             progress(ProgressEvent("scan", scanned, scanned, "files", f"{len(todo)} to index"))
         if todo and not checked:
             self.rt.check_writable()
-        gone = {} if source_missing else {p: r for p, r in known.items() if p not in seen}
+        source_missing = source_missing or not _still_there(source)
+        gone = {} if source_missing else _gone(known, seen, report.failures)
         self._ingest(source, todo, known, gone, settled, report, progress)
         # nothing gone and no failures, now or recorded: no write (nor its lock) at all
         if gone or report.failures or self.store.count_failures():
@@ -458,6 +469,28 @@ class Sync:
                 report.added += 1
             else:
                 report.updated += 1
+
+
+def _still_there(source: Source) -> bool:
+    """Whether a folder source's root is still a folder once its walk is done (renamed or
+    unmounted during the walk, it is missing: nothing under it is gone)."""
+    return source.kind != "folder" or Path(source.path).is_dir()
+
+
+def _gone(
+    known: dict[str, FileRecord], seen: set[str], failures: list[Failure]
+) -> dict[str, FileRecord]:
+    """The known files the walk did not see — not those it could not read: a file that
+    could not be read, or any file under a folder that could not (its permissions, gone
+    during the walk), is a failure to report, never a deletion. What the walk leaves out
+    by rule (a symlink leading outside, a name that is not UTF-8) is gone."""
+    failed = {f.path for f in failures if f.reason.startswith(UNREADABLE)}
+    folders = tuple(path.rstrip(os.sep) + os.sep for path in failed)
+    return {
+        p: r
+        for p, r in known.items()
+        if p not in seen and p not in failed and not p.startswith(folders)
+    }
 
 
 def _rel(found: FoundFile | Failure) -> str:

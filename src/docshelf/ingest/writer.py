@@ -11,6 +11,7 @@ inside one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from docshelf.model import Chunk, Document
@@ -99,15 +100,41 @@ class DocumentWriter:
                 self.store.delete_file(path)
 
     def drop_file(self, record: FileRecord) -> int:
-        """Forget a file; its document goes too when no other file holds it. Returns 1 if so."""
+        """Forget a file; its document goes too when no other file holds it (returns 1 if
+        so), else it is cited at a file that holds it still."""
         with self.store.transaction():
             self.store.delete_file(record.path)
             if not self.store.files_of_document(record.document_id):
                 self.store.delete_document(record.document_id)
                 return 1
+            self.repoint(record.document_id)
         return 0
+
+    def repoint(self, document_id: str) -> None:
+        """Cite ``document_id`` at a file that holds its bytes, when the path it is cited
+        at holds them no more: the first of its files by path, with that file's source
+        (a copy's owner, once the first copy is gone) and path names."""
+        doc = self.store.get_document(document_id)
+        files = self.store.files_of_document(document_id)
+        if doc is None or not files or doc.path in {f.path for f in files}:
+            return
+        file = files[0]
+        source = self.store.get_source(file.source_id)
+        rel_path = _rel_path(file.path, source.path if source else None)
+        with self.store.transaction():
+            self.store.update_document_path(document_id, file.path, rel_path, file.source_id)
+            self.store.put_names(document_id, names_for(rel_path, "", ()), "path")
+        self._on_change()
 
     def changed(self) -> None:
         """What callers may see changed beyond the store's generation (access, enrichment,
         a new generation): cached search results go."""
         self._on_change()
+
+
+def _rel_path(path: str, root: str | None) -> str:
+    """``path`` below its source's ``root``, with forward slashes (a file source: its name)."""
+    here = PurePath(path)
+    if root is not None and here.is_relative_to(root) and here != PurePath(root):
+        return here.relative_to(root).as_posix()
+    return here.name

@@ -95,6 +95,15 @@ class CatalogueSQL(SQLBase):
         )
         return [FileRecord(*r) for r in rows]
 
+    def stale_citations(self) -> list[str]:
+        rows = self._q(
+            "SELECT d.id FROM documents d "
+            "WHERE EXISTS (SELECT 1 FROM files f WHERE f.document_id = d.id) "
+            "AND NOT EXISTS (SELECT 1 FROM files f WHERE f.document_id = d.id AND f.path = d.path) "
+            "ORDER BY d.id"
+        )
+        return [r[0] for r in rows]
+
     def put_file(self, record: FileRecord) -> None:
         with self.transaction():
             self._x(
@@ -214,6 +223,8 @@ class CatalogueSQL(SQLBase):
         )[0][0]
         if orphan:
             problems.append(f"{orphan} chunks belong to no document")
+        if stale := len(self.stale_citations()):
+            problems.append(f"{stale} documents are cited at a path none of their files is at")
         model = self.get_meta("embedding_model")
         if model and model != "none":
             missing = self._q(

@@ -206,11 +206,14 @@ class DocumentsSQL(SQLBase):
             )
             self._bump_generation()
 
-    def update_document_path(self, document_id: str, path: str, rel_path: str) -> None:
+    def update_document_path(
+        self, document_id: str, path: str, rel_path: str, source_id: str | None = None
+    ) -> None:
         with self.transaction():
             self._x(
-                "UPDATE documents SET path = ?, rel_path = ?, updated_at = ? WHERE id = ?",
-                (path, rel_path, time.time(), document_id),
+                "UPDATE documents SET path = ?, rel_path = ?, "
+                "source_id = COALESCE(?, source_id), updated_at = ? WHERE id = ?",
+                (path, rel_path, source_id, time.time(), document_id),
             )
 
     def delete_document(self, document_id: str) -> None:
