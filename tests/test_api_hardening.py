@@ -93,6 +93,32 @@ def test_shared_bytes_show_each_user_their_own_name(
     assert "bob-notes" not in json.dumps(sse_events_of(alice, "/v1/events"))
 
 
+def test_another_holder_s_name_is_neither_matched_nor_sorted_by(
+    shelf: Shelf, client: TestClient
+) -> None:
+    # The attack: bob holds the same bytes and guesses alice's name a prefix at a time
+    # (`?q=`), or reads its place in a sort by title or path. He finds only his own.
+    alice, bob = _user(shelf, client, "alice"), _user(shelf, client, "bob")
+    shared = alice.upload(f"{SECRET}.txt", NOTE).json()["document_id"]
+    drain(shelf)
+    bob.upload("m-notes.txt", NOTE)
+    for name in ("b-list.txt", "z-list.txt"):
+        bob.upload(name, f"{name}: {FILLER}\n".encode())
+    drain(shelf)
+
+    def titles(api: Api, **params: str) -> list[str]:
+        return [d["title"] for d in api.get("/v1/documents", params=params).json()["documents"]]
+
+    for guess in ("alice", "alice-sec", "secret-plan", "plan"):
+        assert titles(bob, q=guess) == [], guess
+        assert bob.get("/v1/documents", params={"q": guess}).json()["total"] == 0
+    assert titles(bob, q="m-notes") == ["m-notes"]
+    for sort in ("title", "path"):  # by his names: b-list < m-notes < z-list, not a… first
+        assert titles(bob, sort=sort) == ["b-list", "m-notes", "z-list"], sort
+    assert titles(alice, q="secret-plan") == [SECRET]
+    assert [d["id"] for d in alice.get("/v1/documents").json()["documents"]] == [shared]
+
+
 def test_a_title_from_the_content_is_shared(shelf: Shelf, client: TestClient) -> None:
     alice, bob = _user(shelf, client, "alice"), _user(shelf, client, "bob")
     data = b"# Raft\n\n" + NOTE

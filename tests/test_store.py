@@ -5,6 +5,7 @@ tests at the end cover only what is truly specific to one backend."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import sqlite3
 import threading
@@ -278,6 +279,27 @@ def test_list_documents_orders_pages_and_filters(store: SearchStore) -> None:
     assert store.count_documents(source_id="src_1") == 2
     assert store.count_documents(user_id="u1") == 1
     assert store.count_documents(user_id="nobody") == 0
+
+
+def test_a_user_s_list_matches_and_sorts_by_their_own_names(store: SearchStore) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    # One document, its title made from the first uploader's name; bob's name for it.
+    shared = put(store, 1, "x", rel_path="ann-secret.txt", title="ann-secret")
+    own = put(store, 2, "x", rel_path="c-own.txt", title="A title of its own")
+    store.grant("u1", shared.id, title="ann-secret.txt")
+    store.grant("u2", shared.id, title="b-notes.txt")
+    store.grant("u2", own.id, title="c-own.txt")
+    bobs = functools.partial(store.list_documents, user_id="u2")
+    assert bobs(listing=Listing(matching="secret")) == []
+    assert store.count_documents(user_id="u2", listing=Listing(matching="ann")) == 0
+    assert [d.id for d in bobs(listing=Listing(matching="b-notes"))] == [shared.id]
+    assert [d.id for d in bobs(listing=Listing(matching="own"))] == [own.id]  # its title
+    assert [d.id for d in bobs(listing=Listing(order="path"))] == [shared.id, own.id]
+    # by title: "A title of its own" < "b-notes.txt" (not "ann-secret")
+    assert [d.id for d in bobs(listing=Listing(order="title"))] == [own.id, shared.id]
+    anns = store.list_documents(user_id="u1", listing=Listing(matching="secret"))
+    assert [d.id for d in anns] == [shared.id]
 
 
 def test_each_write_is_atomic_on_its_own(store: SearchStore) -> None:

@@ -37,15 +37,45 @@ _DOC_SELECT = (
 )
 
 
-# The ORDER BY of each ``Listing.order`` (then by path, for a stable order).
+# The ORDER BY of each ``Listing.order`` (then by path, for a stable order); {title} and
+# {path} are the names the caller sees (``_Names``).
 _ORDER_SQL = {
     "path": "",
-    "title": "lower(d.title) /*C*/, ",
+    "title": "lower({title}) /*C*/, ",
     "type": "d.file_type /*C*/, ",
     "status": "d.status /*C*/, ",
     "added": "d.added_at DESC, ",
     "size": "d.size_bytes DESC, ",
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Names:
+    """A listing's view of documents' names: for a user, their own (``accounts.access``:
+    the name on their access link when they gave one, and a title made from it when the
+    shared title was made from the shared file name), so that what another holder named
+    the same bytes is neither matched nor sorted by."""
+
+    join: str = ""
+    params: tuple[Any, ...] = ()
+    title: str = "d.title"
+    path: str = "d.rel_path"
+
+    @classmethod
+    def of(cls, user_id: str | None) -> _Names:
+        if not user_id:
+            return cls()
+        own = "ua.title IS NULL OR ua.title = d.rel_path"
+        # the shared title made from the shared name: "report" of "report.txt" (as_named)
+        made = (
+            "(d.title = d.rel_path OR substr(d.rel_path, 1, length(d.title) + 1) = d.title || '.')"
+        )
+        return cls(
+            " LEFT JOIN access ua ON ua.document_id = d.id AND ua.user_id = ?",
+            (user_id,),
+            f"(CASE WHEN {own} OR NOT {made} THEN d.title ELSE ua.title END)",
+            "COALESCE(ua.title, d.rel_path)",
+        )
 
 
 def _marks(columns: str) -> str:
@@ -90,12 +120,13 @@ class DocumentsSQL(SQLBase):
         listing: Listing | None = None,
     ) -> list[Document]:
         listing = listing or Listing()
-        where, params = self._listing(listing, source_id, user_id, document_ids)
-        order = _ORDER_SQL[listing.order]
+        names = _Names.of(user_id)
+        where, params = self._listing(listing, source_id, user_id, document_ids, names)
+        order = _ORDER_SQL[listing.order].format(title=names.title)
         rows = self._q(
-            f"SELECT {_DOC_SELECT} FROM documents d WHERE 1 = 1 {where} "
-            f"ORDER BY {order}d.rel_path /*C*/, d.id /*C*/ LIMIT ? OFFSET ?",
-            [*params, self.dialect.no_limit if limit is None else limit, offset],
+            f"SELECT {_DOC_SELECT} FROM documents d{names.join} WHERE 1 = 1 {where} "
+            f"ORDER BY {order}{names.path} /*C*/, d.id /*C*/ LIMIT ? OFFSET ?",
+            [*names.params, *params, self.dialect.no_limit if limit is None else limit, offset],
         )
         return [self._document(r) for r in rows]
 
@@ -106,8 +137,12 @@ class DocumentsSQL(SQLBase):
         user_id: str | None = None,
         listing: Listing | None = None,
     ) -> int:
-        where, params = self._listing(listing or Listing(), source_id, user_id, ())
-        rows = self._q(f"SELECT COUNT(*) FROM documents d WHERE 1 = 1 {where}", params)
+        names = _Names.of(user_id)
+        where, params = self._listing(listing or Listing(), source_id, user_id, (), names)
+        rows = self._q(
+            f"SELECT COUNT(*) FROM documents d{names.join} WHERE 1 = 1 {where}",
+            [*names.params, *params],
+        )
         return int(rows[0][0])
 
     def _listing(
@@ -116,6 +151,7 @@ class DocumentsSQL(SQLBase):
         source_id: str | None,
         user_id: str | None,
         document_ids: Sequence[str],
+        names: _Names,
     ) -> tuple[str, list[Any]]:
         if listing.order not in LIST_ORDERS:
             raise ValueError(f"Unknown order {listing.order!r}; orders are {LIST_ORDERS}")
@@ -136,7 +172,7 @@ class DocumentsSQL(SQLBase):
         for word in (listing.matching or "").split():
             pattern = "%" + like_prefix(word)
             like = self.dialect.like_prefix
-            where += f" AND ({like('d.title')} OR {like('d.rel_path')})"
+            where += f" AND ({like(names.title)} OR {like(names.path)})"
             params += [pattern, pattern]
         return where, params
 
