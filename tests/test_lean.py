@@ -424,3 +424,20 @@ def test_eval_searches_on_the_query_model_users_get(
         assert shelf.runtime.prepare_query_model()
         query = shelf.runtime.query_embedder()
         assert isinstance(query, LeanEmbedder) and query.optimise
+
+
+def test_the_exports_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    # The export and the query model hold nothing of the library, but they are docshelf's
+    # files in its home: owner-only like the rest (issue 41), though torch and ONNX
+    # Runtime write them with the umask's modes.
+    models = tmp_path / "home" / "models"
+    old = os.umask(0o022)
+    try:
+        LeanEmbedder(models).model_path()
+    finally:
+        os.umask(old)
+    made = [models.parent, *models.parent.rglob("*")]
+    assert len(made) >= 4  # models/, the query model, its weights, the key (and the lock)
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in made} == {
+        p.name: "0o700" if p.is_dir() else "0o600" for p in made
+    }

@@ -311,10 +311,10 @@ def test_file_deleted_between_listing_and_reading(
     import docshelf.ingest.prepare as prepare_mod  # sync reads files through it
     from docshelf.ingest.prepare import read_file as real
 
-    def vanishing(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    def vanishing(path: Path, max_bytes: int, found: Any = None) -> tuple[bytes, os.stat_result]:
         if path.name == "todo.txt":
             path.unlink()
-        return real(path, max_bytes)
+        return real(path, max_bytes, found)
 
     monkeypatch.setattr(prepare_mod, "read_file", vanishing)
     report = shelf.add(notes)

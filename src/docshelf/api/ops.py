@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
 
 from docshelf.api.deps import ShelfDep
+from docshelf.durable import private_dir
 from docshelf.errors import from_os_error
 from docshelf.ingest.worker import WorkerPool
 from docshelf.ingest.worker_process import WorkerProcess
@@ -32,7 +33,7 @@ def _write_problems(shelf: Shelf) -> list[str]:
     blob store live): full or read-only."""
     home = shelf.settings.home
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_dir(home)
         with tempfile.TemporaryFile(dir=home, prefix="readyz-") as fh:
             fh.write(bytes(PROBE_BYTES))
             fh.flush()

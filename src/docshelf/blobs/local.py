@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import BinaryIO
 
 from docshelf.blobs import blob_key, commit_side_by_side, side_by_side
+from docshelf.durable import private_dir
 from docshelf.errors import NotFound, TooLarge, from_os_error
 
 
@@ -63,7 +64,7 @@ class TempWriter:
     def _spill(self) -> None:
         """Open the temporary file and move what is held in memory to it."""
         with _storage_errors("the uploaded file"):
-            self._dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self._dir)  # (mkstemp's files are 0600)
             fd, name = tempfile.mkstemp(dir=self._dir, prefix="upload-")
             self._file = os.fdopen(fd, "wb")
             self._tmp = Path(name)
@@ -192,15 +193,15 @@ def _fsync_path(path: Path) -> None:
 
 
 def _make_folders(folder: Path) -> list[Path]:
-    """``folder`` and its missing parents; returns the ones made here, whose names their
-    parents must fsync (so a blob placed in one survives a power cut with it)."""
+    """``folder`` and its missing parents, private (0700); returns the ones made here,
+    whose names their parents must fsync (so a blob placed in one survives a power cut
+    with it)."""
     missing = []
     while not folder.is_dir():
         missing.append(folder)
         folder = folder.parent
-    for new in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made meanwhile by another upload
-            new.mkdir()
+    if missing:
+        private_dir(missing[0])  # (with its missing parents)
     return missing
 
 

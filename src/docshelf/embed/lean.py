@@ -23,15 +23,16 @@ special tokens and the attention mask exactly as the other runtimes feed them.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
-from docshelf.embed.onnx import EXPORT_VERSION, OnnxEmbedder
+from docshelf.durable import create_private, make_private, private_dir
+from docshelf.embed.onnx import EXPORT_VERSION, OnnxEmbedder, export_lock
 from docshelf.errors import Unavailable
 
 KEY_FILE = "lean-key.json"  # beside the exports: which file the current weights map to
@@ -59,7 +60,7 @@ def split_weights(source: Path, out: Path) -> None:
     import onnxruntime as ort
 
     work = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    work.mkdir(exist_ok=True)
+    private_dir(work)
     try:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -71,6 +72,8 @@ def split_weights(source: Path, out: Path) -> None:
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
         )
         ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        for made in work.iterdir():
+            make_private(made)  # (onnxruntime follows the umask)
         os.replace(work / f"{out.name}.data", out.with_name(f"{out.name}.data"))
         os.replace(work / out.name, out)
     finally:
@@ -123,8 +126,7 @@ class LeanEmbedder(OnnxEmbedder):
         export = super().model_path()  # hashes the weights; exports when missing
         path = export.with_name(f"{export.stem}-lean.onnx")
         if not _complete(path):
-            with open(self._cache_dir / ".export.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)  # one writer; the others wait, then reuse
+            with export_lock(self._cache_dir):  # one writer; the others wait, then reuse
                 if not _complete(path):
                     # In a child: the whole graph is parsed once there, not in this process.
                     args = [sys.executable, "-m", "docshelf.embed.lean", str(export), str(path)]
@@ -136,8 +138,10 @@ class LeanEmbedder(OnnxEmbedder):
                 # left to the runtime that reads it (DOCSHELF_EMBED_BACKEND=onnx), which
                 # exports again if it is ever asked for.
                 export.unlink(missing_ok=True)
-        tmp = key.with_name(f"{key.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**stamp, "file": path.name}))
+        tmp = key.with_name(f"{key.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.unlink(missing_ok=True)  # (a dead process's of the same ids)
+        with create_private(tmp) as fh:
+            fh.write(json.dumps({**stamp, "file": path.name}).encode())
         os.replace(tmp, key)  # atomic: a concurrent reader sees the old key or the new
         return path
 

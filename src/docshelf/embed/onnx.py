@@ -16,10 +16,12 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from docshelf.durable import make_private, private_dir, private_file
 from docshelf.embed.local import MODEL_ID, PackagedModel, _model_dir, sentence_module
 from docshelf.errors import Unavailable
 
@@ -37,6 +39,17 @@ def _weights_key(model_dir: Path, int8: bool) -> str:
         while block := fh.read(2**20):
             h.update(block)
     return f"{MODEL_ID}-{h.hexdigest()[:12]}-v{EXPORT_VERSION}{'-int8' if int8 else ''}"
+
+
+@contextmanager
+def export_lock(cache_dir: Path) -> Iterator[None]:
+    """Held while an export is written to ``cache_dir`` (made private: 0700)."""
+    private_dir(cache_dir)
+    lock = cache_dir / ".export.lock"
+    private_file(lock)
+    with open(lock, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
 
 
 def export(out: Path, *, int8: bool = False) -> None:
@@ -67,6 +80,7 @@ def export(out: Path, *, int8: bool = False) -> None:
         tmp.rename(fp32)
         quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
         fp32.unlink()
+    make_private(tmp)  # (torch and onnxruntime follow the umask; the folder is private)
     os.replace(tmp, out)
 
 
@@ -90,9 +104,7 @@ class OnnxEmbedder(PackagedModel):
         path = self._cache_dir / f"{_weights_key(self._dir, self.int8)}.onnx"
         if path.exists():
             return path
-        self._cache_dir.mkdir(parents=True, exist_ok=True)
-        with open(self._cache_dir / ".export.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one exporter; the others wait, then reuse
+        with export_lock(self._cache_dir):  # one exporter; the others wait, then reuse
             if not path.exists():
                 args = [sys.executable, "-m", "docshelf.embed.onnx", str(path)]
                 done = subprocess.run(

@@ -15,6 +15,7 @@ body, and the child makes each batch's chunks only as it sends them.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import hashlib
 import os
@@ -39,20 +40,31 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.embed import Embedder
+    from docshelf.ingest.sources import FoundFile
     from docshelf.parse.sandbox import Batched
     from docshelf.store.base import Store
 
 
-def read_file(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
+def read_file(
+    path: Path, max_bytes: int, found: FoundFile | None = None
+) -> tuple[bytes, os.stat_result]:
     """The file's bytes and the stat taken with them, or ``InvalidInput`` with the reason.
 
     The file is opened without blocking (a FIFO would otherwise wait for a writer
     forever) and without becoming a controlling terminal, then checked to be a
-    regular file before a byte is read."""
+    regular file before a byte is read. A file a source's walk ``found`` is opened
+    without following a symlink (unless the walk found one, and followed it) and must
+    be, on the descriptor read, the file the walk found and checked (``FoundFile.changed``):
+    a file swapped for a symlink after the walk is a failure, not read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    if found is not None and not found.link:
+        flags |= os.O_NOFOLLOW
     try:
         with open(os.open(path, flags), "rb") as fh:
             st = os.fstat(fh.fileno())
+            swapped = found.changed(fh.fileno(), st) if found is not None else None
+            if swapped is not None:
+                raise InvalidInput(f"changed while being read: {swapped}")
             if not stat_mod.S_ISREG(st.st_mode):
                 raise InvalidInput("not a regular file")
             if st.st_size > max_bytes:
@@ -68,6 +80,8 @@ def read_file(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result]:
     except IsADirectoryError:
         raise InvalidInput("is a folder, not a file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and flags & os.O_NOFOLLOW:
+            raise InvalidInput("changed while being read: it is now a symlink") from None
         raise InvalidInput(f"unreadable: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
         raise InvalidInput("too large: the file grew past the size limit while being read")

@@ -4,7 +4,9 @@ symlink loops and unreadable folders reported rather than fatal.
 Nothing found here is opened: what is not a regular file (a FIFO, a socket, a
 device) is reported from its ``stat``, and so are names that are not valid
 UTF-8 and symlinks that lead outside the source (unless the source follows
-them).
+them). What a file found here is, is checked again on the descriptor it is read
+from (``FoundFile.changed``): a file swapped after the walk (for a symlink to
+``/etc/passwd``, say) is a failure, never read.
 """
 
 from __future__ import annotations
@@ -31,6 +33,26 @@ class FoundFile:
     rel_path: str  # relative to the source root, with forward slashes
     stat: os.stat_result
     file_type: str  # what parses it (``parse.FILE_TYPES``), decided once, here
+    link: bool = False  # the name itself is a symlink (opened following it; else not)
+    # The source's real path, where the file must lie when the source follows no symlink
+    # out of it (None: it does, or nothing to check)
+    within: Path | None = None
+
+    def changed(self, fd: int, st: os.stat_result) -> str | None:
+        """Why the file open at ``fd`` (``st``: its ``fstat``) is not the one the walk
+        found and checked, or None: another file (a symlink now leading elsewhere, a
+        file replaced), or one outside the source (a folder on its path swapped for a
+        symlink)."""
+        if (st.st_dev, st.st_ino) != (self.stat.st_dev, self.stat.st_ino):
+            return "it is no longer the file the scan found (replaced, or a symlink moved)"
+        if self.within is not None:
+            try:
+                real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                return None  # no /proc: the descriptor's own identity is the check
+            if not real.is_relative_to(self.within):
+                return "it now lies outside the source"
+        return None
 
 
 def _load_ignore(root: Path) -> pathspec.GitIgnoreSpec | None:
@@ -55,6 +77,23 @@ def walk(root: Path, *, follow_symlinks: bool = False) -> Iterator[FoundFile | F
     ignore = _load_ignore(root)
     walker = _Walker(root, root.resolve(), ignore, follow_symlinks)
     yield from walker.folder(root, (), "")
+
+
+def single_file(path: Path, file_type: str, *, follow_symlinks: bool) -> FoundFile | Failure:
+    """A file source's file, checked as a folder's are: a symlink (its real path was
+    taken when it was added) leads outside it unless the source follows symlinks."""
+    try:
+        st = os.lstat(path)
+        link = stat_mod.S_ISLNK(st.st_mode)
+        if link and not follow_symlinks:
+            return Failure(str(path), OUTSIDE)
+        st = os.stat(path) if link else st
+    except OSError as exc:
+        return Failure(str(path), f"unreadable: {exc.strerror or exc}")
+    if not stat_mod.S_ISREG(st.st_mode):
+        return Failure(str(path), "not a regular file")
+    within = None if follow_symlinks else Path(os.path.realpath(path))
+    return FoundFile(path, path.name, st, file_type, link, within)
 
 
 def printable_path(path: str | Path) -> str:
@@ -124,7 +163,8 @@ class _Walker:
         if not is_utf8(entry.name):
             yield Failure(printable_path(path), BAD_NAME)
             return
-        if not self.follow_symlinks and entry.is_symlink() and not self._inside(path):
+        link = entry.is_symlink()
+        if not self.follow_symlinks and link and not self._inside(path):
             yield Failure(str(path), OUTSIDE)
             return
         if is_dir:
@@ -139,7 +179,8 @@ class _Walker:
             yield Failure(str(path), "not a regular file")
             return
         assert file_type is not None
-        yield FoundFile(path, rel, stat, file_type)
+        within = None if self.follow_symlinks else self.real_root
+        yield FoundFile(path, rel, stat, file_type, link, within)
 
     def _inside(self, path: Path) -> bool:
         """Whether a symlink leads to a place inside the source (a dangling or looping

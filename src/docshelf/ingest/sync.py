@@ -26,6 +26,7 @@ from docshelf.ingest.sources import (
     FoundFile,
     is_utf8,
     printable_path,
+    single_file,
     walk,
 )
 from docshelf.model import (
@@ -165,10 +166,7 @@ class Sync:
             return
         file_type = file_type_for(root.name)
         assert file_type is not None  # a file source is added only with a supported type
-        try:
-            yield FoundFile(root, root.name, root.stat(), file_type)
-        except OSError as exc:
-            yield Failure(source.path, f"unreadable: {exc.strerror or exc}")
+        yield single_file(root, file_type, follow_symlinks=source.follow_symlinks)
 
     def sync_source(
         self, source: Source, progress: Progress | None, *, checked: bool = False
@@ -332,7 +330,7 @@ class Sync:
 
         path = str(found.path)
         try:
-            data, st = read_file(found.path, self.rt.settings.max_file_bytes)
+            data, st = read_file(found.path, self.rt.settings.max_file_bytes, found)
         except InvalidInput as exc:
             report.failures.append(Failure(path, exc.message))
             return None

@@ -17,7 +17,8 @@ again. The archive is one ZIP file (deflate, ZIP64) of JSON lines:
 Export reads the store inside one read-only snapshot on a connection of its
 own (writers are never blocked, and a library that changes meanwhile is
 dumped as it was when the export began), a page of documents at a time, and
-writes to a temporary file renamed into place at the end. Import reads the
+writes to a temporary file renamed into place at the end (0600 from the first
+byte, whatever the umask: it holds all the text). Import reads the
 archive twice: first to check all of it — names, format version, every line,
 the counts, each blob's hash, and that the embedding model fits the target —
 writing nothing; then to write. Documents are written whole, a batch of them
@@ -51,6 +52,7 @@ import numpy as np
 
 from docshelf import __version__
 from docshelf.blobs import BlobStore
+from docshelf.durable import create_private
 from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable
 from docshelf.ingest.prepare import text_hash
 from docshelf.ingest.writer import DocumentWriter
@@ -195,9 +197,14 @@ def _count_entry(counts: Counter[str], entry: dict[str, Any]) -> None:
 
 @contextmanager
 def _zip_writer(tmp: Path, dest: Path) -> Iterator[zipfile.ZipFile]:
-    """A ZIP file written at ``tmp`` (renamed to ``dest`` by the caller when complete)."""
+    """A ZIP file written at ``tmp`` (renamed to ``dest`` by the caller when complete),
+    readable by its owner only from its first byte: it holds all the text and the token
+    hashes."""
     try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        with (
+            create_private(tmp) as fh,
+            zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf,
+        ):
             yield zf
     except OSError as exc:
         raise Unavailable(f"Cannot write {dest}: {exc.strerror or exc}") from exc

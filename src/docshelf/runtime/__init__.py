@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
 from docshelf import progress as _progress
-from docshelf.durable import private_dir
+from docshelf.durable import private_dir, tighten
 from docshelf.embed import DEFAULT_WINDOW, Embedder
 from docshelf.errors import DocshelfError, Unavailable
 from docshelf.ingest.writer import DocumentWriter
@@ -55,6 +55,12 @@ Progress = _progress.Progress
 ProgressEvent = _progress.ProgressEvent
 
 FROM_SETTINGS = object()  # the embedder the settings name (``Runtime(embedder=...)``)
+# What docshelf keeps in the home besides the database and the sidecar indexes beside it
+# (those the store and each index tighten): uploads' bytes (blobs/), the ONNX exports
+# (embed: models/), evaluation libraries (evaluate: eval/), the resident search helper's
+# socket, lock and log (cli/resident.py). Opening a library tightens them (durable.tighten);
+# nothing else in the home is touched.
+HOME_PARTS = ("blobs", "models", "eval", "search.sock", "search.lock", "search-helper.log")
 log = logging.getLogger("docshelf")
 
 
@@ -111,6 +117,9 @@ class Runtime:
             private_dir(settings.home)  # created 0700: the library is its owner's
         except OSError as exc:
             raise Unavailable(f"Cannot create {settings.home}: {exc.strerror}") from exc
+        tighten(settings.home, walk=False)  # an older version's: 0700 now
+        for name in HOME_PARTS:
+            tighten(settings.home / name)
         # Redis when configured (DOCSHELF_REDIS_URL): event fan-out, shared caches
         self.broadcast, self.shared_cache = open_shared(settings.redis_url)
         self.store: SearchStore = open_store(settings.database_url)

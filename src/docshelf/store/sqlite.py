@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from docshelf.durable import private_dir, private_file
+from docshelf.durable import private_dir, private_file, tighten
 from docshelf.errors import Conflict, InvalidInput, ReadOnlyStorage, StorageFull, Unavailable
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
@@ -84,6 +84,8 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             # and -shm files the database file's permissions.
             private_dir(path.parent)
             private_file(path)
+            for made in (path, *(path.with_name(path.name + x) for x in ("-wal", "-shm"))):
+                tighten(made)  # an older version's: 0600 now
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30
             )

@@ -146,6 +146,7 @@ class SidecarIndex:
         self._store = store
         self.threshold = threshold
         self.directory = sidecar_dir(store, self.SUFFIX)
+        durable.tighten(self.directory)  # left open to others by an older version
         self._lock = threading.RLock()
 
     # -- the switch ------------------------------------------------------------------------

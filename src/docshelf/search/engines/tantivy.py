@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docshelf.durable import fsync
+from docshelf.durable import fsync, make_private, private_dir
 from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.sidecar import (
     DocumentsWithin,
@@ -400,6 +400,8 @@ class SidecarLexicalIndex(SidecarIndex):
         _set_watermark(writer, position)
         writer.commit()
         writer.wait_merging_threads()
+        for entry in (self.directory / pointer.folder).iterdir():
+            make_private(entry)  # the commit's new segments
         self._prune_log(position)
         self._synced = None
         index.reload()
@@ -420,7 +422,7 @@ class SidecarLexicalIndex(SidecarIndex):
 
         folder = f"index-{position}-{uuid.uuid4().hex[:8]}"
         path = self.directory / folder
-        path.mkdir(parents=True)
+        private_dir(path)
         index = tantivy.Index(_schema(), path=str(path))
         index.register_tokenizer(ANALYZER, _analyzer())
         writer = index.writer(heap_size=200_000_000, num_threads=min(2, os.cpu_count() or 1))
@@ -436,6 +438,7 @@ class SidecarLexicalIndex(SidecarIndex):
         writer.commit()
         writer.wait_merging_threads()
         for entry in path.iterdir():
+            make_private(entry)  # (tantivy follows the umask; the folder is private meanwhile)
             if entry.is_file():
                 fsync(entry)
         fsync(path)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docshelf.durable import fsync
+from docshelf.durable import create_private, fsync, make_private, private_dir
 from docshelf.search.engines.sidecar import Progress, SidecarStore, remove_index_files
 from docshelf.search.engines.usearch_graph import (
     CONNECTIVITY,
@@ -145,17 +145,18 @@ class CheckpointWriter:
 
         from docshelf.search.evidence import HEADING_KEY_STAMP
 
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         import uuid
 
         name = f"index-{position}-{uuid.uuid4().hex[:8]}.usearch"
         tmp = self.directory / (name + ".tmp")
         graph.save(str(tmp))
+        make_private(tmp)  # (usearch follows the umask; the folder is private meanwhile)
         fsync(tmp)
         os.replace(tmp, self.directory / name)
         table = name + ENTRIES_SUFFIX
         tmp = self.directory / (table + ".tmp")
-        with tmp.open("wb") as fh:
+        with create_private(tmp) as fh:
             np.save(fh, np.ascontiguousarray(entries, dtype=np.uint64))
         fsync(tmp)
         os.replace(tmp, self.directory / table)
