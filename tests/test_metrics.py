@@ -118,8 +118,7 @@ def test_retrieval_cache_counts_hits_and_misses() -> None:
 def test_metrics_endpoint_reports_uploads_stuck_jobs_and_coverage(shelf: Shelf) -> None:
     _, token = shelf.create_user("alice")
     auth = {"Authorization": f"Bearer {token}"}
-    created = sample("upload_latency_ms_count", outcome="created")
-    existing = sample("upload_latency_ms_count", outcome="existing")
+    accepted = sample("upload_latency_ms_count", outcome="accepted")
     refused = sample("upload_latency_ms_count", outcome="refused")
     with TestClient(create_app(shelf)) as client:  # no workers: the job stays queued
         body, headers = multipart(b"a.md", b"# A\n\nwords\n")
@@ -129,7 +128,7 @@ def test_metrics_endpoint_reports_uploads_stuck_jobs_and_coverage(shelf: Shelf) 
         )
         assert (
             client.post("/v1/documents", content=body, headers={**auth, **headers}).status_code
-            == 202  # known bytes answer as new ones; the metric still tells them apart
+            == 202  # known bytes answer as new ones, on /metrics too (issue 41)
         )
         body, headers = multipart(b"a.exe", b"MZ")
         assert (
@@ -138,8 +137,8 @@ def test_metrics_endpoint_reports_uploads_stuck_jobs_and_coverage(shelf: Shelf) 
         )
         time.sleep(1.1)
         text = client.get("/metrics").text
-    assert sample("upload_latency_ms_count", outcome="created") == created + 1
-    assert sample("upload_latency_ms_count", outcome="existing") == existing + 1
+    assert sample("upload_latency_ms_count", outcome="accepted") == accepted + 2
+    assert sample("upload_latency_ms_count", outcome="created") == 0
     assert sample("upload_latency_ms_count", outcome="refused") == refused + 1
     assert sample("ingest_stage_oldest_seconds", stage="queued") >= 1
     assert sample("ingest_stage_oldest_seconds", stage="embedding") == 0

@@ -326,7 +326,7 @@ def test_a_real_prometheus_scrapes_serve_and_evaluates_every_query(
         assert value('sum(ingest_jobs_total{stage="indexing"})') >= 1
         assert value('sum(search_latency_ms_count{mode="lexical"})') >= 1  # the hit is not timed
         assert value('sum(retrieval_cache_lookups_total{outcome="hit"})') >= 1
-        assert value('sum(upload_latency_ms_count{outcome="created"})') == 1
+        assert value('sum(upload_latency_ms_count{outcome="accepted"})') == 1
         assert value("max(embedding_coverage_ratio)") == 0  # lexical-only: nothing embedded
         assert value('sum(ingest_workers{state="idle"})') == 1
         assert value("time() - max(ingest_worker_heartbeat_timestamp_seconds)") < 30

@@ -1489,7 +1489,11 @@ def test_facet_counts_cover_the_whole_matching_set(store: SearchStore) -> None:
         "date": {"2025": 3, "2024": 1},  # a file's change, else the upload's arrival
     }
     mine = store.facet_counts(SearchFilters(user_id="u1"), ["type", "date"])
-    assert mine == {"type": {"pdf": 1, "text": 1}, "date": {"2025": 2}}
+    # a user's date is their own: when they got the document (no file of theirs holds
+    # it), not another holder's file or upload (issue 41)
+    got = store.access_links("u1", [docs["2"].id, docs["4"].id])
+    years = [str(time.gmtime(link.added_at).tm_year) for link in got.values()]
+    assert mine == {"type": {"pdf": 1, "text": 1}, "date": {y: years.count(y) for y in years}}
     pdf = store.facet_counts(SearchFilters(file_type="pdf"), ["source", "concept"])
     assert pdf == {"source": {"src_1": 1, "src_2": 1}, "concept": {"ds": 1, "storage": 1}}
     assert store.facet_counts(SearchFilters(tags=("nothing",))) == {

@@ -99,9 +99,6 @@ INGEST_LATENCY: Histogram = lazy_metric(
 EMBEDDING_UPSERTS: Counter = lazy_metric(
     "Counter", "embedding_upserts", "Snippet vectors written, by embedding-cache outcome", ["dedup"]
 )
-UPLOAD_DEDUP: Counter = lazy_metric(
-    "Counter", "upload_dedup", "Uploads answered from bytes already stored", ["kind"]
-)
 SEARCH_LATENCY: Histogram = lazy_metric(
     "Histogram",
     "search_latency_ms",
@@ -126,7 +123,7 @@ EMBEDDING_COVERAGE: Gauge = lazy_metric(
 UPLOAD_LATENCY: Histogram = lazy_metric(
     "Histogram",
     "upload_latency_ms",
-    "Time to answer POST /v1/documents (ms)",
+    "Time to answer POST /v1/documents (ms), accepted or refused",
     ["outcome"],
     buckets=(5, 10, 25, 50, 100, 200, 400, 800, 1600, 5000),
 )
@@ -162,9 +159,6 @@ class Metrics:
             EMBEDDING_UPSERTS.labels(dedup="hit").inc(cached)
         if computed:
             EMBEDDING_UPSERTS.labels(dedup="miss").inc(computed)
-
-    def upload_dedup(self, kind: str) -> None:
-        UPLOAD_DEDUP.labels(kind=kind).inc()
 
     def searched(self, mode: str, ms: float) -> None:
         SEARCH_LATENCY.labels(mode=mode).observe(ms)

@@ -5,7 +5,10 @@ access link keeps the name they gave it (for an upload, the file name they
 sent). That name, not the first uploader's, is what the user sees as the
 document's file name — in its record, citation labels and downloads — and,
 when the shared title was only made from a file name (the content has no
-title of its own), their title is made from their name too.
+title of its own), their title is made from their name too. Its times are theirs
+as well: ``added_at`` is when they got it (their access link's), and no later time
+of the shared record (its update, its enrichment) reads earlier than that — so
+nothing shown to them says when another holder sent the same bytes.
 """
 
 from __future__ import annotations
@@ -19,9 +22,18 @@ from docshelf.errors import NotFound
 from docshelf.model import Document
 
 if TYPE_CHECKING:
-    from docshelf.store import Store
+    from docshelf.model import Job
+    from docshelf.store import AccessLink, Store
 
-__all__ = ["as_named", "described", "seen_by", "title_from_name", "visible"]
+__all__ = [
+    "as_named",
+    "as_seen",
+    "described",
+    "job_seen",
+    "seen_by",
+    "title_from_name",
+    "visible",
+]
 
 
 def title_from_name(name: str) -> str:
@@ -38,6 +50,35 @@ def as_named(doc: Document, name: str | None) -> Document:
     return dataclasses.replace(doc, rel_path=name, title=title)
 
 
+def as_seen(doc: Document, link: AccessLink | None) -> Document:
+    """``doc`` as the holder of ``link`` sees it: under their name (``as_named``), added
+    when they got it, changed and enriched no earlier than that."""
+    if link is None:
+        return doc
+    doc = as_named(doc, link.title)
+    since = link.added_at
+    if since == doc.added_at:
+        return doc
+    enriched = None if doc.enriched_at is None else max(doc.enriched_at, since)
+    return dataclasses.replace(
+        doc, added_at=since, updated_at=max(doc.updated_at, since), enriched_at=enriched
+    )
+
+
+def job_seen(job: Job, link: AccessLink | None) -> Job:
+    """A document's ingest job as the holder of ``link`` sees it: created when they got
+    the document, its times no earlier than that."""
+    if link is None:
+        return job
+    since = link.added_at
+    return dataclasses.replace(
+        job,
+        created_at=since,
+        updated_at=max(job.updated_at, since),
+        next_attempt_at=max(job.next_attempt_at, since),
+    )
+
+
 def described(doc: Document) -> str:
     """The shared record as it may be described to anything every holder sees (an LLM
     writing the summary): an upload's file name, and a title made from it, belong to
@@ -50,11 +91,11 @@ def described(doc: Document) -> str:
 
 
 def seen_by(store: Store, docs: Sequence[Document], user_id: str | None) -> list[Document]:
-    """Shared records with each one's per-user name (``as_named``)."""
+    """Shared records with each one's per-user name and times (``as_seen``)."""
     if user_id is None or not docs:
         return list(docs)
-    names = store.access_titles(user_id, [d.id for d in docs])
-    return [as_named(d, names.get(d.id)) for d in docs]
+    links = store.access_links(user_id, [d.id for d in docs])
+    return [as_seen(d, links.get(d.id)) for d in docs]
 
 
 def visible(store: Store, document_id: str, user_id: str | None) -> Document:

@@ -4,8 +4,11 @@ Both streams read the store, the one source of truth, so events written by a
 worker in another process reach the client as well as those of this one's pool.
 They read when woken (``api/wakeups.py``: a commit of this process, or of any
 process through Redis) or after the poll interval, whichever comes first.
-Each event's SSE ``id`` is its sequence number in the store; a client that
-reconnects with ``Last-Event-ID`` gets exactly the events after it.
+A client that reconnects with ``Last-Event-ID`` gets exactly the events after it.
+The ids are the caller's own, not the store's shared sequence (whose gaps would
+show everyone else's activity): a document's stream counts its events 1, 2, 3 …
+as the caller sees them; the lifecycle stream's ids are opaque numbers
+(``Uploads.events``, ``accounts/event_ids.py``).
 """
 
 from __future__ import annotations
@@ -28,28 +31,37 @@ from docshelf.model import Event, Stage
 router = APIRouter()
 
 BATCH = 100
-MAX_EVENT_ID = 10**18 - 1  # within the store's 64-bit sequence numbers; 18 digits
+MAX_EVENT_ID = 10**18 - 1  # a document's stream: its n-th event (an OFFSET in 64 bits)
+MAX_LIFECYCLE_ID = 2**128 - 1  # the lifecycle stream: one AES block (event_ids.MAX_TOKEN)
 TERMINAL = frozenset({Stage.COMPLETE.value, Stage.FAILED.value})
 
 LastEventId = Annotated[
     str,
     Header(
         alias="Last-Event-ID",
-        description="Resume after this event id (its `id:` field)",
+        description="Resume after this event id (its `id:` field: the n-th event)",
         pattern=r"^[0-9]{0,18}$",
+    ),
+]
+LastLifecycleId = Annotated[
+    str,
+    Header(
+        alias="Last-Event-ID",
+        description="Resume after this event id (its `id:` field: an opaque number)",
+        pattern=r"^[0-9]{0,39}$",
     ),
 ]
 
 
-def _after(last_event_id: str) -> int:
+def _after(last_event_id: str, most: int = MAX_EVENT_ID) -> int:
     if not last_event_id.strip():
         return 0
     try:
         after = int(last_event_id)
     except ValueError:
         raise InvalidInput(f"Last-Event-ID must be an event id, not {last_event_id!r}") from None
-    if not 0 <= after <= MAX_EVENT_ID:
-        raise InvalidInput(f"Last-Event-ID must be between 0 and {MAX_EVENT_ID}, not {after}")
+    if not 0 <= after <= most:
+        raise InvalidInput(f"Last-Event-ID must be between 0 and {most}, not {after}")
     return after
 
 
@@ -139,12 +151,12 @@ async def document_events(
     "/events",
     summary="Lifecycle events of all the caller's documents (SSE; never ends by itself)",
     response_class=EventSourceResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": {"text/event-stream": {}}}, **errors(400)},
 )
 async def lifecycle_events(
-    request: Request, shelf: ShelfDep, user: UserDep, last_event_id: LastEventId = ""
+    request: Request, shelf: ShelfDep, user: UserDep, last_event_id: LastLifecycleId = ""
 ) -> EventSourceResponse:
-    after = _after(last_event_id)
+    after = _after(last_event_id, MAX_LIFECYCLE_ID)
     poll, ping = _timing(request)
 
     def fetch(after: int) -> list[Event]:
@@ -152,12 +164,16 @@ async def lifecycle_events(
 
     wakeups: Wakeups = request.app.state.wakeups
     news = wakeups.listen()
+    first: list[Event] | None = await run_in_threadpool(fetch, after)  # a bad id stays a 400
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
-        nonlocal after
+        nonlocal after, first
         while not news.shutdown.is_set():
-            news.clear()
-            batch = await run_in_threadpool(fetch, after)
+            if first is None:
+                news.clear()
+                batch = await run_in_threadpool(fetch, after)
+            else:  # read before the stream began, news of since then kept
+                batch, first = first, None
             for event in batch:
                 yield _sse(event, event.kind, views.lifecycle_event(event))
                 after = event.seq

@@ -165,7 +165,9 @@ async def upload(request: Request, shelf: ShelfDep, user: UserDep) -> JSONRespon
     try:
         with shelf.service.receiving():  # this process's workers let it pass
             result = await _upload(request, shelf, user)
-        outcome = "created" if result.created else "existing"  # for operators, not callers
+        # not "created" or "existing": /metrics has no auth, and whether this upload's
+        # bytes were new (someone else's) must not show on it
+        outcome = "accepted"
         # 202 whether or not the bytes were known: the answer must not tell who holds
         # what, only whether the caller has had them all along
         body = {**views.upload(result), "already_in_library": _had(result)}

@@ -7,6 +7,7 @@ document deleted.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 import weakref
@@ -14,7 +15,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from docshelf.accounts.access import title_from_name, visible
+from docshelf.accounts.access import job_seen, title_from_name, visible
+from docshelf.accounts.event_ids import EventIds
 from docshelf.blobs import BlobWriter
 from docshelf.errors import Conflict, DocshelfError, NotFound, Unavailable, UnsupportedType
 from docshelf.ingest.held import HOLD_BYTES
@@ -171,6 +173,7 @@ class Uploads:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.store = runtime.store
+        self.ids = EventIds(runtime.store)
 
     def receive_many(
         self, received: Sequence[tuple[str, str, BlobWriter]]
@@ -315,41 +318,63 @@ class Uploads:
             # own copy, as a larger upload's is kept before its record
             self.rt.blobs.keep(upload.data)
         linked = self.store.grant(upload.user_id, doc.id, title=upload.name)
-        if linked:
+        if linked:  # (no metric tells this from a new upload: /metrics is unauthenticated)
             self.rt.writer.changed()  # the user sees one more document
-            self.rt.metrics.upload_dedup("linked")
-            self._link_events(doc, upload.name, upload.user_id)
-        else:
-            self.rt.metrics.upload_dedup("same_user")
+            self.store.add_events(self._link_events(doc, upload.name, upload.user_id))
         status = Stage.QUEUED.value if linked else doc.status
         return UploadResult(doc.id, status, upload.sha256, created=False, linked=linked)
 
-    def _link_events(self, doc: Document, name: str, user_id: str) -> None:
-        """A new link's own events, addressed to its user (they see no earlier ones)."""
-        self.store.add_event(
-            doc.id,
-            "stage",
-            stage=Stage.QUEUED.value,
-            progress_pct=0,
-            message="queued",
-            user_id=user_id,
-        )
-        self.store.add_event(
-            doc.id, "document.queued", stage=Stage.QUEUED.value, message=name, user_id=user_id
-        )
-        if doc.status in (Stage.COMPLETE.value, Stage.FAILED.value):
-            self.store.add_event(
-                doc.id,
-                "stage",
-                stage=doc.status,
-                progress_pct=100,
-                message=doc.status,
-                user_id=user_id,
-            )
-            kind = "document.completed" if doc.status == Stage.COMPLETE.value else "document.failed"
-            self.store.add_event(
-                doc.id, kind, stage=doc.status, progress_pct=100, message=name, user_id=user_id
-            )
+    def _link_events(self, doc: Document, name: str, user_id: str) -> list[NewEvent]:
+        """A new link's own events, addressed to its user (they see no earlier ones): the
+        stream of a fresh upload — its own ``queued``, then the document's recorded run
+        replayed (the stages it went through, as they were recorded), so far as it has
+        gone (the rest reaches them as it happens). A run of the same bytes is a run of
+        theirs; only what another holder did (their ``queued``, a retry they asked for, a
+        failure a retry overcame) is left out. A document that came from a folder has
+        no recorded run (nor one that ends as it did): its stages are told from its
+        record."""
+        queued = Stage.QUEUED.value
+        own = [
+            NewEvent(doc.id, "stage", queued, 0, "queued", user_id),
+            NewEvent(doc.id, "document.queued", queued, None, name, user_id),
+        ]
+        run = self._recorded_run(doc.id)
+        ended = [e.stage for e in run if e.kind == "stage"][-1:]
+        if doc.status in (Stage.COMPLETE.value, Stage.FAILED.value) and ended != [doc.status]:
+            run = self._told_run(doc)  # none recorded, or not the run that made the record
+        return own + [dataclasses.replace(e, user_id=user_id) for e in run]
+
+    def _recorded_run(self, document_id: str) -> list[NewEvent]:
+        shared: list[Event] = []
+        after = 0
+        while batch := self.store.events_after(after, document_id=document_id, limit=1000):
+            shared += [e for e in batch if e.user_id is None]
+            after = batch[-1].seq
+        kept = [
+            e
+            for i, e in enumerate(shared)
+            if e.stage != Stage.QUEUED.value
+            and e.kind not in ("document.queued", "document.removed")
+            and not (e.stage == Stage.FAILED.value and _followed(shared, i))
+        ]
+        return [NewEvent(e.document_id, e.kind, e.stage, e.progress_pct, e.message) for e in kept]
+
+    def _told_run(self, doc: Document) -> list[NewEvent]:
+        """The stages of a document indexed from a folder (it has no recorded run): the
+        pipeline's, from its record."""
+        if doc.status == Stage.FAILED.value:
+            failure = NewEvent(doc.id, "stage", doc.status, 100, "failed")
+            return [failure, NewEvent(doc.id, "document.failed", doc.status, None, "failed")]
+        snippets = doc.chunk_counts.get("snippet", 0)
+        steps = [
+            (Stage.PARSING, 10, "parsing"),
+            (Stage.CHUNKING, 30, "parsed"),
+            (Stage.EMBEDDING, 40, f"{snippets} snippets to embed"),
+            (Stage.INDEXING, 95, "indexing"),
+            (Stage.COMPLETE, 100, "complete"),
+        ]
+        run = [NewEvent(doc.id, "stage", s.value, pct, m) for s, pct, m in steps]
+        return [*run, NewEvent(doc.id, "document.completed", "complete", 100, "complete")]
 
     def upload(self, user_id: str, name: str, data: bytes) -> UploadResult:
         clean = upload_name(name)
@@ -365,7 +390,9 @@ class Uploads:
         job = self.store.get_job(document_id)
         if job is None:
             raise NotFound(f"Document {document_id!r} has no ingest job (it came from a source)")
-        return job
+        if user_id is None:
+            return job
+        return job_seen(job, self.store.access_links(user_id, [document_id]).get(document_id))
 
     def retry(self, document_id: str, user_id: str | None = None) -> Job:
         job = self.job(document_id, user_id)
@@ -418,12 +445,26 @@ class Uploads:
         user_id: str | None = None,
         limit: int = 100,
     ) -> list[Event]:
+        """Events after the one numbered ``after``, numbered as their caller sees them:
+        the store's sequence for the local caller; for a user, one document's stream
+        counted 1, 2, 3 … from their access on, and the lifecycle stream by opaque ids
+        (``accounts/event_ids.py``) — no number a user sees moves with another's work."""
         if document_id is not None:
             visible(self.store, document_id, user_id)
-        return self.store.events_after(
-            after,
-            document_id=document_id,
-            kinds="document.%" if lifecycle else "stage",
-            user_id=user_id,  # their own, and shared ones from when their access began
-            limit=limit,
+        kinds = "document.%" if lifecycle else "stage"
+        if user_id is None:
+            return self.store.events_after(after, document_id=document_id, kinds=kinds, limit=limit)
+        if document_id is not None:
+            found = self.store.events_after(
+                0, document_id=document_id, kinds=kinds, user_id=user_id, limit=limit, offset=after
+            )
+            return [dataclasses.replace(e, seq=after + n) for n, e in enumerate(found, 1)]
+        found = self.store.events_after(
+            self.ids.seq(after, user_id), kinds=kinds, user_id=user_id, limit=limit
         )
+        return [dataclasses.replace(e, seq=self.ids.token(e.seq, user_id)) for e in found]
+
+
+def _followed(events: Sequence[Event], i: int) -> bool:
+    """Whether a stage event comes after ``events[i]`` (a failure a retry overcame)."""
+    return any(e.kind == "stage" for e in events[i + 1 :])

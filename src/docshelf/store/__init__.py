@@ -9,6 +9,7 @@ from docshelf.errors import InvalidInput, Unavailable
 from docshelf.store.base import (
     FACETS,
     LIST_ORDERS,
+    AccessLink,
     FileRecord,
     Listing,
     NewEvent,
@@ -51,6 +52,7 @@ def open_store(url: str) -> SearchStore:
 __all__ = [
     "FACETS",
     "LIST_ORDERS",
+    "AccessLink",
     "FileRecord",
     "Listing",
     "NewEvent",

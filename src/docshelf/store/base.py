@@ -47,6 +47,15 @@ class NewUpload:
 
 
 @dataclass(frozen=True)
+class AccessLink:
+    """A user's own side of a document they hold (the ``access`` row): the name they
+    gave it (None: the shared one) and when they got it."""
+
+    title: str | None
+    added_at: float
+
+
+@dataclass(frozen=True)
 class NewEvent:
     """An event to record (``Store.add_events``); see ``Store.add_event``."""
 
@@ -194,6 +203,10 @@ class Store(Protocol):
     # -- settings that bind the store ------------------------------------
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...
+    def meta_once(self, key: str, value: str) -> str:
+        """Set ``key`` to ``value`` unless it is set already; the value it holds."""
+        ...
+
     def generation(self) -> int:
         """Bumped by every committed change to chunks or vectors."""
         ...
@@ -391,6 +404,10 @@ class Store(Protocol):
         """The user's own names for these documents (those that have one)."""
         ...
 
+    def access_links(self, user_id: str, document_ids: Sequence[str]) -> dict[str, AccessLink]:
+        """The user's access to these documents (those they hold), by document id."""
+        ...
+
     def revoke_access(self, user_id: str, document_id: str) -> bool: ...
     def has_access(self, user_id: str, document_id: str) -> bool: ...
     def access_count(self, document_id: str) -> int: ...
@@ -444,7 +461,14 @@ class Store(Protocol):
         kinds: str | None = None,
         user_id: str | None = None,
         limit: int = 100,
-    ) -> list[Event]: ...
+        offset: int = 0,
+    ) -> list[Event]:
+        """Events with ``seq > after``, oldest first, the first ``offset`` of them skipped.
+        ``kinds`` is a LIKE pattern. With ``user_id``: one document's events are those
+        addressed to the user and the shared ones, both from when their access began (the
+        stream of their own upload); without ``document_id``, the events addressed to
+        them and the shared ones of documents they hold, from when their access began."""
+        ...
 
     # -- upkeep ----------------------------------------------------------------
     def stats(self) -> StoreStats: ...

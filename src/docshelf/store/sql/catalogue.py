@@ -49,6 +49,11 @@ class CatalogueSQL(SQLBase):
             )
             self._meta_set(key, value)
 
+    def meta_once(self, key: str, value: str) -> str:
+        with self.transaction():  # the first writer's value wins, on every replica
+            self._x(self.dialect.insert_ignoring("meta(key, value)", "key"), (key, value))
+            return str(self._q("SELECT value FROM meta WHERE key = ?", (key,))[0][0])
+
     def _meta_set(self, key: str, value: str) -> None:
         """What else a setting binds, in its transaction (PostgreSQL: the vector index)."""
 

@@ -23,6 +23,22 @@ Rows = list[Any]
 DATE_SQL = (
     "COALESCE((SELECT MAX(f.mtime_ns) FROM files f WHERE f.document_id = d.id) / 1e9, d.added_at)"
 )
+
+
+def date_sql(user_id: str | None) -> tuple[str, list[Any]]:
+    """The document's date (``DATE_SQL``) as ``user_id`` knows it, with its parameters:
+    their own files' last change, else when they got the document (their upload), so
+    that when another holder's file changed or their upload came is never filtered on."""
+    if not user_id:
+        return DATE_SQL, []
+    return (
+        "COALESCE((SELECT MAX(f.mtime_ns) FROM files f JOIN sources s ON s.id = f.source_id "
+        "WHERE f.document_id = d.id AND s.user_id = ?) / 1e9, (SELECT a.added_at FROM access a "
+        "WHERE a.document_id = d.id AND a.user_id = ?), d.added_at)",
+        [user_id, user_id],
+    )
+
+
 Query = Callable[[str, Sequence[Any]], Rows]
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -178,12 +194,13 @@ class SQLBase(ABC):
             condition, values = d.overlaps("d.concept_ids", group)
             parts.append(condition)
             params.extend(values)
+        date, date_params = date_sql(f.user_id)
         if f.dated_from is not None:
-            parts.append(f"{DATE_SQL} >= ?")
-            params.append(f.dated_from)
+            parts.append(f"{date} >= ?")
+            params += [*date_params, f.dated_from]
         if f.dated_before is not None:
-            parts.append(f"{DATE_SQL} < ?")
-            params.append(f.dated_before)
+            parts.append(f"{date} < ?")
+            params += [*date_params, f.dated_before]
         if f.document_ids:
             condition, values = d.among("d.id", f.document_ids)
             parts.append(condition)

@@ -23,7 +23,7 @@ from docshelf.store.rows import (
     job_row,
     like_prefix,
 )
-from docshelf.store.sql.core import DATE_SQL, Rows, SQLBase
+from docshelf.store.sql.core import Rows, SQLBase, date_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,13 +38,13 @@ _DOC_SELECT = (
 
 
 # The ORDER BY of each ``Listing.order`` (then by path, for a stable order); {title} and
-# {path} are the names the caller sees (``_Names``).
+# {path} are the names the caller sees, {added} when they got it (``_Names``).
 _ORDER_SQL = {
     "path": "",
     "title": "lower({title}) /*C*/, ",
     "type": "d.file_type /*C*/, ",
     "status": "d.status /*C*/, ",
-    "added": "d.added_at DESC, ",
+    "added": "{added} DESC, ",
     "size": "d.size_bytes DESC, ",
 }
 
@@ -54,12 +54,14 @@ class _Names:
     """A listing's view of documents' names: for a user, their own (``accounts.access``:
     the name on their access link when they gave one, and a title made from it when the
     shared title was made from the shared file name), so that what another holder named
-    the same bytes is neither matched nor sorted by."""
+    the same bytes is neither matched nor sorted by; and when they got it (their link's
+    ``added_at``), so that when another holder did is not sorted by either."""
 
     join: str = ""
     params: tuple[Any, ...] = ()
     title: str = "d.title"
     path: str = "d.rel_path"
+    added: str = "d.added_at"
 
     @classmethod
     def of(cls, user_id: str | None) -> _Names:
@@ -75,6 +77,7 @@ class _Names:
             (user_id,),
             f"(CASE WHEN {own} OR NOT {made} THEN d.title ELSE ua.title END)",
             "COALESCE(ua.title, d.rel_path)",
+            "COALESCE(ua.added_at, d.added_at)",
         )
 
 
@@ -122,7 +125,7 @@ class DocumentsSQL(SQLBase):
         listing = listing or Listing()
         names = _Names.of(user_id)
         where, params = self._listing(listing, source_id, user_id, document_ids, names)
-        order = _ORDER_SQL[listing.order].format(title=names.title)
+        order = _ORDER_SQL[listing.order].format(title=names.title, added=names.added)
         rows = self._q(
             f"SELECT {_DOC_SELECT} FROM documents d{names.join} WHERE 1 = 1 {where} "
             f"ORDER BY {order}{names.path} /*C*/, d.id /*C*/ LIMIT ? OFFSET ?",
@@ -283,6 +286,7 @@ class DocumentsSQL(SQLBase):
         if unknown:
             raise ValueError(f"Unknown facets {sorted(unknown)}; facets are {FACETS}")
         where, params = self._filters(filters)
+        date, date_params = date_sql(filters.user_id)
         columns = {"type": "d.file_type", "doctype": "d.document_type", "source": "d.source_id"}
         lists = {"tag": "d.tags", "concept": "d.concept_ids"}
         out: dict[str, dict[str, int]] = {}
@@ -304,8 +308,8 @@ class DocumentsSQL(SQLBase):
                     )
                 else:  # date: by year, counted here (no portable SQL for a calendar year)
                     years: dict[str, int] = {}
-                    dates = f"SELECT {DATE_SQL} FROM documents d WHERE 1 = 1 {where}"
-                    for (when,) in q(dates, params):
+                    dates = f"SELECT {date} FROM documents d WHERE 1 = 1 {where}"
+                    for (when,) in q(dates, [*date_params, *params]):
                         try:
                             year = str(time.gmtime(float(when)).tm_year)
                         except (OverflowError, OSError, ValueError):  # no calendar date

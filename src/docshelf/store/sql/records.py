@@ -9,7 +9,7 @@ from typing import Any
 
 from docshelf.model import Distillate, Enrichment, Event, Job, User
 from docshelf.parse.links import WikiLink
-from docshelf.store.base import NewEvent
+from docshelf.store.base import AccessLink, NewEvent
 from docshelf.store.rows import (
     DISTILLATE_COLUMNS,
     JOB_COLUMNS,
@@ -237,6 +237,15 @@ class RecordsSQL(SQLBase):
         )
         return {r[0]: r[1] for r in rows}
 
+    def access_links(self, user_id: str, document_ids: Sequence[str]) -> dict[str, AccessLink]:
+        rows = self._each_among(
+            "document_id",
+            list(dict.fromkeys(document_ids)),
+            "SELECT document_id, title, added_at FROM access WHERE user_id = ? AND {}",
+            [user_id],
+        )
+        return {r[0]: AccessLink(r[1], float(r[2])) for r in rows}
+
     def revoke_access(self, user_id: str, document_id: str) -> bool:
         with self.transaction():
             removed = self._x(
@@ -371,9 +380,8 @@ class RecordsSQL(SQLBase):
         kinds: str | None = None,
         user_id: str | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[Event]:
-        """Events with ``seq > after``, oldest first. ``kinds`` is a LIKE pattern; with
-        ``user_id``, only events of documents the user can see or addressed to them."""
         where = ["seq > ?"]
         params: list[Any] = [after]
         if document_id is not None:
@@ -382,17 +390,22 @@ class RecordsSQL(SQLBase):
         if kinds is not None:
             where.append(f"kind {self.dialect.like} ?")
             params.append(kinds)
-        if user_id is not None:
-            where.append(  # a shared event only from when the user's access began
-                "(user_id = ? OR (user_id IS NULL AND EXISTS (SELECT 1 FROM access a "
-                "WHERE a.document_id = events.document_id AND a.user_id = ? "
-                "AND a.added_at <= events.created_at)))"
-            )
+        since = (  # the user's access to the event's document began before the event
+            "EXISTS (SELECT 1 FROM access a WHERE a.document_id = events.document_id "
+            "AND a.user_id = ? AND a.added_at <= events.created_at)"
+        )
+        if user_id is not None and document_id is not None:
+            # one document's stream as the user sees it: theirs since their access began
+            # (not what an earlier access of theirs to the same bytes was told)
+            where.append(f"(user_id IS NULL OR user_id = ?) AND {since}")
+            params += [user_id, user_id]
+        elif user_id is not None:  # addressed to them (a removal outlives the access)
+            where.append(f"(user_id = ? OR (user_id IS NULL AND {since}))")
             params += [user_id, user_id]
         rows = self._q(
             "SELECT seq, document_id, kind, stage, progress_pct, message, created_at, user_id "
-            f"FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
-            [*params, limit],
+            f"FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ? OFFSET ?",
+            [*params, limit, offset],
         )
         return [Event(*r) for r in rows]
 
