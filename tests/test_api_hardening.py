@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -117,6 +118,46 @@ def test_another_holder_s_name_is_neither_matched_nor_sorted_by(
         assert titles(bob, sort=sort) == ["b-list", "m-notes", "z-list"], sort
     assert titles(alice, q="secret-plan") == [SECRET]
     assert [d["id"] for d in alice.get("/v1/documents").json()["documents"]] == [shared]
+
+
+def test_bytes_in_another_user_s_folder_show_none_of_its_paths(
+    shelf: Shelf, client: TestClient, tmp_path: Path
+) -> None:
+    alice, bob, carol = (_user(shelf, client, n) for n in ("alice", "bob", "carol"))
+    hers, his = tmp_path / SECRET, tmp_path / "carols-notes"
+    hers.mkdir()
+    his.mkdir()
+    (hers / "plan.md").write_bytes(b"# Raft\n\n" + NOTE)
+    (his / "copy.md").write_bytes(b"# Raft\n\n" + NOTE)
+    shelf.add(hers, user_id=alice.user.id)
+    shelf.add(his, user_id=carol.user.id)  # the same bytes in carol's own folder
+    [doc] = shelf.documents()
+    bob.upload("mine.md", b"# Raft\n\n" + NOTE)
+    drain(shelf)
+
+    seen = [
+        bob.get(f"/v1/documents/{doc.id}"),
+        bob.get("/v1/documents"),
+        bob.request("POST", "/v1/search", json={"query": "raft consensus", "mode": "lexical"}),
+        bob.get(f"/v1/documents/{doc.id}/events"),
+    ]
+    for r in seen:
+        assert r.status_code == 200, r.text
+        assert SECRET not in r.text and "carols-notes" not in r.text, r.request.url
+    record = seen[0].json()
+    assert record["files"] == [] and record["source_id"] is None
+    assert record["path"].startswith("upload://")
+    hit = seen[2].json()["hits"][0]
+    assert hit["citation"]["path"].startswith("upload://")
+
+    # carol is cited at her own copy, and told of no file but hers
+    record = carol.get(f"/v1/documents/{doc.id}").json()
+    assert record["path"] == str(his / "copy.md") and record["files"] == [str(his / "copy.md")]
+    search = carol.request("POST", "/v1/search", json={"query": "raft", "mode": "lexical"})
+    assert search.json()["hits"][0]["citation"]["path"] == str(his / "copy.md")
+    assert SECRET not in search.text
+    # and alice at hers
+    assert alice.get(f"/v1/documents/{doc.id}").json()["files"] == [str(hers / "plan.md")]
 
 
 def test_a_title_from_the_content_is_shared(shelf: Shelf, client: TestClient) -> None:

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from docshelf.accounts.access import visible
+from docshelf.accounts.access import files_seen, visible
 from docshelf.model import Chunk, Distillate, Document, Failure, Tier
 from docshelf.parse.links import WikiLink
 from docshelf.store import FACETS, Listing, SearchFilters, Store
@@ -62,7 +62,8 @@ def document_view(store: Store, document_id: str, user_id: str | None) -> Docume
     """The document as ``user_id`` sees it (their name for it; only the links and
     backlinks to documents they may see)."""
     doc = visible(store, document_id, user_id)
-    files = [r.path for r in store.files_of_document(document_id)]
+    link = store.access_links(user_id, [document_id]).get(document_id) if user_id else None
+    files = [r.path for r in files_seen(store, document_id, user_id, link)]
     links = [
         (link, [d for d in targets if _may_see(store, d, user_id)])
         for link, targets in store.links_of(doc.id)

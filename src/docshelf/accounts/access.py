@@ -23,13 +23,15 @@ from docshelf.model import Document
 
 if TYPE_CHECKING:
     from docshelf.model import Job
-    from docshelf.store import AccessLink, Store
+    from docshelf.store import AccessLink, FileRecord, Store
 
 __all__ = [
     "as_named",
     "as_seen",
     "described",
+    "files_seen",
     "job_seen",
+    "owns_source",
     "seen_by",
     "title_from_name",
     "visible",
@@ -95,7 +97,52 @@ def seen_by(store: Store, docs: Sequence[Document], user_id: str | None) -> list
     if user_id is None or not docs:
         return list(docs)
     links = store.access_links(user_id, [d.id for d in docs])
-    return [as_seen(d, links.get(d.id)) for d in docs]
+    return [_placed(store, as_seen(d, links.get(d.id)), links.get(d.id), user_id) for d in docs]
+
+
+def _placed(store: Store, doc: Document, link: AccessLink | None, user_id: str) -> Document:
+    """``doc`` where its holder keeps it: at a file of a folder they added (not at another
+    user's path), else, for a user who named it (an upload), as their upload."""
+    if doc.source_id is None or owns_source(store, doc.source_id, user_id):
+        return doc
+    for file in files_seen(store, doc.id, user_id, link):
+        source = store.get_source(file.source_id)
+        rel = PurePosixPath(file.path)
+        if source is not None and rel.is_relative_to(source.path) and str(rel) != source.path:
+            rel = rel.relative_to(source.path)
+        return dataclasses.replace(
+            doc, path=file.path, rel_path=rel.as_posix(), source_id=file.source_id
+        )
+    if link is not None and link.title is not None:
+        return dataclasses.replace(doc, path=f"upload://{doc.sha256}", source_id=None)
+    return doc
+
+
+def owns_source(store: Store, source_id: str, user_id: str) -> bool:
+    """Whether ``user_id`` added the source."""
+    source = store.get_source(source_id)
+    return source is not None and source.user_id == user_id
+
+
+def files_seen(
+    store: Store, document_id: str, user_id: str | None, link: AccessLink | None
+) -> list[FileRecord]:
+    """The files holding a document that ``user_id`` may be told of: those of folders they
+    added (and of a folder no one owns, to a holder with no name of their own for it)."""
+    files = store.files_of_document(document_id)
+    if user_id is None:
+        return files
+    unnamed = link is None or link.title is None
+    return [
+        f
+        for f in files
+        if owns_source(store, f.source_id, user_id) or (unnamed and _ownerless(store, f.source_id))
+    ]
+
+
+def _ownerless(store: Store, source_id: str) -> bool:
+    source = store.get_source(source_id)
+    return source is not None and source.user_id is None
 
 
 def visible(store: Store, document_id: str, user_id: str | None) -> Document:
