@@ -42,9 +42,11 @@ JSON = dict[str, Any]
 # fail (SQLite: OverflowError), and no library has a billion documents to page through.
 MAX_OFFSET = 1_000_000_000
 NOT_BLANK = r"\S"  # at least one character that is not white space
-# The known values, in the description (checked by Filters, which names them on a miss).
-_FILE_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": list(file_type_names())}}
-_DOC_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": list(document_types())}}
+# The known values, in the description (checked by Filters, which names them on a miss);
+# an empty value is a filter not given (a form's empty field), so the schema allows it.
+_FILE_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": ["", *file_type_names()]}}
+_DOC_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": ["", *document_types()]}}
+_DATES: dict[str, Any] = {"json_schema_extra": {"pattern": f"^$|{DATE_PATTERN}"}}
 ListOrder = Literal["path", "title", "type", "status", "added", "size"]  # store.LIST_ORDERS
 
 
@@ -59,7 +61,7 @@ def query_filters(
     ] = None,
     date: Annotated[
         str | None,
-        Query(description=meaning("date"), json_schema_extra={"pattern": DATE_PATTERN}),
+        Query(description=meaning("date"), **_DATES),
     ] = None,
 ) -> Filters:
     """The filter vocabulary as query parameters (``?type=pdf&tag=a&tag=b``); the file
