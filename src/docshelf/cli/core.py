@@ -271,6 +271,10 @@ def report_render(title: str) -> Render:
         print_failures(out, o.result["failures"][:50])
         if len(o.result["failures"]) > 50:
             out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))
+        for done in o.result.get("repaired", []):
+            out.print(Text(f"Repaired: {done}", style="green"))
+        for problem in o.result.get("problems", []):
+            out.print(Text(f"  ✗ {problem} (`docshelf status --check` tells more)", style="red"))
 
     return render
 
