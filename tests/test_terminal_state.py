@@ -31,11 +31,12 @@ def test_a_console_is_made_for_the_stream_it_prints_to(monkeypatch: pytest.Monke
     monkeypatch.setenv("COLUMNS", "80")
     plain = core.console()
     assert plain.color_system is None  # pytest's captured stdout is no terminal
-    monkeypatch.setattr(sys, "stdout", _Terminal())
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
     styled = core.console()
     assert styled is not plain and styled.color_system is not None
     command.console.print("bold", style="bold")
-    assert "\x1b[1m" in sys.stdout.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b[1m" in screen.getvalue()
     monkeypatch.undo()
     assert core.console().color_system is None  # back on a stream that is no terminal
 
