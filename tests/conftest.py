@@ -3,13 +3,48 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from docshelf.cli.core import TERMINAL_SETTINGS
 from docshelf.shelf import Shelf
 from docshelf.store import SearchStore, open_store
 from tests import pg
 from tests.fakes import HashEmbedder
+
+# The caller's terminal is none of the suite's business: a width, a colour setting or a
+# TERM from the shell that runs it would reach whatever renders (rich reads them once,
+# when a console is made). Tests that want a terminal say which (COLUMNS=200, ...).
+for _name in TERMINAL_SETTINGS:
+    os.environ.pop(_name, None)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The shuffled order's seed, however quiet the run (pytest-randomly's own header line
+    is not shown under -q): a failure that depends on the order is replayed with it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):
+        terminalreporter.write_line(
+            f"Tests ran in a shuffled order; replay it with -p randomly --randomly-seed={seed}"
+        )
+
+
+@pytest.fixture(autouse=True)
+def isolated_process_state() -> Iterator[None]:
+    """No test leaves the process different for the next: the environment (whatever
+    changed it: ``quick.main`` sets OPENBLAS_NUM_THREADS, a typer runner COLUMNS), the
+    working folder, and the consoles made for a test's terminal, all put back."""
+    from docshelf.cli import core
+
+    environ, cwd = dict(os.environ), os.getcwd()
+    yield
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+    core._CONSOLES.clear()
 
 
 @pytest.fixture(autouse=True)

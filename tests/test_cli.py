@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from docshelf.cli import app, options
+from tests.screen import plain
 
 runner = CliRunner()
 
@@ -674,19 +675,20 @@ def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
     lexical library makes none."""
     import threading
 
-    from docshelf.cli.command import err_console  # the console cli/library.py prints to
+    from rich.console import Console  # cli/library.py's err_console is one
+
     from docshelf.cli.typer_app import app as typer_app
     from docshelf.runtime import Runtime
 
     asked: list[str] = []
-    real_status = err_console.status
+    real_status = Console.status
     shown = threading.Event()
     prepared: list[bool] = []
 
-    def status(text: str, *args: object, **kwargs: object) -> object:
+    def status(self: Console, text: str, *args: object, **kwargs: object) -> object:
         asked.append(text)
         shown.set()
-        return real_status(text)
+        return real_status(self, text)
 
     def prepare(self: Runtime) -> bool:
         prepared.append(shown.wait(10))  # still at work until the command says so
@@ -697,7 +699,7 @@ def test_add_at_a_terminal_prepares_search_only_for_a_library_with_a_model(
             m.setenv("DOCSHELF_EMBEDDER", "none")
             m.setattr(sys, "stdout", _Terminal())
             m.setattr(sys, "stderr", _Terminal())
-            m.setattr(err_console, "status", status)
+            m.setattr(Console, "status", status)
             m.setattr(Runtime, "prepare_query_model", prepare)
             if embedder == "hash":
                 from tests.fakes import HashEmbedder
@@ -734,7 +736,7 @@ def test_a_hit_is_shown_on_a_terminal_as_text_without_its_markup(
         m.setattr(sys, "stdout", out)
         m.setattr(sys, "stderr", _Terminal())
         assert quick.main(["--home", str(tmp_path / "home"), "search", "heartbeat"])
-    shown = " ".join(out.getvalue().split())
+    shown = " ".join(plain(out.getvalue()).split())
     assert "A follower that hears no heartbeat becomes a candidate and asks for votes." in shown
     assert "**" not in shown and "](" not in shown and "[[" not in shown and "## " not in shown
     # the place under the title: its headings once, the title (which heads the file) once

@@ -24,6 +24,7 @@ import typer.testing
 from docshelf.cli import app
 from docshelf.shelf import Shelf
 from tests.fixtures_formats import paged_pdf
+from tests.screen import plain
 
 WIDE = "200"
 
@@ -48,7 +49,7 @@ def human(*args: str, columns: str = WIDE, code: int = 0) -> str:
         app, list(args), env={"COLUMNS": columns, "NO_COLOR": "1"}
     )
     assert result.exit_code == code, result.output
-    return result.output
+    return plain(result.output)
 
 
 def envelope(*args: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import typer.testing
 
 from docshelf.cli import app
 from docshelf.shelf import Shelf
+from tests.screen import plain
 from tests.test_worker import drain
 
 
@@ -29,9 +30,11 @@ def terminal(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Path:
 
 
 def _human(*args: str) -> str:
-    result = typer.testing.CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    result = typer.testing.CliRunner().invoke(
+        app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"}
+    )
     assert result.exit_code == 0, result.output
-    return result.output
+    return plain(result.output)
 
 
 def test_show_prints_values_not_python_reprs_and_each_link_once(
@@ -85,8 +88,10 @@ def test_a_long_failure_wraps_under_its_text_not_under_the_cross(
     (root / ("a-rather-long-name-for-a-scan-" * 2 + ".pdf")).write_bytes(b"not a pdf " * 4)
     with Shelf(terminal, embedder=None) as shelf:
         shelf.add(root)
-    result = typer.testing.CliRunner().invoke(app, ["status"], env={"COLUMNS": "60"})
-    lines = result.output.splitlines()
+    result = typer.testing.CliRunner().invoke(
+        app, ["status"], env={"COLUMNS": "60", "NO_COLOR": "1"}
+    )
+    lines = plain(result.output).splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("✗"))
     cross = lines[at].index("✗")
     text = lines[at].index("/", cross)  # where the failure's text starts

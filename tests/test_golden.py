@@ -28,6 +28,7 @@ import typer.testing
 from docshelf.cli import app
 from docshelf.runtime import model as runtime_model  # where the embedder is made
 from tests.fakes import HashEmbedder
+from tests.screen import plain
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("DOCSHELF_UPDATE_GOLDEN") == "1"
@@ -99,7 +100,7 @@ def _run(args: list[str]) -> str:
     """One command; without --json its stdout counts as a terminal (stderr does not, so
     progress bars with their timings stay out of the output)."""
     result = typer.testing.CliRunner().invoke(app, args, env={"COLUMNS": "240", "NO_COLOR": "1"})
-    return f"$ docshelf {' '.join(args)}\n[exit {result.exit_code}]\n{result.output}"
+    return f"$ docshelf {' '.join(args)}\n[exit {result.exit_code}]\n{plain(result.output)}"
 
 
 def test_cli_output_is_unchanged_on_a_fixed_library(library: Path) -> None:

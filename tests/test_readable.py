@@ -190,7 +190,6 @@ def test_a_nonsense_query_is_weak_and_says_so_on_a_terminal(
     out = _TerminalIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.setattr("docshelf.cli.core._CONSOLES", {})
     quick.render_hits(Outcome(printable_tree(nonsense), []))
     shown = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     assert shown.startswith("No close match: no hit holds half of the query's words")

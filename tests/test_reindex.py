@@ -125,6 +125,8 @@ def test_uploads_are_rechunked_from_their_blob_and_lost_files_re_embedded(
     result = shelf.reindex()
     assert result["documents"] == 4
     assert result["rechunked"] == 3 and result["reembedded"] == 1
+    assert [p.kind for p in shelf.check()] == ["gone_files"]  # until a sync forgets it
+    shelf.sync()
     assert shelf.check() == []
 
 

@@ -1002,6 +1002,42 @@ def test_check_finds_missing_vectors(store: SearchStore) -> None:
     assert store.check() == []
 
 
+def test_check_kinds_and_what_the_store_repairs_by_itself(store: SearchStore) -> None:
+    # `docshelf status --check --repair` (ingest/check.py) on the store's own problems.
+    doc = put(store, 1, "x")
+    assert store.problems() == [] and store.snippetless_documents() == []
+    empty, chunks = make_doc(2, "y")
+    with store.transaction():  # complete, with a section and no snippet: never found
+        store.put_document(empty, [c for c in chunks if c.tier is Tier.SECTION], None)
+    assert store.snippetless_documents() == [empty.id] and doc.id != empty.id
+    assert store.problems(full=False) == [
+        ("no_snippets", "1 complete documents have no snippets: search cannot find them")
+    ]
+    assert store.repair("no_snippets") is None  # nothing the store can do about it
+    assert store.repair("orphan_chunks") == "dropped 0 chunks of no document"
+
+
+def test_sqlite_repair_rebuilds_an_fts5_index_out_of_step(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    put(store, 1, "quorum votes")
+    with sqlite3.connect(tmp_path / "store.db") as db:  # an entry the chunks do not hold
+        db.execute("INSERT INTO chunks_fts(rowid, title, headings, text) VALUES (999, '', '', 'x')")
+    assert [k for k, _ in store.problems()] == ["lexical_index"]
+    assert store.repair("lexical_index") == "rebuilt the FTS5 index from the chunks"
+    assert store.problems() == []
+    store.close()
+
+
+def test_postgres_repair_creates_a_missing_hnsw_index(pg_store: Any) -> None:
+    put(pg_store, 1, "x")
+    pg_store.set_meta("embedding_dim", "4")
+    with pg_store.transaction():
+        pg_store._x("DROP INDEX vectors_hnsw_4")
+    assert [k for k, _ in pg_store.problems()] == ["vector_index"]
+    assert pg_store.repair("vector_index") == "created the HNSW index for 4-dimensional vectors"
+    assert pg_store.problems() == []
+
+
 def test_driver_errors_come_out_translated(store: SearchStore) -> None:
     store.put_user(user("u1", "ann"), None)
     with pytest.raises(DocshelfError) as info:

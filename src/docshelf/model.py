@@ -294,6 +294,9 @@ class SyncReport:
     moved: int = 0
     removed: int = 0
     failures: list[Failure] = field(default_factory=list)
+    # the library's check after a sync (``ingest/check.py``): what it mended, what remains
+    repaired: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -306,6 +309,8 @@ class SyncReport:
         self.moved += other.moved
         self.removed += other.removed
         self.failures.extend(other.failures)
+        self.repaired.extend(other.repaired)
+        self.problems.extend(other.problems)
 
 
 class Stage(StrEnum):

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from docshelf.chunk import ChunkSettings
     from docshelf.embed import Embedder
     from docshelf.errors import DocshelfError
+    from docshelf.ingest.check import Problem
     from docshelf.ingest.held import HeldBlobs
     from docshelf.ingest.prepare import EmbedCounts
     from docshelf.ingest.service import Service
@@ -221,8 +222,7 @@ class Shelf(Parts):
         offset: int = 0,
         listing: Listing | None = None,
     ) -> list[Document]:
-        """Documents (only ``user_id``'s when given, under their own names; all for the
-        local caller), narrowed and sorted by ``listing``."""
+        """Documents (``user_id``'s under their own names; all when None), by ``listing``."""
         from docshelf.accounts import access
 
         docs = self.store.list_documents(
@@ -241,8 +241,7 @@ class Shelf(Parts):
         return self.store.count_documents(source_id=source_id, user_id=user_id, listing=listing)
 
     def facets(self, filters: SearchFilters | None = None, user_id: str | None = None) -> Facets:
-        """Counts per file type, document type, source, tag, concept and year over the
-        library (``user_id``'s documents only when given) narrowed by ``filters``."""
+        """Counts per file type, type, source, tag, concept and year (of ``user_id``'s)."""
         from docshelf import catalogue
         from docshelf.store import SearchFilters
 
@@ -258,8 +257,7 @@ class Shelf(Parts):
         return catalogue.document_view(self.store, document_id, user_id)
 
     def document_id(self, given: str) -> str:
-        """The id of the one document whose id is ``given`` or starts with it (as a person
-        types one at the library's own terminal: ``catalogue.document_id``)."""
+        """The one document whose id is or starts with ``given`` (``catalogue.document_id``)."""
         from docshelf import catalogue
 
         return catalogue.document_id(self.store, given)
@@ -282,8 +280,11 @@ class Shelf(Parts):
         """Files of the sources that could not be added, with why (``status`` has the first)."""
         return self.store.list_failures(limit=limit)
 
-    def check(self) -> list[str]:
-        return self.store.check()
+    def check(self, *, repair: bool = False) -> list[Problem]:
+        """What is untrue to files, chunks or indexes (ingest/check.py); ``repair`` mends."""
+        from docshelf.ingest.check import check
+
+        return check(self.runtime, repair=repair)
 
     def generation(self) -> int:
         """Bumped by every committed change to chunks or vectors."""
@@ -343,8 +344,7 @@ class Shelf(Parts):
         progress: Progress | None = None,
     ) -> list[EnrichResult]:
         """Enrich documents now (all visible ones when ``document_ids`` is None): summary,
-        type, concepts and distillates, by the LLM when configured, else offline; unchanged
-        documents from the enrichment cache."""
+        type, concepts, distillates; by the LLM when configured, else offline (cached)."""
         from docshelf.knowledge.enricher import enrich_documents
 
         return enrich_documents(self.runtime, document_ids, user_id=user_id, progress=progress)

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 from docshelf import plaintext
 
 if TYPE_CHECKING:  # the types of what is shown; importing them would slow every command
+    from collections.abc import Sequence
+
     from docshelf.catalogue import DocumentView, Status
+    from docshelf.ingest.check import Problem
     from docshelf.ingest.filing import FilingReport
     from docshelf.ingest.uploads import UploadResult
     from docshelf.knowledge.answer import Answer, AnswerCitation
@@ -220,6 +223,9 @@ def report(r: SyncReport) -> JSON:
             "failed": r.failed,
         },
         "failures": [failure(f) for f in r.failures],
+        # the check after a sync (ingest/check.py): only when it had something to say
+        **({"repaired": r.repaired} if r.repaired else {}),
+        **({"problems": r.problems} if r.problems else {}),
     }
 
 
@@ -232,7 +238,11 @@ def failure(f: Failure) -> JSON:
     return out
 
 
-def status(s: Status, problems: list[str] | None = None) -> JSON:
+def status(
+    s: Status, problems: Sequence[Problem] | None = None, repaired: Sequence[Problem] | None = None
+) -> JSON:
+    """The library's state; with ``problems``, what its check found (the texts, and each
+    one's kind, paths or ids and hint); with ``repaired``, what a repair did."""
     out: JSON = {
         "home": s.home,
         "database": s.database,
@@ -254,7 +264,12 @@ def status(s: Status, problems: list[str] | None = None) -> JSON:
         "reindex_due": s.reindex_due,
     }
     if problems is not None:
-        out["problems"] = problems
+        out["problems"] = [p.text for p in problems]
+        out["problem_details"] = [
+            {"kind": p.kind, "problem": p.text, "items": p.items, "hint": p.hint} for p in problems
+        ]
+    if repaired is not None:
+        out["repaired"] = [p.repaired for p in repaired if p.repaired]
     return out
 
 

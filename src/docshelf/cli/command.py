@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -26,6 +26,8 @@ from docshelf.cli.core import Run as CoreRun
 from docshelf.cli.core import console as _console
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from docshelf.shelf import Shelf
 
 __all__ = [
@@ -48,9 +50,22 @@ __all__ = [
     "state",
 ]
 
+
+class _Current:
+    """``core.console()`` at each use: the console of the stream and terminal of the
+    moment (a module that printed to one made at import would keep the terminal the
+    process had then)."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_console(self._stderr), name)
+
+
 # No rich markup: every string shown may come from a file name or a document.
-console = _console()
-err_console = _console(stderr=True)
+console = cast("Console", _Current(stderr=False))
+err_console = cast("Console", _Current(stderr=True))
 
 
 def typer_annotation(p: spec.Param) -> Any:

@@ -42,17 +42,39 @@ class Outcome(NamedTuple):
 
 Render = Callable[[Outcome], None]
 
-_CONSOLES: dict[bool, Console] = {}
+# What rich reads of the terminal once, when it makes a console: the width and height
+# when set, whether and how to colour, whether it is interactive.
+TERMINAL_SETTINGS = (
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "TERM",
+    "COLORTERM",
+)
+# stderr? -> (the stream and settings it was made for, the console)
+_CONSOLES: dict[bool, tuple[tuple[object, ...], Console]] = {}
 
 
 def console(stderr: bool = False) -> Console:
-    """The console people read (stdout; stderr for errors and progress), made once.
-    No rich markup: every string shown may come from a file name or a document."""
-    if stderr not in _CONSOLES:
+    """The console people read (stdout; stderr for errors and progress): one per stream
+    and terminal settings, as rich reads those once. A process makes one; a caller that
+    swaps the stream or the settings (the typer test runner, a test's ``COLUMNS``) gets
+    its own, never one sized or coloured for another terminal. No rich markup: every
+    string shown may come from a file name or a document."""
+    import os
+
+    stream = sys.stderr if stderr else sys.stdout
+    settings = tuple(os.environ.get(name) for name in TERMINAL_SETTINGS)
+    held = _CONSOLES.get(stderr)
+    if held is None or held[0][0] is not stream or held[0][1:] != settings:
         from rich.console import Console
 
-        _CONSOLES[stderr] = Console(stderr=stderr, markup=False)
-    return _CONSOLES[stderr]
+        held = ((stream, *settings), Console(stderr=stderr, markup=False))
+        _CONSOLES[stderr] = held
+    return held[1]
 
 
 def q(arg: str) -> str:
@@ -271,6 +293,10 @@ def report_render(title: str) -> Render:
         print_failures(out, o.result["failures"][:50])
         if len(o.result["failures"]) > 50:
             out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))
+        for done in o.result.get("repaired", []):
+            out.print(Text(f"Repaired: {done}", style="green"))
+        for problem in o.result.get("problems", []):
+            out.print(Text(f"  ✗ {problem} (`docshelf status --check` tells more)", style="red"))
 
     return render
 

@@ -68,7 +68,24 @@ SYNC = (
         show_default=False,
     ),
 )
-STATUS = (Param("check", bool, False, "Also run an integrity check.", ("--check",)),)
+STATUS = (
+    Param(
+        "check",
+        bool,
+        False,
+        "Also check the library: every cited file on disk, every chunk reachable, every "
+        "index entry in the store.",
+        ("--check",),
+    ),
+    Param(
+        "repair",
+        bool,
+        False,
+        "Check, and mend what can be: forget files gone from disk, cite documents at a "
+        "file that holds them, drop dead rows, rebuild the indexes.",
+        ("--repair",),
+    ),
+)
 SEARCH = (
     Param("query", str, REQUIRED, "What to look for, in your own words."),
     Param("limit", int, 10, "Number of hits.", ("--limit", "-n")),

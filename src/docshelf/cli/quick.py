@@ -196,9 +196,9 @@ def sync_command(run: core.Run, source: str | None = None) -> Outcome:
     return Outcome(views.report(report), [Action(run.cmd("status"), "See the library's state")])
 
 
-def status_command(run: core.Run, check: bool = False) -> Outcome:
-    """Counts, failures, embedding coverage (and with --check, integrity)."""
-    result, actions = status_json(run, check)
+def status_command(run: core.Run, check: bool = False, repair: bool = False) -> Outcome:
+    """Counts, failures, embedding coverage (and with --check, integrity; --repair mends)."""
+    result, actions = status_json(run, check, repair)
     return Outcome(result, actions)
 
 
@@ -271,10 +271,19 @@ def render_status(o: Outcome) -> None:
     listed = len(failures) < r["failed"]  # never, unless the store changes under us
     console.print(f"Failures: {r['failed']}" + (f" ({len(failures)} listed)" if listed else ""))
     core.print_failures(console, failures)
+    for done in r.get("repaired", []):
+        console.print(Text(f"Repaired: {done}", style="green"))
     if "problems" in r:
-        console.print(Text(f"Integrity: {'ok' if not r['problems'] else ''}"))
-        for p in r["problems"]:
-            console.print(Text(f"  ✗ {p}", style="red"))
+        found = len(r["problems"])
+        console.print(Text(f"Integrity: {f'{found} problems' if found else 'ok'}"))
+        for p in r["problem_details"]:
+            console.print(Text(f"  ✗ {p['problem']}", style="red"))
+            for item in p["items"][:5]:
+                console.print(Text(f"      {item}"))
+            if len(p["items"]) > 5:
+                console.print(Text(f"      … and more (--json lists {len(p['items'])})"))
+            if p["hint"]:
+                console.print(Text(f"    → {p['hint']}"))
 
 
 # Why a rule ranks a hit above hits of higher score (search/candidate.py's Precedence).
@@ -386,12 +395,17 @@ def exit_now() -> None:
     os._exit(0)
 
 
-def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Action]]:
+def status_json(
+    run: SearchRun, check: bool, repair: bool = False
+) -> tuple[dict[str, Any], list[Action]]:
     """``docshelf status``: counts, failures (all of them), embedding coverage, and with
-    ``check`` the integrity check's problems."""
+    ``check`` the integrity check's problems (``repair``: mended first, then checked
+    again: what remains)."""
     from docshelf import views
 
     shelf = run.store_shelf()
+    found = shelf.check(repair=True) if repair else None
+    problems = shelf.check() if check or repair else None
     st = shelf.status()
     actions = [Action(run.cmd("sync"), "Pick up changes in the registered sources")]
     if st.enrichment.get("pending"):
@@ -400,7 +414,9 @@ def status_json(run: SearchRun, check: bool) -> tuple[dict[str, Any], list[Actio
         actions.append(Action(run.cmd("reindex"), "Re-chunk the library with this chunker"))
     if st.documents == 0:
         actions = [Action(run.cmd("add PATH"), "Index a file or folder")]
-    result = views.status(st, shelf.check() if check else None)
+    if problems and any(p.repairable for p in problems):
+        actions.insert(0, Action(run.cmd("status --repair"), "Mend what the check found"))
+    result = views.status(st, problems, repaired=found)
     # The status holds the first failures; the command lists them all, as it counts them.
     if st.failure_count > len(st.failures):
         every = shelf.failures(limit=st.failure_count)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docshelf.errors import Conflict, InvalidInput, NotFound, OverLimit
+from docshelf.ingest import check
 from docshelf.ingest import settled as settled_failures
 from docshelf.ingest.sources import (
     BAD_NAME,
@@ -142,8 +143,7 @@ class Sync:
         report = SyncReport(source_id=source_id)
         for source in sources:
             report.merge(self.sync_source(source, progress))
-        for stale in self.store.stale_citations():  # a library from before the fix
-            self.writer.repoint(stale)
+        check.mend(self.rt, report)  # stale citations, chunks of no document, ...
         return report
 
     def remove(self, target: str) -> SyncReport:

@@ -480,6 +480,22 @@ class Store(Protocol):
         """Integrity problems, or an empty list when the store is sound."""
         ...
 
+    def problems(self, *, full: bool = True) -> list[tuple[str, str]]:
+        """``check``'s problems as (kind, what is wrong): ``database``, ``lexical_index``,
+        ``orphan_chunks``, ``stale_citations``, ``no_snippets``, ``missing_vectors``,
+        ``vector_size``, ``vector_index``, ``invalid_index`` (``full``: with the checks
+        that read every row of a table or index)."""
+        ...
+
+    def snippetless_documents(self) -> list[str]:
+        """The ids of complete documents with no snippet (search can never show them)."""
+        ...
+
+    def repair(self, kind: str) -> str | None:
+        """Mend a problem of ``kind`` the store can mend alone (``orphan_chunks``, its own
+        lexical or vector index): what it did; None when it cannot."""
+        ...
+
 
 @runtime_checkable
 class SearchReads(Protocol):

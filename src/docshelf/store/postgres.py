@@ -41,17 +41,17 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from docshelf.errors import Conflict, DocshelfError, InvalidInput, Unavailable
+from docshelf.errors import DocshelfError, Unavailable
 from docshelf.model import Distillate, Job
 from docshelf.store.base import SearchFilters
 from docshelf.store.notices import CommitNotices
 from docshelf.store.postgres_errors import redact as redact  # (shown URLs: portable, tests)
 from docshelf.store.postgres_errors import translate
 from docshelf.store.postgres_schema import MIGRATIONS
+from docshelf.store.postgres_vectors import VectorIndexSQL
 from docshelf.store.rows import JOB_FIELDS, distillate_from_row, job_from_row
-from docshelf.store.sql import POSTGRES, Query, Rows, SQLStore
+from docshelf.store.sql import POSTGRES, Query, Rows
 
-_HNSW_MAX_DIM = 2000  # pgvector's HNSW limit for the vector type
 _CONNECT_TIMEOUT = 10  # seconds, unless the URL says otherwise
 _WRITER_WAIT_SECONDS = 30  # how long a transaction waits for the writer lock (SQLite: 30 s)
 
@@ -62,7 +62,7 @@ def _lock_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(VectorIndexSQL):
     """``Store`` on a PostgreSQL database (with the pgvector extension)."""
 
     dialect = POSTGRES
@@ -271,46 +271,6 @@ class PostgresStore(SQLStore):
             if not conn.closed:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
-    def _meta_set(self, key: str, value: str) -> None:
-        """Setting ``embedding_dim`` also (re)creates the HNSW index for that dimension."""
-        if key == "embedding_dim":
-            self._bind_vector_index(int(value))
-
-    def _bind_vector_index(self, dim: int) -> None:
-        """Bind the vectors to ``dim``: a CHECK on their size and one partial HNSW index on
-        ``embedding::vector(dim)``; the constraint and index of another size go.
-
-        Partial (``WHERE vector_dims(embedding) = dim``) so that building it never
-        casts rows of another size that are deleted but not yet vacuumed away."""
-        if dim <= 0:
-            raise InvalidInput(f"embedding_dim must be a positive number, not {dim}")
-        index, check = f"vectors_hnsw_{dim}", f"vectors_dim_{dim}"
-        indexes = {r[0] for r in self._q(_HNSW_INDEXES_SQL)}
-        checks = {r[0] for r in self._q(_DIM_CHECKS_SQL)}
-        for name in sorted(indexes - {index}):
-            self._x(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
-        for name in sorted(checks - {check}):
-            self._x(sql.SQL("ALTER TABLE vectors DROP CONSTRAINT {}").format(sql.Identifier(name)))
-        other = self._q(
-            "SELECT vector_dims(embedding) FROM vectors WHERE vector_dims(embedding) <> ? LIMIT 1",
-            (dim,),
-        )
-        if other:
-            raise Conflict(
-                f"The store holds {other[0][0]}-dimensional vectors, not {dim}: drop them "
-                "first (`docshelf reindex` does) before binding another embedding size"
-            )
-        if check not in checks:
-            self._x(
-                f"ALTER TABLE vectors ADD CONSTRAINT {check} CHECK (vector_dims(embedding) = {dim})"
-            )
-        if index not in indexes and dim <= _HNSW_MAX_DIM:  # wider: vector_search scans exactly
-            self._x(
-                f"CREATE INDEX {index} ON vectors USING hnsw "
-                f"((embedding::vector({dim})) vector_cosine_ops) "
-                f"WHERE vector_dims(embedding) = {dim}"
-            )
-
     def _insert_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         rows = np.asarray(vectors, dtype=np.float32).tolist()
         self._xm(
@@ -380,40 +340,6 @@ class PostgresStore(SQLStore):
                 (now, now + lease_seconds),
             )
         return str(rows[0][0]) if rows else None
-
-    def _vector_problems(self) -> list[str]:
-        """Mis-sized vectors, and a missing or invalid vector index."""
-        problems: list[str] = []
-        dim = int(self.get_meta("embedding_dim") or 0)
-        if dim:
-            wrong = self._q(
-                "SELECT count(*) FROM vectors WHERE vector_dims(embedding) <> ?", (dim,)
-            )[0][0]
-            if wrong:
-                problems.append(f"{wrong} vectors are not {dim}-dimensional")
-            names = {r[0] for r in self._q(_HNSW_INDEXES_SQL)}
-            if dim <= _HNSW_MAX_DIM and f"vectors_hnsw_{dim}" not in names:
-                problems.append(
-                    f"the HNSW index for {dim}-dimensional vectors is missing "
-                    f"(set_meta('embedding_dim', '{dim}') creates it)"
-                )
-        invalid = self._q(
-            "SELECT i.indexrelid::regclass::text FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE c.relnamespace = current_schema()::regnamespace AND NOT i.indisvalid"
-        )
-        problems.extend(f"index {r[0]} is invalid; rebuild it with REINDEX" for r in invalid)
-        return problems
-
-
-_HNSW_INDEXES_SQL = (
-    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-    "AND tablename = 'vectors' AND indexname LIKE 'vectors\\_hnsw\\_%'"
-)
-_DIM_CHECKS_SQL = (
-    "SELECT conname FROM pg_constraint WHERE conrelid = 'vectors'::regclass "
-    "AND conname LIKE 'vectors\\_dim\\_%'"
-)
 
 
 def _spelled(query: str | sql.Composed) -> str | sql.Composed:

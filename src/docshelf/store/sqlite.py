@@ -404,17 +404,27 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             )
         return str(rows[0][0]) if rows else None
 
-    def _engine_problems(self) -> list[str]:
-        problems: list[str] = []
+    def _engine_problems(self) -> list[tuple[str, str]]:
+        problems: list[tuple[str, str]] = []
         result = self._q("PRAGMA integrity_check")
         if [r[0] for r in result] != ["ok"]:
-            problems.extend(f"sqlite: {r[0]}" for r in result)
+            problems.extend(("database", f"sqlite: {r[0]}") for r in result)
         with self._lock:
-            try:
-                self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+            try:  # (rank 1: against the chunks too, not only the index's own structure)
+                self._db.execute(
+                    "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)"
+                )
             except sqlite3.DatabaseError as exc:
-                problems.append(f"lexical index out of step with chunks: {exc}")
+                problems.append(("lexical_index", f"lexical index out of step with chunks: {exc}"))
         return problems
+
+    def _engine_repair(self, kind: str) -> str | None:
+        """FTS5's index rebuilt from the chunks (the only index of its own it can rebuild)."""
+        if kind != "lexical_index":
+            return None
+        with self.transaction():
+            self._x("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        return "rebuilt the FTS5 index from the chunks"
 
 
 def _split_sql(script: str) -> list[str]:

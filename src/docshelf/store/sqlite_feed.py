@@ -26,6 +26,10 @@ class SQLiteSidecarFeed(CatalogueSQL, SearchReadsSQL):
     def vector_count(self) -> int:
         return int(self._q("SELECT COUNT(*) FROM vectors")[0][0])
 
+    def vector_seqs(self) -> npt.NDArray[np.int64]:
+        """The chunk seq of every vector, sorted."""
+        return self._seqs("SELECT chunk_seq FROM vectors ORDER BY chunk_seq")
+
     def vector_log_position(self) -> int:
         """The last vector_log entry ever written (0 when none)."""
         return self._log_position("vector_log")
@@ -88,6 +92,16 @@ class SQLiteSidecarFeed(CatalogueSQL, SearchReadsSQL):
     # -- the lexical index's feed; snippets are keyed by chunk seq ---------------------------
     def snippet_count(self) -> int:
         return int(self._q("SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'")[0][0])
+
+    def snippet_seqs(self) -> npt.NDArray[np.int64]:
+        """The seq of every snippet, sorted."""
+        return self._seqs("SELECT seq FROM chunks WHERE tier = 'snippet' ORDER BY seq")
+
+    def _seqs(self, query: str) -> npt.NDArray[np.int64]:
+        import numpy as np
+
+        rows = self._q(query)
+        return np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
 
     def lexical_log_position(self) -> int:
         """The last lexical_log entry ever written (0 when none)."""

@@ -53,6 +53,10 @@ class SidecarStore(SearchStore, Protocol):
 
     # -- the ANN index: snippet vectors -------------------------------------------------
     def vector_count(self) -> int: ...
+    def vector_seqs(self) -> npt.NDArray[np.int64]:
+        """The chunk seq of every vector, sorted (for ``status --check``)."""
+        ...
+
     def vector_log_position(self) -> int:
         """The last vector_log entry ever written (0 when none)."""
         ...
@@ -87,6 +91,10 @@ class SidecarStore(SearchStore, Protocol):
 
     # -- the lexical index: snippet text -------------------------------------------------
     def snippet_count(self) -> int: ...
+    def snippet_seqs(self) -> npt.NDArray[np.int64]:
+        """The seq of every snippet, sorted (for ``status --check``)."""
+        ...
+
     def lexical_log_position(self) -> int:
         """The last lexical_log entry ever written (0 when none)."""
         ...
@@ -132,6 +140,43 @@ class SidecarStore(SearchStore, Protocol):
         ...
 
 
+@dataclasses.dataclass(frozen=True)
+class Audit:
+    """Whether a sidecar index holds what the store holds (``docshelf status --check``):
+    its entries against the store's rows, the changes it has yet to fold in set aside
+    (search overlays them, or waits for them: never a problem)."""
+
+    index: str  # "lexical index (tantivy)"
+    extra: int = 0  # entries of rows the store does not hold (or held twice)
+    missing: int = 0  # rows of the store it lacks
+    unusable: str = ""  # why its entries could not be compared
+
+    def problems(self) -> list[str]:
+        out = [f"the {self.index} {self.unusable}"] if self.unusable else []
+        if self.extra:
+            out.append(f"the {self.index} holds {self.extra} entries the store does not")
+        if self.missing:
+            out.append(f"the {self.index} lacks {self.missing} snippets of the store")
+        return out
+
+
+def audit(
+    name: str,
+    held: npt.NDArray[np.int64],
+    stored: npt.NDArray[np.int64],
+    pending: Sequence[int],
+) -> Audit:
+    """The seqs an index ``held`` against those the store has (``stored``), leaving out
+    the ``pending`` ones (changed after the index's position)."""
+    import numpy as np
+
+    unique = np.unique(held)
+    later = np.unique(np.asarray(pending, dtype=np.int64))
+    extra = np.setdiff1d(np.setdiff1d(unique, stored), later)
+    missing = np.setdiff1d(np.setdiff1d(stored, unique), later)
+    return Audit(name, len(extra) + len(held) - len(unique), len(missing))
+
+
 class SidecarIndex:
     """The shared life cycle of a sidecar index; a subclass names its meta key, its on
     and off modes, its folder and its log, and does the building and folding."""
@@ -141,6 +186,7 @@ class SidecarIndex:
     OFF: ClassVar[str]  # mode while off ("exact"): what answers instead
     SUFFIX: ClassVar[str]  # the folder beside the database: docshelf.db -> docshelf<SUFFIX>
     LOG: ClassVar[str]  # the store's change log ("vector_log")
+    NAME: ClassVar[str]  # as ``status --check`` names it: "vector index (usearch)"
 
     def __init__(self, store: SidecarStore, threshold: int) -> None:
         self._store = store
@@ -221,6 +267,23 @@ class SidecarIndex:
                 return "built"
             return self._update(epoch, force=force, rebuild=rebuild, progress=progress)
 
+    def audit(self) -> Audit | None:
+        """Its entries against the store's rows (``Audit``); None while it is off."""
+        epoch = self.epoch_of(self.mode())
+        if self.threshold <= 0 or epoch is None:
+            return None
+        try:
+            held, position = self._held(epoch)
+        except LookupError:
+            return Audit(self.NAME, unusable=f"is on but not built ({self.OFF} answers)")
+        except (OSError, ValueError, RuntimeError) as exc:
+            return Audit(self.NAME, unusable=f"cannot be read: {exc}")
+        try:
+            _, pending = self._changes(position)
+        except LookupError:
+            return Audit(self.NAME, unusable="is behind its pruned change log")
+        return audit(self.NAME, held, self._stored(), pending)
+
     def _status(
         self, mode: str, path: str, indexed: int, needs_build: bool, **extra: object
     ) -> dict[str, object]:
@@ -255,6 +318,15 @@ class SidecarIndex:
 
     def _forget(self) -> None:
         """Drop what this process remembers of the index (reopen on the next search)."""
+        raise NotImplementedError
+
+    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
+        """The seqs the published index of ``epoch`` holds, and the log position it is
+        at (LookupError: none is published)."""
+        raise NotImplementedError
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        """The seqs of the rows the index should hold."""
         raise NotImplementedError
 
 

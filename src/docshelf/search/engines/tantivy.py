@@ -40,7 +40,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docshelf.durable import fsync, make_private, private_dir
 from docshelf.search.engines.fts5 import Fts5
@@ -59,6 +59,10 @@ from docshelf.search.engines.sidecar import (
 from docshelf.search.entries import UNKNOWN, Entry, Known, entry_of
 from docshelf.store.base import SearchFilters
 from docshelf.store.lexical_fields import WEIGHTS, header_fields
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +130,7 @@ class SidecarLexicalIndex(SidecarIndex):
     OFF = "fts5"
     SUFFIX = ".lex"
     LOG = "lexical_log"
+    NAME = "lexical index (tantivy)"
 
     def __init__(self, store: SidecarStore, threshold: int = DEFAULT_THRESHOLD) -> None:
         super().__init__(store, threshold)
@@ -347,6 +352,24 @@ class SidecarLexicalIndex(SidecarIndex):
 
     def _forget(self) -> None:
         self._synced = None
+
+    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
+        import numpy as np
+        import tantivy
+
+        pointer = read_pointer(self.directory)
+        if pointer is None or pointer.epoch != epoch or not _current_layout(pointer):
+            raise LookupError(epoch)
+        index = tantivy.Index.open(str(self.directory / pointer.folder))
+        searcher = index.searcher()
+        every = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False)
+        seqs = np.asarray(
+            searcher.fast_field_values("seq", [address for _, address in every.hits]), np.int64
+        )
+        return seqs[seqs != WATERMARK_SEQ], _read_watermark(index)
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        return self._store.snippet_seqs()
 
     def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
         mode = self.mode()

@@ -53,6 +53,7 @@ from docshelf.search.engines.usearch_graph import (
     has_entries,
     read_checkpoint,
     read_entries,
+    usearch_index,
 )
 from docshelf.search.engines.usearch_subsets import Subset, Subsets
 from docshelf.search.engines.usearch_writer import CheckpointWriter, made_entries
@@ -85,6 +86,7 @@ class SidecarVectorIndex(SidecarIndex):
     OFF = "exact"
     SUFFIX = ".ann"
     LOG = "vector_log"
+    NAME = "vector index (usearch)"
 
     def __init__(self, store: SidecarStore, threshold: int = DEFAULT_THRESHOLD) -> None:
         super().__init__(store, threshold)
@@ -409,6 +411,20 @@ class SidecarVectorIndex(SidecarIndex):
 
     def _forget(self) -> None:
         self._generation = None
+
+    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
+        import numpy as np
+
+        checkpoint = self._usable_checkpoint(epoch)
+        if checkpoint is None:
+            raise LookupError(epoch)
+        graph = usearch_index().restore(str(self.directory / checkpoint.file), view=True)
+        if graph is None:
+            raise ValueError(f"{checkpoint.file} is not a usearch index")
+        return np.asarray(graph.keys[:], dtype=np.int64), checkpoint.position
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        return self._store.vector_seqs()
 
     def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
         self._looking = self._version()

@@ -221,15 +221,28 @@ class CatalogueSQL(SQLBase):
 
     def check(self) -> list[str]:
         """Integrity problems (the engine's own first), or an empty list."""
-        problems = self._engine_problems()
-        orphan = self._q(
-            "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS "
-            "(SELECT 1 FROM documents d WHERE d.id = c.document_id)"
-        )[0][0]
-        if orphan:
-            problems.append(f"{orphan} chunks belong to no document")
+        return [text for _, text in self.problems()]
+
+    def problems(self, *, full: bool = True) -> list[tuple[str, str]]:
+        """(kind, what is wrong) of each integrity problem, the engine's own first
+        (``full``: with the checks that read every row of a table or index)."""
+        problems = self._engine_problems() if full else []
+        if orphan := self._orphan_chunks():
+            problems.append(("orphan_chunks", f"{orphan} chunks belong to no document"))
         if stale := len(self.stale_citations()):
-            problems.append(f"{stale} documents are cited at a path none of their files is at")
+            problems.append(
+                (
+                    "stale_citations",
+                    f"{stale} documents are cited at a path none of their files is at",
+                )
+            )
+        if empty := len(self.snippetless_documents()):
+            problems.append(
+                (
+                    "no_snippets",
+                    f"{empty} complete documents have no snippets: search cannot find them",
+                )
+            )
         model = self.get_meta("embedding_model")
         if model and model != "none":
             missing = self._q(
@@ -238,13 +251,50 @@ class CatalogueSQL(SQLBase):
                 "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq)"
             )[0][0]
             if missing:
-                problems.append(f"{missing} snippets of complete documents have no vector")
-        return problems + self._vector_problems()
+                problems.append(
+                    ("missing_vectors", f"{missing} snippets of complete documents have no vector")
+                )
+        return problems + (self._vector_problems() if full else [])
 
-    def _engine_problems(self) -> list[str]:
+    def snippetless_documents(self) -> list[str]:
+        """Complete documents with no snippet: search can never show them."""
+        rows = self._q(
+            "SELECT d.id FROM documents d WHERE d.status = 'complete' AND NOT EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.document_id = d.id AND c.tier = 'snippet') "
+            "ORDER BY d.id"
+        )
+        return [r[0] for r in rows]
+
+    def _orphan_chunks(self) -> int:
+        return int(
+            self._q(
+                "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS "
+                "(SELECT 1 FROM documents d WHERE d.id = c.document_id)"
+            )[0][0]
+        )
+
+    def repair(self, kind: str) -> str | None:
+        """Mend a problem of ``kind`` (``problems``) the store can mend by itself: what it
+        did, or None when it cannot."""
+        if kind != "orphan_chunks":
+            return self._engine_repair(kind)
+        with self.transaction():
+            dropped = self._x(
+                "DELETE FROM chunks WHERE NOT EXISTS "
+                "(SELECT 1 FROM documents d WHERE d.id = chunks.document_id)"
+            )
+            if dropped:
+                self._bump_generation()
+        return f"dropped {dropped} chunks of no document"
+
+    def _engine_problems(self) -> list[tuple[str, str]]:
         """Problems only this engine can see, reported before the shared ones."""
         return []
 
-    def _vector_problems(self) -> list[str]:
+    def _vector_problems(self) -> list[tuple[str, str]]:
         """Problems of the engine's vector index, reported after the shared ones."""
         return []
+
+    def _engine_repair(self, kind: str) -> str | None:
+        """Mend a problem of the engine's own (``_engine_problems``, ``_vector_problems``)."""
+        return None
