@@ -1,6 +1,6 @@
 """A process really killed in the middle of `add` loses nothing committed and
 leaves a store that opens, passes its integrity check and resumes: with the model
-too, whose work is committed a few seconds at a time, and in the enrichment that
+too, whose work is committed some seconds at a time, and in the enrichment that
 follows indexing, which the next `add` finishes."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class _TimedEmbedder(HashEmbedder):
     """A model that takes ``seconds_per_text`` of the fake clock per text, as a CPU model
     does, and notes how many documents the store holds at each of its calls."""
 
-    def __init__(self, clock: _Clock, seconds_per_text: float = 0.05) -> None:
+    def __init__(self, clock: _Clock, seconds_per_text: float = 0.1) -> None:
         super().__init__("timed-hash")
         self.clock = clock
         self.seconds_per_text = seconds_per_text
@@ -117,8 +117,8 @@ def _sectioned_notes(root: Path, n: int, sections: int = 4) -> Path:
 def test_a_long_add_commits_every_few_seconds_of_the_models_work(
     isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Well under one batch of ``batch_snippets``, the documents are still committed a
-    few seconds' work at a time: the store holds some while the model is at others."""
+    """Well under one batch of ``batch_snippets``, the documents are still committed
+    some seconds' work at a time: the store holds some while the model is at others."""
     clock = _Clock()
     monkeypatch.setattr(batches, "CLOCK", clock)
     embedder = _TimedEmbedder(clock)

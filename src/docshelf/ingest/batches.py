@@ -9,7 +9,9 @@ model's time for the snippets waiting, at the rate it embedded the last batch. T
 first batch is small (``FIRST_BATCH`` snippets): it gives the rate, and a first
 commit early. So a process killed at any moment loses at most about that much work:
 what is committed stays, and the next ``add`` finds it unchanged and goes on with the
-rest. Without a model each document is written as soon as it is parsed.
+rest. Without a model a batch is only parsed, so it ends at ``batch_snippets`` or
+``commit_seconds`` of parsing (writing each document as soon as it is parsed instead
+was measured 20% slower: parsing and writing in turn, each runs slower).
 """
 
 from __future__ import annotations
@@ -90,12 +92,14 @@ class BatchWriter:
 
     def _due(self, snippets: int) -> bool:
         """Whether the batch of ``snippets`` is to be embedded and written now."""
-        if self.rt.embedder is None or snippets >= self.rt.batch_snippets:
+        if snippets >= self.rt.batch_snippets:
             return True
+        work = CLOCK() - self.committed_at  # parsing, since the last commit
+        if self.rt.embedder is None:
+            return work >= self.rt.commit_seconds
         if self.seconds_per_snippet is None:
-            return snippets >= FIRST_BATCH
-        work = CLOCK() - self.committed_at + snippets * self.seconds_per_snippet
-        return work >= self.rt.commit_seconds
+            return snippets >= FIRST_BATCH or work >= self.rt.commit_seconds
+        return work + snippets * self.seconds_per_snippet >= self.rt.commit_seconds
 
     def _write_batch(self, batch: list[Pending]) -> None:
         if not batch:

@@ -3,7 +3,7 @@ the library — new, changed, moved and deleted files — and documents given as
 
 Each file is read, fingerprinted and checked once; files whose bytes the library
 already holds are re-pointed, not parsed again. Many documents' snippets are
-embedded per model call, and each document is written on its own, a few seconds'
+embedded per model call, and each document is written on its own, some seconds'
 work at a time (``ingest/batches.py``).
 """
 
