@@ -1,17 +1,29 @@
 """A process really killed in the middle of `add` loses nothing committed and
-leaves a store that opens, passes its integrity check and resumes."""
+leaves a store that opens, passes its integrity check and resumes: with the model
+too, whose work is committed some seconds at a time, and in the enrichment that
+follows indexing, which the next `add` finishes."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from docshelf.embed import local_available
+from docshelf.ingest import batches
 from docshelf.shelf import Shelf
+from tests.fakes import HashEmbedder
 
 
 def _count(db: Path) -> int:
@@ -61,3 +73,195 @@ def test_kill_during_add_then_resume(tmp_path: Path) -> None:
         assert len(shelf.documents()) == n_files
         assert shelf.check() == []
         assert shelf.search("topic3 paragraph", mode="lexical").hits
+
+
+# -- commits in small batches (issue 41: 10 kills over 355 s of `add` left nothing) ---------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _TimedEmbedder(HashEmbedder):
+    """A model that takes ``seconds_per_text`` of the fake clock per text, as a CPU model
+    does, and notes how many documents the store holds at each of its calls."""
+
+    def __init__(self, clock: _Clock, seconds_per_text: float = 0.1) -> None:
+        super().__init__("timed-hash")
+        self.clock = clock
+        self.seconds_per_text = seconds_per_text
+        self.documents: Callable[[], int] = lambda: 0
+        self.seen: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.seen.append(self.documents())
+        self.clock.now += self.seconds_per_text * len(texts)
+        return super().embed(texts)
+
+
+def _sectioned_notes(root: Path, n: int, sections: int = 4) -> Path:
+    root.mkdir()
+    for i in range(n):
+        body = "\n\n".join(
+            f"## Part {j}\n\n" + " ".join(f"word{i}x{j}y{k} topic{k % 7}" for k in range(30))
+            for j in range(sections)
+        )
+        (root / f"note{i:04}.md").write_text(f"# Note {i}\n\n{body}\n")
+    return root
+
+
+def test_a_long_add_commits_every_few_seconds_of_the_models_work(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Well under one batch of ``batch_snippets``, the documents are still committed
+    some seconds' work at a time: the store holds some while the model is at others."""
+    clock = _Clock()
+    monkeypatch.setattr(batches, "CLOCK", clock)
+    embedder = _TimedEmbedder(clock)
+    notes = _sectioned_notes(tmp_path / "notes", 120)
+    with Shelf(isolated_home, embedder=embedder) as shelf:
+        embedder.documents = lambda: shelf.store.stats().documents
+        commits: list[float] = []
+        put = shelf.store.put_document
+
+        def timed_put(*args: Any, **kwargs: Any) -> None:
+            commits.append(clock.now)
+            put(*args, **kwargs)
+
+        monkeypatch.setattr(shelf.store, "put_document", timed_put)
+        snippets_per_note = 4
+        assert 120 * snippets_per_note < shelf.runtime.batch_snippets  # one batch before
+        report = shelf.add(notes)
+        assert report.added == 120
+        # the model was called batch after batch, and from the second on the store held
+        # the documents of the batches before
+        assert len(embedder.seen) >= 4
+        assert embedder.seen == sorted(embedder.seen)
+        assert embedder.seen[0] == 0 and 0 < embedder.seen[-1] < 120
+        # never more than about commit_seconds of the model's work between two commits
+        # (plus one note's snippets, the one that tipped the batch over)
+        gaps = [b - a for a, b in zip([0.0, *commits], commits, strict=False)]
+        one_note = snippets_per_note * embedder.seconds_per_text
+        assert max(gaps) <= shelf.runtime.commit_seconds + one_note + 1e-9
+        assert shelf.check() == []
+        assert len(shelf.documents()) == 120
+
+
+def _embedded_snippets(line: str) -> int:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return 0
+    if event.get("event") != "progress" or event.get("phase") != "embed":
+        return 0
+    return int(event.get("snippets") or 0)
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not local_available(), reason="the packaged model is not installed")
+def test_kill_during_an_add_with_the_model_keeps_the_embedded_documents(
+    tmp_path: Path,
+) -> None:
+    """A real `docshelf add` with the packaged model, killed once the model has embedded
+    half the folder's snippets (as its progress says): the documents of the batches
+    embedded before are committed, the store is whole, and the next `add` does the
+    rest, each file once."""
+    n_files = 40
+    root = _sectioned_notes(tmp_path / "notes", n_files, sections=5)
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "DOCSHELF_HOME": str(home),
+        "DOCSHELF_EMBEDDER": "local",
+        "DOCSHELF_ENRICH": "off",
+    }
+    argv = [sys.executable, "-m", "docshelf.cli", "--json", "add", str(root), "--progress"]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    half = n_files * 5 // 2  # well past the first batch (batches.FIRST_BATCH snippets)
+    assert half > batches.FIRST_BATCH + 5
+    reached = 0
+    for line in proc.stderr:
+        reached = max(reached, _embedded_snippets(line))
+        if reached >= half:
+            break
+    assert reached >= half, "add ended before it embedded half the snippets"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    partial = _count(home / "docshelf.db")
+    assert 0 < partial < n_files  # before: nothing, until 1,024 snippets were embedded
+
+    rerun = subprocess.run(argv[:-1], env=env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    with Shelf(home, embedder=None, check_model=False) as shelf:
+        assert shelf.check() == []
+        docs = shelf.documents()
+        assert len(docs) == n_files
+        assert len({d.path for d in docs}) == n_files  # each file once
+        assert shelf.store.stats().files == n_files
+
+
+def _enrichment(db: Path) -> tuple[int, int]:
+    """(enriched, pending) complete documents, read without disturbing the writer."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            row = con.execute(
+                "SELECT COUNT(enriched_at), COUNT(*) - COUNT(enriched_at) FROM documents "
+                "WHERE status = 'complete'"
+            ).fetchone()
+            return int(row[0]), int(row[1])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0, 0
+
+
+def test_enrichment_killed_midway_is_finished_by_the_next_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`add` killed while it enriches (kill -9 once the store shows a few documents
+    enriched): the next `add`, with nothing new to index, enriches the rest; the one the
+    dead process held a lease on is taken once that lease has run out."""
+    root = _sectioned_notes(tmp_path / "notes", 400, sections=3)
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "DOCSHELF_HOME": str(home),
+        "DOCSHELF_EMBEDDER": "none",
+        "DOCSHELF_ENRICH": "offline",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "docshelf.cli", "--json", "add", str(root)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    db = home / "docshelf.db"
+    deadline = time.monotonic() + 120
+    while _enrichment(db)[0] < 5 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert proc.poll() is None, "add finished before it could be killed; make the folder bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    enriched, pending = _enrichment(db)
+    assert enriched >= 5 and pending > 0
+
+    monkeypatch.setenv("DOCSHELF_ENRICH", "offline")
+    with Shelf(home, embedder=None) as shelf:
+        report = shelf.add(root)
+        assert report.added == report.updated == 0  # nothing to index: only the enriching
+        # all done, but (at most) the one the dead process was enriching: its lease holds
+        assert _enrichment(db)[1] <= 1
+        with sqlite3.connect(db) as con:  # ... until it runs out
+            con.execute("UPDATE documents SET enrich_lease_until = 0 WHERE enriched_at IS NULL")
+        shelf.sync()
+        assert _enrichment(db) == (400, 0)
+        assert shelf.check() == []

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -227,3 +228,84 @@ def test_a_worker_backs_off_while_the_store_fails_and_logs_once(
     backoffs = stop.waits[:40]
     assert len(backoffs) == 40 and backoffs[-1] > 20 * backoffs[0]  # growing, not a spin
     assert max(backoffs) <= worker.trouble.cap * 1.5
+
+
+class _FullAtDeleteCommit:
+    """The store's connection, on which the commit of a transaction that deletes a
+    document fails as on a full disk ("database or disk is full", which the store
+    answers as 507); SQLite has then rolled the transaction back itself."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.deleting = False
+        self.failed = 0
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.startswith("DELETE FROM documents"):
+            self.deleting = True
+        if sql == "COMMIT" and self.deleting:
+            self.deleting = False
+            self.failed += 1
+            self.db.execute("ROLLBACK")
+            full = sqlite3.OperationalError("database or disk is full")
+            full.sqlite_errorcode = sqlite3.SQLITE_FULL
+            raise full
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+def test_a_delete_that_cannot_commit_keeps_the_document_its_bytes_and_its_job(
+    shelf: Shelf, client: tuple[Api, sqlite3.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: a DELETE answered 507 had removed the blob before the commit failed, so
+    the document stayed listed with its bytes gone and its job failed "No blob"."""
+    alice, db = client
+    data = NOTE + b"padding words for a blob of its own. " * (HOLD_BYTES // 32)
+    assert len(data) > HOLD_BYTES  # not held in the store: a blob file
+    up = alice.upload("keep.md", data)
+    assert up.status_code == 202
+    doc_id, sha = up.json()["document_id"], up.json()["fingerprint"]
+    full = _FullAtDeleteCommit(db)
+    monkeypatch.setattr(shelf.store, "_db", full)
+    r = alice.request("DELETE", f"/v1/documents/{doc_id}")
+    assert r.status_code == 507, r.text
+    assert full.failed == 1
+    monkeypatch.setattr(shelf.store, "_db", db)  # the space is back
+
+    assert alice.get(f"/v1/documents/{doc_id}").status_code == 200
+    listed = alice.get("/v1/documents").json()["documents"]
+    assert [d["id"] for d in listed] == [doc_id]
+    assert shelf.runtime.blobs.exists(sha)
+    assert alice.get(f"/v1/documents/{doc_id}/blob").content == data
+    assert shelf.job(doc_id).status == "queued"
+    while Worker(shelf).run_once():  # the pending job runs, its bytes there
+        pass
+    assert shelf.job(doc_id).status == "complete"
+    assert shelf.search("full disks read-only homes", user_id=alice.user.id).hits
+    assert shelf.check() == []
+    # and the delete works once the store can commit it: document and bytes go
+    assert alice.request("DELETE", f"/v1/documents/{doc_id}").status_code == 200
+    assert alice.get(f"/v1/documents/{doc_id}").status_code == 404
+    assert not shelf.runtime.blobs.exists(sha)
+
+
+def test_bytes_that_cannot_go_after_a_committed_delete_are_logged_and_the_delete_stands(
+    shelf: Shelf,
+    client: tuple[Api, sqlite3.Connection],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    alice, _ = client
+    data = NOTE + b"more padding words. " * (HOLD_BYTES // 16)
+    up = alice.upload("gone.md", data).json()
+
+    def stuck(sha256: str) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(shelf.runtime.blobs, "delete", stuck)
+    with caplog.at_level(logging.WARNING, logger="docshelf"):
+        assert alice.request("DELETE", f"/v1/documents/{up['document_id']}").status_code == 200
+    assert alice.get(f"/v1/documents/{up['document_id']}").status_code == 404
+    assert any("stay in the blob store" in r.getMessage() for r in caplog.records)

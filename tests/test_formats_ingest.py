@@ -70,3 +70,52 @@ def test_uploaded_formats_and_a_hostile_pdf_keep_the_worker_going(shelf: Shelf) 
     view = shelf.document(good.document_id, user)
     assert view.document.pages_without_text == 1
     assert shelf.search("replicated log", user_id=user).hits[0].citation.page_start == 1
+
+
+# An ELF executable's first bytes: magic, class, data, version, then zero padding.
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00" + bytes(200)
+
+
+def test_files_with_no_text_fail_with_a_reason_and_repeated_pages_keep_their_text(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    """Issue 41: a PDF whose every page holds the same short text was "complete" with no
+    chunk (the text was taken for a running head); a file that parses to no text at
+    all was complete and found by nothing; an executable named .html was indexed."""
+    root = tmp_path / "library"
+    root.mkdir()
+    (root / "repeats.pdf").write_bytes(paged_pdf([["Quarterly figures, unchanged."]] * 40))
+    (root / "numbers.pdf").write_bytes(paged_pdf([[str(n)] for n in range(1, 8)]))
+    (root / "front-matter.md").write_text("---\ntitle: Only a title\ntags: [empty]\n---\n")
+    (root / "program.html").write_bytes(ELF + b"<p>strings the linker left</p>")
+    (root / "fine.md").write_text("# Fine\n\nA note with words in it.\n")
+    report = shelf.add(root)
+    reasons = {Path(f.path).name: f.reason for f in report.failures}
+    assert reasons == {
+        "numbers.pdf": "no text to index",
+        "front-matter.md": "no text to index",
+        "program.html": "binary content, not text",
+    }
+    assert report.added == 2
+    docs = {d.rel_path: d for d in shelf.documents()}
+    assert set(docs) == {"repeats.pdf", "fine.md"}
+    assert all(d.status == "complete" and d.chunk_counts["snippet"] for d in docs.values())
+    hit = shelf.search("quarterly figures", mode="lexical").hits[0]
+    assert hit.document.rel_path == "repeats.pdf"
+
+
+def test_an_upload_with_no_text_or_binary_content_fails_for_good_with_the_reason(
+    shelf: Shelf,
+) -> None:
+    user = shelf.create_user("alice")[0].id
+    elf = shelf.upload(user, "program.html", ELF)
+    bare = shelf.upload(user, "bare.md", b"---\ntitle: nothing below\n---\n")
+    repeats = shelf.upload(user, "repeats.pdf", paged_pdf([["Same words each page."]] * 30))
+    worker = Worker(shelf)
+    while worker.run_once():
+        pass
+    for up, reason in ((elf, "binary content, not text"), (bare, "no text to index")):
+        job = shelf.job(up.document_id)
+        assert (job.status, job.last_error) == ("failed", reason)
+    assert shelf.job(repeats.document_id).status == "complete"
+    assert shelf.search("same words each page", user_id=user).hits

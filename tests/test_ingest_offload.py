@@ -65,6 +65,26 @@ def test_a_large_text_is_chunked_in_a_child_with_the_chunks_of_an_in_process_run
     assert away.characters == len(parse(data, "markdown").body)
 
 
+@pytest.mark.parametrize("in_process_bytes", [1 << 20, 1024])
+def test_a_file_with_no_text_to_chunk_is_refused_here_and_in_the_child(
+    monkeypatch: pytest.MonkeyPatch, in_process_bytes: int
+) -> None:
+    """Front matter and nothing else: no chunk, so not a document search could never
+    find (issue 41), whether chunked here or, large, in the sandbox's child."""
+    monkeypatch.setattr(parse_mod, "IN_PROCESS_BYTES", in_process_bytes)
+    data = ("---\ntitle: Only this\nnote: " + "words " * 400 + "\n---\n").encode()
+    assert len(data) > 1024
+    with pytest.raises(InvalidInput, match=r"^no text to index$"):
+        chunk_file(
+            data,
+            file_type="markdown",
+            fp="c" * 64,
+            title=None,
+            fallback_title="x",
+            chunking=Chunking(ChunkSettings(), approx_tokens),
+        )
+
+
 def test_a_small_file_is_chunked_here(monkeypatch: pytest.MonkeyPatch) -> None:
     small = b"# Small\n\nA short note.\n"
     chunking = Chunking(ChunkSettings(), approx_tokens)

@@ -532,3 +532,13 @@ def test_folder_with_hostile_files_indexes_the_rest(
         assert reason in reasons[name], (name, reasons[name])
     hits = shelf.search("replicated log", limit=5)
     assert hits
+
+
+def test_html_refuses_binary_content_as_the_text_formats_do_but_reads_utf16() -> None:
+    elf = b"\x7fELF\x02\x01\x01\x00" + bytes(64) + b"<html><p>linker strings</p></html>"
+    with pytest.raises(InvalidInput, match=r"^binary content, not text$"):
+        parse(elf, "html")
+    page = "<html><body><p>Written in UTF-16 with its mark.</p></body></html>"
+    for codec in ("utf-16-le", "utf-16-be"):
+        bom = b"\xff\xfe" if codec.endswith("le") else b"\xfe\xff"
+        assert parse(bom + page.encode(codec), "html").body == "Written in UTF-16 with its mark."

@@ -77,10 +77,13 @@ def test_pending_queue_with_leases(store: SearchStore) -> None:
     b = put(store, 2, "b words")
     put(store, 3, "c words", status="embedding")  # not complete: not enrichable yet
     now = time.time()
+    assert store.pending_enrichment(now) == 2
     first = store.claim_enrichment(now, 60)
     second = store.claim_enrichment(now, 60)
     assert {first, second} == {a.id, b.id}
     assert store.claim_enrichment(now, 60) is None  # both leased
+    assert store.pending_enrichment(now) == 0  # none to take: both held
+    assert store.pending_enrichment(now + 61) == 2  # their leases ran out (a dead process's)
     assert store.claim_enrichment(now + 61, 60) in {a.id, b.id}  # a lease ran out
     store.put_enrichment(a.id, _enrichment(()), now)
     store.enrichment_failed(b.id, now)

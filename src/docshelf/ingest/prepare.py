@@ -88,6 +88,11 @@ def read_file(
     return data, st
 
 
+# A file that parses to no text at all (front matter only, markup only): failed with
+# this reason, never a complete document that nothing can find.
+NO_TEXT = "no text to index"
+
+
 @dataclass(frozen=True)
 class Chunking:
     """What chunking needs from the library: its settings, token counter and taxonomy."""
@@ -134,6 +139,8 @@ def chunk_parsed(
         concepts=concepts.labels,
         on_cut=on_cut,
     )
+    if not chunks:
+        raise InvalidInput(NO_TEXT)
     return Chunked(parsed, title, chunks, concepts)
 
 
@@ -319,6 +326,8 @@ def _chunk_in_child(
         concepts=concepts.labels,
         on_cut=on_cut,
     )
+    if not any(counts.values()):
+        raise InvalidInput(NO_TEXT)
     head = ChunkedFile.head(parsed, named, concepts, counts, file_type)
     return Batched(head, chunks, batch, weigh=_characters, max_weight=BATCH_CHARACTERS)
 

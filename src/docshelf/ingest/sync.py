@@ -3,8 +3,8 @@ the library — new, changed, moved and deleted files — and documents given as
 
 Each file is read, fingerprinted and checked once; files whose bytes the library
 already holds are re-pointed, not parsed again. Many documents' snippets are
-embedded per model call, and each document is written on its own
-(``DocumentWriter``).
+embedded per model call, and each document is written on its own, some seconds'
+work at a time (``ingest/batches.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import dataclasses
 import os
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 from docshelf.errors import Conflict, InvalidInput, NotFound, OverLimit
 from docshelf.ingest import check
 from docshelf.ingest import settled as settled_failures
+from docshelf.ingest.batches import BatchWriter, Pending, Tally, event
 from docshelf.ingest.sources import (
     BAD_NAME,
     UNREADABLE,
@@ -51,25 +51,6 @@ SCAN_EVERY = 256  # files found between two scan events
 
 def unsupported_type_message(name: str) -> str:
     return f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
-
-
-@dataclass
-class _Tally:
-    """What one run of ingest has done so far, for its progress events."""
-
-    files: int = 0  # files to parse (the todo list)
-    written: int = 0  # documents written (or found unchanged) of them
-    parsed_snippets: int = 0
-    embedded_snippets: int = 0
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """A prepared document waiting for its vectors, and the file it came from (if any)."""
-
-    prepared: Prepared
-    record: FileRecord | None
-    previous: FileRecord | None
 
 
 class Sync:
@@ -210,14 +191,17 @@ class Sync:
                     report.removed += self.writer.drop_file(record)
                 self.store.record_failures(source.id, report.failures)
         self.rt.maintain_indexes(progress=progress if todo or gone else None)
-        self._enrich_after_ingest(report, progress)
+        self._enrich_after_ingest(progress)
         return report
 
-    def _enrich_after_ingest(self, report: SyncReport, progress: Progress | None) -> None:
-        """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for what is pending."""
-        if self.rt.settings.enrich == "off" or not (report.added or report.updated):
+    def _enrich_after_ingest(self, progress: Progress | None) -> None:
+        """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for all that is
+        pending: this run's documents, and any an earlier run left (killed while it
+        enriched: its leases expired)."""
+        if self.rt.settings.enrich == "off":
             return
-        self.rt.enrich_pending(progress=progress, expected=report.added + report.updated)
+        if waiting := self.store.pending_enrichment(time.time()):
+            self.rt.enrich_pending(progress=progress, expected=waiting)
 
     @cached_property
     def parser(self) -> str:
@@ -235,12 +219,12 @@ class Sync:
         report: SyncReport,
         progress: Progress | None,
     ) -> None:
-        tally = _Tally(files=len(todo))
+        tally = Tally(files=len(todo))
 
-        def items() -> Iterator[_Pending | None]:
+        def items() -> Iterator[Pending | None]:
             for found in todo:
                 if progress:
-                    progress(self._event("parse", tally, found.rel_path))
+                    progress(event("parse", tally, found.rel_path))
                 item = self._prepare_file(source, found, known, gone, settled, report)
                 if item is None:
                     tally.written += 1  # unchanged, moved or failed: nothing to embed
@@ -251,9 +235,9 @@ class Sync:
         # Parsed here, between the model's batches: parsing ahead in a thread or in a
         # process of its own was measured and gained nothing, as the model keeps both
         # cores busy (docs/benchmarks/ingest-and-model.md, "Where the ingest overhead went").
-        self._write_batched(items(), report, tally, progress)
+        BatchWriter(self.rt, report, tally, progress).write(items())
         if progress and todo:
-            progress(self._event("parse", tally, "done"))
+            progress(event("parse", tally, "done"))
 
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None
@@ -261,12 +245,12 @@ class Sync:
         self.rt.check_writable()
         report = SyncReport(source_id=None)
         listed = list(items)
-        tally = _Tally(files=len(listed))
+        tally = Tally(files=len(listed))
 
-        def pending() -> Iterator[_Pending | None]:
+        def pending() -> Iterator[Pending | None]:
             for name, data, title in listed:
                 if progress:
-                    progress(self._event("parse", tally, name))
+                    progress(event("parse", tally, name))
                 file_type = file_type_for(name)
                 tally.written += 1  # until it turns out to need writing
                 if file_type is None:
@@ -283,10 +267,10 @@ class Sync:
                     continue
                 tally.written -= 1
                 tally.parsed_snippets += len(prepared.snippets)
-                yield _Pending(prepared, None, None)
+                yield Pending(prepared, None, None)
 
-        self._write_batched(pending(), report, tally, progress)
-        self._enrich_after_ingest(report, progress)
+        BatchWriter(self.rt, report, tally, progress).write(pending())
+        self._enrich_after_ingest(progress)
         return report
 
     def prepare(
@@ -325,7 +309,7 @@ class Sync:
         gone: dict[str, FileRecord],
         settled: dict[str, Failure],
         report: SyncReport,
-    ) -> _Pending | None:
+    ) -> Pending | None:
         from docshelf.ingest.prepare import read_file
 
         path = str(found.path)
@@ -358,7 +342,7 @@ class Sync:
         except InvalidInput as exc:  # the bytes decide: passed over until the file changes
             report.failures.append(settled_failures.settle(path, exc.message, st, fp, self.parser))
             return None
-        return _Pending(prepared, record, previous)
+        return Pending(prepared, record, previous)
 
     def _link_existing(
         self,
@@ -384,89 +368,6 @@ class Sync:
             report.moved += 1
         else:
             report.unchanged += 1
-
-    @staticmethod
-    def _event(phase: str, tally: _Tally, item: str) -> ProgressEvent:
-        snippets = tally.embedded_snippets if phase == "embed" else tally.parsed_snippets
-        return ProgressEvent(
-            phase,
-            tally.written,
-            tally.files,
-            "files",
-            item,
-            snippets=snippets,
-            snippets_total=tally.parsed_snippets if phase == "embed" else None,
-        )
-
-    def _write_batched(
-        self,
-        items: Iterable[_Pending | None],
-        report: SyncReport,
-        tally: _Tally,
-        progress: Progress | None,
-    ) -> None:
-        """Embed many documents' snippets per model call; write each document on its own."""
-        batch: list[_Pending] = []
-        pending = 0
-        for item in items:
-            if item is not None:
-                batch.append(item)
-                pending += len(item.prepared.snippets)
-            if pending >= self.rt.batch_snippets:
-                self._write_batch(batch, report, tally, progress)
-                batch, pending = [], 0
-        self._write_batch(batch, report, tally, progress)
-
-    def _write_batch(
-        self,
-        batch: list[_Pending],
-        report: SyncReport,
-        tally: _Tally,
-        progress: Progress | None,
-    ) -> None:
-        if not batch:
-            return
-        embedder = self.rt.embedder
-        vectors = None
-        if embedder is not None:
-            texts = [c.retrieval_text for item in batch for c in item.prepared.snippets]
-            on_step = None
-            if progress is not None:
-                report_to = progress
-                base = tally.embedded_snippets
-                last = batch[-1].prepared.document.rel_path
-
-                def on_step(done: int, total: int) -> None:
-                    tally.embedded_snippets = base + done
-                    report_to(self._event("embed", tally, last))
-
-            from docshelf.ingest.prepare import embed_texts
-
-            vectors = embed_texts(
-                self.store, embedder, texts, self.rt.embed_counts, on_step=on_step
-            )
-        offset = 0
-        for item in batch:
-            n = len(item.prepared.snippets)
-            doc_vectors = vectors[offset : offset + n] if vectors is not None else None
-            offset += n
-            prepared = item.prepared
-            # One transaction: the old content leaves as the new arrives.
-            with self.store.transaction():
-                self.writer.put(
-                    prepared.document,
-                    prepared.chunks,
-                    doc_vectors,
-                    links=prepared.links,
-                    aliases=prepared.aliases,
-                    file=item.record,
-                    previous=item.previous,
-                )
-            tally.written += 1
-            if item.previous is None:
-                report.added += 1
-            else:
-                report.updated += 1
 
 
 def _still_there(source: Source) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
 import time
 import weakref
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from docshelf.runtime import Runtime
 
 MAX_NAME_CHARS = 200  # an upload's name, cut to this (sanitize_filename)
+log = logging.getLogger("docshelf")
 
 
 @dataclass(frozen=True)
@@ -430,11 +432,22 @@ class Uploads:
             if self.store.files_of_document(doc.id):
                 return False  # still held by a file in a source; sync decides
             self.store.delete_document(doc.id)
-            # inside the transaction: an upload of the same bytes registering
-            # concurrently either comes first (and keeps the data) or sees the
-            # blob gone and asks for the upload again
-            self.rt.blobs.delete(doc.sha256)
+        self._drop_bytes(doc)
         return True
+
+    def _drop_bytes(self, doc: Document) -> None:
+        """The bytes of a document whose deletion has committed (never before: a failed
+        commit, say a full disk, must leave the document whole, bytes and all). Under
+        the writer lock, so that an upload of the same bytes registering meanwhile
+        either came first (its new document keeps them) or finds them gone and is asked
+        to send them again. Bytes that cannot go stay behind, orphaned and logged: the
+        document is gone either way."""
+        try:
+            with self.store.transaction():
+                if self.store.get_document(doc.id) is None:
+                    self.rt.blobs.delete(doc.sha256)
+        except (DocshelfError, OSError) as exc:
+            log.warning("the bytes of deleted document %s stay in the blob store: %s", doc.id, exc)
 
     def events(
         self,

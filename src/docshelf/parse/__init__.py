@@ -11,7 +11,8 @@ non-UTF-8 input with :class:`InvalidInput`, strips a UTF-8 byte-order mark and
 normalises CRLF and CR line ends to LF, so every body a parser sees, and every
 span into it, uses ``\\n`` line ends. (The document fingerprint is taken
 elsewhere, on the raw bytes.) PDF, DOCX and HTML are bytes to their parsers
-(they carry their own encodings) and skip these checks.
+(they carry their own encodings) and skip these checks; HTML refuses binary content
+the same way (NUL bytes early on, unless a UTF-16 byte-order mark explains them).
 
 PDF, HTML, DOCX and reStructuredText are parsed in a child process under a
 time and memory limit (``parse.sandbox``), so one hostile file cannot take
@@ -33,6 +34,7 @@ from pathlib import PurePath
 from docshelf.config import ParseLimits
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.model import ParsedDocument
+from docshelf.parse._blocks import BINARY_SNIFF_BYTES
 from docshelf.parse.detect import parse_txt
 from docshelf.parse.markdown import parse_markdown
 
@@ -62,7 +64,6 @@ _LIMITED: dict[str, tuple[str, str, str, bool]] = {
 
 PDF_PASSWORD_ENV = "DOCSHELF_PDF_PASSWORD"
 IN_PROCESS_BYTES = 1 << 20
-_BINARY_SNIFF_BYTES = 8192
 _BOM = "\ufeff"
 
 
@@ -79,7 +80,7 @@ def decode_text(data: bytes) -> str:
     """
     if not data.strip():
         raise InvalidInput("empty file")
-    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         raise InvalidInput("binary content, not text")
     try:
         text = data.decode("utf-8")

@@ -17,6 +17,8 @@ from docshelf.model import Block, BlockKind, ParsedDocument
 _SPACES = re.compile(r"\s+")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 _SEPARATOR = "\n\n"
+# NUL bytes in this many first bytes of a text format (no UTF-16 BOM): binary content
+BINARY_SNIFF_BYTES = 8192
 
 
 def one_line(text: str) -> str:

@@ -32,7 +32,7 @@ from lxml import etree
 
 from docshelf.errors import InvalidInput
 from docshelf.model import BlockKind, ParsedDocument
-from docshelf.parse._blocks import BodyBuilder, clean, one_line
+from docshelf.parse._blocks import BINARY_SNIFF_BYTES, BodyBuilder, clean, one_line
 
 __all__ = ["parse_html"]
 
@@ -84,7 +84,9 @@ def parse_html(data: bytes) -> ParsedDocument:
 
 
 def _decode(data: bytes) -> str:
-    """BOM, else UTF-8, else the charset a <meta> declares, else Windows-1252."""
+    """BOM, else UTF-8, else the charset a <meta> declares, else Windows-1252. NUL bytes
+    early on without a UTF-16 BOM are binary content (an executable, an image), as for
+    the other text formats (``parse.decode_text``): no page is made of them."""
     for bom, codec in (
         (b"\xef\xbb\xbf", "utf-8"),
         (b"\xff\xfe", "utf-16-le"),
@@ -92,6 +94,8 @@ def _decode(data: bytes) -> str:
     ):
         if data.startswith(bom):
             return clean(data[len(bom) :].decode(codec, errors="replace"))
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise InvalidInput("binary content, not text")
     try:
         return clean(data.decode("utf-8"))
     except UnicodeDecodeError:

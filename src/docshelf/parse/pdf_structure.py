@@ -60,7 +60,9 @@ from docshelf.parse.pdf_thresholds import (
 
 def without_furniture(found: list[Piece]) -> list[Piece]:
     """The pieces without running heads, footers and page numbers: pieces at a page's
-    edges (:func:`page_edges`) that are a page number or :func:`running_furniture`."""
+    edges (:func:`page_edges`) that are a page number or :func:`running_furniture`.
+    When that would leave no text at all (pages that repeat one short text, and
+    nothing else), the repeated text is the document's: only page numbers go."""
     by_page: dict[int, list[Piece]] = defaultdict(list)
     for piece in found:
         by_page[piece.page].append(piece)
@@ -73,7 +75,10 @@ def without_furniture(found: list[Piece]) -> list[Piece]:
         for p in page_edges(pieces_of_page)
         if _furniture_key(p) in repeated or is_page_number(p.text)
     }
-    return [p for p in found if id(p) not in drop]
+    kept = [p for p in found if id(p) not in drop]
+    if not kept:  # every page holds only the same short text: that text is the content
+        kept = [p for p in found if not is_page_number(p.text)]
+    return kept
 
 
 def page_edges(page: list[Piece]) -> list[Piece]:

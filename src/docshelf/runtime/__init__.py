@@ -113,6 +113,8 @@ class Runtime:
         # (embed/lean.py: no torch) serves when none is configured
         self.embed_purpose = embed_purpose
         self.batch_snippets = batch_snippets  # snippets embedded per model call in sync
+        # seconds of work between two commits of an ingest, about (ingest/batches.py)
+        self.commit_seconds = 10.0
         try:
             private_dir(settings.home)  # created 0700: the library is its owner's
         except OSError as exc:

@@ -353,6 +353,11 @@ class Store(Protocol):
         """Atomically lease one complete document whose enrichment is pending."""
         ...
 
+    def pending_enrichment(self, now: float) -> int:
+        """How many complete documents wait for enrichment with no lease on them at
+        ``now`` (none, or one expired: its process died); a read, no lock."""
+        ...
+
     def distillates_of(self, document_id: str) -> list[Distillate]: ...
     def search_distillates(
         self, terms: Sequence[str], limit: int, filters: SearchFilters

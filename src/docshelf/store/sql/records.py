@@ -67,6 +67,14 @@ class RecordsSQL(SQLBase):
                 (at, document_id),
             )
 
+    def pending_enrichment(self, now: float) -> int:
+        rows = self._q(
+            "SELECT COUNT(*) FROM documents WHERE enriched_at IS NULL AND status = 'complete' "
+            "AND (enrich_lease_until IS NULL OR enrich_lease_until < ?)",
+            (now,),
+        )
+        return int(rows[0][0])
+
     def reset_enrichment(self, document_ids: Sequence[str] | None = None) -> int:
         reset = "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL WHERE "
         with self.transaction():
