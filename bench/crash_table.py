@@ -185,7 +185,7 @@ def main() -> None:
         assert pending == 0 and not problems(ref_env), "the reference library is not clean"
         print(
             f"corpus: {len(reference)} documents, {sum(reference.values())} chunks; "
-            f"events per stage in a clean add: {per_stage}"
+            f"seconds per stage in a clean add: { {k: round(v, 2) for k, v in per_stage.items()} }"
         )
         table: dict[str, Row] = {}
         for stage in per_stage:
