@@ -20,7 +20,7 @@ A trial whose ``add`` ended before its kill is counted apart ("ended first"), no
 kill. Prints one table: stage, kills, lost, twice, stale, not
 enriched, ended first.
 
-    .venv/bin/python bench/crash_table.py [--corpus DIR] [--trials 20] [--lexical]
+    .venv/bin/python bench/crash_table.py [--corpus DIR | --notes 80] [--trials 20] [--lexical]
 """
 
 from __future__ import annotations
@@ -167,7 +167,8 @@ def delays(n: int, lasting: float) -> Iterator[float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path, help="a folder to copy (default: 80 generated notes)")
+    ap.add_argument("--corpus", type=Path, help="a folder to copy (default: generated notes)")
+    ap.add_argument("--notes", type=int, default=80, help="how many notes to generate")
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--lexical", action="store_true", help="no embedding model (no embed stage)")
     args = ap.parse_args()
@@ -178,7 +179,7 @@ def main() -> None:
         if args.corpus:
             shutil.copytree(args.corpus, folder)
         else:
-            generate(folder)
+            generate(folder, args.notes)
         ref_env = env_for(work / "reference", model)
         per_stage = stages(folder, ref_env)
         reference, pending = counts(work / "reference")
