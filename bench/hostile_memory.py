@@ -19,7 +19,7 @@ during the upload. ``--baseline DIR`` measures another checkout's ``src/``
 first, in the same run (its modules imported before this one's).
 
     flock /tmp/docshelf-bench.lock .venv/bin/python bench/hostile_memory.py \\
-        [--mb 25] [--embedder none|local] [--only add|serve] [--cap-mb 4096] \\
+        [--mb 25] [--embedder none|local] [--only add|serve] [--enrich off|auto] [--cap-mb 4096] \\
         [--serve-workers thread|process|both] [--baseline ../main-checkout/src]
 
 The text is ASCII words, without a single line break. The processes run
@@ -394,6 +394,12 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=25.0, help="file size in MB (10^6 bytes)")
     ap.add_argument("--embedder", default="none", choices=("none", "local"))
     ap.add_argument("--only", choices=("add", "serve"))
+    ap.add_argument(
+        "--enrich",
+        default="off",
+        choices=("off", "auto"),
+        help="DOCSHELF_ENRICH: off measures ingest alone; auto the offline enrichment too",
+    )
     ap.add_argument("--cap-mb", type=int, default=LIMITS["cap_mb"], help="per-process cap")
     ap.add_argument(
         "--serve-workers",
@@ -412,7 +418,7 @@ def main() -> None:
     env = {
         **os.environ,
         "DOCSHELF_EMBEDDER": args.embedder,
-        "DOCSHELF_ENRICH": "off",
+        "DOCSHELF_ENRICH": args.enrich,
         "HF_HUB_OFFLINE": "1",
     }
     shapes = ("thread", "process") if args.serve_workers == "both" else (args.serve_workers,)
@@ -422,7 +428,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="docshelf-hostile-") as tmp:
         file = Path(tmp) / "one-line.md"
         one_line_markdown(file, int(args.mb * 1e6))
-        print(f"file: {file.stat().st_size / 1e6:.1f} MB on one line; embedder {args.embedder}")
+        print(
+            f"file: {file.stat().st_size / 1e6:.1f} MB on one line; embedder {args.embedder}; "
+            f"enrichment {args.enrich}"
+        )
         print(f"load average at the start: {os.getloadavg()}")
         for n, (prefix, run_env) in enumerate(runs):
             if args.only in (None, "add"):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import io
 import json
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -456,3 +458,54 @@ def test_a_short_section_is_cited_and_opened_at_its_own_heading(
     assert by_id[view["target"]]["inlines"] == [{"text": "Runners-up"}]
     marked = json.dumps([b for b in view["blocks"] if b.get("cited")])
     assert "runner-ups" in marked  # the snippet's blocks are marked, the page at its heading
+
+
+def test_page_renders_are_bounded_server_wide_and_per_user(
+    shelf: Shelf, client: TestClient, alice: Api, bob: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 parallel page requests from one user started 43 processes (~2.2 GB): renders
+    at once are bounded, one user gets a share of them, the rest are told to come back."""
+    from docshelf.api.renders import RenderGate
+
+    carol = _api(shelf, client, "carol")
+    docs = {}
+    for api in (alice, bob, carol):
+        r = api.upload("paper.pdf", paged_pdf([["Some words on a page of a paper."]]))
+        docs[api.user.id] = r.json()["document_id"]
+    drain(shelf)
+    gate = RenderGate(total=2, per_user=1, wait_s=0)
+    client.app.state.renders = gate  # type: ignore[attr-defined]
+    release = threading.Event()
+    inside: list[str] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def render(data: bytes, page: int, *args: object, **kwargs: object) -> bytes:
+        with lock:
+            inside.append("in")
+            most[0] = max(most[0], gate.running())
+        release.wait(60)
+        return b"\x89PNG fake"
+
+    monkeypatch.setattr(pdf_pages, "page_image", render)
+
+    def page(api: Api) -> Any:
+        return api.get(f"/v1/documents/{docs[api.user.id]}/pages/1")
+
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(page, alice)
+        with gate.changed:
+            assert gate.changed.wait_for(lambda: gate.running() == 1, timeout=30)
+        again = page(alice)  # over alice's share
+        assert again.status_code == 503 and again.headers["retry-after"] == "2"
+        assert again.json()["error"]["code"] == "busy"
+        second = pool.submit(page, bob)  # another user still finds a slot
+        with gate.changed:
+            assert gate.changed.wait_for(lambda: gate.running() == 2, timeout=30)
+        full = page(carol)
+        assert full.status_code == 503 and full.headers["retry-after"]
+        release.set()
+        assert first.result(timeout=60).status_code == 200
+        assert second.result(timeout=60).status_code == 200
+    assert len(inside) == 2 and most[0] == 2 and gate.running() == 0
+    assert page(carol).status_code == 200  # slots freed

@@ -4,6 +4,7 @@ server on loopback), the cache, distillates, concepts in the retrieval header.""
 from __future__ import annotations
 
 import json
+import random
 import time
 from pathlib import Path
 
@@ -16,11 +17,14 @@ from docshelf.knowledge.enrich import (
     GENERAL,
     EnrichSettings,
     guess_document_type,
+    offline_enrichment,
     split_sentences,
 )
 from docshelf.knowledge.enricher import Enricher
+from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm.openai import OpenAILLM
-from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Tier
+from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Enrichment, Tier
+from docshelf.search.query import lexical_terms
 from docshelf.shelf import Shelf
 from tests.fake_llm import Script, fake_llm_server
 from tests.fakes import HashEmbedder
@@ -129,6 +133,73 @@ def test_document_type_heuristic(
 
 
 # -- offline ---------------------------------------------------------------------------------
+def _snippets(n: int, seed: int = 3) -> list[Chunk]:
+    """``n`` snippets of three made-up sentences each, from a 300-word vocabulary."""
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choice("abcdefghij") for _ in range(5)) for _ in range(300)]
+    return [
+        Chunk(
+            f"s{i}",
+            "doc_x",
+            Tier.SNIPPET,
+            i,
+            " ".join(" ".join(rng.choices(vocab, k=9)).capitalize() + "." for _ in range(3)),
+            "",
+            0,
+            1,
+        )
+        for i in range(n)
+    ]
+
+
+def _lexical_only(chunks: list[Chunk], settings: EnrichSettings = EnrichSettings()) -> Enrichment:
+    return offline_enrichment(
+        _fake(),
+        chunks,
+        snippet_vectors=None,
+        embed=None,
+        taxonomy=Taxonomy("t", []),
+        concept_vectors=None,
+        settings=settings,
+    )
+
+
+def test_a_short_note_is_summarised_as_before() -> None:
+    """Lexical-only centrality computed once per document gives what the per-snippet
+    computation gave (these figures are the old code's)."""
+    e = _lexical_only(_snippets(40))
+    assert [ids for _, ids in e.claims] == [("s27",), ("s26",), ("s22",), ("s7",), ("s7",)]
+    assert e.summary.startswith("Fffcg iehaj bbhfb ") and e.summary.endswith(" gdege.")
+
+
+def test_a_long_document_is_enriched_from_a_bounded_share_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 3.5 MB note took 431 s (quadratic in its words) and held a worker, and every
+    upload behind it, that long: the snippets looked at are capped, spread over the whole."""
+    import docshelf.knowledge.enrich as enrich_mod
+
+    chunks = _snippets(3000)
+    seen: list[str] = []
+
+    def counted(text: str) -> list[str]:
+        seen.append(text)
+        return lexical_terms(text)
+
+    monkeypatch.setattr(enrich_mod, "lexical_terms", counted)
+    e = _lexical_only(chunks)
+    texts = {c.text for c in chunks}
+    looked_at = {t for t in seen if t in texts}
+    assert len(looked_at) == EnrichSettings().max_snippets < len(chunks)
+    assert chunks[0].text in looked_at and chunks[-3].text in looked_at  # first to last
+    assert e.summary and e.claims
+
+    from docshelf.knowledge.enrich import considered
+
+    assert considered(chunks, 10) == chunks[::300]
+    assert considered(chunks[:5], 10) == chunks[:5]
+
+
 def test_add_enriches_offline(shelf: Shelf, library: Path) -> None:
     # The threshold suits the real model's geometry; bag-of-words vectors score lower.
     shelf._enricher = Enricher(shelf, EnrichSettings(concept_threshold=0.15))

@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def env(**extra: str) -> dict[str, str]:
-    """The test's environment (its DOCSHELF_HOME, enrichment off) for a child process."""
-    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+    """The test's environment (its DOCSHELF_HOME, enrichment off) for a child process,
+    which imports this checkout's docshelf (not another the environment installed)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), **extra}
 
 
 def big_note() -> bytes:
@@ -157,3 +158,35 @@ def test_worker_command_exits_0_when_idle(isolated_home: Path, signum: int) -> N
     assert "worker(s) on" in proc.stderr.readline()  # started
     proc.send_signal(signum)
     assert proc.wait(30) == 0
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_sigterm_during_start_up_exits_0(isolated_home: Path, command: str) -> None:
+    """SIGTERM in the first second (imports, the store, the model) killed the process
+    (-15): its handlers came after the start-up work. Here the start-up stops where the
+    library opens (tests/slow_start.py) and says so; the signal is sent then."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.slow_start", command],
+        cwd=ROOT,
+        env=env(DOCSHELF_HOME=str(isolated_home), DOCSHELF_EMBEDDER="none"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"opening\n"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_long_running_command_is_found_past_the_global_options() -> None:
+    from docshelf.cli import _command
+
+    assert _command(["--home", "serve", "worker"]) == "worker"  # a home named "serve"
+    assert _command(["--json", "serve", "--port", "1"]) == "serve"
+    assert _command(["search", "serve"]) == "search"
+    assert _command(["--home"]) is None

@@ -10,7 +10,8 @@
     ├── Unauthorized      no credentials, or unknown or revoked ones
     └── Unavailable       a configured backend or optional extra is missing
         ├── StorageFull       no space left where docshelf writes (HTTP 507)
-        └── ReadOnlyStorage   docshelf's home or database is read-only (HTTP 503)
+        ├── ReadOnlyStorage   docshelf's home or database is read-only (HTTP 503)
+        └── Busy              at a concurrency limit: try again after ``retry_after`` s
 
 Driver and library errors are translated to these at the adapter boundary.
 ``code`` is the stable machine-readable name used in the CLI JSON envelope.
@@ -80,6 +81,17 @@ class ReadOnlyStorage(Unavailable):
     code = "read_only"
 
 
+class Busy(Unavailable):
+    """Refused at a concurrency limit (page renders): the same request works a moment
+    later; ``retry_after`` says when to try (HTTP 503 with ``Retry-After``)."""
+
+    code = "busy"
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
@@ -94,6 +106,7 @@ def from_os_error(exc: OSError, what: str) -> DocshelfError | None:
 
 
 __all__ = [
+    "Busy",
     "Conflict",
     "DocshelfError",
     "InvalidInput",

@@ -10,7 +10,10 @@ then drains its worker pool. All of it within ``DOCSHELF_DRAIN_SECONDS``.
 
 Exit status: 0 when everything drained in time. A worker still busy at the
 deadline (a parse that takes longer) is left behind with exit status 1; its job
-keeps its lease until that expires and another worker resumes it.
+keeps its lease until that expires and another worker resumes it. SIGTERM during
+start-up (imports, opening the store, loading the model: before these handlers are
+set) ends the process at once with status 0 too (``cli.exit_on_early_sigterm``): there
+is nothing to drain yet.
 """
 
 from __future__ import annotations
@@ -33,11 +36,14 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @contextmanager
-def signals_set(stop: threading.Event) -> Iterator[None]:
-    """While the block runs, SIGTERM and SIGINT set ``stop`` (main thread only)."""
+def signals_set(stop: threading.Event, also: Callable[[], None] | None = None) -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGINT set ``stop`` (and call ``also``; main
+    thread only)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        if also is not None:
+            also()
 
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     try:
@@ -102,9 +108,11 @@ def serve(app: Any, host: str, port: int, drain_seconds: float) -> int:
         log_level="warning",
         timeout_graceful_shutdown=max(1, round(drain_seconds)),
     )
+    server = uvicorn.Server(config)
     # uvicorn re-raises the signal it stopped for once it is done, which ends the process
     # as killed (143) after a clean drain; with these handlers installed first, that
-    # re-raised signal lands here instead, and the process exits 0.
-    with signals_set(threading.Event()):
-        uvicorn.Server(config).run()
+    # re-raised signal lands here instead, and the process exits 0. A signal before
+    # uvicorn has set its own handlers tells the server to stop as soon as it starts.
+    with signals_set(threading.Event(), also=lambda: setattr(server, "should_exit", True)):
+        server.run()
     return 0

@@ -27,6 +27,7 @@ from docshelf.api import docs_page, events, ops, pages, reader, routes, schema, 
 from docshelf.api.deps import install_error_handlers, known_query, token_checks
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
+from docshelf.api.renders import RenderGate
 from docshelf.api.schema import errors
 from docshelf.api.wakeups import Wakeups
 from docshelf.ingest.worker import WorkerPool, WorkerSettings
@@ -95,6 +96,7 @@ def create_app(
     app.state.sse_ping = sse_ping
     app.state.upload_commits = uploads.upload_commits(shelf)
     app.state.token_checks = token_checks(shelf)
+    app.state.renders = RenderGate()
     install_error_handlers(app)
     schema.install(app)
 

@@ -15,6 +15,7 @@ from starlette.routing import Match
 from docshelf.api.batching import Batched
 from docshelf.api.reading import FileChanged
 from docshelf.errors import (
+    Busy,
     Conflict,
     DocshelfError,
     Forbidden,
@@ -62,7 +63,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def docshelf_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, DocshelfError)
-        return error_response(status_for(exc), exc.code, exc.message)
+        response = error_response(status_for(exc), exc.code, exc.message)
+        if isinstance(exc, Busy):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

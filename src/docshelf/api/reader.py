@@ -19,6 +19,7 @@ from fastapi.responses import Response, StreamingResponse
 from docshelf import views
 from docshelf.api import pdf_pages, reading
 from docshelf.api.deps import ShelfDep, UserDep
+from docshelf.api.renders import RenderGate, RendersDep
 from docshelf.api.schema import errors
 from docshelf.catalogue import DocumentView
 from docshelf.errors import NotFound
@@ -81,6 +82,7 @@ def view(
     document_id: str,
     shelf: ShelfDep,
     user: UserDep,
+    renders: RendersDep,
     chunk: Annotated[str | None, Query(max_length=200)] = None,
     page: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
     at: Annotated[
@@ -88,7 +90,7 @@ def view(
         Query(ge=0, description="A citation's anchor: open at the inner heading it names"),
     ] = None,
 ) -> JSON:
-    return _view(shelf, shelf.document(document_id, user.id), chunk, page, at)
+    return _view(shelf, shelf.document(document_id, user.id), chunk, page, at, renders, user.id)
 
 
 @router.get(
@@ -96,7 +98,7 @@ def view(
     summary="The document of a chunk opened at it (as /documents/{id}/view?chunk=)",
     responses=errors(404, 410),
 )
-def chunk_view(chunk_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
+def chunk_view(chunk_id: str, shelf: ShelfDep, user: UserDep, renders: RendersDep) -> JSON:
     found = shelf.chunk(chunk_id)
     try:
         if found is None:
@@ -104,7 +106,7 @@ def chunk_view(chunk_id: str, shelf: ShelfDep, user: UserDep) -> JSON:
         doc_view = shelf.document(found.document_id, user.id)
     except NotFound:  # another user's chunk is answered exactly like an unknown one
         raise NotFound(f"No chunk {chunk_id!r}") from None
-    return _view(shelf, doc_view, chunk_id, None)
+    return _view(shelf, doc_view, chunk_id, None, None, renders, user.id)
 
 
 def _view(
@@ -112,7 +114,9 @@ def _view(
     doc_view: DocumentView,
     chunk: str | None,
     page: int | None,
-    at: int | None = None,
+    at: int | None,
+    renders: RenderGate,
+    user_id: str,
 ) -> JSON:
     doc = doc_view.document
     cited = _cited(shelf, doc_view, chunk)
@@ -136,7 +140,8 @@ def _view(
         number = page or first
         _page_in(doc_view, number)
         snippet = cited.text if cited is not None and first <= number <= last else ""
-        shown = pdf_pages.page_view(original.data, number, snippet, limits, limits.pdf_password)
+        with renders.slot(user_id):
+            shown = pdf_pages.page_view(original.data, number, snippet, limits, limits.pdf_password)
         return {
             **base,
             "kind": "page",
@@ -167,6 +172,7 @@ def page_image(
     page: Annotated[int, Path(ge=1, le=MAX_PAGE)],
     shelf: ShelfDep,
     user: UserDep,
+    renders: RendersDep,
 ) -> Response:
     doc_view = shelf.document(document_id, user.id)
     if doc_view.document.file_type != "pdf":
@@ -174,7 +180,8 @@ def page_image(
     _page_in(doc_view, page)
     original = _original(shelf, doc_view)
     limits = shelf.settings.parse
-    image = pdf_pages.page_image(original.data, page, limits, limits.pdf_password)
+    with renders.slot(user.id):
+        image = pdf_pages.page_image(original.data, page, limits, limits.pdf_password)
     return Response(
         image, media_type="image/png", headers={"Cache-Control": "private, max-age=300"}
     )

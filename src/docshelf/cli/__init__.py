@@ -17,7 +17,9 @@ which writes the envelope, the errors and the next actions once.
 
 from __future__ import annotations
 
+import signal
 import sys
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ __all__ = ["app", "main"]
 def main() -> None:
     """``docshelf``: a search whose output is JSON is answered by ``cli/quick.py``
     without loading typer, rich or pydantic; everything else by the typer app."""
+    if _command(sys.argv[1:]) in LONG_RUNNING:
+        exit_on_early_sigterm()  # before any slow start-up: SIGTERM from now on exits 0
     from docshelf.cli import quick
 
     if quick.main(sys.argv[1:]):
@@ -37,6 +41,34 @@ def main() -> None:
     from docshelf.cli.typer_app import app
 
     app()
+
+
+LONG_RUNNING = ("serve", "worker")
+
+
+def exit_on_early_sigterm() -> None:
+    """From the first line of ``serve`` and ``worker`` until their own handlers are set
+    (``shutdown.signals_set``) — and again after them — SIGTERM ends the process with
+    status 0 (``SystemExit``, so ``finally`` blocks and ``with`` exits run) instead of
+    killing it (status -15): during start-up there is nothing to drain. SIGINT keeps
+    Python's KeyboardInterrupt."""
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is no global option
+    (``--home DIR``, ``--json``) or value of one."""
+    words = iter(argv)
+    for word in words:
+        if word == "--home":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ from docshelf.ingest.prepare import embed_texts
 from docshelf.knowledge.enrich import (
     EnrichSettings,
     concept_texts,
+    considered,
     from_json,
     llm_enrichment,
     llm_excerpts,
@@ -238,6 +239,9 @@ class Enricher:
     def _compute(self, doc: Document, chunks: list[Chunk], snippets: list[Chunk]) -> EnrichResult:
         import numpy as np
 
+        # a long document's centre is found among a bounded number of its snippets, the
+        # same ones ``offline_enrichment`` takes, so the step's cost has a ceiling
+        snippets = considered(snippets, self.settings.max_snippets)
         vectors = self._snippet_vectors(snippets)
         notice = None
         llm = self.rt.llm

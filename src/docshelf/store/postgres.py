@@ -27,6 +27,7 @@ the claims of leased work; the driver's errors, translated, in store/postgres_er
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -47,6 +48,13 @@ from docshelf.store.base import SearchFilters
 from docshelf.store.notices import CommitNotices
 from docshelf.store.postgres_errors import redact as redact  # (shown URLs: portable, tests)
 from docshelf.store.postgres_errors import translate
+from docshelf.store.postgres_health import (
+    DOWN_WAIT_S,
+    POOL_LOGGER,
+    RECONNECT_S,
+    Reachability,
+    watched,
+)
 from docshelf.store.postgres_schema import MIGRATIONS
 from docshelf.store.postgres_vectors import VectorIndexSQL
 from docshelf.store.rows import JOB_FIELDS, distillate_from_row, job_from_row
@@ -90,13 +98,23 @@ class PostgresStore(VectorIndexSQL):
                 self._migrate(conn)
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
+        # fast failure while the server refuses connections (store/postgres_health.py)
+        self._reach = Reachability(self.url, "docshelf", self._scrub)
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
-            url, min_size=1, max_size=pool_size, kwargs=extra, open=False, name="docshelf"
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs=extra,
+            open=False,
+            name="docshelf",
+            connection_class=watched(self._reach),
+            reconnect_timeout=RECONNECT_S,
         )
+        logging.getLogger(POOL_LOGGER).addFilter(self._reach)
         try:
             self._pool.open(wait=True, timeout=float(extra.get("connect_timeout", 30)))
         except PoolTimeout as exc:
-            self._pool.close()
+            self.close()
             raise self._translate(exc) from exc
 
     # -- plumbing --------------------------------------------------------------------------
@@ -107,9 +125,32 @@ class PostgresStore(VectorIndexSQL):
 
     def close(self) -> None:
         self._pool.close()
+        logging.getLogger(POOL_LOGGER).removeFilter(self._reach)
 
     def _translate(self, exc: Exception) -> DocshelfError:
+        if isinstance(exc, PoolTimeout) and self._reach.down:
+            return Unavailable(
+                f"The store is unavailable: PostgreSQL at {self.url} refuses connections "
+                f"({self._reach.cause}); try again once it takes them"
+            )
         return translate(exc, self.url, self._password)
+
+    def _scrub(self, message: str) -> str:
+        return message.replace(self._password, "***") if self._password else message
+
+    def _checkout(self) -> psycopg.Connection[TupleRow]:
+        """A pooled connection, waited for up to the pool's timeout while the server
+        takes connections, briefly while it refuses them (``Reachability``): the wait is
+        taken in short turns, so a request already waiting when the server goes down
+        is answered at once too. ``PoolTimeout`` when none came."""
+        deadline = time.monotonic() + self._pool.timeout
+        while True:
+            turn = min(DOWN_WAIT_S, deadline - time.monotonic())
+            try:
+                return self._pool.getconn(timeout=max(turn, 0.001))
+            except PoolTimeout:
+                if self._reach.down or time.monotonic() >= deadline:
+                    raise
 
     def _pinned(self) -> psycopg.Connection[TupleRow] | None:
         conn: psycopg.Connection[TupleRow] | None = getattr(self._local, "conn", None)
@@ -123,10 +164,14 @@ class PostgresStore(VectorIndexSQL):
             yield pinned
             return
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            conn = self._checkout()
         except PoolTimeout as exc:
             raise self._translate(exc) from exc
+        try:
+            with conn:  # as the pool's ``connection()``: commit, or roll back on an error
+                yield conn
+        finally:
+            self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self, *, durable: bool = False) -> Iterator[None]:
@@ -146,7 +191,7 @@ class PostgresStore(VectorIndexSQL):
                 f"The database {self.url} is busy (another writer holds it); try again"
             )
         try:
-            conn = self._pool.getconn()
+            conn = self._checkout()
         except PoolTimeout as exc:
             self._writer.release()
             raise self._translate(exc) from exc
