@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from docshelf.cli.core import TERMINAL_SETTINGS
+from docshelf.config import TERMINAL_SETTINGS
 from docshelf.shelf import Shelf
 from docshelf.store import SearchStore, open_store
 from tests import pg

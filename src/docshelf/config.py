@@ -200,6 +200,26 @@ def _positive(name: str, default: float) -> float:
 # -- values read where they are used, each in one place ---------------------------------
 
 
+# What rich reads of the terminal once, when it makes a console: the width and height
+# when set, whether and how to colour, whether it is interactive.
+TERMINAL_SETTINGS = (
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "TERM",
+    "COLORTERM",
+)
+
+
+def terminal_settings() -> tuple[str | None, ...]:
+    """The terminal's settings as they are now (``TERMINAL_SETTINGS``): a console made
+    under others is not the one to print with."""
+    return tuple(os.environ.get(name) for name in TERMINAL_SETTINGS)
+
+
 def embed_backend() -> str | None:
     """``DOCSHELF_EMBED_BACKEND``: the local model's runtime (checked by ``make_embedder``)."""
     return os.environ.get("DOCSHELF_EMBED_BACKEND") or None

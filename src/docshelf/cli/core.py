@@ -42,18 +42,6 @@ class Outcome(NamedTuple):
 
 Render = Callable[[Outcome], None]
 
-# What rich reads of the terminal once, when it makes a console: the width and height
-# when set, whether and how to colour, whether it is interactive.
-TERMINAL_SETTINGS = (
-    "COLUMNS",
-    "LINES",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "TTY_COMPATIBLE",
-    "TTY_INTERACTIVE",
-    "TERM",
-    "COLORTERM",
-)
 # stderr? -> (the stream and settings it was made for, the console)
 _CONSOLES: dict[bool, tuple[tuple[object, ...], Console]] = {}
 
@@ -64,10 +52,10 @@ def console(stderr: bool = False) -> Console:
     swaps the stream or the settings (the typer test runner, a test's ``COLUMNS``) gets
     its own, never one sized or coloured for another terminal. No rich markup: every
     string shown may come from a file name or a document."""
-    import os
+    from docshelf.config import terminal_settings
 
     stream = sys.stderr if stderr else sys.stdout
-    settings = tuple(os.environ.get(name) for name in TERMINAL_SETTINGS)
+    settings = terminal_settings()
     held = _CONSOLES.get(stderr)
     if held is None or held[0][0] is not stream or held[0][1:] != settings:
         from rich.console import Console
