@@ -9,7 +9,13 @@ Reported overall and per question kind. Deterministic for a given library and co
 run it with another tree first on ``PYTHONPATH`` for the code before a change.
 
     .venv/bin/python bench/answers.py --home DIR [--docqa ../shared/data/docqa-dev] \\
-        [--per-query OUT.jsonl]
+        [--per-query OUT.jsonl] [--run RUN.jsonl]
+
+With ``--run``, every question of qa.jsonl and every unanswerable one of answers.jsonl
+is asked, and the answers are written as docqa-dev's ``score_answers.py`` reads them
+(``answered``: the answer cites something; each citation's path below its collection):
+
+    python3 ../shared/data/docqa-dev/score_answers.py RUN.jsonl
 
 The library in ``--home`` is built on first use (``docshelf add`` of each collection
 with the configured model) and reused after.
@@ -22,6 +28,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 
 def words(text: str) -> set[str]:
@@ -37,6 +44,29 @@ def build(home: Path, corpora: Path) -> None:
             print(f"  added {collection.name}: {report.added} documents, {report.failed} failed")
 
 
+def run_file(shelf: Any, docqa: Path, out: Path) -> None:
+    """Every question, answerable or not, asked and written for ``score_answers.py``."""
+    corpora = (docqa / "corpora").resolve()
+    asked = [json.loads(line) for line in (docqa / "qa.jsonl").open()]
+    asked += [
+        a for a in map(json.loads, (docqa / "answers.jsonl").open()) if a.get("answerable") is False
+    ]
+    with out.open("w") as fh:
+        for q in asked:
+            answer = shelf.ask(q["question"])
+            root = corpora / q["collection"]
+            cites = [
+                {
+                    "path": os.path.relpath(c.citation.path, root),
+                    "heading": c.citation.heading_path[-1] if c.citation.heading_path else None,
+                    "page": c.citation.page_start,
+                }
+                for c in answer.citations
+            ]
+            row = {"id": q["id"], "answered": bool(cites), "answer": answer.answer}
+            fh.write(json.dumps({**row, "citations": cites}) + "\n")
+
+
 def main() -> None:
     root = Path(__file__).resolve().parent.parent
     ap = argparse.ArgumentParser()
@@ -44,6 +74,7 @@ def main() -> None:
     ap.add_argument("--docqa", type=Path, default=root.parent / "shared/data/docqa-dev")
     ap.add_argument("--hold", type=float, default=0.8, help="share of the evidence's words")
     ap.add_argument("--per-query", type=Path, help="write each question's answer here")
+    ap.add_argument("--run", type=Path, help="write a run file for score_answers.py here")
     args = ap.parse_args()
     os.environ["DOCSHELF_LLM_URL"] = ""  # the offline answer, whatever is configured
     if not (args.home / "docshelf.db").exists():
@@ -58,6 +89,8 @@ def main() -> None:
             evidence = words(q["evidence"])
             held = len(evidence & words(answer.answer)) / max(1, len(evidence))
             rows.append({"id": q["id"], "kind": q["kind"], "held": held, "answer": answer.answer})
+        if args.run:
+            run_file(shelf, args.docqa, args.run)
     if args.per_query:
         args.per_query.write_text("".join(json.dumps(r) + "\n" for r in rows))
     kinds = sorted({r["kind"] for r in rows})
