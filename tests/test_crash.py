@@ -37,6 +37,25 @@ def _count(db: Path) -> int:
         return 0
 
 
+def _kill_add_once(
+    root: Path, env: dict[str, str], ready: Callable[[], bool], timeout: float
+) -> None:
+    """A real lexical-only `docshelf add` of ``root``, killed (SIGKILL) once ``ready()``
+    says the store shows enough of its work."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "docshelf.cli", "--json", "add", str(root)],
+        env={**os.environ, "DOCSHELF_EMBEDDER": "none", **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    while not ready() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert proc.poll() is None, "add finished before it could be killed; make the folder bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def test_kill_during_add_then_resume(tmp_path: Path) -> None:
     root = tmp_path / "many"
     root.mkdir()
@@ -47,20 +66,8 @@ def test_kill_during_add_then_resume(tmp_path: Path) -> None:
         )
         (root / f"note{i:04}.md").write_text(f"# Note {i}\n\n{body}\n")
     home = tmp_path / "home"
-    env = {**os.environ, "DOCSHELF_HOME": str(home), "DOCSHELF_EMBEDDER": "none"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "docshelf.cli", "--json", "add", str(root)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     db = home / "docshelf.db"
-    deadline = time.monotonic() + 60
-    while _count(db) < 50 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    assert proc.poll() is None, "add finished before it could be killed; make the folder bigger"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    _kill_add_once(root, {"DOCSHELF_HOME": str(home)}, lambda: _count(db) >= 50, 60)
     partial = _count(db)
     assert 0 < partial < n_files
 
@@ -232,25 +239,9 @@ def test_enrichment_killed_midway_is_finished_by_the_next_add(
     dead process held a lease on is taken once that lease has run out."""
     root = _sectioned_notes(tmp_path / "notes", 400, sections=3)
     home = tmp_path / "home"
-    env = {
-        **os.environ,
-        "DOCSHELF_HOME": str(home),
-        "DOCSHELF_EMBEDDER": "none",
-        "DOCSHELF_ENRICH": "offline",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "docshelf.cli", "--json", "add", str(root)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     db = home / "docshelf.db"
-    deadline = time.monotonic() + 120
-    while _enrichment(db)[0] < 5 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.01)
-    assert proc.poll() is None, "add finished before it could be killed; make the folder bigger"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    env = {"DOCSHELF_HOME": str(home), "DOCSHELF_ENRICH": "offline"}
+    _kill_add_once(root, env, lambda: _enrichment(db)[0] >= 5, 120)
     enriched, pending = _enrichment(db)
     assert enriched >= 5 and pending > 0
 

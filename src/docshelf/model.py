@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import PurePath
 
 
 class Tier(StrEnum):
@@ -135,6 +136,16 @@ class Source:
     added_at: float
     user_id: str | None = None  # the owner: the user who added it
     follow_symlinks: bool = False  # follow symlinks that lead outside the folder
+
+    def relative(self, path: str) -> str:
+        """A file's ``path`` below this source, with forward slashes (a file source, or
+        a path outside it: the file's name)."""
+        here, root = PurePath(path), PurePath(self.path)
+        return (
+            here.relative_to(root).as_posix()
+            if here.is_relative_to(root) and here != root
+            else here.name
+        )
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from docshelf.errors import NotFound
 from docshelf.model import Document
 
 if TYPE_CHECKING:
-    from docshelf.model import Job
+    from docshelf.model import Job, Source
     from docshelf.store import AccessLink, FileRecord, Store
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "described",
     "files_seen",
     "job_seen",
-    "owns_source",
     "seen_by",
     "title_from_name",
     "visible",
@@ -93,56 +92,62 @@ def described(doc: Document) -> str:
 
 
 def seen_by(store: Store, docs: Sequence[Document], user_id: str | None) -> list[Document]:
-    """Shared records with each one's per-user name and times (``as_seen``)."""
+    """Shared records with each one's per-user name and times (``as_seen``), each where
+    its holder keeps it (``_placed``)."""
     if user_id is None or not docs:
         return list(docs)
     links = store.access_links(user_id, [d.id for d in docs])
-    return [_placed(store, as_seen(d, links.get(d.id)), links.get(d.id), user_id) for d in docs]
+    owners = _owners(store) if any(d.source_id for d in docs) else {}
+    return [
+        _placed(store, as_seen(d, links.get(d.id)), links.get(d.id), user_id, owners) for d in docs
+    ]
 
 
-def _placed(store: Store, doc: Document, link: AccessLink | None, user_id: str) -> Document:
+def _owners(store: Store) -> dict[str, Source]:
+    """The library's sources by id (a few rows, read once for a list of documents)."""
+    return {s.id: s for s in store.list_sources()}
+
+
+def _placed(
+    store: Store,
+    doc: Document,
+    link: AccessLink | None,
+    user_id: str,
+    sources: dict[str, Source],
+) -> Document:
     """``doc`` where its holder keeps it: at a file of a folder they added (not at another
     user's path), else, for a user who named it (an upload), as their upload."""
-    if doc.source_id is None or owns_source(store, doc.source_id, user_id):
+    held = sources.get(doc.source_id) if doc.source_id else None
+    if held is None or held.user_id == user_id:
         return doc
-    for file in files_seen(store, doc.id, user_id, link):
-        source = store.get_source(file.source_id)
-        rel = PurePosixPath(file.path)
-        if source is not None and rel.is_relative_to(source.path) and str(rel) != source.path:
-            rel = rel.relative_to(source.path)
+    for file in files_seen(store, doc.id, user_id, link, sources):
         return dataclasses.replace(
-            doc, path=file.path, rel_path=rel.as_posix(), source_id=file.source_id
+            doc,
+            path=file.path,
+            rel_path=sources[file.source_id].relative(file.path),
+            source_id=file.source_id,
         )
     if link is not None and link.title is not None:
         return dataclasses.replace(doc, path=f"upload://{doc.sha256}", source_id=None)
     return doc
 
 
-def owns_source(store: Store, source_id: str, user_id: str) -> bool:
-    """Whether ``user_id`` added the source."""
-    source = store.get_source(source_id)
-    return source is not None and source.user_id == user_id
-
-
 def files_seen(
-    store: Store, document_id: str, user_id: str | None, link: AccessLink | None
+    store: Store,
+    document_id: str,
+    user_id: str | None,
+    link: AccessLink | None,
+    sources: dict[str, Source] | None = None,
 ) -> list[FileRecord]:
     """The files holding a document that ``user_id`` may be told of: those of folders they
     added (and of a folder no one owns, to a holder with no name of their own for it)."""
     files = store.files_of_document(document_id)
     if user_id is None:
         return files
-    unnamed = link is None or link.title is None
-    return [
-        f
-        for f in files
-        if owns_source(store, f.source_id, user_id) or (unnamed and _ownerless(store, f.source_id))
-    ]
-
-
-def _ownerless(store: Store, source_id: str) -> bool:
-    source = store.get_source(source_id)
-    return source is not None and source.user_id is None
+    sources = _owners(store) if sources is None else sources
+    unnamed = link is None or link.title is None  # may be told of a folder no one owns
+    owners: set[str | None] = {user_id, None} if unnamed else {user_id}
+    return [f for f in files if f.source_id in sources and sources[f.source_id].user_id in owners]
 
 
 def visible(store: Store, document_id: str, user_id: str | None) -> Document:

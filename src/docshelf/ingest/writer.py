@@ -120,7 +120,7 @@ class DocumentWriter:
             return
         file = files[0]
         source = self.store.get_source(file.source_id)
-        rel_path = _rel_path(file.path, source.path if source else None)
+        rel_path = source.relative(file.path) if source else PurePath(file.path).name
         with self.store.transaction():
             self.store.update_document_path(document_id, file.path, rel_path, file.source_id)
             self.store.put_names(document_id, names_for(rel_path, "", ()), "path")
@@ -130,11 +130,3 @@ class DocumentWriter:
         """What callers may see changed beyond the store's generation (access, enrichment,
         a new generation): cached search results go."""
         self._on_change()
-
-
-def _rel_path(path: str, root: str | None) -> str:
-    """``path`` below its source's ``root``, with forward slashes (a file source: its name)."""
-    here = PurePath(path)
-    if root is not None and here.is_relative_to(root) and here != PurePath(root):
-        return here.relative_to(root).as_posix()
-    return here.name
