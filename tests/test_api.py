@@ -423,9 +423,9 @@ def test_every_v1_route_requires_a_bearer_token(client: TestClient) -> None:
         (m, p.replace("{doc}", "{document_id}").replace("{chunk}", "{chunk_id}"))
         for m, p in ALL_ENDPOINTS
     }
-    for key in v1:
+    for key in v1 | {("GET", "/metrics")}:
         assert operations[key].get("security") == [{"HTTPBearer": []}], key
-    for key in operations.keys() - v1:
+    for key in operations.keys() - v1 - {("GET", "/metrics")}:
         assert "security" not in operations[key], key
 
 
@@ -453,9 +453,34 @@ def test_no_wrong_or_revoked_token_is_401(
         assert r.status_code == 401, (method, template)
         assert r.headers["www-authenticate"].startswith("Bearer")
         assert r.json()["error"]["code"] == "unauthorized"
-    for open_path in ("/healthz", "/readyz", "/metrics", "/", "/docs", "/openapi.json"):
+    for open_path in ("/healthz", "/readyz", "/", "/docs", "/openapi.json"):
         assert client.get(open_path).status_code == 200, open_path
     assert shelf.store.get_document(doc_id) is not None
+
+
+@pytest.mark.parametrize(
+    ("caller", "status"),
+    [("none", 401), ("wrong", 401), ("user", 403), ("admin", 200), ("metrics-token", 200)],
+)
+def test_metrics_are_for_operators(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caller: str, status: int
+) -> None:
+    # the pipeline's counters move with each document processed: open to every user, they
+    # would tell whether an upload's bytes were already in someone's library
+    monkeypatch.setenv("DOCSHELF_METRICS_TOKEN", "scrape-me")
+    with Shelf(tmp_path / "home", embedder=HashEmbedder()) as operated:
+        token = {
+            "none": None,
+            "wrong": "scrape-me-not",
+            "user": operated.create_user("alice")[1],
+            "admin": operated.create_user("root", admin=True)[1],
+            "metrics-token": "scrape-me",
+        }[caller]
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        with TestClient(create_app(operated)) as client:
+            r = client.get("/metrics", headers=headers)
+    assert r.status_code == status, r.text
+    assert ("# HELP" in r.text) == (status == 200)
 
 
 # -- hostile uploads ----------------------------------------------------------------------

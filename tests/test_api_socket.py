@@ -218,7 +218,8 @@ def test_upload_progress_streams_live_and_resumes(server: Server) -> None:
 
         assert client.get("/healthz").json() == {"status": "ok"}
         assert client.get("/readyz").json() == {"status": "ready"}
-        metrics = client.get("/metrics")
+        _, ops = server.shelf.create_user("ops", admin=True)
+        metrics = client.get("/metrics", headers={"Authorization": f"Bearer {ops}"})
         assert metrics.status_code == 200
         for name in METRICS:
             assert name in metrics.text, name

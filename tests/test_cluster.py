@@ -332,6 +332,7 @@ def test_the_api_in_one_process_streams_stages_run_by_workers_in_others(
 ) -> None:
     with cluster.shelf() as shelf:
         _, token = shelf.create_user("alice")
+        _, ops = shelf.create_user("ops", admin=True)
     port = free_port()
     api = cluster.spawn(
         "api",
@@ -372,5 +373,6 @@ def test_the_api_in_one_process_streams_stages_run_by_workers_in_others(
             "/v1/search", json={"query": "subject3", "mode": "lexical"}, headers=headers
         ).json()["hits"]
         assert hits and hits[0]["document_id"] == doc_id
-        metrics = client.get("/metrics").text
-        assert 'ingest_jobs_total{stage="parsing"}' not in metrics  # not this process
+        scrape = client.get("/metrics", headers={"Authorization": f"Bearer {ops}"})
+        assert scrape.status_code == 200 and "# HELP" in scrape.text
+        assert 'ingest_jobs_total{stage="parsing"}' not in scrape.text  # not this process

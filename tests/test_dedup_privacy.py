@@ -158,9 +158,13 @@ def test_metrics_do_not_tell_a_linked_upload_from_a_new_one(
 ) -> None:
     alice, bob = _user(shelf, client, "alice"), _user(shelf, client, "bob")
     alice.upload("alice.txt", SHARED)
+    assert bob.get("/metrics").status_code == 403  # the pipeline's counters: operators only
+    operator = {"Authorization": f"Bearer {shelf.create_user('ops', admin=True)[1]}"}
 
     def uploads() -> dict[str, str]:
-        lines = client.get("/metrics").text.splitlines()
+        scrape = client.get("/metrics", headers=operator)
+        assert scrape.status_code == 200
+        lines = scrape.text.splitlines()
         return {
             line.rsplit(" ", 1)[0]: line.rsplit(" ", 1)[1]
             for line in lines

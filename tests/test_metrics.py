@@ -115,6 +115,11 @@ def test_retrieval_cache_counts_hits_and_misses() -> None:
     assert sample("retrieval_cache_lookups_total", outcome="miss") == misses + 2
 
 
+def _operator(shelf: Shelf) -> dict[str, str]:
+    """An admin's bearer header: /metrics is for operators."""
+    return {"Authorization": f"Bearer {shelf.create_user('ops', admin=True)[1]}"}
+
+
 def test_metrics_endpoint_reports_uploads_stuck_jobs_and_coverage(shelf: Shelf) -> None:
     _, token = shelf.create_user("alice")
     auth = {"Authorization": f"Bearer {token}"}
@@ -136,7 +141,7 @@ def test_metrics_endpoint_reports_uploads_stuck_jobs_and_coverage(shelf: Shelf) 
             == 415
         )
         time.sleep(1.1)
-        text = client.get("/metrics").text
+        text = client.get("/metrics", headers=_operator(shelf)).text
     assert sample("upload_latency_ms_count", outcome="accepted") == accepted + 2
     assert sample("upload_latency_ms_count", outcome="created") == 0
     assert sample("upload_latency_ms_count", outcome="refused") == refused + 1
@@ -156,13 +161,14 @@ def test_embedding_coverage_is_the_share_of_snippets_with_vectors(
     user, _ = shelf.create_user("u")
     upload(shelf, user.id, "a.md", b"# A\n\n" + b"Words and more words. " * 300)
     Worker(shelf, on_stage=stop_before_embedding).run_once()
+    operator = _operator(shelf)
     with TestClient(create_app(shelf)) as client:
-        client.get("/metrics")
+        assert client.get("/metrics", headers=operator).status_code == 200
         assert sample("embedding_coverage_ratio") == 0.0
         note = tmp_path / "b.md"
         note.write_text("# B\n\n" + "Other words again. " * 300)
         shelf.add(note)
-        client.get("/metrics")
+        assert client.get("/metrics", headers=operator).status_code == 200
     stats = shelf.store.stats()
     assert 0 < stats.snippets_with_vectors < stats.snippets
     assert sample("embedding_coverage_ratio") == pytest.approx(
@@ -233,7 +239,7 @@ def test_docshelf_worker_serves_its_probe(isolated_home: Path, tmp_path: Path) -
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     docshelf = Path(sys.executable).parent / "docshelf"
-    env = {**os.environ, "DOCSHELF_EMBEDDER": "none"}
+    env = {**os.environ, "DOCSHELF_EMBEDDER": "none", "DOCSHELF_METRICS_TOKEN": "scrape"}
     with (tmp_path / "worker.log").open("w") as log:
         proc = subprocess.Popen(
             [str(docshelf), "worker", "--count", "2", "--probe-port", str(port)],
@@ -252,7 +258,11 @@ def test_docshelf_worker_serves_its_probe(isolated_home: Path, tmp_path: Path) -
                     assert time.monotonic() < deadline, "the probe did not answer"
                     time.sleep(0.1)
             assert (health.status_code, health.json()) == (200, {"status": "ok"})
-            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+            url = f"http://127.0.0.1:{port}/metrics"
+            for wrong in ({}, {"Authorization": "Bearer scrap"}):
+                refused = httpx.get(url, headers=wrong)
+                assert refused.status_code == 401 and "ingest" not in refused.text
+            metrics = httpx.get(url, headers={"Authorization": "Bearer scrape"}).text
             assert 'ingest_workers{state="idle"} 2.0' in metrics
             assert metrics.count("ingest_worker_heartbeat_timestamp_seconds{") == 2
         finally:

@@ -35,6 +35,7 @@ DASHBOARD = PACK / "grafana" / "ingest-dashboard.json"
 ALERTS = PACK / "alerts.yml"
 INSTALL = "apt-get install prometheus (make install does it)"
 # Series Prometheus itself makes for every target.
+SCRAPE_TOKEN = "scrape-token-of-the-test"
 PROMETHEUS_OWN = {"up", "scrape_duration_seconds", "scrape_samples_scraped"}
 
 
@@ -225,7 +226,12 @@ def served(isolated_home: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
     _, token = shelf.create_user("alice")
     shelf.close()
     port = _free_port()
-    env = {**os.environ, "DOCSHELF_HOME": str(isolated_home), "DOCSHELF_EMBEDDER": "none"}
+    env = {
+        **os.environ,
+        "DOCSHELF_HOME": str(isolated_home),
+        "DOCSHELF_EMBEDDER": "none",
+        "DOCSHELF_METRICS_TOKEN": SCRAPE_TOKEN,
+    }
     docshelf = Path(sys.executable).parent / "docshelf"
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen(
@@ -279,7 +285,11 @@ def test_a_real_prometheus_scrapes_serve_and_evaluates_every_query(
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(ALERTS)],
         "scrape_configs": [
-            {"job_name": "docshelf-api", "static_configs": [{"targets": [url.split("//")[1]]}]}
+            {
+                "job_name": "docshelf-api",
+                "authorization": {"credentials": SCRAPE_TOKEN},  # /metrics is for operators
+                "static_configs": [{"targets": [url.split("//")[1]]}],
+            }
         ],
     }
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))

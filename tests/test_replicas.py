@@ -42,10 +42,12 @@ def replicas(cluster: Cluster) -> Iterator[ReplicaSet]:
             rs.stop()
 
 
-def metric(client: httpx.Client, name: str, **labels: str) -> float:
-    """A sample from a replica's /metrics (0 when absent)."""
+def metric(client: httpx.Client, operator: str, name: str, **labels: str) -> float:
+    """A sample from a replica's /metrics (0 when absent), read with an admin's token."""
     want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    for line in client.get("/metrics").text.splitlines():
+    scrape = client.get("/metrics", headers={"Authorization": f"Bearer {operator}"})
+    assert scrape.status_code == 200, scrape.text
+    for line in scrape.text.splitlines():
         if line.startswith(f"{name}{{{want}}} "):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
@@ -54,6 +56,7 @@ def metric(client: httpx.Client, name: str, **labels: str) -> float:
 def test_two_replicas_share_progress_and_caches(cluster: Cluster, replicas: ReplicaSet) -> None:
     with cluster.shelf() as shelf:
         _, token = shelf.create_user("alice")
+        _, ops = shelf.create_user("ops", admin=True)
     headers = {"Authorization": f"Bearer {token}"}
     a_url, b_url = replicas.api(), replicas.api()
     with (
@@ -89,17 +92,18 @@ def test_two_replicas_share_progress_and_caches(cluster: Cluster, replicas: Repl
         assert [e.data["stage"] for e in seen] == [e.stage for e in stored]
 
         # A summary made through A is a hit of the shared cache through B.
-        hits = metric(b, "shared_cache_requests_total", cache="summary", result="hit")
+        hits = metric(b, ops, "shared_cache_requests_total", cache="summary", result="hit")
         made = a.post(f"/v1/documents/{doc_id}/enrich", headers=headers)
         assert made.status_code == 200 and made.json()["cached"] is False, made.text
         found = b.post(f"/v1/documents/{doc_id}/enrich", headers=headers).json()
         assert found["cached"] is True and found["summary"] == made.json()["summary"]
-        assert metric(b, "shared_cache_requests_total", cache="summary", result="hit") == hits + 1
+        hits_now = metric(b, ops, "shared_cache_requests_total", cache="summary", result="hit")
+        assert hits_now == hits + 1
 
         # So is a first-turn search.
         query = {"query": "subject3", "mode": "lexical"}
         first = a.post("/v1/search", json=query, headers=headers).json()
         assert first["hits"] and first["hits"][0]["document_id"] == doc_id
         assert b.post("/v1/search", json=query, headers=headers).json()["hits"] == first["hits"]
-        assert metric(b, "shared_cache_requests_total", cache="retrieval", result="hit") == 1
+        assert metric(b, ops, "shared_cache_requests_total", cache="retrieval", result="hit") == 1
     assert replicas.stop() == [0, 0, 0, 0], replicas.output()  # SIGTERM: all drain and exit 0

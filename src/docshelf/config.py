@@ -111,6 +111,9 @@ class Settings:
     # (use one, start one when none answers), use (never start one), off (in-process)
     search_helper: str = "auto"
     search_helper_idle: float = 300.0  # seconds without a search before it exits
+    # /metrics of serve (and of a worker's probe) answers this bearer token, or an admin's:
+    # the pipeline's counters tell what the library holds, so they are an operator's
+    metrics_token: str | None = None
 
     @classmethod
     def from_env(cls, home: Path | None = None) -> Settings:
@@ -168,6 +171,7 @@ class Settings:
             parse=ParseLimits.from_env(),
             search_helper=helper,
             search_helper_idle=_number("DOCSHELF_SEARCH_HELPER_IDLE", cls.search_helper_idle),
+            metrics_token=os.environ.get("DOCSHELF_METRICS_TOKEN", "").strip() or None,
         )
 
 

@@ -117,7 +117,7 @@ async def get_shelf(request: Request) -> Shelf:
     return shelf
 
 
-_bearer = HTTPBearer(auto_error=False, description="A token from `docshelf users create NAME`")
+bearer = HTTPBearer(auto_error=False, description="A token from `docshelf users create NAME`")
 
 
 def token_checks(shelf: Shelf) -> Batched[str, User | None]:
@@ -129,7 +129,7 @@ def token_checks(shelf: Shelf) -> Batched[str, User | None]:
 
 async def current_user(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> User:
     """The caller, from ``Authorization: Bearer <token>``: checked on every request (a
     revoked token stops working at once)."""

@@ -1,18 +1,25 @@
-"""Health, readiness and metrics: the routes without auth (with the web page, ``pages``)."""
+"""Health, readiness and metrics: health and readiness without auth (with the web page,
+``pages``); metrics for an operator (``DOCSHELF_METRICS_TOKEN`` or an admin's token).
+The pipeline's counters move with every document processed, so an open ``/metrics``
+would tell a user whether the bytes they uploaded were already in the library."""
 
 from __future__ import annotations
 
+import hmac
 import os
 import tempfile
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
 
-from docshelf.api.deps import ShelfDep
+from docshelf.api.deps import ShelfDep, bearer, current_user
+from docshelf.api.schema import errors
 from docshelf.durable import private_dir
-from docshelf.errors import from_os_error
+from docshelf.errors import Forbidden, from_os_error
 from docshelf.ingest.worker import WorkerPool
 from docshelf.ingest.worker_process import WorkerProcess
 from docshelf.shelf import Shelf
@@ -72,11 +79,38 @@ def readyz(request: Request, shelf: ShelfDep) -> JSONResponse:
     return JSONResponse({"status": "ready"})
 
 
+def metrics_token_matches(expected: str | None, given: str | None) -> bool:
+    """Whether a bearer token is the metrics token (compared in constant time)."""
+    if expected is None or not given:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+async def operator(
+    request: Request,
+    shelf: ShelfDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> None:
+    """The metrics token lets a scraper in; any other caller must be an admin."""
+    given = credentials.credentials if credentials is not None else None
+    if metrics_token_matches(shelf.settings.metrics_token, given):
+        return
+    user = await current_user(request, credentials)
+    if not user.is_admin:
+        raise Forbidden(
+            "/metrics is for operators: send DOCSHELF_METRICS_TOKEN or an admin's token"
+        )
+
+
 @router.get(
     "/metrics",
-    summary="Prometheus metrics",
+    summary="Prometheus metrics (DOCSHELF_METRICS_TOKEN or an admin's token)",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}},
+        **errors(401, 403, 503),
+    },
+    dependencies=[Depends(operator)],
 )
 def metrics(shelf: ShelfDep) -> Response:
     shelf.service.measure()

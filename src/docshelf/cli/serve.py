@@ -63,7 +63,14 @@ def worker(
     probes: list[WorkerProbe] = []
 
     def open_probe(threads: Sequence[threading.Thread]) -> None:
-        probe = _worker_probe(workers, threads, probe_host, probe_port, max(300, 2 * lease))
+        probe = _worker_probe(
+            workers,
+            threads,
+            probe_host,
+            probe_port,
+            max(300, 2 * lease),
+            shelf.settings.metrics_token,
+        )
         if probe is False:
             raise typer.Exit(1)
         if probe:
@@ -91,6 +98,7 @@ def _worker_probe(
     host: str,
     port: int | None,
     stale: float,
+    token: str | None,
 ) -> WorkerProbe | Literal[False] | None:
     """``docshelf worker``'s /metrics and /healthz when asked for; False when the port
     cannot be had (the error is printed)."""
@@ -99,7 +107,7 @@ def _worker_probe(
     from docshelf.ingest.worker_probe import WorkerProbe
 
     try:
-        probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale)
+        probe = WorkerProbe(workers, threads, host=host, port=port, stale_after=stale, token=token)
     except OSError as exc:
         err_console.print(Text(f"Cannot serve the probe on {host}:{port}: {exc}", style="red"))
         return False

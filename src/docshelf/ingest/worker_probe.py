@@ -7,11 +7,13 @@ life (a turn of its loop, or a lease renewal during a long job) within
 5 minutes (or two leases, if longer): between turns of its loop a worker may also
 enrich a document, whose LLM calls (with their timeouts and retries) take minutes
 at worst. It never touches the store: a store outage makes workers wait, not die,
-and restarting them would not help.
+and restarting them would not help. With ``DOCSHELF_METRICS_TOKEN`` set, ``/metrics``
+answers only that bearer token (the probe listens on loopback unless told otherwise).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import time
@@ -54,11 +56,12 @@ class WorkerProbe:
         host: str,
         port: int,
         stale_after: float,
+        token: str | None = None,
     ) -> None:
         def report() -> list[str]:
             return problems(workers, threads, stale_after)
 
-        self._server = ThreadingHTTPServer((host, port), _handler(report))
+        self._server = ThreadingHTTPServer((host, port), _handler(report, token))
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(
@@ -72,14 +75,20 @@ class WorkerProbe:
         self._thread.join()
 
 
-def _handler(report: Any) -> type[BaseHTTPRequestHandler]:
+def _handler(report: Any, token: str | None) -> type[BaseHTTPRequestHandler]:
+    expected = f"Bearer {token}".encode() if token else None
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # probes every few seconds: keep quiet
             pass
 
         def do_GET(self) -> None:
             if self.path == "/metrics":
-                self._send(200, generate_latest(), CONTENT_TYPE_LATEST)
+                given = self.headers.get("Authorization", "").encode()
+                if expected is not None and not hmac.compare_digest(given, expected):
+                    self._send(401, b'{"error": "send DOCSHELF_METRICS_TOKEN"}', "application/json")
+                else:
+                    self._send(200, generate_latest(), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
                 found = report()
                 body = {"status": "unavailable", "problems": found} if found else {"status": "ok"}
