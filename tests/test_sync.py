@@ -125,7 +125,7 @@ def test_move_keeps_document_and_vectors(shelf: Shelf, notes: Path, embedder: Ha
 def test_copy_is_one_document_with_two_files(shelf: Shelf, notes: Path) -> None:
     shutil.copy(notes / "todo.txt", notes / "todo-copy.txt")
     report = shelf.add(notes)
-    assert report.added + report.unchanged == 4
+    assert (report.added, report.copies, report.unchanged) == (3, 1, 0)  # said, not hidden
     assert len(shelf.documents()) == 3
     todo = next(d for d in shelf.documents() if d.title.startswith("todo"))
     assert len(shelf.document(todo.id).files) == 2
@@ -154,7 +154,7 @@ def test_the_same_bytes_in_two_sources_stay_cited_where_they_are(
     (a / "alpha.md").write_text("# Alpha\n\nThe quorum decides every write. " + FILLER + "\n")
     shelf.add(a)
     shutil.copytree(a, b)
-    assert shelf.add(b).unchanged == 1
+    assert (shelf.add(b).copies, shelf.sync().unchanged) == (1, 2)
     assert _cited(shelf, "quorum") == [str(a / "alpha.md")]
     shelf.remove(str(a))
     assert _cited(shelf, "quorum") == [str(b / "alpha.md")]
@@ -167,18 +167,35 @@ def test_the_same_bytes_in_two_sources_stay_cited_where_they_are(
     assert shelf.check() == []
 
 
+def test_identical_files_are_one_document_and_the_add_says_so(shelf: Shelf, tmp_path: Path) -> None:
+    notes = tmp_path / "same"
+    notes.mkdir()
+    for name in ("a.md", "b.md", "c.md"):
+        (notes / name).write_text("# Herons\n\nThree notes with the same words. " + FILLER)
+    report = shelf.add(notes)
+    assert (report.added, report.copies) == (1, 2)
+    [doc] = shelf.documents()
+    assert sorted(shelf.document(doc.id).files) == [
+        str(notes / n) for n in ("a.md", "b.md", "c.md")
+    ]
+    assert _cited(shelf, "herons") == [str(notes / "a.md")]  # the first file the walk met
+    assert (shelf.sync().unchanged, shelf.check()) == (3, [])
+
+
 def test_sync_mends_a_library_that_cites_a_path_no_file_is_at(shelf: Shelf, notes: Path) -> None:
     # What a library written before the mend holds: the first copy's file forgotten, the
     # document still cited there.
     shutil.copy(notes / "todo.txt", notes / "todo-copy.txt")
     shelf.add(notes)
-    shelf.store.delete_file(str(notes / "todo.txt"))
-    (notes / "todo.txt").unlink()
+    [cited] = _cited(shelf, "plumber")
+    [other] = {str(notes / "todo.txt"), str(notes / "todo-copy.txt")} - {cited}
+    shelf.store.delete_file(cited)
+    Path(cited).unlink()
     assert [p.text for p in shelf.check()] == [
         "1 documents are cited at a path none of their files is at"
     ]
     shelf.sync()
-    assert _cited(shelf, "plumber") == [str(notes / "todo-copy.txt")]
+    assert _cited(shelf, "plumber") == [other]
     assert shelf.check() == []
 
 

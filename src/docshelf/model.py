@@ -300,6 +300,8 @@ class SyncReport:
 
     source_id: str | None
     added: int = 0
+    # files whose bytes another file already holds: one document, cited at every path
+    copies: int = 0
     updated: int = 0
     unchanged: int = 0
     moved: int = 0
@@ -315,6 +317,7 @@ class SyncReport:
 
     def merge(self, other: SyncReport) -> None:
         self.added += other.added
+        self.copies += other.copies
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.moved += other.moved

@@ -216,6 +216,7 @@ def report(r: SyncReport) -> JSON:
         "source_id": r.source_id,
         "counts": {
             "added": r.added,
+            "copies": r.copies,
             "updated": r.updated,
             "unchanged": r.unchanged,
             "moved": r.moved,

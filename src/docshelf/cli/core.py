@@ -278,6 +278,15 @@ def report_render(title: str) -> Render:
         counts = o.result["counts"]
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
         out.print(Text(f"{title}: {summary or 'nothing to do'}", style="bold"))
+        if counts.get("copies"):
+            out.print(
+                Text(
+                    f"  {counts['copies']} {'copy' if counts['copies'] == 1 else 'copies'}: "
+                    "the same bytes as another file, indexed once and cited at each path "
+                    "(`docshelf show` lists them)",
+                    style="dim",
+                )
+            )
         print_failures(out, o.result["failures"][:50])
         if len(o.result["failures"]) > 50:
             out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))

@@ -220,12 +220,13 @@ class Sync:
         progress: Progress | None,
     ) -> None:
         tally = Tally(files=len(todo))
+        copies = _Copies()
 
         def items() -> Iterator[Pending | None]:
             for found in todo:
                 if progress:
                     progress(event("parse", tally, found.rel_path))
-                item = self._prepare_file(source, found, known, gone, settled, report)
+                item = self._prepare_file(source, found, known, gone, settled, report, copies)
                 if item is None:
                     tally.written += 1  # unchanged, moved or failed: nothing to embed
                 else:
@@ -236,6 +237,9 @@ class Sync:
         # process of its own was measured and gained nothing, as the model keeps both
         # cores busy (docs/benchmarks/ingest-and-model.md, "Where the ingest overhead went").
         BatchWriter(self.rt, report, tally, progress).write(items())
+        for record, found, previous in copies.waiting:  # their bytes are in the store now
+            if (existing := self.store.get_document(record.document_id)) is not None:
+                self._link_existing(existing, record, found, previous, gone, report)
         if progress and todo:
             progress(event("parse", tally, "done"))
 
@@ -309,6 +313,7 @@ class Sync:
         gone: dict[str, FileRecord],
         settled: dict[str, Failure],
         report: SyncReport,
+        copies: _Copies,
     ) -> Pending | None:
         from docshelf.ingest.prepare import read_file
 
@@ -326,6 +331,9 @@ class Sync:
             self.store.put_file(record)  # touched, same bytes: remember the new stat
             report.unchanged += 1
             return None
+        if doc_id in copies.held:  # bytes another file of this run brings: linked after it
+            copies.waiting.append((record, found, previous))
+            return None
         existing = self.store.get_document(doc_id)
         if existing is not None:
             self._link_existing(existing, record, found, previous, gone, report)
@@ -342,6 +350,7 @@ class Sync:
         except InvalidInput as exc:  # the bytes decide: passed over until the file changes
             report.failures.append(settled_failures.settle(path, exc.message, st, fp, self.parser))
             return None
+        copies.held.add(doc_id)
         return Pending(prepared, record, previous)
 
     def _link_existing(
@@ -367,7 +376,18 @@ class Sync:
         if moved_from:
             report.moved += 1
         else:
-            report.unchanged += 1
+            report.copies += 1
+
+
+@dataclasses.dataclass
+class _Copies:
+    """The documents this run is bringing in, and the files that hold the same bytes as
+    one of them: each is cited at its path once the first is written."""
+
+    held: set[str] = dataclasses.field(default_factory=set)
+    waiting: list[tuple[FileRecord, FoundFile, FileRecord | None]] = dataclasses.field(
+        default_factory=list
+    )
 
 
 def _still_there(source: Source) -> bool:
