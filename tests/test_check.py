@@ -150,11 +150,15 @@ def test_a_complete_document_without_snippets_is_reported(shelf: Shelf, notes: P
 def test_a_stale_citation_is_repaired(shelf: Shelf, notes: Path) -> None:
     shutil.copy(notes / "todo.txt", notes / "todo-copy.txt")
     shelf.add(notes)
-    shelf.store.delete_file(str(notes / "todo.txt"))  # as a library from before the mend
-    (notes / "todo.txt").unlink()
+    [cited] = {d.path for d in shelf.documents()} & {
+        str(notes / "todo.txt"),
+        str(notes / "todo-copy.txt"),
+    }
+    shelf.store.delete_file(cited)  # as a library from before the mend
+    Path(cited).unlink()
     [done] = shelf.check(repair=True)
     assert done.kind == "stale_citations"
-    assert done.repaired == "cited 1 documents at a file that holds them"
+    assert done.repaired == "cited 1 document at a file that holds them"
     assert shelf.check() == []
 
 
@@ -270,7 +274,7 @@ def test_sync_mends_chunks_of_no_document_and_reports_what_it_cannot(
         db.execute("DELETE FROM chunks WHERE document_id = ? AND tier = 'snippet'", (cooking,))
     report = shelf.sync()
     assert len(report.repaired) == 1 and report.repaired[0].startswith("dropped ")
-    assert report.problems == ["1 complete documents have no snippets: search cannot find them"]
+    assert report.problems == ["1 complete document has no snippets: search cannot find them"]
     assert _kinds(shelf) == ["no_snippets"]
 
 
@@ -291,11 +295,11 @@ def test_status_check_and_repair_at_the_command_line(
         shelf.add(notes)
     (notes / "todo.txt").unlink()
     found = status("--check")
-    assert found["problems"] == ["1 files the library holds are gone from disk"]
+    assert found["problems"] == ["1 file the library holds is gone from disk"]
     assert found["problem_details"] == [
         {
             "kind": "gone_files",
-            "problem": "1 files the library holds are gone from disk",
+            "problem": "1 file the library holds is gone from disk",
             "items": [str(notes / "todo.txt")],
             "hint": None,
         }

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
         "backoff",
         "terminal",
         "plaintext",
+        "wording",
         "telemetry",
         "progress",
     ),

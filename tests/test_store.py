@@ -421,7 +421,7 @@ def test_a_document_cited_where_none_of_its_files_is_is_found_and_moved(
     assert store.stale_citations() == [] and store.check() == []
     store.delete_file("/lib/d1.md")
     assert store.stale_citations() == [doc.id]
-    assert store.check() == ["1 documents are cited at a path none of their files is at"]
+    assert store.check() == ["1 document is cited at a path none of their files is at"]
     store.update_document_path(doc.id, "/copy/d1.md", "d1.md", "src_2")
     got = store.get_document(doc.id)
     assert got is not None and (got.path, got.source_id) == ("/copy/d1.md", "src_2")
@@ -1011,7 +1011,7 @@ def test_check_kinds_and_what_the_store_repairs_by_itself(store: SearchStore) ->
         store.put_document(empty, [c for c in chunks if c.tier is Tier.SECTION], None)
     assert store.snippetless_documents() == [empty.id] and doc.id != empty.id
     assert store.problems(full=False) == [
-        ("no_snippets", "1 complete documents have no snippets: search cannot find them")
+        ("no_snippets", "1 complete document has no snippets: search cannot find them")
     ]
     assert store.repair("no_snippets") is None  # nothing the store can do about it
     assert store.repair("orphan_chunks") == "dropped 0 chunks of no document"

@@ -192,7 +192,7 @@ def test_sync_mends_a_library_that_cites_a_path_no_file_is_at(shelf: Shelf, note
     shelf.store.delete_file(cited)
     Path(cited).unlink()
     assert [p.text for p in shelf.check()] == [
-        "1 documents are cited at a path none of their files is at"
+        "1 document is cited at a path none of their files is at"
     ]
     shelf.sync()
     assert _cited(shelf, "plumber") == [other]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
 from docshelf.cli import core
 from docshelf.cli import options as spec
 from docshelf.cli.core import Action, Outcome
+from docshelf.wording import counted
 
 if TYPE_CHECKING:
     from docshelf.cli.resident import SearchRequest
@@ -275,7 +276,7 @@ def render_status(o: Outcome) -> None:
         console.print(Text(f"Repaired: {done}", style="green"))
     if "problems" in r:
         found = len(r["problems"])
-        console.print(Text(f"Integrity: {f'{found} problems' if found else 'ok'}"))
+        console.print(Text(f"Integrity: {counted(found, 'problem') if found else 'ok'}"))
         for p in r["problem_details"]:
             console.print(Text(f"  ✗ {p['problem']}", style="red"))
             for item in p["items"][:5]:

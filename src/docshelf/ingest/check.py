@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docshelf.store import FileRecord
+from docshelf.wording import counted
 
 if TYPE_CHECKING:
     from docshelf.model import Source, SyncReport
@@ -101,7 +102,7 @@ def _stored(rt: Runtime, kind: str, text: str) -> Problem:
         def repoint() -> str:
             for document_id in stale:
                 rt.writer.repoint(document_id)
-            return f"cited {len(stale)} documents at a file that holds them"
+            return f"cited {counted(len(stale), 'document')} at a file that holds them"
 
         problem.fix = repoint
     elif kind == "no_snippets":
@@ -137,7 +138,8 @@ def _files(rt: Runtime) -> list[Problem]:
         problems.append(
             Problem(
                 "gone_files",
-                f"{len(gone)} files the library holds are gone from disk",
+                f"{counted(len(gone), 'file')} the library holds "
+                f"{'is' if len(gone) == 1 else 'are'} gone from disk",
                 paths[:SHOWN],
                 fix=lambda: _drop(rt, gone),
             )
@@ -146,7 +148,7 @@ def _files(rt: Runtime) -> list[Problem]:
         problems.append(
             Problem(
                 "unreadable_files",
-                f"{len(unreadable)} files the library holds cannot be read",
+                f"{counted(len(unreadable), 'file')} the library holds cannot be read",
                 unreadable[:SHOWN],
                 HINTS["unreadable_files"],
             )

@@ -10,6 +10,7 @@ from psycopg import sql
 
 from docshelf.errors import Conflict, InvalidInput
 from docshelf.store.sql import Rows, SQLStore
+from docshelf.wording import counted
 
 _HNSW_MAX_DIM = 2000  # pgvector's HNSW limit for the vector type
 
@@ -71,7 +72,13 @@ class VectorIndexSQL(SQLStore):
                 "SELECT count(*) FROM vectors WHERE vector_dims(embedding) <> ?", (dim,)
             )[0][0]
             if wrong:
-                problems.append(("vector_size", f"{wrong} vectors are not {dim}-dimensional"))
+                problems.append(
+                    (
+                        "vector_size",
+                        f"{counted(wrong, 'vector')} {'is' if wrong == 1 else 'are'} "
+                        f"not {dim}-dimensional",
+                    )
+                )
             if dim <= _HNSW_MAX_DIM and f"vectors_hnsw_{dim}" not in self._hnsw_indexes():
                 problems.append(
                     (

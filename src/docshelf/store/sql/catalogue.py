@@ -12,6 +12,7 @@ from docshelf.model import Failure, Settled, Source
 from docshelf.store.base import FileRecord, StoreStats
 from docshelf.store.rows import FILE_COLUMNS, SOURCE_COLUMNS, source_from_row, source_row
 from docshelf.store.sql.core import SQLBase
+from docshelf.wording import counted
 
 if TYPE_CHECKING:
     import numpy as np
@@ -228,19 +229,27 @@ class CatalogueSQL(SQLBase):
         (``full``: with the checks that read every row of a table or index)."""
         problems = self._engine_problems() if full else []
         if orphan := self._orphan_chunks():
-            problems.append(("orphan_chunks", f"{orphan} chunks belong to no document"))
+            problems.append(
+                (
+                    "orphan_chunks",
+                    f"{counted(orphan, 'chunk')} {'belongs' if orphan == 1 else 'belong'} "
+                    "to no document",
+                )
+            )
         if stale := len(self.stale_citations()):
             problems.append(
                 (
                     "stale_citations",
-                    f"{stale} documents are cited at a path none of their files is at",
+                    f"{counted(stale, 'document')} {'is' if stale == 1 else 'are'} cited at a path "
+                    "none of their files is at",
                 )
             )
         if empty := len(self.snippetless_documents()):
             problems.append(
                 (
                     "no_snippets",
-                    f"{empty} complete documents have no snippets: search cannot find them",
+                    f"{counted(empty, 'complete document')} {'has' if empty == 1 else 'have'} "
+                    "no snippets: search cannot find them",
                 )
             )
         model = self.get_meta("embedding_model")
@@ -252,7 +261,11 @@ class CatalogueSQL(SQLBase):
             )[0][0]
             if missing:
                 problems.append(
-                    ("missing_vectors", f"{missing} snippets of complete documents have no vector")
+                    (
+                        "missing_vectors",
+                        f"{counted(missing, 'snippet')} of complete documents "
+                        f"{'has' if missing == 1 else 'have'} no vector",
+                    )
                 )
         return problems + (self._vector_problems() if full else [])
 
@@ -285,7 +298,7 @@ class CatalogueSQL(SQLBase):
             )
             if dropped:
                 self._bump_generation()
-        return f"dropped {dropped} chunks of no document"
+        return f"dropped {counted(dropped, 'chunk')} of no document"
 
     def _engine_problems(self) -> list[tuple[str, str]]:
         """Problems only this engine can see, reported before the shared ones."""
