@@ -25,6 +25,7 @@ from docshelf.cli.command import (
 )
 from docshelf.cli.core import hanging, under_title
 from docshelf.terminal import printable_tree
+from docshelf.wording import counted
 
 
 @command(render=report_render("Indexed"), progress=True)
@@ -197,15 +198,11 @@ _SHOWN = (
 )
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _shown(key: str, value: Any) -> str:
     """A record field as a person reads it: lists joined, nothing as "—", chunk counts
     in words ("1 section, 9 snippets"), never a Python repr."""
     if key == "chunk_counts" and isinstance(value, dict):
-        return ", ".join(_plural(n, tier) for tier, n in value.items()) or "—"
+        return ", ".join(counted(n, tier) for tier, n in value.items()) or "—"
     if value is None or value == "" or value == [] or value == {}:
         return "—"
     if isinstance(value, list | tuple):
@@ -306,7 +303,7 @@ def remove(
         found = shelf.source(source)
         n = shelf.count_documents(source_id=found.id)
         asked = (
-            f"Remove {found.id} ({printable(found.path)}) and its {_plural(n, 'document')} "
+            f"Remove {found.id} ({printable(found.path)}) and its {counted(n, 'document')} "
             "from the library? The files stay where they are."
         )
         try:
