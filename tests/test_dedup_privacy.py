@@ -18,6 +18,7 @@ from docshelf.api import create_app
 from docshelf.shelf import Shelf
 from docshelf.store import Listing, SearchFilters
 from tests.conftest import FILLER
+from tests.fakes import HashEmbedder
 from tests.test_api import Api, asgi, drain, sse_events, sse_events_of
 
 # Two notes of one shape (the same length, words and chunks), different bytes.
@@ -203,3 +204,34 @@ def _steps(events: list[dict[str, str]]) -> list[str]:
     """The stages a stream went through, each once (a run reports embedding per batch)."""
     stages = [json.loads(e["data"])["stage"] for e in events]
     return [s for i, s in enumerate(stages) if i == 0 or stages[i - 1] != s]
+
+
+def test_a_path_filter_matches_only_the_caller_s_own_paths(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bob holds Alice's bytes under his own name: a path filter must not let him probe
+    # her folder's path or file name, one prefix at a time, in search or in the list.
+    monkeypatch.setenv("DOCSHELF_DATABASE_URL", store_url)
+    with Shelf(tmp_path / "home", embedder=HashEmbedder()) as shelf:
+        alice, _ = shelf.create_user("alice")
+        bob, _ = shelf.create_user("bob")
+        folder = tmp_path / "alice-secret"
+        folder.mkdir()
+        (folder / "merger-with-acme.md").write_bytes(SHARED)
+        shelf.add(folder, user_id=alice.id)
+        [doc] = shelf.documents()
+        shelf.upload(bob.id, "linked.md", SHARED)
+        drain(shelf)
+
+        def found(user_id: str, prefix: str) -> tuple[set[str], set[str]]:
+            filters = SearchFilters(path_prefix=prefix)
+            hits = shelf.search("raft", mode="lexical", filters=filters, user_id=user_id).hits
+            listed = shelf.documents(user_id=user_id, listing=Listing(filters=filters))
+            return {h.chunk.document_id for h in hits}, {d.id for d in listed}
+
+        theirs = (str(folder), f"{folder}/merger", "merger", "merger-with-acme.md")
+        for prefix in theirs:
+            assert found(bob.id, prefix) == (set(), set()), prefix
+            assert found(alice.id, prefix) == ({doc.id}, {doc.id}), prefix
+        assert found(bob.id, "linked") == ({doc.id}, {doc.id})
+        assert found(alice.id, "linked") == (set(), set())

@@ -175,7 +175,11 @@ class SQLBase(ABC):
         if f.source_id:
             parts.append("d.source_id = ?")
             params.append(f.source_id)
-        if f.path_prefix:
+        if f.path_prefix and f.user_id:
+            condition, values = _own_paths(d, f.user_id, f.path_prefix)
+            parts.append(condition)
+            params += values
+        elif f.path_prefix:
             column = "d.path" if f.path_prefix.startswith("/") else "d.rel_path"
             parts.append(d.like_prefix(column))
             params.append(like_prefix(f.path_prefix))
@@ -206,3 +210,32 @@ class SQLBase(ABC):
             parts.append(condition)
             params.extend(values)
         return "".join(f" AND {p}" for p in parts), params
+
+
+def _own_paths(d: Dialect, user_id: str, prefix: str) -> tuple[str, list[Any]]:
+    """A path prefix matched against the paths ``user_id`` is shown (``accounts.access``):
+    their files in folders they added (or no one did, when they gave the bytes no name
+    of their own), and the names they uploaded under; never the shared record's path,
+    which may be another user's (a prefix at a time, it would spell out their folders)."""
+    pattern = like_prefix(prefix)
+    unnamed = (
+        "NOT EXISTS (SELECT 1 FROM access pn WHERE pn.document_id = d.id "
+        "AND pn.user_id = ? AND pn.title IS NOT NULL)"
+    )
+    held = (
+        "SELECT 1 FROM files pf JOIN sources ps ON ps.id = pf.source_id "
+        f"WHERE pf.document_id = d.id AND (ps.user_id = ? OR (ps.user_id IS NULL AND {unnamed}))"
+    )
+    if prefix.startswith("/"):
+        return f"EXISTS ({held} AND {d.like_prefix('pf.path')})", [user_id, user_id, pattern]
+    below = "substr(pf.path, length(ps.path) + 2)"  # a folder's file, below the folder
+    named = (
+        "EXISTS (SELECT 1 FROM access pa WHERE pa.document_id = d.id AND pa.user_id = ? "
+        f"AND {d.like_prefix('pa.title')})"
+    )
+    return (
+        f"(EXISTS ({held} AND ((ps.kind = 'folder' AND {d.like_prefix(below)}) "
+        f"OR (ps.kind = 'file' AND d.source_id = ps.id AND {d.like_prefix('d.rel_path')}))) "
+        f"OR {named})",
+        [user_id, user_id, pattern, pattern, user_id, pattern],
+    )
