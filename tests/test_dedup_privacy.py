@@ -235,3 +235,35 @@ def test_a_path_filter_matches_only_the_caller_s_own_paths(
             assert found(alice.id, prefix) == ({doc.id}, {doc.id}), prefix
         assert found(bob.id, "linked") == ({doc.id}, {doc.id})
         assert found(alice.id, "linked") == (set(), set())
+
+
+def test_another_user_s_folder_is_no_source_of_mine(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the source a document was first indexed from is not a fact of its bytes: Bob's
+    # facets, source filter and record show only sources of his own
+    monkeypatch.setenv("DOCSHELF_DATABASE_URL", store_url)
+    with Shelf(tmp_path / "home", embedder=HashEmbedder()) as shelf:
+        alice, _ = shelf.create_user("alice")
+        bob, _ = shelf.create_user("bob")
+        mine, theirs = tmp_path / "bob", tmp_path / "alice"
+        for folder in (mine, theirs):
+            folder.mkdir()
+        (theirs / "secret.md").write_bytes(SHARED)
+        (mine / "own.md").write_bytes(OWN)
+        shelf.add(theirs, user_id=alice.id)
+        shelf.add(mine, user_id=bob.id)
+        shelf.upload(bob.id, "linked.md", SHARED)
+        drain(shelf)
+        source_a, source_b = (s.id for s in sorted(shelf.sources(), key=lambda s: s.path))
+
+        def facets(user_id: str) -> dict[str, int]:
+            return shelf.facets(user_id=user_id).counts["source"]
+
+        def found(user_id: str, source_id: str) -> int:
+            filters = SearchFilters(source_id=source_id)
+            return len(shelf.search("raft", mode="lexical", filters=filters, user_id=user_id).hits)
+
+        assert facets(bob.id) == {source_b: 1}
+        assert facets(alice.id) == {source_a: 1}
+        assert (found(bob.id, source_a), found(alice.id, source_a)) == (0, 1)

@@ -172,7 +172,10 @@ class SQLBase(ABC):
                 "EXISTS (SELECT 1 FROM access a WHERE a.document_id = d.id AND a.user_id = ?)"
             )
             params.append(f.user_id)
-        if f.source_id:
+        if f.source_id and f.user_id:  # a source of the caller's, holding the document
+            parts.append(f"EXISTS ({held_by()} AND pf.source_id = ?)")
+            params += [f.user_id, f.user_id, f.source_id]
+        elif f.source_id:
             parts.append("d.source_id = ?")
             params.append(f.source_id)
         if f.path_prefix and f.user_id:
@@ -212,20 +215,28 @@ class SQLBase(ABC):
         return "".join(f" AND {p}" for p in parts), params
 
 
+def held_by(pf: str = "pf", ps: str = "ps") -> str:
+    """The files ``pf`` (of sources ``ps``) holding the document ``d`` that a user (the
+    two parameters) is told of (``accounts.access.files_seen``): in folders they added,
+    or that no one did when they gave the bytes no name of their own."""
+    unnamed = (
+        "NOT EXISTS (SELECT 1 FROM access pn WHERE pn.document_id = d.id "
+        "AND pn.user_id = ? AND pn.title IS NOT NULL)"
+    )
+    return (
+        f"SELECT 1 FROM files {pf} JOIN sources {ps} ON {ps}.id = {pf}.source_id "
+        f"WHERE {pf}.document_id = d.id "
+        f"AND ({ps}.user_id = ? OR ({ps}.user_id IS NULL AND {unnamed}))"
+    )
+
+
 def _own_paths(d: Dialect, user_id: str, prefix: str) -> tuple[str, list[Any]]:
     """A path prefix matched against the paths ``user_id`` is shown (``accounts.access``):
     their files in folders they added (or no one did, when they gave the bytes no name
     of their own), and the names they uploaded under; never the shared record's path,
     which may be another user's (a prefix at a time, it would spell out their folders)."""
     pattern = like_prefix(prefix)
-    unnamed = (
-        "NOT EXISTS (SELECT 1 FROM access pn WHERE pn.document_id = d.id "
-        "AND pn.user_id = ? AND pn.title IS NOT NULL)"
-    )
-    held = (
-        "SELECT 1 FROM files pf JOIN sources ps ON ps.id = pf.source_id "
-        f"WHERE pf.document_id = d.id AND (ps.user_id = ? OR (ps.user_id IS NULL AND {unnamed}))"
-    )
+    held = held_by()
     if prefix.startswith("/"):
         return f"EXISTS ({held} AND {d.like_prefix('pf.path')})", [user_id, user_id, pattern]
     below = "substr(pf.path, length(ps.path) + 2)"  # a folder's file, below the folder

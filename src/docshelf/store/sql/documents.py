@@ -23,7 +23,7 @@ from docshelf.store.rows import (
     job_row,
     like_prefix,
 )
-from docshelf.store.sql.core import Rows, SQLBase, date_sql
+from docshelf.store.sql.core import Rows, SQLBase, date_sql, held_by
 
 if TYPE_CHECKING:
     import numpy as np
@@ -292,7 +292,14 @@ class DocumentsSQL(SQLBase):
         out: dict[str, dict[str, int]] = {}
         with self._reads() as q:
             for facet in facets:
-                if facet in columns:
+                if facet == "source" and filters.user_id:  # the caller's sources, not another's
+                    rows = q(
+                        "SELECT ff.source_id, COUNT(DISTINCT d.id) FROM documents d "
+                        "JOIN files ff ON ff.document_id = d.id WHERE EXISTS ("
+                        f"{held_by()} AND pf.path = ff.path) {where} GROUP BY ff.source_id",
+                        [filters.user_id, filters.user_id, *params],
+                    )
+                elif facet in columns:
                     column = columns[facet]
                     rows = q(
                         f"SELECT {column}, COUNT(*) FROM documents d "
