@@ -15,7 +15,8 @@ What it looks at:
   (``SidecarIndex.audit``), rebuilt from the store with ``repair``.
 
 ``sync`` runs the cheap part (``mend``): the store's checks that need no scan of its
-engine's indexes, without the disk (its own walk has just looked) or the sidecars.
+engine's indexes or of every snippet (the vector count is ``status --check``'s), without
+the disk (its own walk has just looked) or the sidecars.
 """
 
 from __future__ import annotations

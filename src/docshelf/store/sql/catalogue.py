@@ -253,7 +253,7 @@ class CatalogueSQL(SQLBase):
                 )
             )
         model = self.get_meta("embedding_model")
-        if model and model != "none":
+        if full and model and model != "none":  # reads every snippet: not on each sync
             missing = self._q(
                 "SELECT COUNT(*) FROM chunks c JOIN documents d ON d.id = c.document_id "
                 "WHERE c.tier = 'snippet' AND d.status = 'complete' AND NOT EXISTS "
