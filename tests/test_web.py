@@ -733,6 +733,36 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
 
 
+def test_a_page_image_the_server_is_too_busy_for_comes_when_it_can(
+    page: Page, site: Site
+) -> None:
+    # Page renders beyond the server's limit get 503 and Retry-After: the page waits and
+    # asks again, instead of showing a failure.
+    paper = site.upload("paper.pdf", paged_pdf([["Consensus needs a quorum of voters."]]))
+    site.wait_for(paper, "complete")
+    busy = {"left": 2}
+
+    def render(route: Route) -> None:
+        if busy["left"]:
+            busy["left"] -= 1
+            route.fulfill(
+                status=503,
+                headers={"Retry-After": "1", "Content-Type": "application/json"},
+                body='{"error": {"code": "unavailable", "message": "busy rendering pages"}}',
+            )
+        else:
+            route.continue_()
+
+    page.route("**/pages/1*", render)
+    sign_in(page, site.token)
+    page.get_by_label("Search mode").select_option("lexical")
+    page.get_by_label("Search your documents").fill("quorum voters")
+    page.locator(".hit .citation", has_text="paper.pdf").first.click()
+    page.wait_for_function("() => document.querySelector('.page-frame img')?.naturalWidth > 0")
+    assert busy["left"] == 0
+    assert page.locator("#open-view .page-figure").get_by_text("busy").count() == 0
+
+
 def highlight_boxes(page: Page) -> list[dict[str, float]]:
     """The highlight boxes of the open PDF page, where they are in the viewport now, and
     in the page (fractions), once its image is decoded."""

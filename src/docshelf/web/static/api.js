@@ -47,6 +47,22 @@ const sleep = (ms, signal) =>
     });
   });
 
+const BUSY_TRIES = 4; // a request and three more while the server says it is busy
+
+/** `send`, tried again while the server answers 503 with a short `Retry-After` (it is
+ * busy, as with page renders beyond its limit), after the time it asks for. */
+async function sendPatiently(path, init) {
+  for (let tries = 1; ; tries++) {
+    const response = await send(path, init);
+    const wait = Number(response.headers.get("Retry-After"));
+    if (response.status !== 503 || tries === BUSY_TRIES || !(wait > 0 && wait <= 10)) {
+      return response;
+    }
+    await sleep(wait * 1000, init?.signal);
+    init?.signal?.throwIfAborted();
+  }
+}
+
 export class Api {
   /** `onUnauthorized` is called when the server refuses the token (401). */
   constructor(token, onUnauthorized = () => {}) {
@@ -139,7 +155,7 @@ export class Api {
   /** The bytes at an API path (a page image, a download) as a Blob: fetched with the
    * token, since an <img src> or a link cannot send the Authorization header. */
   async blob(path, signal) {
-    const response = await send(path, { headers: this.headers(), signal });
+    const response = await sendPatiently(path, { headers: this.headers(), signal });
     if (!response.ok) {
       const error = await ApiError.from(response);
       if (error.status === 401) this.onUnauthorized(error);
