@@ -7,6 +7,7 @@ import json
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -556,3 +557,106 @@ def test_enrich_all_skips_documents_not_indexed_yet(shelf: Shelf, library: Path)
     queued = shelf.upload(user.id, "later.md", b"# Later\n\nNot processed yet.\n")
     done = {r.document_id for r in shelf.enrich()}
     assert queued.document_id not in done and len(done) == 2
+
+
+def _long_document(shelf: Shelf, sections: int, per_section: int) -> Document:
+    """A complete document of ``sections`` sections of ``per_section`` snippets each, put
+    straight into the store, its concept the author's (``manual``) but not yet in its
+    chunks' headers: enrichment must re-head every chunk."""
+    from docshelf.chunk import build_header
+    from docshelf.model import chunk_id, document_id
+
+    fp = "f" * 64
+    doc = Document(
+        id=document_id(fp),
+        sha256=fp,
+        title="Long",
+        path="/long.md",
+        rel_path="long.md",
+        source_id=None,
+        source_host="h",
+        file_type="markdown",
+        size_bytes=1,
+        added_at=1.0,
+        updated_at=1.0,
+        concept_ids=("databases",),
+        concept_source="manual",
+    )
+    rng = random.Random(7)
+    vocab = ["".join(rng.choice("abcdefghij") for _ in range(5)) for _ in range(300)]
+    chunks: list[Chunk] = []
+    for s in range(sections):
+        path = (f"Part {s}",)
+        header = build_header("Long", path, (), 48)
+        section_id = chunk_id(fp, Tier.SECTION, s)
+        chunks.append(Chunk(section_id, doc.id, Tier.SECTION, s, "x", header, 0, 1, path))
+        for k in range(per_section):
+            text = " ".join(rng.choices(vocab, k=12)).capitalize() + "."
+            i = s * per_section + k
+            chunks.append(
+                Chunk(
+                    chunk_id(fp, Tier.SNIPPET, i),
+                    doc.id,
+                    Tier.SNIPPET,
+                    i,
+                    text,
+                    header,
+                    0,
+                    1,
+                    path,
+                    parent_id=section_id,
+                )
+            )
+    with shelf.store.transaction():
+        shelf.store.put_document(doc, chunks, None)
+    got = shelf.store.get_document(doc.id)
+    assert got is not None
+    return got
+
+
+def test_a_long_document_is_enriched_a_page_of_chunks_at_a_time(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: enrichment loaded every chunk of a document, and re-headed it whole — a
+    24.8 MB note's 60,845 chunks, 240 MB. Now it holds a page of chunks and the snippets
+    it considers, whatever the document's length: counted here by the chunks the store
+    makes that are alive at once."""
+    import weakref
+
+    import docshelf.knowledge.enricher as enricher_mod
+    import docshelf.store.sql.documents as documents_sql
+    from docshelf.store.rows import chunk_from_row as made
+
+    page, considered = 50, 100
+    monkeypatch.setattr(enricher_mod, "PAGE_CHUNKS", page, raising=False)
+    alive = [0, 0]  # now, the most at once
+
+    def gone() -> None:
+        alive[0] -= 1
+
+    def counted(*args: Any) -> Chunk:
+        chunk = made(*args)
+        alive[0] += 1
+        alive[1] = max(alive[1], alive[0])
+        weakref.finalize(chunk, gone)
+        return chunk
+
+    with Shelf(embedder=HashEmbedder(dim=64)) as shelf:
+        doc = _long_document(shelf, sections=60, per_section=50)  # 3,060 chunks
+        shelf._enricher = Enricher(shelf, EnrichSettings(max_snippets=considered))
+        monkeypatch.setattr(documents_sql, "chunk_from_row", counted)
+        [result] = shelf.enrich([doc.id])
+        monkeypatch.setattr(documents_sql, "chunk_from_row", made)
+        # at most two pages (one read while the last is held) and the considered snippets
+        assert 0 < alive[1] <= 2 * page + considered
+        assert result.mode == "offline" and result.reembedded == 3000
+        assert result.enrichment.summary and result.enrichment.claims
+        after = shelf.store.chunks_of_document(doc.id, Tier.SNIPPET)
+        assert [c.index for c in after] == list(range(3000))
+        assert all(c.header.endswith("\n[CONCEPTS: Databases]") for c in after)
+        sections = shelf.store.chunks_of_document(doc.id, Tier.SECTION)
+        assert len(sections) == 60 and all("[CONCEPTS: Databases]" in c.header for c in sections)
+        assert len(shelf.store.get_vectors([c.id for c in after])) == 3000
+        assert shelf.store.check() == []
+        # enriched again: the headers hold the concept already, nothing is re-headed
+        assert shelf.enrich([doc.id])[0].reembedded == 0

@@ -22,6 +22,9 @@ def test_documents_are_written_by_the_writer_alone() -> None:
     callers = _calls(r"\.put_document\(")
     assert set(callers) == {"ingest/writer.py"}, callers
     assert len(callers["ingest/writer.py"]) == 1
+    # and so are the chunks the enricher re-heads (issue 41: a page at a time)
+    reheaders = _calls(r"store\.replace_chunks\(")
+    assert set(reheaders) == {"ingest/writer.py"}, reheaders
 
 
 def test_the_environment_is_read_in_config_alone() -> None:

@@ -1,11 +1,17 @@
 """The store contract for enrichment (both stores): fields, distillates, the pending
-queue with its lease, the cache, and what replacing or deleting a document does."""
+queue with its lease, the cache, what replacing or deleting a document does, and a
+document read a page at a time and re-headed a batch of chunks at a time."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
+import numpy as np
+import pytest
+
 from docshelf.model import Enrichment, Tier, User
+from docshelf.search.engines import own_engines
 from docshelf.store import SearchFilters, SearchStore
 from tests.test_store import make_doc, put, vecs
 
@@ -103,3 +109,52 @@ def test_enrichment_cache(store: SearchStore) -> None:
     assert store.cached_enrichment("ab", "en", "offline:1") == '{"x": 2}'
     assert store.cached_enrichment("ab", "de", "offline:1") == '{"x": 3}'
     assert store.cached_enrichment("ab", "en", "llm:m") is None
+
+
+def test_a_document_read_a_page_at_a_time(store: SearchStore) -> None:
+    doc, chunks = make_doc(1, "raft leader log")
+    with store.transaction():
+        store.put_document(doc, chunks, vecs(2))
+    snippets = store.chunks_of_document(doc.id, Tier.SNIPPET)
+    assert store.chunks_after(doc.id, Tier.SNIPPET, -1, 1) == snippets[:1]
+    assert store.chunks_after(doc.id, Tier.SNIPPET, 0, 5) == snippets[1:]
+    assert store.chunks_after(doc.id, Tier.SNIPPET, 1, 5) == []
+    assert store.chunks_after(doc.id, Tier.SECTION, -1, 5) == chunks[:1]
+    assert store.chunks_after("doc_gone", Tier.SNIPPET, -1, 5) == []
+
+
+def test_replacing_some_chunks_re_heads_them_in_the_indexes(store: SearchStore) -> None:
+    """What enrichment does when a document's concepts enter its header (issue 41): the
+    chunks whose header changed replaced, a batch at a time, with their new vectors."""
+    doc = put(store, 1, "raft leader log")
+    other = put(store, 2, "bread flour")
+    section, first, second = [
+        *store.chunks_of_document(doc.id, Tier.SECTION),
+        *store.chunks_of_document(doc.id, Tier.SNIPPET),
+    ]
+    old_vectors = store.get_vectors([first.id, second.id])
+    generation = store.generation()
+    header = f"{first.header}\n[CONCEPTS: Zeppelins]"
+    fresh = [dataclasses.replace(c, header=header) for c in (section, first)]
+    with store.transaction():
+        store.replace_chunks(doc.id, fresh, vecs(1, seed=9), 50.0)
+    assert store.generation() > generation
+    assert store.get_document(doc.id).updated_at == 50.0  # type: ignore[union-attr]
+    assert store.chunks_of_document(doc.id, Tier.SECTION) == fresh[:1]
+    assert store.chunks_of_document(doc.id, Tier.SNIPPET) == [fresh[1], second]
+    vectors = store.get_vectors([first.id, second.id])
+    np.testing.assert_allclose(vectors[first.id], vecs(1, seed=9)[0], rtol=1e-6)
+    np.testing.assert_allclose(vectors[second.id], old_vectors[second.id], rtol=1e-6)
+    hits = own_engines(store).lexical.search(["zeppelins"], 10, SearchFilters())
+    assert [h[0] for h in hits] == [first.id]  # the new header is indexed, once
+    assert len(own_engines(store).lexical.search(["leader"], 10, SearchFilters())) == 2
+    assert store.get_document(other.id).updated_at == 1.0  # type: ignore[union-attr]
+    assert store.check() == []
+    # without vectors (a library with no model) the replaced snippets have none
+    with store.transaction():
+        store.replace_chunks(doc.id, [dataclasses.replace(second, header="")], None, 51.0)
+    assert set(store.get_vectors([first.id, second.id])) == {first.id}
+    with pytest.raises(ValueError, match="another document"):
+        store.replace_chunks(other.id, fresh, None, 52.0)
+    with pytest.raises(ValueError, match="1 vectors for 0 snippets"):
+        store.replace_chunks(doc.id, fresh[:1], vecs(1), 52.0)

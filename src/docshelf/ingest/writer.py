@@ -65,6 +65,18 @@ class DocumentWriter:
         for the whole of it (call while ``doc`` is not complete: search does not see it)."""
         self.store.add_chunks(doc.id, chunks)
 
+    def replace_chunks(
+        self,
+        doc: Document,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32] | None,
+        at: float,
+    ) -> None:
+        """New versions of some of ``doc``'s chunks (a new header: the enricher's concepts),
+        with the snippets' ``vectors``; ``doc`` is updated ``at`` (``Store.replace_chunks``).
+        A large document is re-headed a batch of chunks at a time, never whole."""
+        self.store.replace_chunks(doc.id, chunks, vectors, at)
+
     def point_file(self, record: FileRecord, previous: FileRecord | None = None) -> None:
         """Record which document a file holds (and give the source's owner access to it);
         the document it held before goes if now orphaned."""

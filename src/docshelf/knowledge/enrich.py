@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -114,9 +114,11 @@ _REPORT = {
 }
 
 
-def guess_document_type(doc: Document, chunks: Sequence[Chunk]) -> str:
+def guess_document_type(doc: Document, chunks: Iterable[Chunk]) -> str:
     """A deterministic guess from structure: headings, pages, length and line shapes.
-    Read chunk by chunk, never as one string: a 25 MB document costs no copy of itself."""
+    Read chunk by chunk, never as one string: a 25 MB document costs no copy of itself.
+    ``chunks`` is gone through more than once (a list, or the enricher's pages of the
+    store, read again each time)."""
     headings = {
         re.sub(r"^[\d.\s]+", "", h).strip().casefold() for c in chunks for h in c.heading_path
     }
@@ -144,7 +146,7 @@ def guess_document_type(doc: Document, chunks: Sequence[Chunk]) -> str:
     return "article"
 
 
-def _head(chunks: Sequence[Chunk], n: int) -> str:
+def _head(chunks: Iterable[Chunk], n: int) -> str:
     """The first ``n`` characters of the chunks' texts joined by line breaks."""
     parts: list[str] = []
     size = 0
@@ -156,7 +158,7 @@ def _head(chunks: Sequence[Chunk], n: int) -> str:
     return "\n".join(parts)[:n]
 
 
-def _fewer_words(chunks: Sequence[Chunk], n: int) -> bool:
+def _fewer_words(chunks: Iterable[Chunk], n: int) -> bool:
     words = 0
     for c in chunks:
         words += len(c.text.split())
@@ -228,16 +230,24 @@ class _Centrality:
 def considered(snippets: Sequence[Chunk], limit: int) -> list[Chunk]:
     """The snippets enrichment looks at: all of them up to ``limit``, else ``limit``
     spread evenly from the first to the last (in document order)."""
-    if len(snippets) <= limit:
-        return list(snippets)
-    step = len(snippets) / limit
-    return [snippets[int(i * step)] for i in range(limit)]
+    return considered_of(snippets, len(snippets), limit)
+
+
+def considered_of(snippets: Iterable[Chunk], count: int, limit: int) -> list[Chunk]:
+    """``considered`` of ``count`` snippets that come one at a time (a document's, read
+    from the store a page at a time): only the chosen ones are kept."""
+    if count <= limit:
+        return list(itertools.islice(snippets, count))
+    step = count / limit
+    wanted = {int(i * step) for i in range(limit)}
+    return [c for n, c in enumerate(itertools.islice(snippets, count)) if n in wanted]
 
 
 def offline_enrichment(
     doc: Document,
-    chunks: Sequence[Chunk],
+    chunks: Iterable[Chunk],
     *,
+    snippets: Sequence[Chunk] | None = None,
     snippet_vectors: Vectors | None,
     embed: Embed | None,
     taxonomy: Taxonomy,
@@ -245,11 +255,16 @@ def offline_enrichment(
     settings: EnrichSettings = EnrichSettings(),
 ) -> Enrichment:
     """The deterministic enrichment of one document (see the module's docstring). At
-    most ``settings.max_snippets`` snippets are considered (``considered``); when
-    ``snippet_vectors`` are given they are those snippets' vectors, in that order."""
+    most ``settings.max_snippets`` snippets are considered (``considered``): ``snippets``
+    when the caller has taken them, else taken from ``chunks``; when ``snippet_vectors``
+    are given they are those snippets' vectors, in that order. ``chunks`` (all of the
+    document's, sections first) is gone through chunk by chunk for its type."""
     import numpy as np
 
-    snippets = considered([c for c in chunks if c.tier.value == "snippet"], settings.max_snippets)
+    if snippets is None:
+        snippets = considered(
+            [c for c in chunks if c.tier.value == "snippet"], settings.max_snippets
+        )
     markup = plaintext.markup_of(doc.file_type, any(c.heading_path for c in snippets))
     n_claims = max(settings.claims, settings.summary_sentences)
     if snippet_vectors is not None and embed is not None and len(snippets):
@@ -438,7 +453,6 @@ def llm_enrichment(
     llm: LLM,
     doc: Document,
     excerpts: Sequence[Chunk],
-    chunks: Sequence[Chunk],
     taxonomy: Taxonomy,
     settings: EnrichSettings = EnrichSettings(),
 ) -> LLMOutcome:

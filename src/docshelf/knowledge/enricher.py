@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,7 +25,7 @@ from docshelf.ingest.prepare import embed_texts
 from docshelf.knowledge.enrich import (
     EnrichSettings,
     concept_texts,
-    considered,
+    considered_of,
     from_json,
     llm_enrichment,
     llm_excerpts,
@@ -56,6 +56,11 @@ OFFLINE_VERSION = "2"  # bump when the offline producer changes its output (2: p
 # echo them, at the price of re-embedding every document.
 HEADER_SOURCES = ("frontmatter", "manual", "llm")
 LEASE_SECONDS = 120.0
+# A document's chunks are read, re-headed and written this many at a time: enrichment
+# holds a page of them and the snippets it considers, never the whole document (issue
+# 41: a 24.8 MB note's 60,845 chunks, loaded at once, took 240 MB).
+PAGE_CHUNKS = 512
+HEADERS_KEPT = 4096  # the headers of so many heading paths kept while a document is re-headed
 
 
 class Wiring(Protocol):
@@ -181,27 +186,26 @@ class Enricher:
         doc = self.store.get_document(document_id)
         if doc is None:
             raise NotFound(f"No document {document_id!r}")
-        sections = self.store.chunks_of_document(doc.id, Tier.SECTION)
-        snippets = self.store.chunks_of_document(doc.id, Tier.SNIPPET)
+        chunks = StoredChunks(self.store, doc.id)
         producer = self.producer()
         with telemetry.span("enrich", document_id=doc.id, producer=producer):
-            cached = self._cached(doc, producer, {c.id for c in snippets})
+            cached = self._cached(doc, producer)
             if cached is not None:
                 result = EnrichResult(doc.id, cached.mode, True, cached)
             else:
-                result = self._compute(doc, [*sections, *snippets], snippets)
+                result = self._compute(doc, chunks)
                 if result.notice is None:  # a fallback is not what this producer makes
                     self.rt.summaries.put(
                         doc.sha256, self.settings.locale, producer, to_json(result.enrichment)
                     )
-            reembedded = self._write(doc, sections, snippets, result.enrichment)
+            reembedded = self._write(doc, chunks, result.enrichment)
         ms = (time.perf_counter() - started) * 1000
         return dataclasses.replace(result, reembedded=reembedded, ms=ms)
 
-    def _cached(self, doc: Document, producer: str, snippet_ids: set[str]) -> Enrichment | None:
+    def _cached(self, doc: Document, producer: str) -> Enrichment | None:
         raw = self.rt.summaries.get(doc.sha256, self.settings.locale, producer)
         e = from_json(raw) if raw is not None else None
-        if e is None or any(i not in snippet_ids for _, ids in e.claims for i in ids):
+        if e is None or not self._snippets_exist(doc, [i for _, ids in e.claims for i in ids]):
             return None  # unreadable, or its citations point at chunks that are gone
         if doc.concept_source in ("frontmatter", "manual"):
             e = dataclasses.replace(
@@ -212,19 +216,42 @@ class Enricher:
             )
         return e
 
-    def _snippet_vectors(self, snippets: list[Chunk]) -> npt.NDArray[np.float32] | None:
+    def _snippets_exist(self, doc: Document, chunk_ids: list[str]) -> bool:
+        """Whether every one of ``chunk_ids`` is a snippet of ``doc`` (a cached
+        enrichment's citations; a few chunks read, not the document's)."""
+        wanted = set(chunk_ids)
+        found = {
+            c.id
+            for c in self.store.get_chunks(list(wanted))
+            if c.document_id == doc.id and c.tier is Tier.SNIPPET
+        }
+        return found == wanted
+
+    def _snippet_vectors(
+        self, snippets: list[Chunk], done: int = 0, total: int | None = None
+    ) -> npt.NDArray[np.float32] | None:
         embedder = self.rt.embedder
         if embedder is None or not snippets:
             return None
         # The embedding cache holds every indexed snippet's vector: no model call here.
-        return self._embed([c.retrieval_text for c in snippets])
+        return self._embed([c.retrieval_text for c in snippets], done, total)
 
-    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def _embed(
+        self, texts: Sequence[str], done: int = 0, total: int | None = None
+    ) -> npt.NDArray[np.float32]:
         """``embed_texts`` with this library's model, one batch at a time while a run
-        reports progress (the taxonomy's concepts, re-headed snippets: many texts)."""
+        reports progress (the taxonomy's concepts, re-headed snippets: many texts). A
+        batch of a longer run (``done`` texts before it, of ``total``) reports as such."""
         embedder = self.rt.embedder
         assert embedder is not None
-        return embed_texts(self.store, embedder, texts, on_step=self._on_step)
+        on_step = self._on_step
+        if on_step is not None and total is not None:
+            report = on_step
+
+            def on_step(texts_done: int, _texts: int) -> None:
+                report(done + texts_done, total)
+
+        return embed_texts(self.store, embedder, texts, on_step=on_step)
 
     def _concept_vectors(self) -> npt.NDArray[np.float32] | None:
         embedder = self.rt.embedder
@@ -236,12 +263,13 @@ class Enricher:
             self._concepts = (key, self._embed(texts))
         return self._concepts[1]
 
-    def _compute(self, doc: Document, chunks: list[Chunk], snippets: list[Chunk]) -> EnrichResult:
+    def _compute(self, doc: Document, chunks: StoredChunks) -> EnrichResult:
         import numpy as np
 
         # a long document's centre is found among a bounded number of its snippets, the
-        # same ones ``offline_enrichment`` takes, so the step's cost has a ceiling
-        snippets = considered(snippets, self.settings.max_snippets)
+        # same ones ``offline_enrichment`` would take, so the step's cost has a ceiling;
+        # only those are kept as the snippets are read
+        snippets = chunks.considered(doc, self.settings.max_snippets)
         vectors = self._snippet_vectors(snippets)
         notice = None
         llm = self.rt.llm
@@ -253,9 +281,7 @@ class Enricher:
                 ranked = list(range(len(snippets)))
             excerpts = llm_excerpts(snippets, ranked, self.settings.llm_excerpt_tokens)
             try:
-                outcome = llm_enrichment(
-                    llm, doc, excerpts, chunks, self.rt.taxonomy, self.settings
-                )
+                outcome = llm_enrichment(llm, doc, excerpts, self.rt.taxonomy, self.settings)
             except Unavailable as exc:
                 notice = f"the LLM failed ({exc.message}); enriched offline"
             else:
@@ -274,6 +300,7 @@ class Enricher:
         enrichment = offline_enrichment(
             doc,
             chunks,
+            snippets=snippets,
             snippet_vectors=vectors,
             embed=self._embed if embedder is not None else None,
             taxonomy=self.rt.taxonomy,
@@ -282,47 +309,106 @@ class Enricher:
         )
         return EnrichResult(doc.id, "offline", False, enrichment, notice=notice)
 
-    def _write(
-        self, doc: Document, sections: list[Chunk], snippets: list[Chunk], e: Enrichment
-    ) -> int:
+    def _write(self, doc: Document, chunks: StoredChunks, e: Enrichment) -> int:
         """Store the enrichment; when the header's concepts change, re-header the chunks
-        and re-embed the snippets whose retrieval text changed — all in one transaction."""
+        and re-embed the snippets whose retrieval text changed — all in one transaction,
+        a page of chunks at a time (whether any header changes is seen first, outside it)."""
         labels = (
             self.rt.taxonomy.labels(e.concept_ids) if e.concept_source in HEADER_SOURCES else []
         )
-        chunks = [*sections, *snippets]
-        fresh = [
-            dataclasses.replace(
-                c,
-                header=build_header(
-                    doc.title,
-                    c.heading_path,
-                    labels,
-                    self.rt.chunk_settings.header_max_tokens,
-                    self.rt.count_tokens,
-                ),
-            )
-            for c in chunks
-        ]
-        changed = [
-            i for i, (a, b) in enumerate(zip(chunks, fresh, strict=True)) if a.header != b.header
-        ]
+        headers = Headers(
+            doc.title, labels, self.rt.chunk_settings.header_max_tokens, self.rt.count_tokens
+        )
+        changes = any(c.header != headers[c.heading_path] for page in chunks.pages() for c in page)
         now = time.time()
         reembedded = 0
         with self.store.transaction():
-            if changed:
-                new_snippets = [c for c in fresh if c.tier is Tier.SNIPPET]
-                vectors = self._snippet_vectors(new_snippets)
-                reembedded = sum(1 for i in changed if chunks[i].tier is Tier.SNIPPET)
-                self.rt.writer.put(
-                    dataclasses.replace(doc, updated_at=now, enriched_at=None), fresh, vectors
-                )
+            if changes:
+                reembedded = self._rehead(doc, chunks, headers, now)
             if not self.store.put_enrichment(doc.id, e, now):
                 raise NotFound(f"Document {doc.id!r} was removed while being enriched")
             self.store.add_event(
                 doc.id, "document.enriched", message=f"{e.document_type}; {e.mode}"
             )
         return reembedded
+
+    def _rehead(self, doc: Document, chunks: StoredChunks, headers: Headers, at: float) -> int:
+        """Replace the chunks whose header changed, a page at a time, the snippets with
+        their new vectors (inside the caller's transaction); how many snippets changed."""
+        reembedded = 0
+        total = doc.chunk_counts.get(Tier.SNIPPET.value)
+        for page in chunks.pages():
+            changed = [
+                dataclasses.replace(c, header=headers[c.heading_path])
+                for c in page
+                if c.header != headers[c.heading_path]
+            ]
+            if not changed:
+                continue
+            snippets = [c for c in changed if c.tier is Tier.SNIPPET]
+            vectors = self._snippet_vectors(snippets, reembedded, total)
+            self.rt.writer.replace_chunks(doc, changed, vectors, at)
+            reembedded += len(snippets)
+        return reembedded
+
+
+class Headers(dict[tuple[str, ...], str]):
+    """The retrieval header of a document's chunks under each heading path, with these
+    concept labels (``build_header``), made once per path: a section's snippets share
+    theirs. At most ``HEADERS_KEPT`` are kept."""
+
+    def __init__(
+        self, title: str, labels: Sequence[str], max_tokens: int, count_tokens: Callable[[str], int]
+    ) -> None:
+        super().__init__()
+        self.title = title
+        self.labels = labels
+        self.max_tokens = max_tokens
+        self.count_tokens = count_tokens
+
+    def __missing__(self, path: tuple[str, ...]) -> str:
+        if len(self) >= HEADERS_KEPT:
+            self.clear()
+        header = build_header(self.title, path, self.labels, self.max_tokens, self.count_tokens)
+        self[path] = header
+        return header
+
+
+class StoredChunks:
+    """A document's chunks, sections then snippets, each in order, read from the store
+    ``PAGE_CHUNKS`` at a time each time they are gone through: enrichment goes through a
+    large document more than once and never holds it whole."""
+
+    def __init__(self, store: Store, document_id: str, page: int | None = None) -> None:
+        self.store = store
+        self.document_id = document_id
+        self.page = page or PAGE_CHUNKS
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for page in self.pages():
+            yield from page
+
+    def pages(self, tiers: Sequence[Tier] = (Tier.SECTION, Tier.SNIPPET)) -> Iterator[list[Chunk]]:
+        for tier in tiers:
+            after = -1
+            while True:
+                page = self.store.chunks_after(self.document_id, tier, after, self.page)
+                if page:
+                    yield page
+                if len(page) < self.page:
+                    break
+                after = page[-1].index
+
+    def snippets(self) -> Iterator[Chunk]:
+        for page in self.pages((Tier.SNIPPET,)):
+            yield from page
+
+    def considered(self, doc: Document, limit: int) -> list[Chunk]:
+        """The snippets enrichment looks at (``considered``), read a page at a time."""
+        count = doc.chunk_counts.get(Tier.SNIPPET.value)
+        if count is None:  # a record without its counts: count them first
+            count = sum(len(p) for p in self.pages((Tier.SNIPPET,)))
+        return considered_of(self.snippets(), count, limit)
 
 
 def enrich_documents(

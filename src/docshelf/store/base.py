@@ -312,6 +312,26 @@ class Store(Protocol):
         ...
 
     def chunks_of_document(self, document_id: str, tier: Tier) -> list[Chunk]: ...
+    def chunks_after(self, document_id: str, tier: Tier, after: int, limit: int) -> list[Chunk]:
+        """The first ``limit`` chunks of one tier of a document whose position is past
+        ``after`` (-1: from the first), in order: a large document read a page at a
+        time, never whole."""
+        ...
+
+    def replace_chunks(
+        self,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32] | None,
+        at: float,
+    ) -> None:
+        """Replace some of a document's chunks by new versions of them (the same ids: a
+        new header), with their index entries, and the snippets among them by their
+        vectors (``vectors`` rows follow those snippets; None: they have none); the
+        document's ``updated_at`` becomes ``at``. Chunks are immutable: each one goes and
+        its new version comes, as ``put_document`` does for all of them."""
+        ...
+
     def snippets_without_vectors(
         self, limit: int, document_id: str | None = None
     ) -> list[Chunk]: ...

@@ -344,6 +344,44 @@ class DocumentsSQL(SQLBase):
         )
         return self._chunks(rows)
 
+    def chunks_after(self, document_id: str, tier: Tier, after: int, limit: int) -> list[Chunk]:
+        rows = self._q(
+            f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE document_id = ? AND tier = ? AND ord > ? "
+            "ORDER BY ord LIMIT ?",
+            (document_id, tier.value, after, limit),
+        )
+        return self._chunks(rows)
+
+    def replace_chunks(
+        self,
+        document_id: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32] | None,
+        at: float,
+    ) -> None:
+        if any(c.document_id != document_id for c in chunks):
+            raise ValueError(f"chunks of another document than {document_id}")
+        snippets = [c.id for c in chunks if c.tier is Tier.SNIPPET]
+        if vectors is not None and len(vectors) != len(snippets):
+            raise ValueError(f"{len(vectors)} vectors for {len(snippets)} snippets")
+        encode = self.dialect.encode_list
+        with self.transaction():
+            # by id alone (``id`` is unique, and made of the document's fingerprint: the
+            # chunks were checked to be ``document_id``'s), vectors first, then the rows
+            for batch in self.dialect.batches([c.id for c in chunks]):
+                among, params = self.dialect.among("id", batch)
+                seqs = f"SELECT seq FROM chunks WHERE {among}"
+                self._x(f"DELETE FROM vectors WHERE chunk_seq IN ({seqs})", params)
+                self._x(f"DELETE FROM chunks WHERE {among}", params)
+            self._xm(
+                f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
+                (chunk_row(c, encode) for c in chunks),
+            )
+            if vectors is not None and snippets:
+                self._insert_vectors(snippets, vectors)
+            self._x("UPDATE documents SET updated_at = ? WHERE id = ?", (at, document_id))
+            self._bump_generation()
+
     def snippets_without_vectors(self, limit: int, document_id: str | None = None) -> list[Chunk]:
         where, params = ("AND document_id = ?", [document_id]) if document_id else ("", [])
         rows = self._q(
