@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
         "plaintext",
         "telemetry",
         "progress",
+        "owners",
     ),
     (
         "parse",
