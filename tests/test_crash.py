@@ -41,7 +41,8 @@ def _kill_add_once(
     root: Path, env: dict[str, str], ready: Callable[[], bool], timeout: float
 ) -> None:
     """A real lexical-only `docshelf add` of ``root``, killed (SIGKILL) once ``ready()``
-    says the store shows enough of its work."""
+    says the store shows enough of its work: stopped (SIGSTOP) when it first does and
+    asked again, so the kill leaves what ``ready()`` saw (else it goes on)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "docshelf.cli", "--json", "add", str(root)],
         env={**os.environ, "DOCSHELF_EMBEDDER": "none", **env},
@@ -49,9 +50,15 @@ def _kill_add_once(
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + timeout
-    while not ready() and time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ready():
+            os.kill(proc.pid, signal.SIGSTOP)
+            if ready():
+                break
+            os.kill(proc.pid, signal.SIGCONT)
         time.sleep(0.01)
     assert proc.poll() is None, "add finished before it could be killed; make the folder bigger"
+    assert ready(), "add was not ready to be killed in time"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
@@ -215,44 +222,48 @@ def test_kill_during_an_add_with_the_model_keeps_the_embedded_documents(
         assert shelf.store.stats().files == n_files
 
 
-def _enrichment(db: Path) -> tuple[int, int]:
-    """(enriched, pending) complete documents, read without disturbing the writer."""
+def _enrichment(db: Path) -> tuple[int, int, int]:
+    """(enriched, pending, leased) complete documents, read without disturbing the writer;
+    leased: pending ones under a lease that has not run out."""
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
             row = con.execute(
-                "SELECT COUNT(enriched_at), COUNT(*) - COUNT(enriched_at) FROM documents "
-                "WHERE status = 'complete'"
+                "SELECT COUNT(enriched_at), COUNT(*) - COUNT(enriched_at), "
+                "COUNT(*) FILTER (WHERE enriched_at IS NULL AND enrich_lease_until > ?) "
+                "FROM documents WHERE status = 'complete'",
+                (time.time(),),
             ).fetchone()
-            return int(row[0]), int(row[1])
+            return int(row[0]), int(row[1]), int(row[2])
         finally:
             con.close()
     except sqlite3.Error:
-        return 0, 0
+        return 0, 0, 0
 
 
 def test_enrichment_killed_midway_is_finished_by_the_next_add(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`add` killed while it enriches (kill -9 once the store shows a few documents
-    enriched): the next `add`, with nothing new to index, enriches the rest; the one the
-    dead process held a lease on is taken once that lease has run out."""
+    enriched and one under its lease): the next `add`, with nothing new to index,
+    enriches the rest, the one the dead process held included — its lease named a
+    process of this host that is gone, so it does not wait out its time (issue 41)."""
     root = _sectioned_notes(tmp_path / "notes", 400, sections=3)
     home = tmp_path / "home"
     db = home / "docshelf.db"
     env = {"DOCSHELF_HOME": str(home), "DOCSHELF_ENRICH": "offline"}
-    _kill_add_once(root, env, lambda: _enrichment(db)[0] >= 5, 120)
-    enriched, pending = _enrichment(db)
-    assert enriched >= 5 and pending > 0
+
+    def enriching() -> bool:  # a few done, and one under the process's lease
+        enriched, _, leased = _enrichment(db)
+        return enriched >= 5 and leased == 1
+
+    _kill_add_once(root, env, enriching, 120)
+    enriched, pending, leased = _enrichment(db)
+    assert enriched >= 5 and pending > 0 and leased == 1  # the dead process's lease holds
 
     monkeypatch.setenv("DOCSHELF_ENRICH", "offline")
     with Shelf(home, embedder=None) as shelf:
         report = shelf.add(root)
         assert report.added == report.updated == 0  # nothing to index: only the enriching
-        # all done, but (at most) the one the dead process was enriching: its lease holds
-        assert _enrichment(db)[1] <= 1
-        with sqlite3.connect(db) as con:  # ... until it runs out
-            con.execute("UPDATE documents SET enrich_lease_until = 0 WHERE enriched_at IS NULL")
-        shelf.sync()
-        assert _enrichment(db) == (400, 0)
+        assert _enrichment(db) == (400, 0, 0)
         assert shelf.check() == []

@@ -454,7 +454,7 @@ def test_a_failing_document_is_marked_not_retried_forever(
     assert pending.enrich_pending() == []
     docs = pending.documents()
     assert all(d.enrichment_mode == "failed" for d in docs)
-    assert pending.store.claim_enrichment(time.time(), 60) is None
+    assert pending.store.claim_enrichment(time.time(), 60, "w1") is None
 
 
 # -- faces and the worker ----------------------------------------------------------------------

@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "wording",
         "telemetry",
         "progress",
+        "owners",
     ),
     (
         "parse",

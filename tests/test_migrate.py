@@ -73,6 +73,7 @@ SHIPPED = {
     ("sqlite", 10): "4a2e21e9a78916c7",
     ("sqlite", 11): "fa1d8172b5b0a727",
     ("sqlite", 12): "b9113611bec30cff",
+    ("sqlite", 13): "3f787449276503ef",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -85,6 +86,7 @@ SHIPPED = {
     ("postgres", 10): "517771aa97a02b5f",
     ("postgres", 11): "ec08cd228781707b",
     ("postgres", 12): "ef25bade030e7379",
+    ("postgres", 13): "b41d2d15bf93d0bb",
 }
 
 

@@ -84,19 +84,19 @@ def test_pending_queue_with_leases(store: SearchStore) -> None:
     put(store, 3, "c words", status="embedding")  # not complete: not enrichable yet
     now = time.time()
     assert store.pending_enrichment(now) == 2
-    first = store.claim_enrichment(now, 60)
-    second = store.claim_enrichment(now, 60)
+    first = store.claim_enrichment(now, 60, "w1")
+    second = store.claim_enrichment(now, 60, "w1")
     assert {first, second} == {a.id, b.id}
-    assert store.claim_enrichment(now, 60) is None  # both leased
+    assert store.claim_enrichment(now, 60, "w1") is None  # both leased
     assert store.pending_enrichment(now) == 0  # none to take: both held
     assert store.pending_enrichment(now + 61) == 2  # their leases ran out (a dead process's)
-    assert store.claim_enrichment(now + 61, 60) in {a.id, b.id}  # a lease ran out
+    assert store.claim_enrichment(now + 61, 60, "w1") in {a.id, b.id}  # a lease ran out
     store.put_enrichment(a.id, _enrichment(()), now)
     store.enrichment_failed(b.id, now)
     assert store.get_document(b.id).enrichment_mode == "failed"  # type: ignore[union-attr]
-    assert store.claim_enrichment(now + 200, 60) is None
+    assert store.claim_enrichment(now + 200, 60, "w1") is None
     assert store.reset_enrichment([b.id]) == 1
-    assert store.claim_enrichment(now + 200, 60) == b.id
+    assert store.claim_enrichment(now + 200, 60, "w1") == b.id
     assert store.reset_enrichment() >= 1
     assert store.get_document(a.id).enriched_at is None  # type: ignore[union-attr]
 

@@ -29,7 +29,9 @@ class SlowEmbedder(HashEmbedder):
 def main() -> None:
     home = Path(sys.argv[1])
     with Shelf(home, embedder=SlowEmbedder()) as shelf:
-        worker = Worker(shelf, WorkerSettings(lease_seconds=2.0, embed_batch=4), name="victim")
+        # named by default (its process's token first) and leased for long: a worker on
+        # this host takes its job once it is killed, not when the lease runs out
+        worker = Worker(shelf, WorkerSettings(lease_seconds=600.0, embed_batch=4))
         worker.run(threading.Event())
 
 

@@ -9,8 +9,9 @@ connections, ends its SSE streams with a ``retry:`` hint (``api/events.py``),
 then drains its worker pool. All of it within ``DOCSHELF_DRAIN_SECONDS``.
 
 Exit status: 0 when everything drained in time. A worker still busy at the
-deadline (a parse that takes longer) is left behind with exit status 1; its job
-keeps its lease until that expires and another worker resumes it. SIGTERM during
+deadline (a parse that takes longer) is left behind with exit status 1; another
+worker resumes its job once the process has gone (one on this host sees its lease
+over at once, ``owners``) or the lease has expired. SIGTERM during
 start-up (imports, opening the store, loading the model: before these handlers are
 set) ends the process at once with status 0 too (``cli.exit_on_early_sigterm``): there
 is nothing to drain yet.
@@ -61,7 +62,7 @@ def drain(threads: Sequence[threading.Thread], seconds: float) -> bool:
     stuck = [t.name for t in threads if t.is_alive()]
     if stuck:
         log.warning(
-            "still busy after %.0f s: %s; their jobs are resumed once the lease expires",
+            "still busy after %.0f s: %s; their jobs are resumed once this process has gone",
             seconds,
             ", ".join(stuck),
         )

@@ -197,7 +197,7 @@ class Sync:
     def _enrich_after_ingest(self, progress: Progress | None) -> None:
         """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for all that is
         pending: this run's documents, and any an earlier run left (killed while it
-        enriched: its leases expired)."""
+        enriched: a lease of a process that has died is over, ``owners``)."""
         if self.rt.settings.enrich == "off":
             return
         if waiting := self.store.pending_enrichment(time.time()):

@@ -6,8 +6,10 @@ The job's row in the store is its truth. A worker leases a job (renewing the
 lease while it works) and runs the stage the job is at; each stage commits its
 output together with the move to the next stage and its event, in one
 transaction, after checking that the worker still holds the lease. A worker
-killed at any point leaves the job at the last committed stage; once the lease
-expires another worker claims it and resumes there. Re-running a stage
+killed at any point leaves the job at the last committed stage; another worker
+claims it and resumes there: at once on the same host (a worker's name starts with
+its process's token, ``owners``, so a dead one's lease is seen to be over), once
+the lease expires from another. Re-running a stage
 rewrites the same rows (chunk ids and vectors are keyed by content), so
 nothing is written twice.
 
@@ -20,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import random
-import socket
 import threading
 import time
 import uuid
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import docshelf.parse as parse_mod
-from docshelf import telemetry
+from docshelf import owners, telemetry
 from docshelf.backoff import Backoff
 from docshelf.errors import DocshelfError, InvalidInput
 from docshelf.ingest.prepare import (
@@ -98,7 +98,8 @@ class Worker:
         self.rt = wired.runtime
         self.store = self.rt.store
         self.settings = settings or WorkerSettings()
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        # the process's token first: a worker on this host sees a dead one's leases over
+        self.name = name or f"{owners.this_process()}:{uuid.uuid4().hex[:6]}"
         self.on_stage = on_stage  # a hook for tests and metrics: called before each stage
         self.alive_at = time.time()
         # a store or disk that keeps failing (full, read-only, down): one log line per change

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from docshelf import telemetry
+from docshelf import owners, telemetry
 from docshelf.accounts.access import visible
 from docshelf.chunk import build_header
 from docshelf.errors import DocshelfError, NotFound, Unavailable
@@ -138,12 +138,14 @@ class Enricher:
         self, limit: int | None = None, *, progress: Progress | None = None, expected: int = 0
     ) -> list[EnrichResult]:
         """Enrich documents waiting for it, one lease at a time, until none is left.
+        A lease names this process, so one left by a process that was killed is taken
+        at once by the next run on this host (on another, once it runs out).
         ``progress`` hears of each document (of ``expected``, or more if more turn up:
         the queue is shared with workers and earlier runs)."""
         done: list[EnrichResult] = []
         tried = 0
         while limit is None or tried < limit:
-            doc_id = self.store.claim_enrichment(time.time(), LEASE_SECONDS)
+            doc_id = self.store.claim_enrichment(time.time(), LEASE_SECONDS, owners.this_process())
             if doc_id is None:
                 break
             if progress:

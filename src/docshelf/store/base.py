@@ -369,13 +369,15 @@ class Store(Protocol):
         """Mark documents (all when None) as waiting for enrichment; how many were."""
         ...
 
-    def claim_enrichment(self, now: float, lease_seconds: float) -> str | None:
-        """Atomically lease one complete document whose enrichment is pending."""
+    def claim_enrichment(self, now: float, lease_seconds: float, owner: str) -> str | None:
+        """Atomically lease one complete document whose enrichment is pending to ``owner``
+        (``owners.this_process()``): one with no lease, or one whose lease is over — run
+        out, or held by a process of this host that has died (``owners.gone``)."""
         ...
 
     def pending_enrichment(self, now: float) -> int:
         """How many complete documents wait for enrichment with no lease on them at
-        ``now`` (none, or one expired: its process died); a read, no lock."""
+        ``now`` (none, one run out, or one whose owner died); a read, no lock."""
         ...
 
     def distillates_of(self, document_id: str) -> list[Distillate]: ...
@@ -441,7 +443,9 @@ class Store(Protocol):
     def put_job(self, job: Job) -> None: ...
     def get_job(self, document_id: str) -> Job | None: ...
     def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
-        """Atomically lease one due job (queued and due, or running past its lease)."""
+        """Atomically lease one due job (queued and due, or running with a lease that is
+        over: run out, or held by a worker whose name starts with the token of a process
+        of this host that has died, ``owners.gone``)."""
         ...
 
     def renew_lease(self, document_id: str, owner: str, until: float) -> bool: ...

@@ -355,34 +355,36 @@ class PostgresStore(VectorIndexSQL):
         return [(distillate_from_row(r, tuple), float(r[5])) for r in rows]
 
     def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
-        """Atomically lease one due job: queued and due, or running with an expired lease.
+        """Atomically lease one due job: queued and due, or running with a lease that is
+        over (run out, or its owner died).
 
         ``FOR UPDATE SKIP LOCKED``: a job row locked by anyone else is passed over.
         """
         returning = ", ".join(f"j.{c}" for c in JOB_FIELDS)
         with self.transaction():
+            over, params = self._job_leases_over(now)
             rows = self._xr(
                 "WITH due AS (SELECT document_id FROM jobs WHERE "
                 "(status = 'queued' AND next_attempt_at <= ?) OR "
-                "(status = 'running' AND lease_expires_at < ?) "
+                f"(status = 'running' AND {over}) "
                 "ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED) "
                 "UPDATE jobs j SET status = 'running', lease_owner = ?, "
                 "lease_expires_at = ?, updated_at = ? FROM due "
                 f"WHERE j.document_id = due.document_id RETURNING {returning}",
-                (now, now, owner, now + lease_seconds, now),
+                (now, *params, owner, now + lease_seconds, now),
             )
         return job_from_row(rows[0]) if rows else None
 
-    def claim_enrichment(self, now: float, lease_seconds: float) -> str | None:
+    def claim_enrichment(self, now: float, lease_seconds: float, owner: str) -> str | None:
         with self.transaction():
+            free, params = self._enrichment_free(now)
             rows = self._xr(
                 "WITH due AS (SELECT id FROM documents WHERE enriched_at IS NULL "
-                "AND status = 'complete' AND (enrich_lease_until IS NULL "
-                "OR enrich_lease_until < ?) ORDER BY added_at, id "
+                f"AND status = 'complete' AND {free} ORDER BY added_at, id "
                 "LIMIT 1 FOR UPDATE SKIP LOCKED) "
-                "UPDATE documents d SET enrich_lease_until = ? FROM due "
-                "WHERE d.id = due.id RETURNING d.id",
-                (now, now + lease_seconds),
+                "UPDATE documents d SET enrich_lease_until = ?, enrich_lease_owner = ? "
+                "FROM due WHERE d.id = due.id RETURNING d.id",
+                (*params, now + lease_seconds, owner),
             )
         return str(rows[0][0]) if rows else None
 

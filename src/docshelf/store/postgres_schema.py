@@ -273,3 +273,16 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        13,
+        "enrich_lease_owner",
+        """
+        -- Who holds a document's enrichment lease (see the SQLite schema).
+        ALTER TABLE documents ADD COLUMN enrich_lease_owner text;
+        CREATE INDEX documents_enrich_owner ON documents(enrich_lease_owner)
+            WHERE enrich_lease_owner IS NOT NULL;
+        """,
+    ),
+)

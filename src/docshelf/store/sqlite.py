@@ -374,14 +374,16 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
         )
 
     def claim_job(self, owner: str, lease_seconds: float, now: float) -> Job | None:
-        """Atomically take one due job: queued and due, or running with an expired lease."""
+        """Atomically take one due job: queued and due, or running with a lease that is
+        over (run out, or its owner died)."""
         with self.transaction():
+            over, params = self._job_leases_over(now)
             rows = self._q(
                 f"SELECT {JOB_COLUMNS} FROM jobs WHERE "
                 "(status = 'queued' AND next_attempt_at <= ?) OR "
-                "(status = 'running' AND lease_expires_at < ?) "
+                f"(status = 'running' AND {over}) "
                 "ORDER BY next_attempt_at LIMIT 1",
-                (now, now),
+                (now, *params),
             )
             if not rows:
                 return None
@@ -393,14 +395,15 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             )
         return self.get_job(job.document_id)
 
-    def claim_enrichment(self, now: float, lease_seconds: float) -> str | None:
+    def claim_enrichment(self, now: float, lease_seconds: float, owner: str) -> str | None:
         with self.transaction():
+            free, params = self._enrichment_free(now)
             rows = self._xr(
-                "UPDATE documents SET enrich_lease_until = ? WHERE id = ("
-                "SELECT id FROM documents WHERE enriched_at IS NULL AND status = 'complete' "
-                "AND (enrich_lease_until IS NULL OR enrich_lease_until < ?) "
+                "UPDATE documents SET enrich_lease_until = ?, enrich_lease_owner = ? "
+                "WHERE id = (SELECT id FROM documents WHERE enriched_at IS NULL "
+                f"AND status = 'complete' AND {free} "
                 "ORDER BY added_at, id LIMIT 1) RETURNING id",
-                (now + lease_seconds, now),
+                (now + lease_seconds, owner, *params),
             )
         return str(rows[0][0]) if rows else None
 

@@ -344,3 +344,18 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        13,
+        "enrich_lease_owner",
+        """
+        -- Who holds a document's enrichment lease: a token naming the process (owners.py:
+        -- host, pid, when it started). A lease whose owner has died on this host is taken
+        -- at once, not when its time runs out (issue 41). Leases are few at any time.
+        ALTER TABLE documents ADD COLUMN enrich_lease_owner TEXT;
+        CREATE INDEX documents_enrich_owner ON documents(enrich_lease_owner)
+            WHERE enrich_lease_owner IS NOT NULL;
+        """,
+    ),
+)

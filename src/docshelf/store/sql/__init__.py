@@ -7,8 +7,8 @@ differs: connections, transactions and locking, migrations, full-text search
 
 ``SQLStore`` is made of the library itself (``catalogue.py``), documents with their
 chunks (``documents.py``), what search engines read (``reads.py``) and what else is
-kept about documents (``records.py``); the tables both schemas share are in
-``schema.py``.
+kept about documents (``records.py``), and when a lease is over (``leases.py``); the
+tables both schemas share are in ``schema.py``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from docshelf.store.sql.catalogue import CatalogueSQL
 from docshelf.store.sql.core import Query, Rows, SQLBase
 from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect, PostgresDialect
 from docshelf.store.sql.documents import DocumentsSQL
+from docshelf.store.sql.leases import LeasesSQL
 from docshelf.store.sql.reads import SearchReadsSQL
 from docshelf.store.sql.records import RecordsSQL
 
 
-class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL):
+class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL, LeasesSQL):
     """``Store`` over a dialect, less what each engine provides (see ``SQLBase``)."""
 
 

@@ -33,7 +33,7 @@ class RecordsSQL(SQLBase):
                 "UPDATE documents SET summary = ?, document_type = ?, category = ?, "
                 "concept_ids = ?, primary_concept_id = ?, concept_source = ?, "
                 "taxonomy_version = ?, enriched_at = ?, enrichment_mode = ?, "
-                "enrich_lease_until = NULL WHERE id = ?",
+                "enrich_lease_until = NULL, enrich_lease_owner = NULL WHERE id = ?",
                 (
                     e.summary,
                     e.document_type,
@@ -63,20 +63,15 @@ class RecordsSQL(SQLBase):
         with self.transaction():
             self._x(
                 "UPDATE documents SET enriched_at = ?, enrichment_mode = 'failed', "
-                "enrich_lease_until = NULL WHERE id = ?",
+                "enrich_lease_until = NULL, enrich_lease_owner = NULL WHERE id = ?",
                 (at, document_id),
             )
 
-    def pending_enrichment(self, now: float) -> int:
-        rows = self._q(
-            "SELECT COUNT(*) FROM documents WHERE enriched_at IS NULL AND status = 'complete' "
-            "AND (enrich_lease_until IS NULL OR enrich_lease_until < ?)",
-            (now,),
-        )
-        return int(rows[0][0])
-
     def reset_enrichment(self, document_ids: Sequence[str] | None = None) -> int:
-        reset = "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL WHERE "
+        reset = (
+            "UPDATE documents SET enriched_at = NULL, enrich_lease_until = NULL, "
+            "enrich_lease_owner = NULL WHERE "
+        )
         with self.transaction():
             if document_ids is None:
                 return self._x(reset + "enriched_at IS NOT NULL")
