@@ -733,9 +733,7 @@ def test_a_pdf_hit_opens_on_its_page_with_the_cited_words_highlighted(
     assert 0.2 < (box["y"] - frame["y"]) / frame["height"] < 0.5
 
 
-def test_a_page_image_the_server_is_too_busy_for_comes_when_it_can(
-    page: Page, site: Site
-) -> None:
+def test_a_page_image_the_server_is_too_busy_for_comes_when_it_can(page: Page, site: Site) -> None:
     # Page renders beyond the server's limit get 503 and Retry-After: the page waits and
     # asks again, instead of showing a failure.
     paper = site.upload("paper.pdf", paged_pdf([["Consensus needs a quorum of voters."]]))
