@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,7 +50,7 @@ def this_process() -> str:
 def gone(token: str) -> bool:
     """True when ``token`` names a process of this host's pid space that has died."""
     owner = parse(token)
-    if owner is None or (owner.host, owner.scope) != (socket.gethostname(), _scope()):
+    if owner is None or (owner.host, owner.scope) != (_host(), _scope()):
         return False  # not ours to judge: its lease runs out by time
     if str(owner) == this_process():
         return False
@@ -75,7 +74,7 @@ def _owner(pid: int) -> Owner:
     import psutil
 
     started = _since_boot(psutil.Process(pid))
-    return Owner(socket.gethostname(), pid, round(started, 2), _scope())
+    return Owner(_host(), pid, round(started, 2), _scope())
 
 
 def _alive(pid: int, started: float) -> bool:
@@ -99,6 +98,12 @@ def _since_boot(process: psutil.Process) -> float:
     import psutil
 
     return float(process.create_time() - psutil.boot_time())
+
+
+def _host() -> str:
+    import socket  # here: an unchanged sync imports no more than it needs (test_cli)
+
+    return socket.gethostname()
 
 
 @functools.cache
