@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docshelf.api import create_app
+from docshelf.model import User
 from docshelf.shelf import Shelf
 from docshelf.store import Listing, SearchFilters
 from tests.conftest import FILLER
@@ -206,64 +207,68 @@ def _steps(events: list[dict[str, str]]) -> list[str]:
     return [s for i, s in enumerate(stages) if i == 0 or stages[i - 1] != s]
 
 
-def test_a_path_filter_matches_only_the_caller_s_own_paths(
+@pytest.fixture
+def shared(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Shelf, User, User]]:
+    """A library on every store, with two users: (shelf, alice, bob)."""
+    monkeypatch.setenv("DOCSHELF_DATABASE_URL", store_url)
+    with Shelf(tmp_path / "home", embedder=HashEmbedder()) as shelf:
+        yield shelf, shelf.create_user("alice")[0], shelf.create_user("bob")[0]
+
+
+def test_a_path_filter_matches_only_the_caller_s_own_paths(
+    shared: tuple[Shelf, User, User], tmp_path: Path
 ) -> None:
     # Bob holds Alice's bytes under his own name: a path filter must not let him probe
     # her folder's path or file name, one prefix at a time, in search or in the list.
-    monkeypatch.setenv("DOCSHELF_DATABASE_URL", store_url)
-    with Shelf(tmp_path / "home", embedder=HashEmbedder()) as shelf:
-        alice, _ = shelf.create_user("alice")
-        bob, _ = shelf.create_user("bob")
-        folder = tmp_path / "alice-secret"
-        folder.mkdir()
-        (folder / "merger-with-acme.md").write_bytes(SHARED)
-        shelf.add(folder, user_id=alice.id)
-        [doc] = shelf.documents()
-        shelf.upload(bob.id, "linked.md", SHARED)
-        drain(shelf)
+    shelf, alice, bob = shared
+    folder = tmp_path / "alice-secret"
+    folder.mkdir()
+    (folder / "merger-with-acme.md").write_bytes(SHARED)
+    shelf.add(folder, user_id=alice.id)
+    [doc] = shelf.documents()
+    shelf.upload(bob.id, "linked.md", SHARED)
+    drain(shelf)
 
-        def found(user_id: str, prefix: str) -> tuple[set[str], set[str]]:
-            filters = SearchFilters(path_prefix=prefix)
-            hits = shelf.search("raft", mode="lexical", filters=filters, user_id=user_id).hits
-            listed = shelf.documents(user_id=user_id, listing=Listing(filters=filters))
-            return {h.chunk.document_id for h in hits}, {d.id for d in listed}
+    def found(user_id: str, prefix: str) -> tuple[set[str], set[str]]:
+        filters = SearchFilters(path_prefix=prefix)
+        hits = shelf.search("raft", mode="lexical", filters=filters, user_id=user_id).hits
+        listed = shelf.documents(user_id=user_id, listing=Listing(filters=filters))
+        return {h.chunk.document_id for h in hits}, {d.id for d in listed}
 
-        theirs = (str(folder), f"{folder}/merger", "merger", "merger-with-acme.md")
-        for prefix in theirs:
-            assert found(bob.id, prefix) == (set(), set()), prefix
-            assert found(alice.id, prefix) == ({doc.id}, {doc.id}), prefix
-        assert found(bob.id, "linked") == ({doc.id}, {doc.id})
-        assert found(alice.id, "linked") == (set(), set())
+    theirs = (str(folder), f"{folder}/merger", "merger", "merger-with-acme.md")
+    for prefix in theirs:
+        assert found(bob.id, prefix) == (set(), set()), prefix
+        assert found(alice.id, prefix) == ({doc.id}, {doc.id}), prefix
+    assert found(bob.id, "linked") == ({doc.id}, {doc.id})
+    assert found(alice.id, "linked") == (set(), set())
 
 
 def test_another_user_s_folder_is_no_source_of_mine(
-    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared: tuple[Shelf, User, User], tmp_path: Path
 ) -> None:
     # the source a document was first indexed from is not a fact of its bytes: Bob's
     # facets, source filter and record show only sources of his own
-    monkeypatch.setenv("DOCSHELF_DATABASE_URL", store_url)
-    with Shelf(tmp_path / "home", embedder=HashEmbedder()) as shelf:
-        alice, _ = shelf.create_user("alice")
-        bob, _ = shelf.create_user("bob")
-        mine, theirs = tmp_path / "bob", tmp_path / "alice"
-        for folder in (mine, theirs):
-            folder.mkdir()
-        (theirs / "secret.md").write_bytes(SHARED)
-        (mine / "own.md").write_bytes(OWN)
-        shelf.add(theirs, user_id=alice.id)
-        shelf.add(mine, user_id=bob.id)
-        shelf.upload(bob.id, "linked.md", SHARED)
-        drain(shelf)
-        source_a, source_b = (s.id for s in sorted(shelf.sources(), key=lambda s: s.path))
+    shelf, alice, bob = shared
+    mine, theirs = tmp_path / "bob", tmp_path / "alice"
+    for folder in (mine, theirs):
+        folder.mkdir()
+    (theirs / "secret.md").write_bytes(SHARED)
+    (mine / "own.md").write_bytes(OWN)
+    shelf.add(theirs, user_id=alice.id)
+    shelf.add(mine, user_id=bob.id)
+    shelf.upload(bob.id, "linked.md", SHARED)
+    drain(shelf)
+    source_a, source_b = (s.id for s in sorted(shelf.sources(), key=lambda s: s.path))
 
-        def facets(user_id: str) -> dict[str, int]:
-            return shelf.facets(user_id=user_id).counts["source"]
+    def facets(user_id: str) -> dict[str, int]:
+        return shelf.facets(user_id=user_id).counts["source"]
 
-        def found(user_id: str, source_id: str) -> int:
-            filters = SearchFilters(source_id=source_id)
-            return len(shelf.search("raft", mode="lexical", filters=filters, user_id=user_id).hits)
+    def found(user_id: str, source_id: str) -> int:
+        filters = SearchFilters(source_id=source_id)
+        return len(shelf.search("raft", mode="lexical", filters=filters, user_id=user_id).hits)
 
-        assert facets(bob.id) == {source_b: 1}
-        assert facets(alice.id) == {source_a: 1}
-        assert (found(bob.id, source_a), found(alice.id, source_a)) == (0, 1)
+    assert facets(bob.id) == {source_b: 1}
+    assert facets(alice.id) == {source_a: 1}
+    assert (found(bob.id, source_a), found(alice.id, source_a)) == (0, 1)
