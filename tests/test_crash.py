@@ -21,7 +21,7 @@ import numpy.typing as npt
 import pytest
 
 from docshelf.embed import local_available
-from docshelf.ingest import batches
+from docshelf.ingest import batches, vectors
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
 
@@ -128,41 +128,71 @@ def _sectioned_notes(root: Path, n: int, sections: int = 4) -> Path:
     return root
 
 
-def test_a_long_add_commits_every_few_seconds_of_the_models_work(
+def test_an_add_stores_every_file_before_its_vectors_and_commits_them_in_batches(
     isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Well under one batch of ``batch_snippets``, the documents are still committed
-    some seconds' work at a time: the store holds some while the model is at others."""
+    """Two phases (issue 39): every file is written, searchable by its words, before the
+    model's first call; then the vectors are committed a batch at a time, so the store
+    holds some while the model is at others, and a kill loses at most one batch."""
     clock = _Clock()
-    monkeypatch.setattr(batches, "CLOCK", clock)
     embedder = _TimedEmbedder(clock)
     notes = _sectioned_notes(tmp_path / "notes", 120)
     with Shelf(isolated_home, embedder=embedder) as shelf:
         embedder.documents = lambda: shelf.store.stats().documents
-        commits: list[float] = []
-        put = shelf.store.put_document
+        vectors: list[int] = []
+        embed = embedder.embed
 
-        def timed_put(*args: Any, **kwargs: Any) -> None:
-            commits.append(clock.now)
-            put(*args, **kwargs)
+        def counted(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            vectors.append(shelf.store.stats().snippets_with_vectors)
+            return embed(texts)
 
-        monkeypatch.setattr(shelf.store, "put_document", timed_put)
-        snippets_per_note = 4
-        assert 120 * snippets_per_note < shelf.runtime.batch_snippets  # one batch before
+        monkeypatch.setattr(embedder, "embed", counted)
         report = shelf.add(notes)
         assert report.added == 120
-        # the model was called batch after batch, and from the second on the store held
-        # the documents of the batches before
-        assert len(embedder.seen) >= 4
-        assert embedder.seen == sorted(embedder.seen)
-        assert embedder.seen[0] == 0 and 0 < embedder.seen[-1] < 120
-        # never more than about commit_seconds of the model's work between two commits
-        # (plus one note's snippets, the one that tipped the batch over)
-        gaps = [b - a for a, b in zip([0.0, *commits], commits, strict=False)]
-        one_note = snippets_per_note * embedder.seconds_per_text
-        assert max(gaps) <= shelf.runtime.commit_seconds + one_note + 1e-9
+        assert embedder.seen[0] == 120  # all stored before the model's first call
+        # 480 snippets in batches of vectors.BATCH: the store held each batch's vectors
+        # before the model started the next
+        assert len(vectors) >= 2 and vectors[0] == 0
+        assert vectors == sorted(vectors) and vectors[-1] > 0
+        assert shelf.store.stats().snippets_with_vectors == shelf.store.stats().snippets
+        assert shelf.store.pending_embedding() == 0
         assert shelf.check() == []
-        assert len(shelf.documents()) == 120
+
+
+def test_the_words_are_committed_every_few_seconds_of_parsing(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first commit comes after FIRST_COMMIT_SECONDS of parsing, the next every
+    ``commit_seconds``: a new library answers its first search within seconds."""
+
+    class Ticking(_Clock):
+        def __call__(self) -> float:
+            self.now += 0.25  # each look at the clock: a quarter second of parsing
+            return self.now
+
+    monkeypatch.setattr(batches, "CLOCK", Ticking())
+    notes = _sectioned_notes(tmp_path / "notes", 60)
+    with Shelf(isolated_home, embedder=None) as shelf:
+        commits: list[int] = []
+        put = shelf.runtime.writer.put
+
+        def counting(*args: Any, **kwargs: Any) -> None:
+            commits.append(batches_written[0])
+            put(*args, **kwargs)
+
+        batches_written = [0]
+        write_batch = batches.BatchWriter._write_batch
+
+        def batch(self: batches.BatchWriter, items: list[batches.Pending]) -> None:
+            batches_written[0] += 1 if items else 0
+            write_batch(self, items)
+
+        monkeypatch.setattr(shelf.runtime.writer, "put", counting)
+        monkeypatch.setattr(batches.BatchWriter, "_write_batch", batch)
+        assert shelf.add(notes).added == 60
+    sizes = [commits.count(n) for n in sorted(set(commits))]
+    assert sizes[0] <= 1 + batches.FIRST_COMMIT_SECONDS / 0.25  # the first: soon
+    assert len(sizes) >= 4  # then every few seconds, not all at the end
 
 
 def _embedded_snippets(line: str) -> int:
@@ -181,10 +211,10 @@ def test_kill_during_an_add_with_the_model_keeps_the_embedded_documents(
     tmp_path: Path,
 ) -> None:
     """A real `docshelf add` with the packaged model, killed once the model has embedded
-    half the folder's snippets (as its progress says): the documents of the batches
-    embedded before are committed, the store is whole, and the next `add` does the
-    rest, each file once."""
-    n_files = 40
+    more than a batch of the folder's snippets (as its progress says): every file is
+    stored (the words come first), the vectors of the batches before are committed, the
+    store is whole, and the next `add` embeds the rest, each file once."""
+    n_files = 64
     root = _sectioned_notes(tmp_path / "notes", n_files, sections=5)
     home = tmp_path / "home"
     env = {
@@ -198,28 +228,35 @@ def test_kill_during_an_add_with_the_model_keeps_the_embedded_documents(
         argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     assert proc.stderr is not None
-    half = n_files * 5 // 2  # well past the first batch (batches.FIRST_BATCH snippets)
-    assert half > batches.FIRST_BATCH + 5
+    past = vectors.BATCH + 16  # past the first batch of vectors, short of the last
+    assert past < n_files * 5
     reached = 0
     for line in proc.stderr:
         reached = max(reached, _embedded_snippets(line))
-        if reached >= half:
+        if reached >= past:
             break
-    assert reached >= half, "add ended before it embedded half the snippets"
+    assert reached >= past, "add ended before it embedded a batch of snippets"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     proc.stderr.close()
-    partial = _count(home / "docshelf.db")
-    assert 0 < partial < n_files  # before: nothing, until 1,024 snippets were embedded
+    assert _count(home / "docshelf.db") == n_files  # all searchable by their words
+    with Shelf(home, embedder=None, check_model=False) as shelf:
+        stats = shelf.store.stats()
+        assert 0 < stats.snippets_with_vectors < stats.snippets
+        assert 0 < shelf.store.pending_embedding() < n_files
 
     rerun = subprocess.run(argv[:-1], env=env, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert json.loads(rerun.stdout)["result"]["counts"]["unchanged"] == n_files
     with Shelf(home, embedder=None, check_model=False) as shelf:
         assert shelf.check() == []
         docs = shelf.documents()
         assert len(docs) == n_files
         assert len({d.path for d in docs}) == n_files  # each file once
         assert shelf.store.stats().files == n_files
+        stats = shelf.store.stats()
+        assert stats.snippets_with_vectors == stats.snippets
+        assert shelf.store.pending_embedding() == 0
 
 
 def _enrichment(db: Path) -> tuple[int, int, int]:

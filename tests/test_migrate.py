@@ -74,6 +74,7 @@ SHIPPED = {
     ("sqlite", 11): "fa1d8172b5b0a727",
     ("sqlite", 12): "b9113611bec30cff",
     ("sqlite", 13): "3f787449276503ef",
+    ("sqlite", 14): "987c5c7660468caa",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -87,6 +88,7 @@ SHIPPED = {
     ("postgres", 11): "ec08cd228781707b",
     ("postgres", 12): "ef25bade030e7379",
     ("postgres", 13): "b41d2d15bf93d0bb",
+    ("postgres", 14): "ef6afada95738b4e",
 }
 
 
@@ -118,6 +120,7 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
         patch.setattr(
             "docshelf.store.sql.documents.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
         )
+        patch.setattr("docshelf.store.sql.documents.PENDING", "SELECT ?, ?")  # (migration 14)
         store = open_store(url)
         assert store.schema_version() == 8
         sha = "ab" * 32

@@ -182,15 +182,32 @@ class Shelf(Parts):
         *,
         user_id: str | None = None,
         follow_symlinks: bool | None = None,
+        background: bool = False,
     ) -> SyncReport:
         """Register a file or folder (indexed where it lives, as ``user_id``'s; the local
         admin's when None) and index it. Symlinks leading outside a folder are followed
-        only with ``follow_symlinks`` (kept on the source; None keeps what it has)."""
-        return self._sync.add(path, progress, user_id=user_id, follow_symlinks=follow_symlinks)
+        only with ``follow_symlinks`` (kept on the source; None keeps what it has). With
+        ``background``, return once its words are searchable: its vectors (and enrichment)
+        are left for ``embed_pending`` in another process."""
+        return self._sync.add(
+            path, progress, user_id=user_id, follow_symlinks=follow_symlinks, background=background
+        )
 
-    def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
+    def sync(
+        self,
+        source_id: str | None = None,
+        progress: Progress | None = None,
+        *,
+        background: bool = False,
+    ) -> SyncReport:
         """Re-read registered sources: new, changed and deleted files are followed."""
-        return self._sync.sync(source_id, progress)
+        return self._sync.sync(source_id, progress, background=background)
+
+    def embed_pending(self, progress: Progress | None = None) -> int:
+        """Vectors for the documents searchable by their words only (an ``add`` killed or
+        run with ``background``), then their enrichment when it is on; how many were
+        embedded."""
+        return self._sync.finish_pending(progress)
 
     def remove(self, target: str) -> SyncReport:
         """Unregister a source (by id or path); its documents leave the index everywhere."""

@@ -1,17 +1,13 @@
-"""Prepared documents to the store in small commits: many documents' snippets embedded
-per model call, each document written in its own transaction as soon as its batch is
-embedded.
+"""Ingest's first phase: prepared documents to the store in small commits, searchable by
+their words from each commit on; their vectors come after (``ingest/vectors.py``).
 
-A batch ends at ``batch_snippets`` snippets (the model pads less in larger groups),
-and sooner when its work would take the time since the last commit past
-``commit_seconds``: the work already done (parsing since the last commit) plus the
-model's time for the snippets waiting, at the rate it embedded the last batch. The
-first batch is small (``FIRST_BATCH`` snippets): it gives the rate, and a first
-commit early. So a process killed at any moment loses at most about that much work:
-what is committed stays, and the next ``add`` finds it unchanged and goes on with the
-rest. Without a model a batch is only parsed, so it ends at ``batch_snippets`` or
-``commit_seconds`` of parsing (writing each document as soon as it is parsed instead
-was measured 20% slower: parsing and writing in turn, each runs slower).
+A commit holds the documents parsed since the last one, and comes once they hold
+``batch_snippets`` snippets or the parsing has taken ``commit_seconds`` — the first
+after ``FIRST_COMMIT_SECONDS``, so a new library answers a search within seconds. So a
+process killed at any moment loses at most that much parsing: what is committed stays,
+and the next ``add`` finds it unchanged and goes on with the rest (writing each document
+as soon as it was parsed was measured 20% slower: parsing and writing in turn, each runs
+slower).
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ if TYPE_CHECKING:
     from docshelf.ingest.prepare import Prepared
     from docshelf.runtime import Runtime
 
-FIRST_BATCH = 64  # snippets in the first batch of a run (before the model's rate is known)
+FIRST_COMMIT_SECONDS = 1.0  # of parsing before a run's first commit
 CLOCK: Callable[[], float] = time.monotonic  # (a test drives the pacing with a fake one)
 
 
@@ -38,14 +34,13 @@ class Tally:
     """What one run of ingest has done so far, for its progress events."""
 
     files: int = 0  # files to parse (the todo list)
-    written: int = 0  # documents written (or found unchanged) of them
+    written: int = 0  # of them: written, searchable by their words (or unchanged, failed)
     parsed_snippets: int = 0
-    embedded_snippets: int = 0
 
 
 @dataclass(frozen=True)
 class Pending:
-    """A prepared document waiting for its vectors, and the file it came from (if any)."""
+    """A prepared document waiting to be written, and the file it came from (if any)."""
 
     prepared: Prepared
     record: FileRecord | None
@@ -53,20 +48,13 @@ class Pending:
 
 
 def event(phase: str, tally: Tally, item: str) -> ProgressEvent:
-    snippets = tally.embedded_snippets if phase == "embed" else tally.parsed_snippets
     return ProgressEvent(
-        phase,
-        tally.written,
-        tally.files,
-        "files",
-        item,
-        snippets=snippets,
-        snippets_total=tally.parsed_snippets if phase == "embed" else None,
+        phase, tally.written, tally.files, "files", item, snippets=tally.parsed_snippets
     )
 
 
 class BatchWriter:
-    """One run's documents, embedded in batches and committed one by one (module doc)."""
+    """One run's documents, committed a few seconds' parsing at a time (module doc)."""
 
     def __init__(
         self, rt: Runtime, report: SyncReport, tally: Tally, progress: Progress | None
@@ -76,7 +64,7 @@ class BatchWriter:
         self.tally = tally
         self.progress = progress
         self.committed_at = CLOCK()
-        self.seconds_per_snippet: float | None = None  # the model's, in the last batch
+        self.first = True  # no commit yet in this run
 
     def write(self, items: Iterable[Pending | None]) -> None:
         batch: list[Pending] = []
@@ -91,45 +79,24 @@ class BatchWriter:
         self._write_batch(batch)
 
     def _due(self, snippets: int) -> bool:
-        """Whether the batch of ``snippets`` is to be embedded and written now."""
+        """Whether the batch of ``snippets`` is to be written now."""
         if snippets >= self.rt.batch_snippets:
             return True
-        work = CLOCK() - self.committed_at  # parsing, since the last commit
-        if self.rt.embedder is None:
-            return work >= self.rt.commit_seconds
-        if self.seconds_per_snippet is None:
-            return snippets >= FIRST_BATCH or work >= self.rt.commit_seconds
-        return work + snippets * self.seconds_per_snippet >= self.rt.commit_seconds
+        wait = FIRST_COMMIT_SECONDS if self.first else self.rt.commit_seconds
+        return CLOCK() - self.committed_at >= wait
 
     def _write_batch(self, batch: list[Pending]) -> None:
         if not batch:
             return
-        embedder = self.rt.embedder
-        vectors = None
-        if embedder is not None:
-            texts = [c.retrieval_text for item in batch for c in item.prepared.snippets]
-            from docshelf.ingest.prepare import embed_texts
-
-            counts = self.rt.embed_counts
-            computed = counts.computed
-            started = CLOCK()
-            vectors = embed_texts(
-                self.rt.store, embedder, texts, counts, on_step=self._on_step(batch)
-            )
-            if counts.computed > computed:  # the model's rate, for the next batch's size
-                self.seconds_per_snippet = (CLOCK() - started) / (counts.computed - computed)
-        offset = 0
         for item in batch:
-            n = len(item.prepared.snippets)
-            doc_vectors = vectors[offset : offset + n] if vectors is not None else None
-            offset += n
             prepared = item.prepared
-            # One transaction: the old content leaves as the new arrives.
+            # One transaction: the old content leaves as the new arrives. Without vectors:
+            # the document waits for them, searchable by its words meanwhile.
             with self.rt.store.transaction():
                 self.rt.writer.put(
                     prepared.document,
                     prepared.chunks,
-                    doc_vectors,
+                    None,
                     links=prepared.links,
                     aliases=prepared.aliases,
                     file=item.record,
@@ -141,17 +108,6 @@ class BatchWriter:
             else:
                 self.report.updated += 1
         self.committed_at = CLOCK()
-
-    def _on_step(self, batch: list[Pending]) -> Callable[[int, int], None] | None:
-        """Progress of the model's steps through ``batch``, as embed events."""
-        if self.progress is None:
-            return None
-        report_to, tally = self.progress, self.tally
-        base = tally.embedded_snippets
-        last = batch[-1].prepared.document.rel_path
-
-        def on_step(done: int, total: int) -> None:
-            tally.embedded_snippets = base + done
-            report_to(event("embed", tally, last))
-
-        return on_step
+        self.first = False
+        if self.progress is not None:
+            self.progress(event("parse", self.tally, batch[-1].prepared.document.rel_path))

@@ -60,6 +60,8 @@ class Sync:
         self.rt = runtime
         self.store = runtime.store
         self.writer = runtime.writer
+        # the call in progress leaves the vectors to another process (``add --background``)
+        self.background = False
 
     # -- sources -----------------------------------------------------------------
     def add(
@@ -69,7 +71,9 @@ class Sync:
         *,
         user_id: str | None = None,
         follow_symlinks: bool | None = None,
+        background: bool = False,
     ) -> SyncReport:
+        self.background = background
         target = Path(path).expanduser()
         try:
             target = target.resolve(strict=True)
@@ -116,7 +120,14 @@ class Sync:
         self.store.add_source(source)
         return self.sync_source(source, progress, checked=True)
 
-    def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
+    def sync(
+        self,
+        source_id: str | None = None,
+        progress: Progress | None = None,
+        *,
+        background: bool = False,
+    ) -> SyncReport:
+        self.background = background
         if source_id:
             sources = [named(self.store, source_id, by_path=False)]
         else:
@@ -190,9 +201,32 @@ class Sync:
                 for record in gone.values():
                     report.removed += self.writer.drop_file(record)
                 self.store.record_failures(source.id, report.failures)
+        self._embed_pending(progress)
         self.rt.maintain_indexes(progress=progress if todo or gone else None)
-        self._enrich_after_ingest(progress)
+        if not self.background:
+            self._enrich_after_ingest(progress)
         return report
+
+    def finish_pending(self, progress: Progress | None) -> int:
+        """``Shelf.embed_pending``: the second phase for whatever waits, then enrichment."""
+        from docshelf.ingest.vectors import EmbedPending
+
+        self.background = False
+        done = EmbedPending(self.rt, progress).run().finished if self.rt.embedder else 0
+        self.rt.maintain_indexes(progress=progress if done else None)
+        self._enrich_after_ingest(progress)
+        return done
+
+    def _embed_pending(self, progress: Progress | None) -> None:
+        """Ingest's second phase (``ingest/vectors.py``): vectors for every document
+        waiting for them — this run's and any an earlier run left — unless the caller
+        leaves them to another process."""
+        if self.background or self.rt.embedder is None:
+            return
+        from docshelf.ingest.vectors import EmbedPending
+
+        if self.store.pending_embedding():
+            EmbedPending(self.rt, progress).run()
 
     def _enrich_after_ingest(self, progress: Progress | None) -> None:
         """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for all that is
@@ -233,9 +267,6 @@ class Sync:
                     tally.parsed_snippets += len(item.prepared.snippets)
                 yield item
 
-        # Parsed here, between the model's batches: parsing ahead in a thread or in a
-        # process of its own was measured and gained nothing, as the model keeps both
-        # cores busy (docs/benchmarks/ingest-and-model.md, "Where the ingest overhead went").
         BatchWriter(self.rt, report, tally, progress).write(items())
         for record, found, previous in copies.waiting:  # their bytes are in the store now
             if (existing := self.store.get_document(record.document_id)) is not None:
@@ -274,6 +305,8 @@ class Sync:
                 yield Pending(prepared, None, None)
 
         BatchWriter(self.rt, report, tally, progress).write(pending())
+        self.background = False
+        self._embed_pending(progress)
         self._enrich_after_ingest(progress)
         return report
 

@@ -387,6 +387,7 @@ class Worker:
         with self.store.transaction():
             self._owned(job)
             self.store.set_document_status(job.document_id, Stage.COMPLETE.value)
+            self.store.finish_embedding([job.document_id])  # its vectors came in _embed
             stage = self._move(job, Stage.COMPLETE, "complete")
             self.store.update_job(
                 job.document_id, lease_owner=None, lease_expires_at=None, last_error=None

@@ -77,6 +77,18 @@ class DocumentWriter:
         A large document is re-headed a batch of chunks at a time, never whole."""
         self.store.replace_chunks(doc.id, chunks, vectors, at)
 
+    def add_vectors(
+        self,
+        chunk_ids: Sequence[str],
+        vectors: npt.NDArray[np.float32] | None,
+        finished: Sequence[str] = (),
+    ) -> None:
+        """Vectors for snippets written without them (``ingest/vectors.py``), and the
+        ``finished`` documents no longer pending: searchable by meaning from this commit."""
+        if vectors is not None and len(chunk_ids):
+            self.store.put_vectors(chunk_ids, vectors)
+        self.store.finish_embedding(finished)
+
     def point_file(self, record: FileRecord, previous: FileRecord | None = None) -> None:
         """Record which document a file holds (and give the source's owner access to it);
         the document it held before goes if now orphaned."""

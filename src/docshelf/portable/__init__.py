@@ -587,5 +587,6 @@ def import_into(rt: Runtime, path: Path, *, progress: Progress | None = None) ->
     )
     for doc_id in report.requeued:
         rt.wake_workers(doc_id)
+    rt.store.mark_unembedded()  # exported while being embedded: the next sync embeds them
     rt.maintain_indexes()
     return report

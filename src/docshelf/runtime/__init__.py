@@ -112,9 +112,9 @@ class Runtime:
         # "query": this process only embeds queries (a CLI search), so the lean runtime
         # (embed/lean.py: no torch) serves when none is configured
         self.embed_purpose = embed_purpose
-        self.batch_snippets = batch_snippets  # snippets embedded per model call in sync
-        # seconds of work between two commits of an ingest, about (ingest/batches.py)
-        self.commit_seconds = 10.0
+        self.batch_snippets = batch_snippets  # snippets parsed per commit of a sync, at most
+        # seconds of parsing between two commits of an ingest, about (ingest/batches.py)
+        self.commit_seconds = 3.0
         try:
             private_dir(settings.home)  # created 0700: the library is its owner's
         except OSError as exc:

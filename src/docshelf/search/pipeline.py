@@ -63,6 +63,7 @@ class Search:
 
     __slots__ = (
         "_reader",
+        "backlog",
         "before_feedback",
         "candidates",
         "expand",
@@ -118,6 +119,8 @@ class Search:
         self.pool: list[str] = []
         self.facets: dict[str, dict[str, int]] = {}
         self.timings: dict[str, float] = {}
+        # documents seen, and of them waiting for vectors (None: none waits; ingest/vectors.py)
+        self.backlog: tuple[int, int] | None = None
         self._reader: Reader | None = None
 
     @property

@@ -30,6 +30,7 @@ from docshelf.search.results import (
     SearchResult,
 )
 from docshelf.store.base import SearchFilters, SearchStore
+from docshelf.wording import counted
 
 if TYPE_CHECKING:
     from docshelf.embed import Embedder
@@ -188,6 +189,9 @@ class Retriever:
             self.seen_by,
         )
         search = Search(parts, parsed, mode, filters, limit, size, group, expand, facets, user_id)
+        if mode != "lexical" and (backlog := self.store.embedding_backlog(user_id)) is not None:
+            search.backlog = backlog
+            notice = notice or still_embedding(*backlog)
         return search, notice
 
     # -- around a hit (search/around.py) -----------------------------------------------------
@@ -213,6 +217,14 @@ class Retriever:
         user_id: str | None = None,
     ) -> list[tuple[Distillate, Document]]:
         return self.around.distillates(query, document_id=document_id, limit=limit, user_id=user_id)
+
+
+def still_embedding(documents: int, pending: int) -> str:
+    """What a search over a library partly embedded covers (ingest/vectors.py)."""
+    return (
+        f"Searching {counted(documents, 'document')} by their words; by meaning "
+        f"{documents - pending:,} of {documents:,} so far (the rest are being embedded)"
+    )
 
 
 def _check_search(query: str, limit: int, mode: str, group: str, expand: str | None) -> None:

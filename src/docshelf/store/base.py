@@ -338,6 +338,34 @@ class Store(Protocol):
     def put_vectors(self, chunk_ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None: ...
     def drop_vectors(self) -> None: ...
 
+    # -- vectors after the words (ingest/vectors.py): ``put_document`` without vectors, of
+    # a document with an ``embedding_model``, leaves it pending (searchable by its words)
+    def claim_embedding(
+        self, now: float, lease_seconds: float, owner: str, limit: int
+    ) -> list[str]:
+        """Lease up to ``limit`` pending complete documents to ``owner``, oldest first: with
+        no lease, or one that is over (``claim_enrichment``)."""
+        ...
+
+    def renew_embedding(self, document_ids: Sequence[str], owner: str, until: float) -> None: ...
+    def finish_embedding(self, document_ids: Sequence[str]) -> None:
+        """The documents' vectors are all there: no longer pending, their leases gone."""
+        ...
+
+    def pending_embedding(self, now: float | None = None) -> int:
+        """Pending complete documents (with ``now``: those free to take then); a read."""
+        ...
+
+    def mark_unembedded(self) -> int:
+        """Documents of a model with snippets lacking vectors marked pending (an import)."""
+        ...
+
+    def pending_snippets(self) -> int: ...  # of pending documents, still without vectors
+    def embedding_backlog(self, user_id: str | None = None) -> tuple[int, int] | None:
+        """None when no document is pending; else the complete documents (``user_id`` may
+        read, when given) and how many of them are pending."""
+        ...
+
     # -- the library counted ---------------------------------------------------
     def facet_counts(
         self, filters: SearchFilters, facets: Sequence[str] = FACETS

@@ -388,6 +388,21 @@ class PostgresStore(VectorIndexSQL):
             )
         return str(rows[0][0]) if rows else None
 
+    def claim_embedding(
+        self, now: float, lease_seconds: float, owner: str, limit: int
+    ) -> list[str]:
+        with self.transaction():
+            free, params = self._embedding_free(now)
+            rows = self._xr(
+                "WITH due AS (SELECT id FROM documents WHERE embed_pending = 1 "
+                f"AND status = 'complete' AND {free} ORDER BY added_at, id "
+                "LIMIT ? FOR UPDATE SKIP LOCKED) "
+                "UPDATE documents d SET embed_lease_until = ?, embed_lease_owner = ? "
+                "FROM due WHERE d.id = due.id RETURNING d.id, d.added_at",
+                (*params, limit, now + lease_seconds, owner),
+            )
+        return [str(r[0]) for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
 
 def _spelled(query: str | sql.Composed) -> str | sql.Composed:
     """A statement in the shared spelling as psycopg runs it (a composed one as it is)."""

@@ -286,3 +286,19 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        14,
+        "embed_pending",
+        """
+        -- Documents searchable by their words while their vectors are made (see the
+        -- SQLite schema).
+        ALTER TABLE documents ADD COLUMN embed_pending integer NOT NULL DEFAULT 0;
+        ALTER TABLE documents ADD COLUMN embed_lease_owner text;
+        ALTER TABLE documents ADD COLUMN embed_lease_until double precision;
+        CREATE INDEX documents_embed_pending ON documents(added_at, id)
+            WHERE embed_pending = 1;
+        """,
+    ),
+)

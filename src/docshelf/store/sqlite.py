@@ -407,6 +407,20 @@ class SQLiteStore(SQLiteSidecarFeed, SQLStore):
             )
         return str(rows[0][0]) if rows else None
 
+    def claim_embedding(
+        self, now: float, lease_seconds: float, owner: str, limit: int
+    ) -> list[str]:
+        with self.transaction():
+            free, params = self._embedding_free(now)
+            rows = self._xr(
+                "UPDATE documents SET embed_lease_until = ?, embed_lease_owner = ? "
+                "WHERE id IN (SELECT id FROM documents WHERE embed_pending = 1 "
+                f"AND status = 'complete' AND {free} ORDER BY added_at, id LIMIT ?) "
+                "RETURNING id, added_at",
+                (now + lease_seconds, owner, *params, limit),
+            )
+        return [str(r[0]) for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
     def _engine_problems(self) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
         result = self._q("PRAGMA integrity_check")

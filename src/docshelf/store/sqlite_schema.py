@@ -359,3 +359,22 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        14,
+        "embed_pending",
+        """
+        -- Two-phase ingest (issue 39): a document is searchable by its words once written,
+        -- and by meaning once its snippets' vectors land. ``embed_pending`` marks one
+        -- written without them; a process embedding it holds a lease as enrichment does
+        -- (owner: a token naming the process, owners.py). Pending documents are few and
+        -- found through the partial index.
+        ALTER TABLE documents ADD COLUMN embed_pending INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE documents ADD COLUMN embed_lease_owner TEXT;
+        ALTER TABLE documents ADD COLUMN embed_lease_until REAL;
+        CREATE INDEX documents_embed_pending ON documents(added_at, id)
+            WHERE embed_pending = 1;
+        """,
+    ),
+)

@@ -10,6 +10,11 @@ In hybrid search each candidate is scored from both lists, by one of two methods
 
 Ties are broken by id, so the order is deterministic. In lexical or vector search the
 one list is the candidates, in the engine's order, each with its own score.
+
+While documents wait for their vectors (``ingest/vectors.py``: searchable by their words
+first), a snippet that has none yet is scored by its words alone, as if the vector list
+agreed with the lexical one: ``(w_v + w_l) * norm(lexical)`` (``rrf``: the lexical rank
+standing for both). A document is never ranked lower for lacking its vectors.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ def fuse_into(
         candidates = rrf(search.lexical, vector, w_v, w_l, k, search)
     else:
         raise ValueError(f"unknown fusion method {method!r}")
+    if search.backlog is not None:
+        _words_alone(search, candidates, method, w_v, w_l, k)
     # by score, best first, ties by id: two stable sorts by C-level keys
     candidates.sort(key=_ID)
     candidates.sort(key=_SCORE, reverse=True)
@@ -104,6 +111,26 @@ def rrf(
             s += w_v / (k + c.vector_rank)
         c.score = s
     return out
+
+
+def _words_alone(
+    search: Search, candidates: list[Candidate], method: str, w_v: float, w_l: float, k: int
+) -> None:
+    """Candidates found by their words only whose snippets have no vector yet: scored by
+    the lexical list for both (module doc)."""
+    lexical_only = [c for c in candidates if c.vector_rank is None and c.lexical is not None]
+    if not lexical_only:
+        return
+    embedded = search.parts.store.get_vectors([c.id for c in lexical_only])
+    lo, span = _bounds(search.lexical)
+    for c in lexical_only:
+        if c.id in embedded:
+            continue
+        assert c.lexical is not None and c.lexical_rank is not None
+        if method == "rrf":
+            c.score = (w_v + w_l) / (k + c.lexical_rank)
+        else:
+            c.score = (w_v + w_l) * ((c.lexical - lo) / span if span else 1.0)
 
 
 def _bounds(ranking: Recalled) -> tuple[float, float]:

@@ -85,6 +85,12 @@ def _marks(columns: str) -> str:
     """One placeholder per column of ``columns``."""
     return ", ".join("?" * (columns.count(",") + 1))
 
+# A document written without the vectors of its model waits for them (ingest/vectors.py).
+PENDING = (
+    "UPDATE documents SET embed_pending = ?, embed_lease_owner = NULL, "
+    "embed_lease_until = NULL WHERE id = ?"
+)
+
 
 class DocumentsSQL(SQLBase):
     # -- documents ----------------------------------------------------------------------
@@ -206,6 +212,9 @@ class DocumentsSQL(SQLBase):
                 )
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
+            # without the vectors its model makes, the document waits for them (Store)
+            pending = vectors is None and bool(snippets) and document.embedding_model is not None
+            self._x(PENDING, (int(pending), document.id))
             self._bump_generation()
 
     def add_uploads(self, uploads: Sequence[NewUpload]) -> None:

@@ -9,6 +9,7 @@ the condition from here, in the claim's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from docshelf import owners
@@ -16,7 +17,78 @@ from docshelf.store.sql.core import SQLBase
 
 
 class LeasesSQL(SQLBase):
-    """Leases of enrichment (on documents) and of jobs: when they are over."""
+    """Leases of enrichment and of embedding (on documents) and of jobs: when they are
+    over; the documents waiting for vectors."""
+
+    def pending_embedding(self, now: float | None = None) -> int:
+        free, params = self._embedding_free(now) if now is not None else ("1 = 1", [])
+        rows = self._q(
+            f"SELECT COUNT(*) FROM documents WHERE embed_pending = 1 AND status = 'complete' "
+            f"AND {free}",
+            params,
+        )
+        return int(rows[0][0])
+
+    def mark_unembedded(self) -> int:
+        with self.transaction():
+            return self._x(
+                "UPDATE documents SET embed_pending = 1 WHERE embed_pending = 0 "
+                "AND status = 'complete' AND embedding_model IS NOT NULL AND EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.document_id = documents.id "
+                "AND c.tier = 'snippet' AND NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq))"
+            )
+
+    def pending_snippets(self) -> int:
+        rows = self._q(
+            "SELECT COUNT(*) FROM documents d JOIN chunks c ON c.document_id = d.id "
+            "WHERE d.embed_pending = 1 AND c.tier = 'snippet' "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq)"
+        )
+        return int(rows[0][0])
+
+    def embedding_backlog(self, user_id: str | None = None) -> tuple[int, int] | None:
+        if not self._q("SELECT 1 FROM documents WHERE embed_pending = 1 LIMIT 1"):
+            return None
+        seen, params = "", []
+        if user_id is not None:
+            seen = (
+                "AND EXISTS (SELECT 1 FROM access a WHERE a.document_id = d.id AND a.user_id = ?)"
+            )
+            params = [user_id]
+        rows = self._q(
+            "SELECT COUNT(*), COALESCE(SUM(embed_pending), 0) FROM documents d "
+            f"WHERE status = 'complete' {seen}",
+            params,
+        )
+        return int(rows[0][0]), int(rows[0][1])
+
+    def renew_embedding(self, document_ids: Sequence[str], owner: str, until: float) -> None:
+        if not document_ids:
+            return
+        among, params = self.dialect.among("id", list(document_ids))
+        with self.transaction():
+            self._x(
+                "UPDATE documents SET embed_lease_until = ? "
+                f"WHERE embed_lease_owner = ? AND {among}",
+                [until, owner, *params],
+            )
+
+    def finish_embedding(self, document_ids: Sequence[str]) -> None:
+        if not document_ids:
+            return
+        among, params = self.dialect.among("id", list(document_ids))
+        with self.transaction():
+            self._x(
+                "UPDATE documents SET embed_pending = 0, embed_lease_owner = NULL, "
+                f"embed_lease_until = NULL WHERE {among}",
+                params,
+            )
+
+    def _embedding_free(self, now: float) -> tuple[str, list[Any]]:
+        """The condition that a document's embedding lease leaves it free at ``now``."""
+        over, params = self._leases_over("documents", "embed_lease_owner", "embed_lease_until", now)
+        return f"(embed_lease_until IS NULL OR {over})", params
 
     def pending_enrichment(self, now: float) -> int:
         free, params = self._enrichment_free(now)

@@ -1,0 +1,141 @@
+"""Searchable in seconds (issue 39): a file is found by its words as soon as it is stored,
+before its vectors; a partly embedded library says what a search covers and never ranks
+a document lower for lacking its vectors; the vectors follow, in this process or another."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from docshelf.search.results import SearchResult
+from docshelf.shelf import Shelf
+from tests.fakes import HashEmbedder
+
+
+class _Watching(HashEmbedder):
+    """Runs ``during`` once, at the model's first call: the second phase has begun and no
+    vector is written yet."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.during: Callable[[], Any] | None = None
+        self.seen: list[Any] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.during is not None:
+            look, self.during = self.during, None
+            self.seen.append(look())
+        return super().embed(texts)
+
+
+def _notes(root: Path, notes: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
+    for name, body in notes.items():
+        (root / name).write_text(body)
+    return root
+
+
+FILLER = "A note about gardens, tomatoes and the weather in spring. " * 6
+
+
+def test_a_file_stored_but_not_embedded_is_found_during_the_add(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    embedder = _Watching()
+    notes = _notes(
+        tmp_path / "vault",
+        {
+            "keeper.md": "# Keeper\n\nThe zephyrine lighthouse keeper logs every ship.\n",
+            "garden.md": f"# Garden\n\n{FILLER}\n",
+            "spring.md": f"# Spring\n\n{FILLER}\n",
+        },
+    )
+    with Shelf(isolated_home, embedder=embedder) as shelf:
+
+        def look() -> tuple[int, SearchResult]:
+            return shelf.store.pending_embedding(), shelf.search("zephyrine lighthouse", limit=3)
+
+        embedder.during = look
+        assert shelf.add(notes).added == 3
+        pending, during = embedder.seen[0]
+        assert pending == 3  # stored, none embedded yet
+        assert during.mode == "hybrid"
+        assert during.hits and during.hits[0].document.rel_path == "keeper.md"
+        assert during.notice == (
+            "Searching 3 documents by their words; by meaning 0 of 3 so far "
+            "(the rest are being embedded)"
+        )
+        after = shelf.search("zephyrine lighthouse", limit=3)
+        assert after.notice is None and after.hits[0].document.rel_path == "keeper.md"
+        assert shelf.store.pending_embedding() == 0
+
+
+def test_a_document_waiting_for_vectors_is_ranked_by_its_words_not_lower(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """An embedded note that holds the query's words once, and a pending one that holds
+    them throughout: the pending one is first (without the rule its fused score could
+    not pass 0.15, the lexical weight, while the embedded one's vector gave 0.85)."""
+    embedder = _Watching()
+    first = _notes(
+        tmp_path / "a",
+        {"once.md": f"# Tides\n\n{FILLER} Harbour tides come twice a day.\n"},
+    )
+    second = _notes(
+        tmp_path / "b",
+        {"tides.md": "# Harbour tides\n\nHarbour tides, harbour tides: the tides table.\n"},
+    )
+    with Shelf(isolated_home, embedder=embedder) as shelf:
+        shelf.add(first)
+        embedder.during = lambda: shelf.search("harbour tides", limit=2)
+        shelf.add(second)
+        during = embedder.seen[0]
+        assert [h.document.rel_path for h in during.hits] == ["tides.md", "once.md"]
+        assert during.notice is not None and "by meaning 1 of 2" in during.notice
+        lexical = shelf.search("harbour tides", limit=2, mode="lexical")
+        assert lexical.notice is None  # a lexical search covers everything it searches
+
+
+def test_add_in_the_background_leaves_the_vectors_for_another_process(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    embedder = HashEmbedder()
+    notes = _notes(tmp_path / "vault", {"a.md": "# A\n\nalpha words\n", "b.md": "# B\n\nbeta\n"})
+    with Shelf(isolated_home, embedder=embedder) as shelf:
+        report = shelf.add(notes, background=True)
+        assert report.added == 2 and embedder.embedded == []
+        assert shelf.store.pending_embedding() == 2
+        assert shelf.search("alpha", limit=1).hits[0].document.rel_path == "a.md"
+        assert shelf.embed_pending() == 2
+        assert shelf.store.pending_embedding() == 0
+        stats = shelf.store.stats()
+        assert stats.snippets_with_vectors == stats.snippets
+
+
+def test_a_dead_embedders_lease_is_taken_by_the_next_at_once(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """Documents leased by a process that has died are embedded by the next one at once,
+    not when the lease runs out; a live owner's are left to it."""
+    dead = subprocess.run(
+        [sys.executable, "-c", "from docshelf import owners; print(owners.this_process())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    notes = _notes(tmp_path / "vault", {f"{n}.md": f"# {n}\n\nword {n}\n" for n in "abc"})
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes, background=True)
+        now = time.time()
+        assert len(shelf.store.claim_embedding(now, 120.0, "other-host:1:0:x", 1)) == 1
+        assert len(shelf.store.claim_embedding(now, 120.0, dead, 2)) == 2
+        assert shelf.store.pending_embedding(now) == 2  # the dead one's two: free again
+        assert shelf.embed_pending() == 2
+        assert shelf.store.pending_embedding() == 1  # the live owner's is still its own
