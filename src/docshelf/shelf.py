@@ -34,7 +34,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
 from docshelf.config import Settings
@@ -169,9 +168,7 @@ class Shelf(Parts):
     def __enter__(self) -> Shelf:
         return self
 
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- sources (ingest/sync.py) ---------------------------------------------------
@@ -188,9 +185,11 @@ class Shelf(Parts):
         only with ``follow_symlinks`` (kept on the source; None keeps what it has)."""
         return self._sync.add(path, progress, user_id=user_id, follow_symlinks=follow_symlinks)
 
-    def sync(self, source_id: str | None = None, progress: Progress | None = None) -> SyncReport:
-        """Re-read registered sources: new, changed and deleted files are followed."""
-        return self._sync.sync(source_id, progress)
+    def sync(
+        self, source_id: str | None = None, progress: Progress | None = None, *, full: bool = False
+    ) -> SyncReport:
+        """Re-read registered sources; ``full``: read every file, retry every failure."""
+        return self._sync.sync(source_id, progress, full=full)
 
     def remove(self, target: str) -> SyncReport:
         """Unregister a source (by id or path); its documents leave the index everywhere."""
