@@ -29,6 +29,17 @@ def crash(data: bytes) -> ParsedDocument:
     return ParsedDocument(body="", blocks=())
 
 
+def stopped(data: bytes) -> ParsedDocument:
+    """As if a service manager stopped the process group mid-parse."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+    return ParsedDocument(body="", blocks=())
+
+
+def quits(data: bytes) -> ParsedDocument:
+    os._exit(3)
+
+
 def buggy(data: bytes) -> ParsedDocument:
     raise ValueError("unexpected " + data.decode())
 

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
         "telemetry",
         "progress",
         "owners",
+        "failures",
     ),
     (
         "parse",

@@ -673,6 +673,15 @@ def test_a_failure_its_bytes_decide_is_kept_with_the_file_as_it_failed(
     assert store.settled_failures("src_1") == {}
 
 
+def test_a_file_too_large_to_read_is_kept_without_a_fingerprint(store: SearchStore) -> None:
+    """Settled by its size alone: its bytes were never read (issue 39)."""
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    unread = Settled(2**35, 2**62, None, "0.1.0/4/max 26214400", 1_700_000_000.5)
+    big = Failure("/lib/big.md", "too large: 32768.0 MB is over the 25 MB limit", unread)
+    store.record_failures("src_1", [big])
+    assert store.settled_failures("src_1") == {"/lib/big.md": big}
+
+
 def test_document_ids_by_their_start_and_the_documents_with_pages_without_text(
     store: SearchStore,
 ) -> None:

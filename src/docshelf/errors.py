@@ -5,7 +5,7 @@
     ├── Conflict          the request contradicts the store's state (e.g. model mismatch)
     ├── InvalidInput      bad arguments, unreadable or unsupported input
     │   ├── TooLarge          over a configured size limit
-    │   ├── OverLimit         a parse stopped by a time or memory limit, not by its bytes
+    │   ├── OverLimit         a parse the machine stopped (a time or memory limit), not its bytes
     │   └── UnsupportedType   no parser for this kind of file
     ├── Unauthorized      no credentials, or unknown or revoked ones
     └── Unavailable       a configured backend or optional extra is missing
@@ -47,8 +47,9 @@ class TooLarge(InvalidInput):
 
 
 class OverLimit(InvalidInput):
-    """A parse the machine's limits stopped (time, memory, the parser process killed):
-    the same bytes may be read another time, unlike a failure the bytes decide."""
+    """A parse the machine stopped (a time or memory limit, the parser process killed or
+    stopped, or gone without an answer): the same bytes may be read another time, unlike
+    a failure the bytes decide (``failures.decided_by``)."""
 
 
 class UnsupportedType(InvalidInput):

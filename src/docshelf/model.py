@@ -274,14 +274,15 @@ class Hit:
 
 @dataclass(frozen=True)
 class Settled:
-    """A file as it failed, when its bytes decide the failure (not a time or memory
-    limit): its stat, fingerprint, what read it (``parser``: docshelf's and its parsers'
-    versions and the settings a parse depends on), and when. ``sync`` passes over the
-    file while all of these stay the same."""
+    """A file as it failed, when its bytes decide the failure (``failures.decided_by``,
+    not a time or memory limit): its stat, fingerprint (None when it was not read: too
+    large), what read it (``parser``: docshelf's and its parsers' versions and the
+    settings the failure depends on), and when. ``sync`` passes over the file while all
+    of these stay the same."""
 
     size: int
     mtime_ns: int
-    sha256: str
+    sha256: str | None
     parser: str
     tried_at: float
 

@@ -34,7 +34,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO
 
 from docshelf.config import Settings
@@ -125,7 +124,44 @@ class Parts:
         return self.runtime.enricher
 
 
-class Shelf(Parts):
+class Accounts:
+    """The users of a library and their tokens (accounts/users.py), as ``Shelf`` offers them."""
+
+    runtime: Runtime
+    store: OnRuntime[SearchStore] = OnRuntime("store")
+
+    def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
+        """A new user and their bearer token (shown once; only its hash is kept)."""
+        from docshelf.accounts import users as users_mod
+
+        return users_mod.create_user(self.store, name, admin=admin)
+
+    def users(self) -> list[User]:
+        return self.store.list_users()
+
+    def revoke_user(self, name_or_id: str) -> User:
+        from docshelf.accounts import users as users_mod
+
+        return users_mod.revoke(self.store, name_or_id)
+
+    def authenticate(self, token: str) -> User | None:
+        """The user a bearer token names; None if it is unknown or revoked."""
+        return self.authenticate_many([token])[0]
+
+    def authenticate_many(self, tokens: Sequence[str]) -> list[User | None]:
+        """``authenticate`` of several tokens in one store query (requests that came together)."""
+        from docshelf.accounts import users as users_mod
+
+        return users_mod.authenticate(self.store, tokens)
+
+    def local_admin_token(self) -> str | None:
+        """On a home with no token yet, create the local admin's and return it (once)."""
+        from docshelf.accounts import users as users_mod
+
+        return users_mod.local_admin_token(self.store)
+
+
+class Shelf(Parts, Accounts):
     """A library of documents: sources in, cited hits out."""
 
     def __init__(
@@ -169,9 +205,7 @@ class Shelf(Parts):
     def __enter__(self) -> Shelf:
         return self
 
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- sources (ingest/sync.py) ---------------------------------------------------
@@ -198,15 +232,16 @@ class Shelf(Parts):
         source_id: str | None = None,
         progress: Progress | None = None,
         *,
+        full: bool = False,
         background: bool = False,
     ) -> SyncReport:
-        """Re-read registered sources: new, changed and deleted files are followed."""
-        return self._sync.sync(source_id, progress, background=background)
+        """Re-read registered sources; ``full``: read every file, retry every failure;
+        ``background``: as ``add``'s."""
+        return self._sync.sync(source_id, progress, full=full, background=background)
 
     def embed_pending(self, progress: Progress | None = None) -> int:
-        """Vectors for the documents searchable by their words only (an ``add`` killed or
-        run with ``background``), then their enrichment when it is on; how many were
-        embedded."""
+        """Vectors for the documents searchable by their words only (an ``add`` killed, or
+        run with ``background``), then enrichment when it is on; how many were embedded."""
         return self._sync.finish_pending(progress)
 
     def remove(self, target: str) -> SyncReport:
@@ -447,37 +482,6 @@ class Shelf(Parts):
         from docshelf.knowledge.answer import ask_stream
 
         return ask_stream(self.retriever, question, limit=limit, user_id=user_id, llm=self.llm)
-
-    # -- users (accounts/users.py) -----------------------------------------------------------
-    def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
-        """A new user and their bearer token (shown once; only its hash is kept)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.create_user(self.store, name, admin=admin)
-
-    def users(self) -> list[User]:
-        return self.store.list_users()
-
-    def revoke_user(self, name_or_id: str) -> User:
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.revoke(self.store, name_or_id)
-
-    def authenticate(self, token: str) -> User | None:
-        """The user a bearer token names; None if it is unknown or revoked."""
-        return self.authenticate_many([token])[0]
-
-    def authenticate_many(self, tokens: Sequence[str]) -> list[User | None]:
-        """``authenticate`` of several tokens in one store query (requests that came together)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.authenticate(self.store, tokens)
-
-    def local_admin_token(self) -> str | None:
-        """On a home with no token yet, create the local admin's and return it (once)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.local_admin_token(self.store)
 
     # -- uploads and jobs (ingest/uploads.py) --------------------------------------------
     def register_upload(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:

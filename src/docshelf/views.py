@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import TYPE_CHECKING, Any
 
 from docshelf import plaintext
@@ -278,32 +277,16 @@ def upload(r: UploadResult) -> JSON:
     return {"document_id": r.document_id, "status": r.status, "fingerprint": r.fingerprint}
 
 
-# Failures a retry can help: those of the moment, not of the bytes. A worker fails a job at
-# once when its input is bad (``InvalidInput``: binary or invalid UTF-8 text, a truncated,
-# malformed or encrypted PDF, no text, too large…), and the same bytes fail the same way
-# every time. What can pass on a second try: a parser over its time or memory limit (a
-# busy machine), an error that outlasted the worker's own retries (the store or a service
-# unavailable: "… (after 5 attempts)", ``ingest.worker``), a disk that was full, and a
-# folder's file or folder that could not be read (its permissions, ``ingest.sync``).
-TRANSIENT_FAILURES = re.compile(
-    r"time limit|memory limit|parser was killed|\(after \d+ attempts\)"
-    r"|disk is full|no space left|read-only|unavailable|database is locked"
-    r"|^unreadable(?: folder)?:|missing or unreadable",
-    re.IGNORECASE,
-)
-
-
-# An encrypted PDF opens once the server has the password (DOCSHELF_PDF_PASSWORD, the
-# parse error's own advice): with no password set, a retry meets the same lock.
-LOCKED_PDF = re.compile(r"^encrypted \((?:password required|\w+ does not open it)")
-
-
 def retryable(reason: str | None, *, pdf_password: bool = False) -> bool:
-    """Whether running a failed job again can succeed (a time limit can, the bytes never;
-    an encrypted PDF can when ``pdf_password``: the server has a password to try)."""
-    if reason is None or TRANSIENT_FAILURES.search(reason) is not None:
+    """Whether running a failed job again can succeed: a failure of the moment can
+    (``failures.decided_by``: a time limit, a service unavailable), the bytes' never; an
+    encrypted PDF can when ``pdf_password``: the server has a password to try."""
+    if reason is None:
         return True
-    return pdf_password and LOCKED_PDF.search(reason) is not None
+    from docshelf.failures import Decided, decided_by
+
+    decided = decided_by(reason)
+    return decided is Decided.MOMENT or (pdf_password and decided is Decided.PASSWORD)
 
 
 def job(j: Job, *, pdf_password: bool = False) -> JSON:

@@ -67,6 +67,15 @@ SYNC = (
         "A source id; all sources when omitted.",
         show_default=False,
     ),
+    Param(
+        "full",
+        bool,
+        False,
+        "Read every file, not only those whose size or time changed, and try again the "
+        "files that failed (a file whose bytes failed is otherwise passed over until it "
+        "changes).",
+        ("--full",),
+    ),
 )
 STATUS = (
     Param(

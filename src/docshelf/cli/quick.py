@@ -188,12 +188,12 @@ def _actions(run: SearchRun, result: dict[str, Any]) -> list[Action]:
 # -- the commands (the typer app declares the same functions: library.py, search.py) --
 
 
-def sync_command(run: core.Run, source: str | None = None) -> Outcome:
+def sync_command(run: core.Run, source: str | None = None, full: bool = False) -> Outcome:
     """Re-read registered sources: pick up new, changed, moved and deleted files."""
     from docshelf import views
 
     with run.progress("Syncing") as progress:
-        report = run.shelf().sync(source, progress=progress)
+        report = run.shelf().sync(source, progress=progress, full=full)
     return Outcome(views.report(report), [Action(run.cmd("status"), "See the library's state")])
 
 

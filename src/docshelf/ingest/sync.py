@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docshelf.errors import Conflict, InvalidInput, NotFound, OverLimit
+from docshelf.errors import Conflict, InvalidInput, NotFound
 from docshelf.ingest import check
 from docshelf.ingest import settled as settled_failures
 from docshelf.ingest.batches import BatchWriter, Pending, Tally, event
@@ -125,6 +125,7 @@ class Sync:
         source_id: str | None = None,
         progress: Progress | None = None,
         *,
+        full: bool = False,
         background: bool = False,
     ) -> SyncReport:
         self.background = background
@@ -134,7 +135,7 @@ class Sync:
             sources = self.store.list_sources()
         report = SyncReport(source_id=source_id)
         for source in sources:
-            report.merge(self.sync_source(source, progress))
+            report.merge(self.sync_source(source, progress, full=full))
         check.mend(self.rt, report)  # stale citations, chunks of no document, ...
         return report
 
@@ -161,13 +162,19 @@ class Sync:
         yield single_file(root, file_type, follow_symlinks=source.follow_symlinks)
 
     def sync_source(
-        self, source: Source, progress: Progress | None, *, checked: bool = False
+        self,
+        source: Source,
+        progress: Progress | None,
+        *,
+        checked: bool = False,
+        full: bool = False,
     ) -> SyncReport:
         """One source: stat-check its files, index what changed, forget what is gone
-        (``checked``: the caller has just checked the library is writable)."""
+        (``checked``: the caller has just checked the library is writable; ``full``: read
+        every file, trusting no size and mtime, and try the failed ones again)."""
         report = SyncReport(source_id=source.id)
         known = self.store.files_of_source(source.id)
-        settled = self.store.settled_failures(source.id)
+        settled = {} if full else self.store.settled_failures(source.id)
         seen: set[str] = set()
         todo: list[FoundFile] = []
         source_missing = False
@@ -181,9 +188,9 @@ class Sync:
             key = str(found.path)
             seen.add(key)
             rec = known.get(key)
-            if rec and rec.size == found.stat.st_size and rec.mtime_ns == found.stat.st_mtime_ns:
+            if rec and not full and (rec.size, rec.mtime_ns) == _stat_of(found.stat):
                 report.unchanged += 1
-            elif failed := settled_failures.unchanged(settled.get(key), found, self.parser):
+            elif failed := settled_failures.unchanged(settled.get(key), found, self.keys):
                 report.failures.append(failed)  # the same file the same parsers failed on
             else:
                 todo.append(found)
@@ -238,9 +245,9 @@ class Sync:
             self.rt.enrich_pending(progress=progress, expected=waiting)
 
     @cached_property
-    def parser(self) -> str:
-        """The parser key a settled failure is remembered under (``settled.parser_key``)."""
-        return settled_failures.parser_key(self.rt.settings)
+    def keys(self) -> settled_failures.Keys:
+        """What a settled failure is remembered under besides the file (``settled.Keys``)."""
+        return settled_failures.Keys.of(self.rt.settings)
 
     # -- ingest --------------------------------------------------------------------
     def _ingest(
@@ -353,15 +360,16 @@ class Sync:
         path = str(found.path)
         try:
             data, st = read_file(found.path, self.rt.settings.max_file_bytes, found)
-        except InvalidInput as exc:
-            report.failures.append(Failure(path, exc.message))
+        except InvalidInput as exc:  # the moment's, but too large: settled with the walk's stat
+            report.failures.append(self._failed(path, exc.message, found.stat, None))
             return None
         fp = fingerprint(data)
         doc_id = document_id(fp)
         record = FileRecord(path, source.id, doc_id, st.st_size, st.st_mtime_ns)
         previous = known.get(path)
         if previous is not None and previous.document_id == doc_id:
-            self.store.put_file(record)  # touched, same bytes: remember the new stat
+            if (previous.size, previous.mtime_ns) != _stat_of(st):  # touched, same bytes
+                self.store.put_file(record)  # remember the new stat
             report.unchanged += 1
             return None
         if doc_id in copies.held:  # bytes another file of this run brings: linked after it
@@ -371,20 +379,22 @@ class Sync:
         if existing is not None:
             self._link_existing(existing, record, found, previous, gone, report)
             return None
-        skipped = settled_failures.same_bytes(settled.get(path), fp, self.parser, st)
+        skipped = settled_failures.same_bytes(settled.get(path), fp, self.keys, st)
         if skipped is not None:  # touched, the same bytes that failed: not parsed again
             report.failures.append(skipped)
             return None
         try:
             prepared = self.prepare(data, found.file_type, path, found.rel_path, source.id, fp=fp)
-        except OverLimit as exc:  # the machine's limit, not the bytes: tried again next time
-            report.failures.append(Failure(path, exc.message))
-            return None
-        except InvalidInput as exc:  # the bytes decide: passed over until the file changes
-            report.failures.append(settled_failures.settle(path, exc.message, st, fp, self.parser))
+        except InvalidInput as exc:  # the bytes' (passed over until the file changes), or a limit's
+            report.failures.append(self._failed(path, exc.message, st, fp))
             return None
         copies.held.add(doc_id)
         return Pending(prepared, record, previous)
+
+    def _failed(self, path: str, reason: str, st: os.stat_result, fp: str | None) -> Failure:
+        """A file's failure, settled when the file decides it (``failures.decided_by``:
+        passed over until it changes), plain when the moment does (tried next time)."""
+        return settled_failures.failure(path, reason, st, fp, self.keys)
 
     def _link_existing(
         self,
@@ -443,6 +453,11 @@ def _gone(
         for p, r in known.items()
         if p not in seen and p not in failed and not p.startswith(folders)
     }
+
+
+def _stat_of(st: os.stat_result) -> tuple[int, int]:
+    """What tells a file unchanged without reading it: its size and mtime."""
+    return st.st_size, st.st_mtime_ns
 
 
 def _rel(found: FoundFile | Failure) -> str:

@@ -9,8 +9,9 @@ interpreter start-up). The child caps its own address space with
 ``RLIMIT_AS``; the parent waits at most the time limit, then kills it. A
 timeout, a ``MemoryError``, a crash or any error the parser did not translate
 becomes :class:`~docshelf.errors.InvalidInput`, whose message is the file's
-failure reason (:class:`~docshelf.errors.OverLimit` for a limit reached, or the
-child killed: not the bytes' doing, so another try may read them).
+failure reason (:class:`~docshelf.errors.OverLimit` for a limit reached, the child
+killed or stopped, or gone without an answer: not the bytes' doing, so another try may
+read them; ``failures.decided_by`` judges the reasons).
 
 Limits are the caller's (``Settings.parse``), else read from the environment
 (``ParseLimits.from_env`` in config.py) on every call:
@@ -300,16 +301,25 @@ def _result(file_type: str, status: str, payload: Any, memory_mb: int) -> Any:
     raise InvalidInput(f"{file_type} parser failed: {payload}")
 
 
+# Signals sent from outside (a person's Ctrl-C, a service manager stopping the process
+# group): the parser was stopped, not crashed on its input.
+_STOPPED = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT})
+
+
 def _died(file_type: str, exitcode: int | None, memory_mb: int) -> InvalidInput:
-    """The error of a child that exited without an answer: killed (a limit reached), or
-    crashed on its input."""
+    """The error of a child that exited without an answer: killed (a limit reached) or
+    stopped from outside, or gone without a word (it did not start, say) — another try
+    may pass (``OverLimit``, ``failures.decided_by``) — or crashed on its input by a
+    signal of its own (SIGSEGV, SIGABRT, …): the bytes'."""
     if exitcode is not None and exitcode < 0:
         if -exitcode == signal.SIGKILL:  # most likely the kernel's out-of-memory killer
             return OverLimit(
                 f"{file_type} parser was killed (over the {memory_mb} MB memory limit?)"
             )
+        if -exitcode in _STOPPED:
+            return OverLimit(f"{file_type} parser was stopped (signal {-exitcode})")
         return InvalidInput(f"{file_type} parser crashed (signal {-exitcode})")
-    return InvalidInput(f"{file_type} parser exited without a result (exit status {exitcode})")
+    return OverLimit(f"{file_type} parser exited without a result (exit status {exitcode})")
 
 
 def _get_context() -> ForkServerContext | SpawnContext:

@@ -138,7 +138,7 @@ class CatalogueSQL(SQLBase):
     def settled_failures(self, source_id: str) -> dict[str, Failure]:
         rows = self._q(
             f"SELECT path, reason, {_SETTLED_COLUMNS} FROM failures "
-            "WHERE source_id = ? AND sha256 IS NOT NULL",
+            "WHERE source_id = ? AND parser IS NOT NULL",
             (source_id,),
         )
         return {
