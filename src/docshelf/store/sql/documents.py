@@ -85,6 +85,7 @@ def _marks(columns: str) -> str:
     """One placeholder per column of ``columns``."""
     return ", ".join("?" * (columns.count(",") + 1))
 
+
 # A document written without the vectors of its model waits for them (ingest/vectors.py).
 PENDING = (
     "UPDATE documents SET embed_pending = ?, embed_lease_owner = NULL, "
