@@ -4,6 +4,8 @@ a document lower for lacking its vectors; the vectors follow, in this process or
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -13,7 +15,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
+from docshelf.embed import local_available
 from docshelf.search.results import SearchResult
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
@@ -139,3 +143,44 @@ def test_a_dead_embedders_lease_is_taken_by_the_next_at_once(
         assert shelf.store.pending_embedding(now) == 2  # the dead one's two: free again
         assert shelf.embed_pending() == 2
         assert shelf.store.pending_embedding() == 1  # the live owner's is still its own
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not local_available(), reason="the packaged model is not installed")
+def test_cli_add_in_the_background_returns_with_the_words_and_a_process_embeds_the_rest(
+    tmp_path: Path,
+) -> None:
+    notes = _notes(
+        tmp_path / "vault",
+        {f"note{n}.md": f"# Note {n}\n\nquartz{n} {FILLER}\n" for n in range(12)},
+    )
+    env = {
+        **os.environ,
+        "DOCSHELF_HOME": str(tmp_path / "home"),
+        "DOCSHELF_EMBEDDER": "local",
+        "DOCSHELF_ENRICH": "off",
+    }
+
+    def cli(*args: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-m", "docshelf.cli", "--json", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)["result"]  # type: ignore[no-any-return]
+
+    added = cli("add", str(notes), "--background")
+    assert added["counts"]["added"] == 12
+    embedding = added["embedding"]
+    assert embedding["pending"] == 12 and embedding["pid"]
+    found = cli("search", "quartz7", "--mode", "lexical", "--limit", "1")
+    assert found["hits"][0]["citation"]["path"].endswith("note7.md")
+    deadline = time.monotonic() + 600  # (only a bound on waiting: the child is not ours)
+    while Path(f"/proc/{embedding['pid']}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    status = cli("status")
+    assert status["embedding_pending"] == 0 and status["embedding_coverage"] == 1.0
+    log = (tmp_path / "home" / "background.log").read_text()
+    assert "12 documents embedded" in log

@@ -48,6 +48,7 @@ class Status:
     enrichment: dict[str, int] = field(default_factory=dict)  # pending, llm, offline, failed
     # why a ``docshelf reindex`` is due (chunks made by an older chunker), or None
     reindex_due: str | None = None
+    embedding_pending: int = 0  # documents searchable by their words only (ingest/vectors.py)
 
     @property
     def embedding_coverage(self) -> float:
@@ -103,6 +104,7 @@ def status(rt: Runtime) -> Status:
         vector_index=rt.vector_index.state() if rt.vector_index else {"path": "native"},
         lexical_index=rt.lexical_index.state() if rt.lexical_index else {"path": "native"},
         reindex_due=reindex_due(store) if s.documents else None,
+        embedding_pending=store.pending_embedding(),
     )
 
 

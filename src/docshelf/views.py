@@ -251,6 +251,7 @@ def status(
         "sources": s.sources,
         "chunks": {"section": s.sections, "snippet": s.snippets},
         "embedding_coverage": round(s.embedding_coverage, 4),
+        "embedding_pending": s.embedding_pending,
         "by_status": s.by_status,
         "by_file_type": s.by_file_type,
         "pages_without_text": s.pages_without_text,

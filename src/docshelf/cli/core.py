@@ -287,6 +287,17 @@ def report_render(title: str) -> Render:
                     style="dim",
                 )
             )
+        if (embedding := o.result.get("embedding")) and embedding["pending"]:
+            from docshelf.wording import counted
+
+            pid = f" (process {embedding['pid']})" if embedding["pid"] else ""
+            out.print(
+                Text(
+                    f"  Searchable by their words now; {counted(embedding['pending'], 'document')} "
+                    f"being embedded in the background{pid}: `docshelf status` shows how far",
+                    style="dim",
+                )
+            )
         print_failures(out, o.result["failures"][:50])
         if len(o.result["failures"]) > 50:
             out.print(Text(f"  … and {len(o.result['failures']) - 50} more"))

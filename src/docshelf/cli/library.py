@@ -41,14 +41,25 @@ def add(
             show_default=False,
         ),
     ] = None,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Return once the files are searchable by their words; a process of its "
+            "own embeds them (and enriches them) after (`docshelf status` shows how far).",
+        ),
+    ] = False,
 ) -> Outcome:
     """Register a file or folder and index it where it lives.
 
     Markdown (Obsidian vaults too), plain text, PDF, HTML, DOCX and reStructuredText.
+    A file is searchable by its words as soon as it is stored, by meaning once embedded.
     """
     from docshelf import views
 
     shelf = run.shelf()
+    if background:
+        return _add_in_background(run, path, follow_symlinks)
     # Once per home: the query model a new `docshelf search` runs (~10 s of export in
     # child processes), made while the files are indexed — here rather than in the
     # first search, and beside the parsing and indexing, which leave a core free.
@@ -66,6 +77,32 @@ def add(
         [
             Action(run.cmd('search "your question"'), "Search what was indexed"),
             Action(run.cmd("status"), "See counts, failures and embedding coverage"),
+        ],
+    )
+
+
+def _add_in_background(run: Run, path: str, follow_symlinks: bool | None) -> Outcome:
+    """``add --background``: the words now, the vectors in a process of its own."""
+    from docshelf import views
+    from docshelf.cli import background
+
+    shelf = run.shelf()
+    with run.progress("Indexing") as progress:
+        report = shelf.add(
+            path, progress=progress, follow_symlinks=follow_symlinks, background=True
+        )
+    result = views.report(report)
+    waiting = shelf.store.pending_embedding()
+    result["embedding"] = {"pending": waiting, "pid": None}
+    if waiting or shelf.settings.enrich != "off":
+        result["embedding"]["pid"] = background.start(shelf.settings)
+    return Outcome(
+        result,
+        [
+            Action(
+                run.cmd('search "your question"'), "Search by words now, by meaning as it comes"
+            ),
+            Action(run.cmd("status"), "See how many documents are embedded"),
         ],
     )
 

@@ -238,6 +238,12 @@ def render_status(o: Outcome) -> None:
         f"{r['chunks']['section']} sections, {r['chunks']['snippet']} snippets"
     )
     console.print(f"Embeddings: {r['embedding_model']}, coverage {r['embedding_coverage']:.0%}")
+    if waiting := r.get("embedding_pending"):
+        done = r["documents"] - waiting
+        console.print(
+            f"  searchable by meaning: {done} of {r['documents']} documents "
+            f"(the other {waiting} by their words until embedded)"
+        )
     vi = r["vector_index"]
     if vi.get("path") == "ann":
         console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")

@@ -256,9 +256,9 @@ class CatalogueSQL(SQLBase):
         if full and model and model != "none":  # reads every snippet: not on each sync
             missing = self._q(
                 "SELECT COUNT(*) FROM chunks c JOIN documents d ON d.id = c.document_id "
-                "WHERE c.tier = 'snippet' AND d.status = 'complete' AND NOT EXISTS "
-                "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq)"
-            )[0][0]
+                "WHERE c.tier = 'snippet' AND d.status = 'complete' AND d.embed_pending = 0 "
+                "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq)"
+            )[0][0]  # (a pending document's are on their way: ingest/vectors.py)
             if missing:
                 problems.append(
                     (
