@@ -184,3 +184,22 @@ def test_cli_add_in_the_background_returns_with_the_words_and_a_process_embeds_t
     assert status["embedding_pending"] == 0 and status["embedding_coverage"] == 1.0
     log = (tmp_path / "home" / "background.log").read_text()
     assert "12 documents embedded" in log
+
+
+def test_a_worker_between_jobs_embeds_what_an_add_left(isolated_home: Path, tmp_path: Path) -> None:
+    """``serve``'s workers (and ``docshelf worker``) take pending documents when no job is
+    due, a claim at a time, before enrichment."""
+    from docshelf.ingest.vectors import CLAIM
+    from docshelf.ingest.worker import Worker
+
+    n = CLAIM + 3
+    notes = _notes(tmp_path / "vault", {f"n{i}.md": f"# N{i}\n\nword{i}\n" for i in range(n)})
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes, background=True)
+        worker = Worker(shelf, name="between-jobs")
+        assert worker.run_once() is False  # no job: uploads come first
+        assert worker.embed_some() is True
+        assert shelf.store.pending_embedding() == 3  # one claim of CLAIM documents
+        assert worker.embed_some() is True
+        assert worker.embed_some() is False
+        assert shelf.store.pending_embedding() == 0

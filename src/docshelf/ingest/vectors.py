@@ -64,17 +64,21 @@ class EmbedPending:
         self.owner = owners.this_process()
         self.done = Embedded()
 
-    def run(self) -> Embedded:
+    def run(self, claims: int | None = None) -> Embedded:
+        """Embed until nothing is left to take (or ``claims`` leases of up to ``CLAIM``
+        documents were taken: a worker between jobs takes one)."""
         store = self.rt.store
         if self.rt.embedder is None:
             return self.done
         self.done.documents = store.pending_embedding()
         if self.progress is not None:
             self.done.snippets_total = store.pending_snippets()
-        while not self.stop.is_set():
+        taken = 0
+        while not self.stop.is_set() and (claims is None or taken < claims):
             ids = store.claim_embedding(time.time(), LEASE_SECONDS, self.owner, CLAIM)
             if not ids:
                 break
+            taken += 1
             self._documents(ids)
         return self.done
 

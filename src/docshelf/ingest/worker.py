@@ -126,7 +126,7 @@ class Worker:
                 self.alive_at = time.time()
                 self.gauges.beat()
                 try:
-                    worked = self.run_once() or self.enrich_one()
+                    worked = self.run_once() or self.embed_some() or self.enrich_one()
                 except Exception as exc:  # never let one bad job kill the worker: back off
                     reason = exc.message if isinstance(exc, DocshelfError) else repr(exc)
                     trace = None if isinstance(exc, DocshelfError) else exc
@@ -159,6 +159,15 @@ class Worker:
             stop_renewing.set()
             renewer.join()
         return True
+
+    def embed_some(self) -> bool:
+        """With no job due, embed a few documents an ``add`` left searchable by their words
+        only (``add --background``, or killed; ingest/vectors.py). False when none waits."""
+        if self.rt.embedder is None or not self.store.pending_embedding(time.time()):
+            return False
+        from docshelf.ingest.vectors import EmbedPending
+
+        return EmbedPending(self.rt, stop=self.stopping).run(claims=1).finished > 0
 
     def enrich_one(self) -> bool:
         """With no job due, enrich one document whose enrichment is pending (it follows
