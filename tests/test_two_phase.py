@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from docshelf import views
 from docshelf.embed import local_available
 from docshelf.search.results import SearchResult
 from docshelf.shelf import Shelf
@@ -72,6 +73,7 @@ def test_a_file_stored_but_not_embedded_is_found_during_the_add(
         assert pending == 3  # stored, none embedded yet
         assert during.mode == "hybrid"
         assert during.hits and during.hits[0].document.rel_path == "keeper.md"
+        assert views.search(during)["coverage"] == {"documents": 3, "by_meaning": 0}
         assert during.notice == (
             "Searching 3 documents by their words; by meaning 0 of 3 so far "
             "(the rest are being embedded)"
@@ -203,3 +205,41 @@ def test_a_worker_between_jobs_embeds_what_an_add_left(isolated_home: Path, tmp_
         assert worker.embed_some() is True
         assert worker.embed_some() is False
         assert shelf.store.pending_embedding() == 0
+
+
+def test_the_whole_jobs_eta_counts_the_parsing_left_and_every_vector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While files are parsed, the ETA is the whole job's: the files left at the parsing
+    rate so far, then the vectors of all the snippets (parsed, still to come at the same
+    count per file, and left waiting by an earlier run) at the model's measured rate."""
+    from docshelf.ingest import batches
+    from docshelf.progress import Rate, describe
+
+    now = [100.0]
+    monkeypatch.setattr(batches, "CLOCK", lambda: now[0])
+    tally = batches.Tally(files=10, model_seconds=0.5, waiting=4)
+    assert tally.eta() is None  # nothing parsed yet: no rate
+    now[0] += 4.0
+    tally.seen, tally.parsed_snippets = 2, 8
+    # 8 files at 2 s each, then (8 * 10 / 2 + 4) snippets at 0.5 s
+    assert tally.eta() == 8 * 2.0 + 44 * 0.5
+    event = batches.event("parse", tally, "b.md")
+    assert "ETA 0:38" in describe(event, Rate(lambda: now[0]))
+    assert batches.Tally(files=10).eta() is None  # the model never measured: the face's own
+
+
+def test_an_embedding_run_remembers_the_models_rate_for_the_next_eta(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    from docshelf.ingest.vectors import BATCH, measured_rate
+
+    notes = _notes(
+        tmp_path / "vault",
+        {f"n{i}.md": f"# N{i}\n\nword{i} {FILLER}\n" for i in range(BATCH)},
+    )
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        assert measured_rate(shelf.runtime) is None
+        shelf.add(notes)
+        rate = measured_rate(shelf.runtime)
+        assert rate is not None and rate > 0

@@ -31,6 +31,9 @@ class ProgressEvent:
     # snippets prepared (parse) or embedded (embed) so far in this run, of how many known
     snippets: int | None = None
     snippets_total: int | None = None
+    # seconds left for the whole job (the words and the vectors), when the work can tell
+    # from throughput it measured (ingest/batches.py); else a face estimates the phase's
+    eta: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"event": "progress", **asdict(self)}
@@ -157,7 +160,7 @@ def describe_parts(event: ProgressEvent, rate: Rate, item_width: int = 40) -> li
     per_second = None if complete else rate.per_second(event)
     if per_second is not None:
         parts.append(f"{per_second:,.1f} {rate.rate_unit(event)}/s")
-    eta = None if complete else rate.eta(event)
+    eta = None if complete else (event.eta if event.eta is not None else rate.eta(event))
     if eta is not None:
         parts.append(f"ETA {clock_text(eta)}")
     parts.append(clock_text(rate.elapsed()))

@@ -94,6 +94,9 @@ def search(r: SearchResult) -> JSON:
         out["facets"] = r.facets
     if r.notice:
         out["notice"] = r.notice
+    if r.backlog is not None:  # a library partly embedded: what the search covered
+        documents, pending = r.backlog
+        out["coverage"] = {"documents": documents, "by_meaning": documents - pending}
     return out
 
 

@@ -12,6 +12,7 @@ slower).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,6 +37,23 @@ class Tally:
     files: int = 0  # files to parse (the todo list)
     written: int = 0  # of them: written, searchable by their words (or unchanged, failed)
     parsed_snippets: int = 0
+    seen: int = 0  # files read (and parsed, when new), written or not
+    # the model's seconds per snippet on this machine, as last measured (ingest/vectors.py);
+    # None: no ETA for the whole job until the embedding measures it
+    model_seconds: float | None = None
+    waiting: int = 0  # snippets an earlier run left without vectors
+    started: float = dataclasses.field(default_factory=lambda: CLOCK())
+
+    def eta(self) -> float | None:
+        """Seconds left for the whole job: the files still to parse at the rate so far,
+        then the vectors of every snippet (those parsed, those the files left will bring
+        at the same count per file, those left waiting) at the model's measured rate."""
+        if self.model_seconds is None or not self.seen:
+            return None
+        left = self.files - self.seen
+        per_file = (CLOCK() - self.started) / self.seen
+        snippets = self.parsed_snippets * self.files / self.seen + self.waiting
+        return left * per_file + snippets * self.model_seconds
 
 
 @dataclass(frozen=True)
@@ -49,7 +67,13 @@ class Pending:
 
 def event(phase: str, tally: Tally, item: str) -> ProgressEvent:
     return ProgressEvent(
-        phase, tally.written, tally.files, "files", item, snippets=tally.parsed_snippets
+        phase,
+        tally.written,
+        tally.files,
+        "files",
+        item,
+        snippets=tally.parsed_snippets,
+        eta=tally.eta(),
     )
 
 

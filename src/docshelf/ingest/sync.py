@@ -260,7 +260,7 @@ class Sync:
         report: SyncReport,
         progress: Progress | None,
     ) -> None:
-        tally = Tally(files=len(todo))
+        tally = self._tally(len(todo), progress)
         copies = _Copies()
 
         def items() -> Iterator[Pending | None]:
@@ -268,6 +268,7 @@ class Sync:
                 if progress:
                     progress(event("parse", tally, found.rel_path))
                 item = self._prepare_file(source, found, known, gone, settled, report, copies)
+                tally.seen += 1
                 if item is None:
                     tally.written += 1  # unchanged, moved or failed: nothing to embed
                 else:
@@ -280,6 +281,17 @@ class Sync:
                 self._link_existing(existing, record, found, previous, gone, report)
         if progress and todo:
             progress(event("parse", tally, "done"))
+
+    def _tally(self, files: int, progress: Progress | None) -> Tally:
+        """A run's tally, with what its whole-job ETA needs: the model's measured rate
+        and the snippets an earlier run left waiting (read only for a progress display)."""
+        tally = Tally(files=files)
+        if progress is not None and files and self.rt.embedder is not None:
+            from docshelf.ingest.vectors import measured_rate
+
+            tally.model_seconds = measured_rate(self.rt)
+            tally.waiting = self.store.pending_snippets() if tally.model_seconds else 0
+        return tally
 
     def add_documents(
         self, items: Iterable[tuple[str, bytes, str | None]], progress: Progress | None = None

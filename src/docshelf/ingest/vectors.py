@@ -31,6 +31,7 @@ from docshelf.progress import Progress, ProgressEvent
 if TYPE_CHECKING:
     from docshelf.runtime import Runtime
 
+RATE = "embed_seconds_per_snippet:"  # meta key (+ model id): the model's measured rate
 LEASE_SECONDS = 120.0  # renewed after every batch
 CLAIM = 16  # documents leased at a time
 BATCH = 256  # snippets per model call and commit
@@ -46,6 +47,14 @@ class Embedded:
     finished: int = 0
     snippets: int = 0  # embedded (or found in the embedding cache)
     snippets_total: int | None = None  # of pending documents, without vectors when it began
+
+
+def measured_rate(rt: Runtime) -> float | None:
+    """The model's seconds per snippet as the last run measured it here (None: never)."""
+    if rt.embedder is None:
+        return None
+    value = rt.store.get_meta(RATE + rt.embedder.model_id)
+    return float(value) if value else None
 
 
 class EmbedPending:
@@ -74,13 +83,22 @@ class EmbedPending:
         if self.progress is not None:
             self.done.snippets_total = store.pending_snippets()
         taken = 0
+        computed, started = self.rt.embed_counts.computed, CLOCK()
         while not self.stop.is_set() and (claims is None or taken < claims):
             ids = store.claim_embedding(time.time(), LEASE_SECONDS, self.owner, CLAIM)
             if not ids:
                 break
             taken += 1
             self._documents(ids)
+        if (made := self.rt.embed_counts.computed - computed) >= BATCH:
+            self._remember_rate((CLOCK() - started) / made)
         return self.done
+
+    def _remember_rate(self, seconds: float) -> None:
+        """The model's seconds per snippet in this run, for the next run's ETA."""
+        assert self.rt.embedder is not None
+        with self.rt.store.transaction():
+            self.rt.store.set_meta(RATE + self.rt.embedder.model_id, f"{seconds:.6f}")
 
     def _documents(self, ids: list[str]) -> None:
         """The leased documents' snippets without vectors, a batch at a time."""

@@ -28,6 +28,8 @@ class SearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     candidates: list[str] = field(default_factory=list)  # document ids of the fused pool
     facets: dict[str, dict[str, int]] = field(default_factory=dict)
+    # documents searched, and of them those by their words only (waiting for vectors)
+    backlog: tuple[int, int] | None = None
 
     @property
     def weak(self) -> bool:

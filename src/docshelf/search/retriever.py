@@ -148,7 +148,9 @@ class Retriever:
         run(self.ranking.stages, search)
         self.metrics.searched(search.mode, (time.perf_counter() - started) * 1000)
         hits, pool = search.hits, search.pool
-        return SearchResult(query, search.mode, hits, notice, search.timings, pool, search.facets)
+        return SearchResult(
+            query, search.mode, hits, notice, search.timings, pool, search.facets, search.backlog
+        )
 
     def prepare(
         self,
