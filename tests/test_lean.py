@@ -85,7 +85,7 @@ def lean(cache: Path) -> LeanEmbedder:
 @pytest.fixture(scope="module")
 def reference() -> np.ndarray:
     """The PyTorch ingest model's vectors for ``TEXTS``."""
-    return LocalEmbedder().embed(TEXTS)
+    return LocalEmbedder(precision="fp32").embed(TEXTS)
 
 
 def test_the_ingest_models_vectors_one_query_at_a_time(

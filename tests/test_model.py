@@ -63,7 +63,7 @@ def test_same_vectors_as_sentence_transformers_without_importing_it() -> None:
     code = (
         "import sys, json, numpy as np\n"
         "from docshelf.embed.local import LocalEmbedder\n"
-        "e = LocalEmbedder(batch_size=3)\n"
+        "e = LocalEmbedder(batch_size=3, precision='fp32')\n"
         f"v = e.embed({texts!r})\n"
         "print(json.dumps(['sentence_transformers' in sys.modules, v.tolist()]))\n"
     )
@@ -79,3 +79,33 @@ def test_same_vectors_as_sentence_transformers_without_importing_it() -> None:
     )
     cosines = (np.asarray(ours, dtype=np.float32) * reference).sum(axis=1)
     assert cosines.min() > 0.99999
+
+
+def test_bf16_arithmetic_gives_the_fp32_vectors() -> None:
+    """bf16 autocast (the default where the CPU computes bf16 natively) is the same model:
+    every vector within a cosine of 0.9999 of fp32's, so a library needs no re-embedding
+    when it moves between machines."""
+    from docshelf.embed.local import LocalEmbedder
+
+    texts = [
+        "a cat sits on the mat",
+        "Ünïcödé façade — a résumé of naïve coöperation",
+        "tokenisation " * 400,
+        "x",
+        "## Leader election\n\nA follower that hears no heartbeat becomes a candidate.",
+    ]
+    fp32 = LocalEmbedder(precision="fp32").embed(texts)
+    bf16 = LocalEmbedder(precision="bf16")
+    vectors = bf16.embed(texts)
+    assert bf16.bf16 and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert float((vectors * fp32).sum(axis=1).min()) >= 0.9999
+
+
+def test_an_unknown_precision_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from docshelf.errors import InvalidInput
+
+    monkeypatch.setenv("DOCSHELF_EMBED_PRECISION", "fp8")
+    monkeypatch.setenv("DOCSHELF_EMBED_BACKEND", "torch")
+    with pytest.raises(InvalidInput, match="DOCSHELF_EMBED_PRECISION='fp8' is not known"):
+        make_embedder("local")

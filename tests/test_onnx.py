@@ -47,7 +47,7 @@ def onnx(cache: Path) -> OnnxEmbedder:
 
 
 def test_same_vectors_as_the_pytorch_path(onnx: OnnxEmbedder) -> None:
-    torch_path = LocalEmbedder()
+    torch_path = LocalEmbedder(precision="fp32")
     a, b = onnx.embed(TEXTS), torch_path.embed(TEXTS)
     assert a.shape == b.shape == (len(TEXTS), 384) and a.dtype == np.float32
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)

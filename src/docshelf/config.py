@@ -229,6 +229,12 @@ def embed_backend() -> str | None:
     return os.environ.get("DOCSHELF_EMBED_BACKEND") or None
 
 
+def embed_precision() -> str:
+    """``DOCSHELF_EMBED_PRECISION``: ``auto`` (bf16 where the CPU computes it natively),
+    ``bf16`` or ``fp32``, for the PyTorch runtime (checked by ``make_embedder``)."""
+    return (os.environ.get("DOCSHELF_EMBED_PRECISION") or "auto").strip().lower()
+
+
 def concept_boost() -> float | None:
     """``DOCSHELF_CONCEPT_BOOST`` (0 turns the boost off), None when unset."""
     raw = os.environ.get("DOCSHELF_CONCEPT_BOOST", "").strip()

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from docshelf.config import embed_backend
+from docshelf.config import embed_backend, embed_precision
 from docshelf.errors import InvalidInput, Unavailable
 
 if TYPE_CHECKING:
@@ -117,9 +117,15 @@ def make_embedder(
             from docshelf.embed.onnx import OnnxEmbedder
 
             return OnnxEmbedder(cache, batch_size=batch_size, int8=backend == "onnx-int8")
-        from docshelf.embed.local import LocalEmbedder
+        from docshelf.embed.local import PRECISIONS, LocalEmbedder
 
-        return LocalEmbedder(batch_size=batch_size)
+        precision = embed_precision()
+        if precision not in PRECISIONS:
+            known = ", ".join(PRECISIONS)
+            raise InvalidInput(
+                f"DOCSHELF_EMBED_PRECISION={precision!r} is not known; use one of: {known}"
+            )
+        return LocalEmbedder(batch_size=batch_size, precision=precision)
     raise InvalidInput(f"Unknown embedder {name!r}; use local or none")
 
 
