@@ -243,3 +243,23 @@ def test_an_embedding_run_remembers_the_models_rate_for_the_next_eta(
         shelf.add(notes)
         rate = measured_rate(shelf.runtime)
         assert rate is not None and rate > 0
+
+
+def test_each_user_is_told_of_their_own_documents_waiting_for_vectors(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """What the web page's library shows (`embedding_pending` of /v1/documents) and what a
+    search's coverage counts: the caller's documents, never another user's."""
+    alice_notes = _notes(tmp_path / "a", {f"a{i}.md": f"# A{i}\n\nalpha {i}\n" for i in range(3)})
+    bob_notes = _notes(tmp_path / "b", {"b.md": "# B\n\nalpha beta\n"})
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        alice, _ = shelf.create_user("alice")
+        bob, _ = shelf.create_user("bob")
+        shelf.add(bob_notes, user_id=bob.id)
+        shelf.add(alice_notes, user_id=alice.id, background=True)
+        assert shelf.waiting_for_vectors(alice.id) == 3
+        assert shelf.waiting_for_vectors(bob.id) == 0
+        assert shelf.waiting_for_vectors() == 3
+        found = shelf.search("alpha", user_id=bob.id)
+        assert found.backlog is None and found.notice is None  # his are all embedded
+        assert shelf.search("alpha", user_id=alice.id).backlog == (3, 3)

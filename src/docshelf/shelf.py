@@ -239,6 +239,11 @@ class Shelf(Parts, Accounts):
         ``background``: as ``add``'s."""
         return self._sync.sync(source_id, progress, full=full, background=background)
 
+    def waiting_for_vectors(self, user_id: str | None = None) -> int:
+        """Documents (``user_id`` may read) searchable by their words only, for now."""
+        backlog = self.store.embedding_backlog(user_id)
+        return backlog[1] if backlog else 0
+
     def embed_pending(self, progress: Progress | None = None) -> int:
         """Vectors for the documents searchable by their words only (an ``add`` killed, or
         run with ``background``), then enrichment when it is on; how many were embedded."""

@@ -87,7 +87,8 @@ QueryFilters = Annotated[Filters, Depends(query_filters)]
     summary="The caller's documents (a page of them, and the total), filtered and sorted",
     description="Filters as in search (`?type=pdf&tag=x&date=2026`), `q`: words the "
     "title or path holds, `status` (e.g. `failed`), `sort`. `total` counts every "
-    "document that matches; `library_total` the caller's whole library.",
+    "document that matches; `library_total` the caller's whole library; "
+    "`embedding_pending` those of it searchable by their words only, until embedded.",
 )
 def list_documents(
     shelf: ShelfDep,
@@ -127,6 +128,8 @@ def list_documents(
         "offset": offset,
         "total": total,
         "library_total": shelf.count_documents(user_id=user.id),
+        # of the caller's documents, those searchable by their words only until embedded
+        "embedding_pending": shelf.waiting_for_vectors(user.id),
     }
 
 

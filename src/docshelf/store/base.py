@@ -362,8 +362,8 @@ class Store(Protocol):
 
     def pending_snippets(self) -> int: ...  # of pending documents, still without vectors
     def embedding_backlog(self, user_id: str | None = None) -> tuple[int, int] | None:
-        """None when no document is pending; else the complete documents (``user_id`` may
-        read, when given) and how many of them are pending."""
+        """The complete documents (``user_id`` may read, when given) and how many of them
+        are pending; None when none of them is."""
         ...
 
     # -- the library counted ---------------------------------------------------

@@ -61,7 +61,8 @@ class LeasesSQL(SQLBase):
             f"WHERE status = 'complete' {seen}",
             params,
         )
-        return int(rows[0][0]), int(rows[0][1])
+        documents, pending = int(rows[0][0]), int(rows[0][1])
+        return (documents, pending) if pending else None  # (another user's are not theirs)
 
     def renew_embedding(self, document_ids: Sequence[str], owner: str, until: float) -> None:
         if not document_ids:

@@ -91,6 +91,7 @@ export class LibraryView {
       this.documents = offset ? [...this.documents, ...page.documents] : page.documents;
       this.total = page.total ?? this.documents.length;
       this.libraryTotal = page.library_total ?? this.total;
+      if (!offset) this.waiting = page.embedding_pending ?? 0;
       if (failures) {
         this.failures = failures.failures;
         this.failuresTotal = failures.total ?? failures.failures.length;
@@ -138,9 +139,11 @@ export class LibraryView {
     const plural = (k, word) => `${k} ${word}${k === 1 ? "" : "s"}`;
     const notice = this.notice ?? "";
     this.notice = null;
+    const waiting = this.waiting ?? 0;
     const counts = [
       failed ? ` · ${failed} failed` : "",
       files ? ` · ${plural(files, "file")} not added` : "",
+      waiting ? ` · ${all - waiting} of ${all} searchable by meaning (the rest by their words, until embedded)` : "",
     ].join("");
     const showing = shown < n ? ` · showing ${shown}` : "";
     this.body.closest("table").hidden = !shown;
