@@ -263,3 +263,32 @@ def test_each_user_is_told_of_their_own_documents_waiting_for_vectors(
         found = shelf.search("alpha", user_id=bob.id)
         assert found.backlog is None and found.notice is None  # his are all embedded
         assert shelf.search("alpha", user_id=alice.id).backlog == (3, 3)
+
+
+def test_progress_counts_files_searchable_then_files_embedded(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """The files' count passes each phase in turn: all searchable by their words (parse)
+    before the first embed event, then embedded files of those waiting, and snippets
+    embedded of all that wait, ending whole."""
+    from docshelf.progress import ProgressEvent
+
+    n = 40
+    notes = _notes(
+        tmp_path / "vault",
+        {f"n{i:02}.md": f"# N{i}\n\n" + f"word{i} {FILLER}\n\n## More\n\n{FILLER}" for i in range(n)},
+    )
+    events: list[ProgressEvent] = []
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes, progress=events.append)
+        snippets = shelf.store.stats().snippets
+    parse = [e for e in events if e.phase == "parse"]
+    embed = [e for e in events if e.phase == "embed"]
+    first_embed = events.index(embed[0])
+    assert all(events.index(e) < first_embed for e in parse)
+    assert parse[-1].done == parse[-1].total == n
+    assert [e.done for e in parse] == sorted(e.done for e in parse)
+    assert {e.total for e in embed} == {n} and embed[-1].done == n
+    assert [e.done for e in embed] == sorted(e.done for e in embed)
+    assert embed[-1].snippets == embed[-1].snippets_total == snippets
+    assert [e.snippets for e in embed] == sorted(e.snippets or 0 for e in embed)

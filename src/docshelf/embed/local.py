@@ -133,6 +133,7 @@ class LocalEmbedder(PackagedModel):
         self.precision = precision
         self.bf16 = False  # decided when the model loads (``precision``, the CPU)
         self._model: Any = None
+        self._since_trim = 0  # texts embedded since freed memory last went back
 
     def _load(self) -> Any:
         with self._lock:
@@ -140,6 +141,10 @@ class LocalEmbedder(PackagedModel):
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                # oneDNN keeps a primitive (with its weights reordered) for each input
+                # shape it met, 1,024 by default: with bf16 that held ~200 MB more at the
+                # peak of an `add`; 8 cost no time (batches come sorted by length).
+                os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "8")
                 from threadpoolctl import threadpool_limits
 
                 # torch's threads own the cores from here on. OpenBLAS threads
@@ -161,23 +166,27 @@ class LocalEmbedder(PackagedModel):
 
         model = self._load()
         # Length-sorted (similar lengths pad less), longest first, in small batches.
-        # Freed memory goes back to the system after each slice of a few hundred texts.
+        # Freed memory goes back to the system after each slice of a few hundred texts,
+        # counted across calls (a progress display calls with one batch at a time).
         # Trimming after every batch kept the peak of a large `add` ~120 MB lower but
         # cost 5% of its time (page faults after each trim; docs/benchmarks/ingest-and-model.md,
         # "Where the ingest overhead went").
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        arithmetic = torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
+        # (no cache of the weights' bf16 copies: casting them costs nothing measurable)
+        arithmetic = torch.autocast(
+            "cpu", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False
+        )
         with torch.inference_mode(), arithmetic:
             for start in range(0, len(order), self.batch_size):
                 rows = order[start : start + self.batch_size]
                 feed = self._encode_batch([texts[i] for i in rows])
                 vectors = model(**{k: torch.from_numpy(v) for k, v in feed.items()})
                 out[rows] = vectors.float().numpy()
-                if (start + self.batch_size) % self.slice_size == 0:
+                self._since_trim += len(rows)
+                if self._since_trim >= self.slice_size:
+                    self._since_trim = 0
                     self._trim()
-        if len(order) > self.batch_size:
-            self._trim()
         return out
 
 
