@@ -10,7 +10,7 @@ import time
 from docshelf import owners
 from docshelf.store import SearchStore
 from tests.test_owners import dead_token
-from tests.test_store import make_doc, make_job, put
+from tests.test_store import make_doc, make_job, put, vecs
 
 ELSEWHERE = "another-host:4242:12.50:0badc0de"  # a token of a process on another host
 
@@ -60,3 +60,37 @@ def test_a_job_leased_by_a_dead_worker_is_taken_at_once(store: SearchStore) -> N
     assert store.claim_job(ELSEWHERE, 60.0, now) is not None
     assert store.claim_job(f"{owners.this_process()}:0a0b0c", 60.0, now) is None
     assert store.claim_job("w9", 60.0, now + 61) is not None
+
+
+def _pending(store: SearchStore, n: int) -> str:
+    """A complete document of a model, written without its vectors: pending."""
+    import dataclasses
+
+    doc, chunks = make_doc(n, f"words {n}")
+    with store.transaction():
+        store.put_document(dataclasses.replace(doc, embedding_model="m"), chunks, None)
+    return doc.id
+
+
+def test_documents_waiting_for_vectors_are_leased_once_and_finished(store: SearchStore) -> None:
+    """Ingest's second phase (issue 39), on both stores: pending documents are claimed
+    oldest first and never twice; a dead owner's are free at once; a document is
+    finished only once every snippet has its vector."""
+    ids = [_pending(store, n) for n in (1, 2, 3)]
+    assert store.pending_embedding() == 3 and store.pending_snippets() == 6
+    assert store.embedding_backlog() == (3, 3)
+    now = time.time()
+    first = store.claim_embedding(now, 60, dead_token(), 2)
+    assert len(first) == 2 and set(first) <= set(ids)
+    assert store.pending_embedding(now) == 3  # the dead owner's two are free again
+    mine = store.claim_embedding(now, 60, owners.this_process(), 5)
+    assert len(mine) == 3
+    assert store.claim_embedding(now, 60, ELSEWHERE, 5) == []  # all held by a live owner
+    store.finish_embedding(mine)
+    assert store.pending_embedding() == 3  # no vector written yet: none is finished
+    for doc_id in mine:
+        snippets = store.snippets_without_vectors(10, document_id=doc_id)
+        store.put_vectors([c.id for c in snippets], vecs(len(snippets), seed=1))
+    store.finish_embedding(mine)
+    assert store.pending_embedding() == 0 and store.embedding_backlog() is None
+    assert store.claim_embedding(now, 60, ELSEWHERE, 5) == []

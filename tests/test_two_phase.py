@@ -276,7 +276,10 @@ def test_progress_counts_files_searchable_then_files_embedded(
     n = 40
     notes = _notes(
         tmp_path / "vault",
-        {f"n{i:02}.md": f"# N{i}\n\n" + f"word{i} {FILLER}\n\n## More\n\n{FILLER}" for i in range(n)},
+        {
+            f"n{i:02}.md": f"# N{i}\n\n" + f"word{i} {FILLER}\n\n## More\n\n{FILLER}"
+            for i in range(n)
+        },
     )
     events: list[ProgressEvent] = []
     with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
@@ -292,3 +295,23 @@ def test_progress_counts_files_searchable_then_files_embedded(
     assert [e.done for e in embed] == sorted(e.done for e in embed)
     assert embed[-1].snippets == embed[-1].snippets_total == snippets
     assert [e.snippets for e in embed] == sorted(e.snippets or 0 for e in embed)
+
+
+def test_a_document_rewritten_while_embedded_stays_pending(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    """An embedder that read a document's snippets before a sync rewrote it writes vectors
+    for chunks that are gone: the document, now holding new snippets, stays pending."""
+    notes = _notes(tmp_path / "vault", {"a.md": "# A\n\nfirst words\n"})
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes, background=True)
+        doc = shelf.documents()[0]
+        old = shelf.store.snippets_without_vectors(10, document_id=doc.id)
+        (notes / "a.md").write_text("# A\n\nother words now\n")
+        shelf.sync(background=True)
+        new = shelf.documents()[0]
+        vectors = shelf.runtime.embedder.embed([c.retrieval_text for c in old])  # type: ignore[union-attr]
+        with shelf.store.transaction():
+            shelf.runtime.writer.add_vectors([c.id for c in old], vectors, [doc.id, new.id])
+        assert shelf.store.pending_embedding() == 1
+        assert shelf.embed_pending() == 1

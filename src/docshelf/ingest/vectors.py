@@ -124,6 +124,7 @@ class EmbedPending:
         """Embed ``chunks`` and write their vectors with the ``finishing`` documents done,
         in one transaction; the leases of the documents still ``held`` are renewed."""
         rt = self.rt
+        vectors = None
         if chunks:
             assert rt.embedder is not None
             counts = rt.embed_counts
@@ -138,10 +139,9 @@ class EmbedPending:
             rt.metrics.embedded(
                 cached=counts.cached - before[0], computed=counts.computed - before[1]
             )
-            base = self.done.snippets
-            self.done.snippets = base + len(chunks)
+            self.done.snippets += len(chunks)
         with rt.store.transaction():
-            rt.writer.add_vectors([c.id for c in chunks], vectors if chunks else None, finishing)
+            rt.writer.add_vectors([c.id for c in chunks], vectors, finishing)
         self.done.finished += len(finishing)
         if held:
             rt.store.renew_embedding(held, self.owner, time.time() + LEASE_SECONDS)

@@ -349,7 +349,7 @@ class Store(Protocol):
 
     def renew_embedding(self, document_ids: Sequence[str], owner: str, until: float) -> None: ...
     def finish_embedding(self, document_ids: Sequence[str]) -> None:
-        """The documents' vectors are all there: no longer pending, their leases gone."""
+        """Those of the documents with every snippet's vector: no longer pending."""
         ...
 
     def pending_embedding(self, now: float | None = None) -> int:

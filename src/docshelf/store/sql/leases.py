@@ -79,10 +79,13 @@ class LeasesSQL(SQLBase):
         if not document_ids:
             return
         among, params = self.dialect.among("id", list(document_ids))
-        with self.transaction():
+        with self.transaction():  # (one rewritten meanwhile has new snippets: still pending)
             self._x(
                 "UPDATE documents SET embed_pending = 0, embed_lease_owner = NULL, "
-                f"embed_lease_until = NULL WHERE {among}",
+                f"embed_lease_until = NULL WHERE {among} AND NOT EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.document_id = documents.id "
+                "AND c.tier = 'snippet' AND NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq))",
                 params,
             )
 
