@@ -134,8 +134,10 @@ class Sync:
         else:
             sources = self.store.list_sources()
         report = SyncReport(source_id=source_id)
-        for source in sources:
-            report.merge(self.sync_source(source, progress, full=full))
+        for source in sources:  # every source's words first, then the vectors of all
+            report.merge(self.sync_source(source, progress, full=full, finish=False))
+        changed = report.added + report.updated + report.removed + report.moved + report.copies
+        self._finish(progress, indexes=bool(changed))
         check.mend(self.rt, report)  # stale citations, chunks of no document, ...
         return report
 
@@ -168,10 +170,12 @@ class Sync:
         *,
         checked: bool = False,
         full: bool = False,
+        finish: bool = True,
     ) -> SyncReport:
         """One source: stat-check its files, index what changed, forget what is gone
         (``checked``: the caller has just checked the library is writable; ``full``: read
-        every file, trusting no size and mtime, and try the failed ones again)."""
+        every file, trusting no size and mtime, and try the failed ones again; ``finish``:
+        then the vectors, the indexes' upkeep and enrichment, ``_finish``)."""
         report = SyncReport(source_id=source.id)
         known = self.store.files_of_source(source.id)
         settled = {} if full else self.store.settled_failures(source.id)
@@ -208,32 +212,29 @@ class Sync:
                 for record in gone.values():
                     report.removed += self.writer.drop_file(record)
                 self.store.record_failures(source.id, report.failures)
-        self._embed_pending(progress)
-        self.rt.maintain_indexes(progress=progress if todo or gone else None)
-        if not self.background:
-            self._enrich_after_ingest(progress)
+        if finish:
+            self._finish(progress, indexes=bool(todo or gone))
         return report
 
     def finish_pending(self, progress: Progress | None) -> int:
         """``Shelf.embed_pending``: the second phase for whatever waits, then enrichment."""
-        from docshelf.ingest.vectors import EmbedPending
-
         self.background = False
-        done = EmbedPending(self.rt, progress).run().finished if self.rt.embedder else 0
-        self.rt.maintain_indexes(progress=progress if done else None)
-        self._enrich_after_ingest(progress)
+        return self._finish(progress, indexes=False)
+
+    def _finish(self, progress: Progress | None, *, indexes: bool) -> int:
+        """After the words: ingest's second phase (``ingest/vectors.py``), vectors for every
+        document waiting for them — this run's and any an earlier run left — unless the
+        caller leaves them to another process; the derived indexes' upkeep (shown when
+        ``indexes`` or vectors changed); enrichment. How many documents were embedded."""
+        done = 0
+        if not self.background and self.rt.embedder and self.store.pending_embedding():
+            from docshelf.ingest.vectors import EmbedPending
+
+            done = EmbedPending(self.rt, progress).run().finished
+        self.rt.maintain_indexes(progress=progress if indexes or done else None)
+        if not self.background:
+            self._enrich_after_ingest(progress)
         return done
-
-    def _embed_pending(self, progress: Progress | None) -> None:
-        """Ingest's second phase (``ingest/vectors.py``): vectors for every document
-        waiting for them — this run's and any an earlier run left — unless the caller
-        leaves them to another process."""
-        if self.background or self.rt.embedder is None:
-            return
-        from docshelf.ingest.vectors import EmbedPending
-
-        if self.store.pending_embedding():
-            EmbedPending(self.rt, progress).run()
 
     def _enrich_after_ingest(self, progress: Progress | None) -> None:
         """Enrichment follows indexing when it is on (DOCSHELF_ENRICH), for all that is
@@ -325,8 +326,7 @@ class Sync:
 
         BatchWriter(self.rt, report, tally, progress).write(pending())
         self.background = False
-        self._embed_pending(progress)
-        self._enrich_after_ingest(progress)
+        self._finish(progress, indexes=False)
         return report
 
     def prepare(
