@@ -315,3 +315,21 @@ def test_a_document_rewritten_while_embedded_stays_pending(
             shelf.runtime.writer.add_vectors([c.id for c in old], vectors, [doc.id, new.id])
         assert shelf.store.pending_embedding() == 1
         assert shelf.embed_pending() == 1
+
+
+def test_a_sync_of_several_sources_stores_all_their_words_before_any_vector(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    embedder = _Watching()
+    one = _notes(tmp_path / "one", {"a.md": "# A\n\nalpha\n"})
+    two = _notes(tmp_path / "two", {"b.md": "# B\n\nbeta\n"})
+    with Shelf(isolated_home, embedder=embedder) as shelf:
+        shelf.add(one)
+        shelf.add(two)
+        (one / "c.md").write_text("# C\n\ngamma\n")
+        (two / "d.md").write_text("# D\n\ndelta\n")
+        embedder.during = lambda: sorted(d.rel_path for d in shelf.documents())
+        report = shelf.sync()
+        assert report.added == 2
+        assert embedder.seen == [["a.md", "b.md", "c.md", "d.md"]]
+        assert shelf.store.pending_embedding() == 0
