@@ -92,7 +92,7 @@ def _add_in_background(run: Run, path: str, follow_symlinks: bool | None) -> Out
             path, progress=progress, follow_symlinks=follow_symlinks, background=True
         )
     result = views.report(report)
-    waiting = shelf.store.pending_embedding()
+    waiting = shelf.waiting_for_vectors()
     result["embedding"] = {"pending": waiting, "pid": None}
     if waiting or shelf.settings.enrich != "off":
         result["embedding"]["pid"] = background.start(shelf.settings)
