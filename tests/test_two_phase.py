@@ -333,3 +333,21 @@ def test_a_sync_of_several_sources_stores_all_their_words_before_any_vector(
         assert report.added == 2
         assert embedder.seen == [["a.md", "b.md", "c.md", "d.md"]]
         assert shelf.store.pending_embedding() == 0
+
+
+def test_a_library_exported_while_being_embedded_is_embedded_after_its_import(
+    tmp_path: Path,
+) -> None:
+    """The archive carries no lease and no pending mark (the exporting library's work):
+    the importing library finds the snippets without vectors and embeds them."""
+    notes = _notes(tmp_path / "vault", {"a.md": "# A\n\nalpha\n", "b.md": "# B\n\nbeta\n"})
+    archive = tmp_path / "library.tar"
+    with Shelf(tmp_path / "one", embedder=HashEmbedder()) as shelf:
+        shelf.add(notes, background=True)
+        shelf.export_library(archive)
+    with Shelf(tmp_path / "two", embedder=HashEmbedder()) as shelf:
+        shelf.import_library(archive)
+        assert shelf.store.pending_embedding() == 2
+        assert shelf.embed_pending() == 2
+        stats = shelf.store.stats()
+        assert stats.snippets_with_vectors == stats.snippets
