@@ -351,3 +351,8 @@ def test_a_library_exported_while_being_embedded_is_embedded_after_its_import(
         assert shelf.embed_pending() == 2
         stats = shelf.store.stats()
         assert stats.snippets_with_vectors == stats.snippets
+        shelf.export_library(archive, overwrite=True)
+    with Shelf(tmp_path / "three", embedder=HashEmbedder()) as shelf:
+        shelf.import_library(archive)  # a whole library: nothing waits, nothing is said
+        assert shelf.store.pending_embedding() == 0
+        assert shelf.search("alpha").notice is None

@@ -521,11 +521,13 @@ def _write_batch(
             if store.get_document(doc.id) is not None:
                 report.skipped["documents"] += 1
                 continue
-            DocumentWriter(store).put(doc, entry.chunks)
+            writer = DocumentWriter(store)
+            writer.put(doc, entry.chunks)  # (pending, until its vectors are in)
             ids = [c.id for c in entry.chunks if c.id in entry.vectors]
             if ids:
                 matrix = np.stack([entry.vectors[i] for i in ids])
-                store.put_vectors(ids, matrix)
+                # pending no more when it has them all; else the next sync embeds the rest
+                writer.add_vectors(ids, matrix, [doc.id])
                 if model and model != "none":  # later syncs need not embed this text again
                     texts = {c.id: c.retrieval_text for c in entry.chunks}
                     store.cache_embeddings(
@@ -587,6 +589,5 @@ def import_into(rt: Runtime, path: Path, *, progress: Progress | None = None) ->
     )
     for doc_id in report.requeued:
         rt.wake_workers(doc_id)
-    rt.store.mark_unembedded()  # exported while being embedded: the next sync embeds them
     rt.maintain_indexes()
     return report

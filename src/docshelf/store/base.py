@@ -356,10 +356,6 @@ class Store(Protocol):
         """Pending complete documents (with ``now``: those free to take then); a read."""
         ...
 
-    def mark_unembedded(self) -> int:
-        """Documents of a model with snippets lacking vectors marked pending (an import)."""
-        ...
-
     def pending_snippets(self) -> int: ...  # of pending documents, still without vectors
     def embedding_backlog(self, user_id: str | None = None) -> tuple[int, int] | None:
         """The complete documents (``user_id`` may read, when given) and how many of them

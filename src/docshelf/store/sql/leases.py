@@ -29,16 +29,6 @@ class LeasesSQL(SQLBase):
         )
         return int(rows[0][0])
 
-    def mark_unembedded(self) -> int:
-        with self.transaction():
-            return self._x(
-                "UPDATE documents SET embed_pending = 1 WHERE embed_pending = 0 "
-                "AND status = 'complete' AND embedding_model IS NOT NULL AND EXISTS "
-                "(SELECT 1 FROM chunks c WHERE c.document_id = documents.id "
-                "AND c.tier = 'snippet' AND NOT EXISTS "
-                "(SELECT 1 FROM vectors v WHERE v.chunk_seq = c.seq))"
-            )
-
     def pending_snippets(self) -> int:
         rows = self._q(
             "SELECT COUNT(*) FROM documents d JOIN chunks c ON c.document_id = d.id "
