@@ -10,7 +10,6 @@ holds, and one killed leaves its documents to the next at once.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,20 +22,9 @@ LOG = "background.log"
 
 def start(settings: Settings) -> int:
     """Start the process for this library; its pid."""
-    from docshelf.durable import private_file
+    from docshelf.cli.resident import detached
 
-    log = settings.home / LOG
-    private_file(log)
-    with open(log, "ab") as out:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "docshelf.cli.background", str(settings.home)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            close_fds=True,
-        )
-    return child.pid
+    return detached("docshelf.cli.background", settings.home, LOG)
 
 
 def run(home: Path) -> int:

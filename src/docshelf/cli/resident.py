@@ -272,24 +272,29 @@ def start(settings: Settings) -> None:
     """Start a helper for this library in the background (it exits at once when another
     holds the library's lock). Its own session: it outlives this command, never its
     idle time; its output goes to the home's ``search-helper.log``."""
+    with contextlib.suppress(OSError):  # no helper: searches stay in-process
+        detached("docshelf.cli.resident", settings.home, LOG)
+
+
+def detached(module: str, home: Path, log: str) -> int:
+    """``python -m module HOME`` in a session of its own (it outlives this command), its
+    output appended to ``log`` in the home; its pid."""
     import subprocess
 
     from docshelf.durable import private_file
 
-    log = settings.home / LOG
-    try:
-        private_file(log)
-        with open(log, "ab") as out:
-            subprocess.Popen(
-                [sys.executable, "-m", "docshelf.cli.resident", str(settings.home)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                close_fds=True,
-            )
-    except OSError:
-        pass  # no helper: searches stay in-process
+    path = home / log
+    private_file(path)
+    with open(path, "ab") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", module, str(home)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return child.pid
 
 
 # -- the helper -------------------------------------------------------------------------

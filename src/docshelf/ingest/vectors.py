@@ -145,26 +145,25 @@ class EmbedPending:
         self.done.finished += len(finishing)
         if held:
             rt.store.renew_embedding(held, self.owner, time.time() + LEASE_SECONDS)
-        self._report("")
+        self._report()
 
     def _step(self, done: int, total: int) -> None:
         if self.progress is not None:
-            self._report("", extra=done)
+            self._report(extra=done)
 
-    def _report(self, item: str, extra: int = 0) -> None:
+    def _report(self, extra: int = 0) -> None:
         if self.progress is None:
             return
         d = self.done
         total = max(d.documents, d.finished)
         snippets = d.snippets + extra
-        known = d.snippets_total if d.snippets_total is not None else None
+        known = d.snippets_total
         self.progress(
             ProgressEvent(
                 "embed",
                 d.finished,
                 total,
                 "files",
-                item,
                 snippets=snippets,
                 snippets_total=max(known, snippets) if known is not None else None,
             )
