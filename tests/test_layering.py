@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("search",),
     # the work, and the wiring that builds it and is handed to it (a part names the
     # Runtime's type; the Runtime builds the parts)
-    ("ingest", "knowledge", "portable", "catalogue", "runtime"),
+    ("ingest", "knowledge", "portable", "catalogue", "notebooks", "runtime"),
     ("shelf", "views", "shutdown"),
     ("api", "cli", "integrations", "evaluate", "web", ""),  # "" is docshelf/__init__
 ]

@@ -75,6 +75,7 @@ SHIPPED = {
     ("sqlite", 12): "b9113611bec30cff",
     ("sqlite", 13): "3f787449276503ef",
     ("sqlite", 14): "987c5c7660468caa",
+    ("sqlite", 15): "e59f2e8897ee4148",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -89,6 +90,7 @@ SHIPPED = {
     ("postgres", 12): "ef25bade030e7379",
     ("postgres", 13): "b41d2d15bf93d0bb",
     ("postgres", 14): "ef6afada95738b4e",
+    ("postgres", 15): "4c675361ceba0135",
 }
 
 

@@ -53,6 +53,8 @@ def library(shelf: Shelf, notes: Path) -> dict[str, Any]:
     assert shelf.job(done.document_id).status == "complete"
     assert shelf.job(failed.document_id).status == "failed"
     assert len(shelf.enrich_pending()) == 5  # the indexed ones: summaries and distillates
+    shelf.notebooks.create("Notes", sources=[str(notes)], filters=["type=markdown"])
+    shelf.notebooks.create("Papers", alice.id, documents=[done.document_id])
     return {
         "alice": alice.id,
         "bob": bob.id,
@@ -90,6 +92,10 @@ def dump(shelf: Shelf) -> dict[str, Any]:
         "distillates": {d.id: store.distillates_of(d.id) for d in docs},
         "sources": store.list_sources(),
         "failures": store.list_failures(),
+        "notebooks": sorted(
+            {n for u in store.list_users() for n in store.notebooks_for(u.id)},
+            key=lambda n: n.id,
+        ),
     }
 
 
@@ -124,6 +130,7 @@ def test_round_trip_sqlite_to_sqlite(shelf: Shelf, library: dict[str, Any], tmp_
     c = exported.counts
     assert (c["documents"], c["users"], c["sources"], c["failures"], c["jobs"]) == (7, 3, 1, 1, 3)
     assert c["vectors"] == c["snippets"] > 0 and c["blobs"] == 3 and c["links"] == 2
+    assert c["notebooks"] == 2
     with zipfile.ZipFile(archive) as zf:
         assert json.loads(zf.read("manifest.json"))["counts"] == c
     with pytest.raises(Conflict):
@@ -134,6 +141,11 @@ def test_round_trip_sqlite_to_sqlite(shelf: Shelf, library: dict[str, Any], tmp_
         report = target.import_library(archive)
         assert report.added["documents"] == 7 and report.added["users"] == 3
         assert report.added["blobs"] == 3 and report.requeued == [library["queued"]]
+        assert report.added["notebooks"] == 2
+        assert len(dump(target)["notebooks"]) == 2
+        assert hits(target, "flour", "lexical", notebook="Notes") == hits(
+            shelf, "flour", "lexical", notebook="Notes"
+        )
         assert target_embedder.embedded == []  # nothing embedded again
         before, after = dump(shelf), dump(target)
         same_except_requeued(before, after, library["queued"])
@@ -509,6 +521,7 @@ def test_the_archive_covers_every_table_and_column(shelf: Shelf) -> None:
     tables = {t for t in tables if not t.startswith(("chunks_fts", "distillates_fts", "sqlite_"))}
     carried = {"meta", "sources", "failures", "documents", "files", "chunks", "vectors"}
     carried |= {"users", "access", "jobs", "links", "note_names", "distillates"}
+    carried |= {"notebooks", "notebook_sources", "notebook_documents", "notebook_shares"}
     left_out = {"embedding_cache", "enrichment_cache", "job_payloads", "events"}
     left_out |= {"schema_migrations"}
     left_out |= {"vector_log"}  # the ANN index's feed: the importing library builds its own

@@ -354,6 +354,25 @@ class User:
 
 
 @dataclass(frozen=True)
+class Notebook:
+    """A named, saved set of sources and documents, with optional filters, that a user
+    searches and asks within (NotebookLM's notebook). Its owner may share it read-only
+    with other users; each reader still sees only the documents they may read."""
+
+    id: str
+    name: str
+    user_id: str  # the owner
+    sources: tuple[str, ...] = ()  # every document a file of these sources holds
+    documents: tuple[str, ...] = ()  # and these documents
+    # Filters in the public vocabulary (search/filters.py), as (name, value) pairs:
+    # ("tag", "x"), ("type", "pdf") …; they narrow what the sets above hold.
+    filters: tuple[tuple[str, str], ...] = ()
+    shared_with: tuple[str, ...] = ()  # user ids that may read it
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True)
 class Job:
     """The durable record of one document's trip through the pipeline."""
 

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         SyncReport,
         User,
     )
+    from docshelf.notebooks import Notebooks
     from docshelf.portable import ExportReport, ImportReport
     from docshelf.rerank import Reranker
     from docshelf.search.cache import ResultCache
@@ -122,6 +123,13 @@ class Parts:
     @property
     def enricher(self) -> Enricher:
         return self.runtime.enricher
+
+    @property
+    def notebooks(self) -> Notebooks:
+        """Named sets of sources and documents to search and ask within (notebooks.py)."""
+        from docshelf.notebooks import Notebooks
+
+        return Notebooks(self.runtime.store, self.runtime.taxonomy)
 
 
 class Accounts:
@@ -441,9 +449,13 @@ class Shelf(Parts, Accounts):
         group: str = "snippet",
         expand: str | None = None,
         facets: bool = False,
+        notebook: str | None = None,
     ) -> SearchResult:
         """Snippet-first hybrid search, each hit cited (docs/search.md: the query's
-        syntax, ``group``, ``expand``, ``facets``, the retrieval cache)."""
+        syntax, ``group``, ``expand``, ``facets``, the retrieval cache), within a
+        ``notebook`` (its id or name) when one is given."""
+        if notebook:
+            filters = self.notebooks.narrowed(filters, notebook, user_id)
         return self.retriever.search(
             query,
             limit=limit,
@@ -463,9 +475,13 @@ class Shelf(Parts, Accounts):
         window: int = 1,
         user_id: str | None = None,
         anchor: int | None = None,
+        notebook: str | None = None,
     ) -> ContextResult:
         """Widen a hit: its neighbours, its section, or its section's neighbours; with the
-        hit's citation ``anchor``, cited under the same (inner) heading."""
+        hit's citation ``anchor``, cited under the same (inner) heading; NotFound for a
+        hit outside the ``notebook`` given."""
+        if notebook:
+            self.notebooks.holding(notebook, chunk_id, user_id)
         return self.retriever.context(chunk_id, mode, window, user_id, anchor)
 
     def prepare_query_model(self) -> bool:
@@ -474,19 +490,38 @@ class Shelf(Parts, Accounts):
         return self.runtime.prepare_query_model()
 
     # -- answers (knowledge/answer.py) -------------------------------------------------------
-    def ask(self, question: str, *, limit: int = 5, user_id: str | None = None) -> Answer:
-        """A grounded answer: with the configured LLM, else extractive; every [n] verified."""
+    def ask(
+        self,
+        question: str,
+        *,
+        limit: int = 5,
+        user_id: str | None = None,
+        notebook: str | None = None,
+    ) -> Answer:
+        """A grounded answer: with the configured LLM, else extractive; every [n] verified;
+        from a ``notebook``'s documents only when one is given."""
         from docshelf.knowledge.answer import ask
 
-        return ask(self.retriever, question, limit=limit, user_id=user_id, llm=self.llm)
+        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
+        return ask(
+            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
+        )
 
     def ask_stream(
-        self, question: str, *, limit: int = 5, user_id: str | None = None
+        self,
+        question: str,
+        *,
+        limit: int = 5,
+        user_id: str | None = None,
+        notebook: str | None = None,
     ) -> Iterator[AnswerPiece]:
         """``ask`` as it is written: the sources, verified sentences, then the answer."""
         from docshelf.knowledge.answer import ask_stream
 
-        return ask_stream(self.retriever, question, limit=limit, user_id=user_id, llm=self.llm)
+        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
+        return ask_stream(
+            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
+        )
 
     # -- uploads and jobs (ingest/uploads.py) --------------------------------------------
     def register_upload(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:

@@ -29,6 +29,7 @@ from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
     from docshelf.search.retriever import Retriever
+    from docshelf.store.base import SearchFilters
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # Where one sentence ends and the next begins (shared with enrich.py).
@@ -367,8 +368,9 @@ def ask(
     user_id: str | None = None,
     llm: LLM | None = None,
     budget_tokens: int = 3000,
+    filters: SearchFilters | None = None,
 ) -> Answer:
-    result = retriever.search(question, limit=limit, user_id=user_id)
+    result = retriever.search(question, limit=limit, user_id=user_id, filters=filters)
     if not result.hits:
         return Answer(question, "No document matched the question.", "extractive", [])
     sources = gather_sources(retriever, result.hits, budget_tokens)
@@ -418,6 +420,7 @@ def ask_stream(
     user_id: str | None = None,
     llm: LLM | None = None,
     budget_tokens: int = 3000,
+    filters: SearchFilters | None = None,
 ) -> Iterator[AnswerPiece]:
     """``ask``, delivered as it is written. Each sentence is checked before it is sent:
     one citing a source that was not retrieved is left out (it cannot be regenerated
@@ -425,7 +428,7 @@ def ask_stream(
     An empty question is refused here, before the first piece is asked for."""
     if not question or not question.strip():
         raise InvalidInput("The question is empty")
-    return _stream(retriever, question, limit, user_id, llm, budget_tokens)
+    return _stream(retriever, question, limit, user_id, llm, budget_tokens, filters)
 
 
 def _stream(
@@ -435,8 +438,9 @@ def _stream(
     user_id: str | None,
     llm: LLM | None,
     budget_tokens: int,
+    filters: SearchFilters | None = None,
 ) -> Iterator[AnswerPiece]:
-    result = retriever.search(question, limit=limit, user_id=user_id)
+    result = retriever.search(question, limit=limit, user_id=user_id, filters=filters)
     if not result.hits:
         yield AnswerPiece(
             "done", answer=Answer(question, "No document matched the question.", "extractive", [])

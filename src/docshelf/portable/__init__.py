@@ -12,6 +12,7 @@ again. The archive is one ZIP file (deflate, ZIP64) of JSON lines:
                      hold it, its chunks of both tiers with every field, each
                      snippet's vector (base64 of little-endian float32), its access
                      links, wikilinks and names, and its ingest job
+    notebooks.jsonl  users' notebooks (model.Notebook), when there are any
     blobs/<sha256>   the bytes of uploaded documents, when the blob store has them
 
 Export reads the store inside one read-only snapshot on a connection of its
@@ -56,14 +57,22 @@ from docshelf.durable import create_private
 from docshelf.errors import Conflict, InvalidInput, NotFound, Unavailable
 from docshelf.ingest.prepare import text_hash
 from docshelf.ingest.writer import DocumentWriter
-from docshelf.model import Document, Enrichment, Failure, Job, Source, Tier, User
+from docshelf.model import Document, Enrichment, Failure, Job, Notebook, Source, Tier, User
 from docshelf.portable.lines import (
     DOCUMENTS,
     Entry,
+    check_people,
+    check_references,
     entries,
     lines,
     source_line,
     user_line,
+)
+from docshelf.portable.notebooks import (
+    NOTEBOOKS,
+    import_notebooks,
+    read_notebooks,
+    write_notebooks,
 )
 from docshelf.portable.snapshot import open_reader, refresh_statistics
 from docshelf.store import Store
@@ -143,6 +152,7 @@ def export_library(
                     _count_entry(counts, entry)
                     if progress:
                         progress(counts["documents"], total, entry["document"]["rel_path"])
+            counts["notebooks"] = write_notebooks(zf, reader)
             for sha in reader.blob_hashes():
                 try:
                     src = blobs.open(sha)
@@ -182,6 +192,7 @@ _COUNTED = (
     "names",
     "jobs",
     "blobs",
+    "notebooks",
 )
 
 
@@ -228,6 +239,7 @@ class _Archive:
     users: list[tuple[User, str | None]]
     sources: list[tuple[Source, list[tuple[str, str]]]]
     blobs: list[str]
+    notebooks: list[Notebook]
 
 
 def import_library(
@@ -268,6 +280,7 @@ def import_library(
                     if progress:
                         progress(done, archive.counts["documents"], entry.document.rel_path)
             _write_batch(store, batch, archive.model, report)
+            import_notebooks(store, archive.notebooks, report.added, report.skipped)
         finally:
             if deferred_dim is not None:  # binds the size; PostgreSQL builds its HNSW index
                 store.set_meta("embedding_dim", str(deferred_dim))
@@ -314,11 +327,13 @@ def _check(zf: zipfile.ZipFile, store: Store) -> _Archive:
     counts["sources"] = len(sources)
     counts["failures"] = sum(len(f) for _, f in sources)
     source_ids = {s.id for s, _ in sources}
-    _check_people(store, users, sources)
+    check_people(store, users, sources)
     model, dim = manifest["embedding_model"], manifest["embedding_dim"]
     needed: set[str] = set()
+    documents: set[str] = set()
     for entry in entries(zf, dim):
-        _check_references(entry, user_ids, source_ids, store)
+        check_references(entry, user_ids, source_ids, store)
+        documents.add(entry.document.id)
         counts["documents"] += 1
         counts["files"] += len(entry.files)
         counts["sections"] += sum(c.tier is Tier.SECTION for c in entry.chunks)
@@ -333,14 +348,17 @@ def _check(zf: zipfile.ZipFile, store: Store) -> _Archive:
     for sha in blobs:
         _verify_blob(zf, sha)
     counts["blobs"] = len(blobs)
-    expected = manifest["counts"]
+    notebooks = read_notebooks(zf, store, user_ids, source_ids, documents)
+    counts["notebooks"] = len(notebooks)
+    expected = {"notebooks": 0, **manifest["counts"]}  # none in an archive made before them
     wrong = [k for k in _COUNTED if counts[k] != expected.get(k)]
     if wrong:
         detail = ", ".join(f"{k}: {counts[k]} found, {expected.get(k)} listed" for k in wrong)
         raise InvalidInput(f"The archive does not match its manifest ({detail}); it is damaged")
     _check_model(store, model, dim)
     ordered = sorted(blobs, key=lambda s: s not in needed)  # the bytes jobs need come first
-    return _Archive(model, dim, {k: counts[k] for k in _COUNTED}, users, sources, ordered)
+    counted = {k: counts[k] for k in _COUNTED}
+    return _Archive(model, dim, counted, users, sources, ordered, notebooks)
 
 
 def _check_members(zf: zipfile.ZipFile) -> list[str]:
@@ -352,7 +370,7 @@ def _check_members(zf: zipfile.ZipFile) -> list[str]:
         if name in seen:
             raise InvalidInput(f"The archive holds {name!r} twice; it was not made by docshelf")
         seen.add(name)
-        if name in (MANIFEST, USERS, SOURCES, DOCUMENTS):
+        if name in (MANIFEST, USERS, SOURCES, DOCUMENTS, NOTEBOOKS):
             continue
         match = _BLOB_MEMBER.match(name)
         if match is None:
@@ -392,37 +410,6 @@ def _manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
     if not isinstance(data.get("counts"), dict):
         raise InvalidInput(f"{MANIFEST} has no counts")
     return data
-
-
-def _check_references(entry: Entry, user_ids: set[str], source_ids: set[str], store: Store) -> None:
-    doc = entry.document
-    wanted = {f.source_id for f in entry.files} | ({doc.source_id} if doc.source_id else set())
-    for source_id in wanted - source_ids:
-        if store.get_source(source_id) is None:
-            raise InvalidInput(f"{doc.id} refers to source {source_id!r}, not in the archive")
-    for a in entry.access:
-        if a.user_id not in user_ids and store.get_user(a.user_id) is None:
-            raise InvalidInput(f"{doc.id} is shared with user {a.user_id!r}, not in the archive")
-
-
-def _check_people(
-    store: Store,
-    users: list[tuple[User, str | None]],
-    sources: list[tuple[Source, list[tuple[str, str]]]],
-) -> None:
-    """Users and sources already in the target must be the same ones (same ids)."""
-    for user, _ in users:
-        other = store.get_user(user.name)
-        if other is not None and other.id != user.id:
-            raise Conflict(
-                f"This library already has a user named {user.name!r} ({other.id}), another "
-                f"than the archive's ({user.id}); import into an empty library, or revoke and "
-                "remove one of them first"
-            )
-    for source, _ in sources:
-        other_source = store.find_source(source.path)
-        if other_source is not None and other_source.id != source.id:
-            raise Conflict(f"{source.path} is already a source here, as {other_source.id}")
 
 
 def _check_model(store: Store, model: str | None, dim: int | None) -> None:

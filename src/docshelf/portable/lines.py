@@ -25,7 +25,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import numpy as np
 import numpy.typing as npt
 
-from docshelf.errors import InvalidInput
+from docshelf.errors import Conflict, InvalidInput
 from docshelf.model import (
     Chunk,
     Document,
@@ -258,3 +258,35 @@ def checked(tp: Any, value: Any, where: str) -> Any:
     if tp is Any or (isinstance(value, tp) and not (tp is int and isinstance(value, bool))):
         return value
     raise InvalidInput(f"{where} must be {getattr(tp, '__name__', tp)}, not {value!r}")
+
+
+def check_references(entry: Entry, user_ids: set[str], source_ids: set[str], store: Store) -> None:
+    """The sources and users a document names are in the archive or the target."""
+    doc = entry.document
+    wanted = {f.source_id for f in entry.files} | ({doc.source_id} if doc.source_id else set())
+    for source_id in wanted - source_ids:
+        if store.get_source(source_id) is None:
+            raise InvalidInput(f"{doc.id} refers to source {source_id!r}, not in the archive")
+    for a in entry.access:
+        if a.user_id not in user_ids and store.get_user(a.user_id) is None:
+            raise InvalidInput(f"{doc.id} is shared with user {a.user_id!r}, not in the archive")
+
+
+def check_people(
+    store: Store,
+    users: list[tuple[User, str | None]],
+    sources: list[tuple[Source, list[tuple[str, str]]]],
+) -> None:
+    """Users and sources already in the target must be the same ones (same ids)."""
+    for user, _ in users:
+        other = store.get_user(user.name)
+        if other is not None and other.id != user.id:
+            raise Conflict(
+                f"This library already has a user named {user.name!r} ({other.id}), another "
+                f"than the archive's ({user.id}); import into an empty library, or revoke and "
+                "remove one of them first"
+            )
+    for source, _ in sources:
+        other_source = store.find_source(source.path)
+        if other_source is not None and other_source.id != source.id:
+            raise Conflict(f"{source.path} is already a source here, as {other_source.id}")

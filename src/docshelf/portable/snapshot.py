@@ -13,6 +13,7 @@ stores stay closed to this module.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from docshelf.errors import Unavailable
-from docshelf.model import Source, User
+from docshelf.model import Notebook, Source, User
 from docshelf.store.rows import (
     CHUNK_COLUMNS,
     DOCUMENT_COLUMNS,
@@ -65,6 +66,34 @@ class Reader:
     def users(self) -> list[tuple[User, str | None]]:
         rows = self._rows(f"SELECT {USER_COLUMNS}, token_hash FROM users ORDER BY id /*C*/ ")
         return [(user_from_row(r), r[5]) for r in rows]
+
+    def notebooks(self) -> list[Notebook]:
+        sets: dict[str, dict[str, list[str]]] = {}
+        for table, column in (
+            ("notebook_sources", "source_id"),
+            ("notebook_documents", "document_id"),
+            ("notebook_shares", "user_id"),
+        ):
+            for nid, value in self._rows(f"SELECT notebook_id, {column} FROM {table}"):
+                sets.setdefault(nid, {}).setdefault(table, []).append(value)
+        rows = self._rows(
+            "SELECT id, name, user_id, filters, created_at, updated_at FROM notebooks "
+            "ORDER BY id /*C*/ "
+        )
+        return [
+            Notebook(
+                id=r[0],
+                name=r[1],
+                user_id=r[2],
+                sources=tuple(sorted(sets.get(r[0], {}).get("notebook_sources", []))),
+                documents=tuple(sorted(sets.get(r[0], {}).get("notebook_documents", []))),
+                filters=tuple((str(k), str(v)) for k, v in json.loads(r[3])),
+                shared_with=tuple(sorted(sets.get(r[0], {}).get("notebook_shares", []))),
+                created_at=float(r[4]),
+                updated_at=float(r[5]),
+            )
+            for r in rows
+        ]
 
     def sources(self) -> list[tuple[Source, list[dict[str, Any]]]]:
         failures: dict[str, list[dict[str, Any]]] = {}

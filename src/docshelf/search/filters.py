@@ -227,4 +227,5 @@ def with_query_fields(
         concept_groups=groups,
         dated_from=dated[0],
         dated_before=dated[1],
+        notebook=filters.notebook,
     )

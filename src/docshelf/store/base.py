@@ -26,6 +26,7 @@ from docshelf.model import (
     User,
 )
 from docshelf.parse.links import WikiLink
+from docshelf.store.notebooks import NotebookRecords
 from docshelf.store.notices import CommitNotices
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ class SearchFilters:
     # epoch seconds: at or after ``dated_from``, before ``dated_before``.
     dated_from: float | None = None
     dated_before: float | None = None
+    # A notebook's documents only: its id, and when it last changed (a new cache key).
+    notebook: tuple[str, float] | None = None
 
     @property
     def empty(self) -> bool:
@@ -110,6 +113,7 @@ class SearchFilters:
             or self.tags
             or self.document_ids
             or self.concept_groups
+            or self.notebook
         )
 
 
@@ -182,7 +186,7 @@ class ChunkPlace:
     inner: tuple[tuple[str, ...], ...] = ()
 
 
-class Store(Protocol):
+class Store(NotebookRecords, Protocol):
     """What the rest of docshelf may ask of a store."""
 
     url: str

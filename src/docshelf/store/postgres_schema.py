@@ -302,3 +302,16 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        15,
+        "notebooks",
+        POSTGRES.ddl(
+            """
+        -- Notebooks (see the SQLite schema).
+        {notebooks}
+        """
+        ),
+    ),
+)

@@ -378,3 +378,18 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        15,
+        "notebooks",
+        SQLITE.ddl(
+            """
+        -- Notebooks (issue 40): a user's named sets of sources and documents to search
+        -- and ask within, shared read-only with other users. Their rows follow the
+        -- sources, documents and users they name (ON DELETE CASCADE).
+        {notebooks}
+        """
+        ),
+    ),
+)

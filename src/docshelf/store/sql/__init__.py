@@ -18,11 +18,12 @@ from docshelf.store.sql.core import Query, Rows, SQLBase
 from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect, PostgresDialect
 from docshelf.store.sql.documents import DocumentsSQL
 from docshelf.store.sql.leases import LeasesSQL
+from docshelf.store.sql.notebooks import NotebooksSQL
 from docshelf.store.sql.reads import SearchReadsSQL
 from docshelf.store.sql.records import RecordsSQL
 
 
-class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL, LeasesSQL):
+class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL, LeasesSQL, NotebooksSQL):
     """``Store`` over a dialect, less what each engine provides (see ``SQLBase``)."""
 
 

@@ -212,7 +212,22 @@ class SQLBase(ABC):
             condition, values = d.among("d.id", f.document_ids)
             parts.append(condition)
             params.extend(values)
+        if f.notebook:
+            parts.append(IN_NOTEBOOK)
+            params += [f.notebook[0]] * 3
         return "".join(f" AND {p}" for p in parts), params
+
+
+# A document ``d`` a notebook (the three parameters: its id) holds: one it names, one a
+# file of its sources holds, or one that came by a source of its (an upload's).
+IN_NOTEBOOK = (
+    "(EXISTS (SELECT 1 FROM notebook_documents nd WHERE nd.notebook_id = ? "
+    "AND nd.document_id = d.id) "
+    "OR EXISTS (SELECT 1 FROM notebook_sources ns JOIN files nf ON nf.source_id = ns.source_id "
+    "WHERE ns.notebook_id = ? AND nf.document_id = d.id) "
+    "OR EXISTS (SELECT 1 FROM notebook_sources nb WHERE nb.notebook_id = ? "
+    "AND nb.source_id = d.source_id))"
+)
 
 
 def held_by(pf: str = "pf", ps: str = "ps") -> str:

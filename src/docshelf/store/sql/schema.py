@@ -208,6 +208,37 @@ _SHARED = {
             vectors     {blob}
         );
     """,
+    # -- 15 notebooks ---------------------------------------------------------------------
+    "notebooks": """
+        -- A user's named set of sources and documents (model.Notebook); ``filters`` is
+        -- a JSON list of [name, value] pairs in the public filter vocabulary.
+        CREATE TABLE notebooks (
+            id         {text} PRIMARY KEY,
+            user_id    {text} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            name       {text} NOT NULL,
+            filters    {text} NOT NULL DEFAULT '[]',
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL
+        );
+        CREATE UNIQUE INDEX notebooks_name ON notebooks(user_id, lower(name));
+        CREATE TABLE notebook_sources (
+            notebook_id {text} NOT NULL REFERENCES notebooks(id) ON DELETE CASCADE,
+            source_id   {text} NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+            PRIMARY KEY (notebook_id, source_id)
+        );
+        CREATE TABLE notebook_documents (
+            notebook_id {text} NOT NULL REFERENCES notebooks(id) ON DELETE CASCADE,
+            document_id {text} NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            PRIMARY KEY (notebook_id, document_id)
+        );
+        CREATE INDEX notebook_documents_document ON notebook_documents(document_id);
+        CREATE TABLE notebook_shares (
+            notebook_id {text} NOT NULL REFERENCES notebooks(id) ON DELETE CASCADE,
+            user_id     {text} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            PRIMARY KEY (notebook_id, user_id)
+        );
+        CREATE INDEX notebook_shares_user ON notebook_shares(user_id);
+    """,
 }
 SHARED = {name: textwrap.dedent(sql).strip("\n") for name, sql in _SHARED.items()}
 

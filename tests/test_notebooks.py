@@ -1,0 +1,211 @@
+"""Notebooks (issue 40): the store's part of them on every backend, then a notebook as
+people use one — search, ask and context within it, its filters, and sharing it with
+another user without showing them a document they do not hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from docshelf.errors import Conflict, Forbidden, InvalidInput, NotFound
+from docshelf.ingest.worker import Worker, WorkerSettings
+from docshelf.model import Notebook, Source, User
+from docshelf.shelf import Shelf
+from docshelf.store import FileRecord, SearchFilters, SearchStore
+from tests.test_store import put
+
+
+def user(uid: str, name: str) -> User:
+    return User(uid, name, is_admin=False, created_at=1.0)
+
+
+def notebook(nid: str, name: str, owner: str = "u1", **kw: object) -> Notebook:
+    return Notebook(nid, name, owner, created_at=1.0, updated_at=1.0, **kw)  # type: ignore[arg-type]
+
+
+# -- the store's contract ----------------------------------------------------------------------
+
+
+def test_a_notebook_is_kept_with_its_sets_and_found_by_owner_or_reader(
+    store: SearchStore,
+) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0, user_id="u1"))
+    doc = put(store, 1, "x")
+    kept = notebook(
+        "nb_1",
+        "Thesis",
+        sources=("src_1",),
+        documents=(doc.id,),
+        filters=(("tag", "draft"), ("type", "pdf")),
+        shared_with=("u2",),
+    )
+    store.put_notebook(kept)
+    assert store.get_notebook("nb_1") == kept
+    assert store.notebooks_for("u1") == [kept] == store.notebooks_for("u2")
+    assert store.get_notebook("nb_nope") is None
+    changed = Notebook("nb_1", "Thesis 2", "u1", created_at=1.0, updated_at=2.0)
+    store.put_notebook(changed)  # the sets are replaced, not added to
+    assert store.get_notebook("nb_1") == changed and store.notebooks_for("u2") == []
+    with pytest.raises(Conflict, match="named 'thesis 2'"):
+        store.put_notebook(notebook("nb_2", "thesis 2"))  # names are unique per owner
+    store.put_notebook(notebook("nb_3", "Thesis 2", owner="u2"))  # another owner's is fine
+    assert store.delete_notebook("nb_1") is True and store.delete_notebook("nb_1") is False
+    assert [n.id for n in store.notebooks_for("u2")] == ["nb_3"]
+
+
+def test_a_notebook_forgets_what_is_deleted(store: SearchStore) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.put_user(user("u2", "bob"), None)
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    doc = put(store, 1, "x")
+    store.put_notebook(
+        notebook("nb_1", "N", sources=("src_1",), documents=(doc.id,), shared_with=("u2",))
+    )
+    store.delete_document(doc.id)
+    store.delete_source("src_1")
+    got = store.get_notebook("nb_1")
+    assert got is not None and (got.sources, got.documents) == ((), ())
+
+
+def test_search_filters_hold_a_notebook_s_documents_only(store: SearchStore) -> None:
+    store.put_user(user("u1", "ann"), None)
+    store.add_source(Source("src_1", "/lib", "folder", "h", 1.0))
+    store.add_source(Source("src_2", "/other", "folder", "h", 1.0))
+    held = put(store, 1, "a", source_id="src_2")  # cited elsewhere, a file in src_1 holds it
+    store.put_file(FileRecord("/lib/d1.md", "src_1", held.id, 10, 5))
+    came = put(store, 2, "b", source_id="src_1")  # came by src_1 (an upload's way)
+    named = put(store, 3, "c")  # named by the notebook
+    other = put(store, 4, "d", source_id="src_2")
+    store.put_notebook(notebook("nb_1", "N", sources=("src_1",), documents=(named.id,)))
+    store.put_notebook(notebook("nb_2", "Empty"))
+    within = SearchFilters(notebook=("nb_1", 1.0))
+    assert store.documents_matching(within) == {held.id, came.id, named.id}
+    assert other.id not in store.documents_matching(within)
+    assert store.documents_matching(SearchFilters(notebook=("nb_2", 1.0))) == set()
+    assert not within.empty
+
+
+# -- a notebook as people use one --------------------------------------------------------------
+
+
+@pytest.fixture
+def two_folders(tmp_path: Path) -> tuple[Path, Path]:
+    thesis, kitchen = tmp_path / "thesis", tmp_path / "kitchen"
+    thesis.mkdir()
+    kitchen.mkdir()
+    (thesis / "raft.md").write_text(
+        "---\ntags: [draft]\n---\n# Raft\n\nRaft elects a leader with randomised timeouts "
+        "and replicates the log to followers.\n"
+    )
+    (thesis / "paxos.md").write_text(
+        "# Paxos\n\nPaxos reaches consensus when a majority of acceptors promise.\n"
+    )
+    (kitchen / "bread.md").write_text(
+        "# Bread\n\nA leader of the kitchen bakes bread; the starter needs a majority of flour.\n"
+    )
+    return thesis, kitchen
+
+
+def paths(shelf: Shelf, query: str, **kw: object) -> set[str]:
+    return {h.document.rel_path for h in shelf.search(query, mode="lexical", **kw).hits}  # type: ignore[arg-type]
+
+
+def test_search_ask_and_context_stay_within_a_notebook(
+    shelf: Shelf, two_folders: tuple[Path, Path]
+) -> None:
+    thesis, kitchen = two_folders
+    shelf.add(thesis)
+    shelf.add(kitchen)
+    assert paths(shelf, "leader majority") == {"raft.md", "paxos.md", "bread.md"}
+    nb = shelf.notebooks.create("Thesis", sources=[str(thesis)])
+    assert paths(shelf, "leader majority", notebook="Thesis") == {"raft.md", "paxos.md"}
+    assert paths(shelf, "leader majority", notebook=nb.id) == {"raft.md", "paxos.md"}
+    # the caller's filters narrow it further; the notebook's own filters too
+    assert paths(shelf, "leader majority tag:draft", notebook="thesis") == {"raft.md"}
+    shelf.notebooks.change("Thesis", filters=["tag=draft"])
+    assert paths(shelf, "leader majority", notebook="Thesis") == {"raft.md"}
+    shelf.notebooks.change("Thesis", filters=[])
+
+    answer = shelf.ask("Who bakes bread with a starter?", notebook="Thesis")
+    assert {Path(c.citation.path).name for c in answer.citations} <= {"raft.md", "paxos.md"}
+    bread = shelf.search("bread starter", mode="lexical").hits[0]
+    assert bread.document.rel_path == "bread.md"
+    with pytest.raises(NotFound, match="notebook"):
+        shelf.context(bread.chunk.id, notebook="Thesis")
+    raft = shelf.search("raft", mode="lexical", notebook="Thesis").hits[0]
+    assert shelf.context(raft.chunk.id, notebook="Thesis").chunks
+
+    # documents by id; dropping the source leaves only them
+    bread_doc = bread.document.id
+    shelf.notebooks.change("Thesis", add_documents=[bread_doc], drop_sources=[str(thesis)])
+    assert paths(shelf, "leader majority", notebook="Thesis") == {"bread.md"}
+    # an empty notebook holds nothing (not everything)
+    shelf.notebooks.create("Empty")
+    assert paths(shelf, "leader majority", notebook="Empty") == set()
+
+
+def test_notebook_names_and_bad_input(shelf: Shelf, two_folders: tuple[Path, Path]) -> None:
+    thesis, _ = two_folders
+    shelf.add(thesis)
+    shelf.notebooks.create("Reading list")
+    with pytest.raises(Conflict):
+        shelf.notebooks.create("reading LIST")
+    with pytest.raises(InvalidInput, match="name"):
+        shelf.notebooks.create("  ")
+    with pytest.raises(InvalidInput, match="filter"):
+        shelf.notebooks.create("Bad", filters=["colour=red"])
+    with pytest.raises(InvalidInput, match="file type"):
+        shelf.notebooks.create("Bad", filters=["type=spreadsheet"])
+    with pytest.raises(NotFound, match="source"):
+        shelf.notebooks.create("Bad", sources=["/no/such/folder"])
+    with pytest.raises(NotFound, match="document"):
+        shelf.notebooks.create("Bad", documents=["doc_nope"])
+    with pytest.raises(NotFound, match="No notebook"):
+        shelf.search("raft", notebook="Nope")
+    assert [n.name for n in shelf.notebooks.list()] == ["Reading list"]  # nothing half-made
+
+
+def drain(shelf: Shelf) -> None:
+    worker = Worker(shelf, WorkerSettings(poll_seconds=0.01, backoff_base=0.01))
+    while worker.run_once():
+        pass
+
+
+def test_a_shared_notebook_never_shows_a_reader_a_document_they_do_not_hold(
+    shelf: Shelf,
+) -> None:
+    ann, _ = shelf.create_user("ann")
+    bob, _ = shelf.create_user("bob")
+    eve, _ = shelf.create_user("eve")
+    secret = shelf.upload(ann.id, "secret.md", b"# Secret\n\nThe vault code is tangerine.\n")
+    common = b"# Common\n\nThe shared recipe uses tangerine peel.\n"
+    both = shelf.upload(ann.id, "common.md", common)
+    shelf.upload(bob.id, "mine.md", common)  # the same bytes: bob holds that document too
+    drain(shelf)
+    docs = [secret.document_id, both.document_id]
+    nb = shelf.notebooks.create("Citrus", ann.id, documents=docs)
+    assert len(shelf.search("tangerine", mode="lexical", user_id=ann.id, notebook=nb.id).hits)
+    with pytest.raises(NotFound):  # not shared yet: bob cannot tell it exists
+        shelf.search("tangerine", user_id=bob.id, notebook=nb.id)
+    shelf.notebooks.share("Citrus", "bob", ann.id)
+    hits = shelf.search("tangerine", mode="lexical", user_id=bob.id, notebook="Citrus").hits
+    assert {h.document.id for h in hits} == {both.document_id}  # never ann's secret
+    answer = shelf.ask("What is the vault code?", user_id=bob.id, notebook="Citrus")
+    assert answer.citations and all(
+        shelf.store.get_chunks([c.chunk_id])[0].document_id == both.document_id
+        for c in answer.citations
+    )
+    with pytest.raises(Forbidden, match="read only"):
+        shelf.notebooks.change("Citrus", bob.id, name="Mine now")
+    with pytest.raises(Forbidden):
+        shelf.notebooks.share("Citrus", "eve", bob.id)
+    with pytest.raises(NotFound):  # bob cannot add ann's secret to a notebook of his
+        shelf.notebooks.create("Stolen", bob.id, documents=[secret.document_id])
+    with pytest.raises(NotFound):
+        shelf.search("tangerine", user_id=eve.id, notebook=nb.id)
+    assert [n.name for n in shelf.notebooks.list(bob.id)] == ["Citrus"]
+    shelf.notebooks.share("Citrus", "bob", ann.id, shared=False)
+    assert shelf.notebooks.list(bob.id) == []
