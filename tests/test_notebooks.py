@@ -209,3 +209,38 @@ def test_a_shared_notebook_never_shows_a_reader_a_document_they_do_not_hold(
     assert [n.name for n in shelf.notebooks.list(bob.id)] == ["Citrus"]
     shelf.notebooks.share("Citrus", "bob", ann.id, shared=False)
     assert shelf.notebooks.list(bob.id) == []
+
+
+def test_the_notebook_commands(two_folders: tuple[Path, Path]) -> None:
+    from tests.test_cli import run
+
+    thesis, kitchen = two_folders
+    assert run("add", str(thesis))[0] == 0 and run("add", str(kitchen))[0] == 0
+    code, env = run("notebook", "create", "My thesis", "--source", str(thesis))
+    assert code == 0 and env["result"]["name"] == "My thesis"
+    assert env["result"]["read_only"] is False and len(env["result"]["sources"]) == 1
+    code, env = run("search", "leader majority", "--notebook", "my thesis", "--mode", "lexical")
+    assert code == 0
+    assert {Path(h["citation"]["path"]).name for h in env["result"]["hits"]} == {
+        "raft.md",
+        "paxos.md",
+    }
+    code, env = run("notebook", "add", "My thesis", "--filter", "tag=draft")
+    assert code == 0 and env["result"]["filters"] == ["tag=draft"]
+    code, env = run("ask", "Who elects a leader?", "--notebook", "My thesis")
+    assert code == 0 and {Path(c["citation"]["path"]).name for c in env["result"]["citations"]} == {
+        "raft.md"
+    }
+    chunk = env["result"]["citations"][0]["chunk_id"]
+    assert run("context", chunk, "--notebook", "My thesis")[0] == 0
+    code, env = run("notebook", "drop", "My thesis", "--filter", "tag=draft")
+    assert code == 0 and env["result"]["filters"] == []
+    code, env = run("notebook", "share", "My thesis", "nobody")
+    assert code == 1 and env["error"]["code"] == "not_found"
+    code, env = run("search", "x", "--notebook", "Nope")
+    assert code == 1 and "No notebook 'Nope'" in env["error"]["message"]
+    code, env = run("notebook", "list")
+    assert [n["name"] for n in env["result"]["notebooks"]] == ["My thesis"]
+    assert run("notebook", "delete", "My thesis")[0] == 0
+    assert run("notebook", "list")[1]["result"]["notebooks"] == []
+    assert run("search", "leader", "--mode", "lexical")[1]["result"]["hits"]  # documents stay

@@ -58,7 +58,8 @@ class Notebooks:
         self.store = store
         self.taxonomy = taxonomy
 
-    def _owner(self, user_id: str | None) -> str:
+    def reader(self, user_id: str | None) -> str:
+        """The user id that ``user_id`` reads notebooks as (None: the local admin)."""
         if user_id is None:
             ensure_local_admin(self.store)
             return LOCAL_ADMIN
@@ -67,7 +68,7 @@ class Notebooks:
     # -- reading ---------------------------------------------------------------------------
     def list(self, user_id: str | None = None) -> list[Notebook]:
         """The notebooks the user owns, then those shared with them, each by name."""
-        owner = self._owner(user_id)
+        owner = self.reader(user_id)
         found = self.store.notebooks_for(owner)
         return sorted(found, key=lambda n: (n.user_id != owner, n.name.lower()))
 
@@ -75,7 +76,7 @@ class Notebooks:
         """The notebook ``given`` (its id or name) that the user may read: their own
         first, then one shared with them; NotFound for any other (another user's
         unshared notebook is not told apart from none)."""
-        owner = self._owner(user_id)
+        owner = self.reader(user_id)
         found = self.store.notebooks_for(owner)
         by_id = [n for n in found if n.id == given]
         if by_id:
@@ -139,7 +140,7 @@ class Notebooks:
     ) -> Notebook:
         """A new notebook of the user's, with the sources (ids or paths) and documents
         (ids) given, which must be theirs to read."""
-        owner = self._owner(user_id)
+        owner = self.reader(user_id)
         now = time.time()
         notebook = Notebook(
             id="nb_" + secrets.token_hex(6),
@@ -164,11 +165,16 @@ class Notebooks:
         drop_sources: Sequence[str] = (),
         drop_documents: Sequence[str] = (),
         filters: Sequence[str] | None = None,
+        add_filters: Sequence[str] = (),
+        drop_filters: Sequence[str] = (),
         name: str | None = None,
     ) -> Notebook:
-        """The user's own notebook ``given`` with sources and documents added or
-        dropped, its filters replaced (when given) or renamed."""
+        """The user's own notebook ``given`` with sources, documents and filters added
+        or dropped, its filters replaced (``filters``, when given), or renamed."""
         notebook = self._own(given, user_id)
+        kept = notebook.filters if filters is None else filter_pairs(filters)
+        gone = set(filter_pairs(drop_filters))
+        kept = (*(f for f in kept if f not in gone), *filter_pairs(add_filters))
         dropped_sources = {s.id for s in map(self._source, drop_sources)}
         sources = [s for s in notebook.sources if s not in dropped_sources]
         documents = [d for d in notebook.documents if d not in set(drop_documents)]
@@ -177,7 +183,7 @@ class Notebooks:
             name=notebook.name if name is None else _checked_name(name),
             sources=(*sources, *self._sources(add_sources, notebook.user_id)),
             documents=(*documents, *self._documents(add_documents, notebook.user_id)),
-            filters=notebook.filters if filters is None else filter_pairs(filters),
+            filters=tuple(dict.fromkeys(kept)),
             updated_at=max(time.time(), notebook.updated_at + 1e-6),
         )
         self.store.put_notebook(changed)
@@ -210,7 +216,7 @@ class Notebooks:
 
     def _own(self, given: str, user_id: str | None) -> Notebook:
         notebook = self.find(given, user_id)
-        if notebook.user_id != self._owner(user_id):
+        if notebook.user_id != self.reader(user_id):
             raise Forbidden(f"Notebook {notebook.name!r} is shared with you to read only")
         return notebook
 

@@ -124,13 +124,6 @@ class Parts:
     def enricher(self) -> Enricher:
         return self.runtime.enricher
 
-    @property
-    def notebooks(self) -> Notebooks:
-        """Named sets of sources and documents to search and ask within (notebooks.py)."""
-        from docshelf.notebooks import Notebooks
-
-        return Notebooks(self.runtime.store, self.runtime.taxonomy)
-
 
 class Accounts:
     """The users of a library and their tokens (accounts/users.py), as ``Shelf`` offers them."""
@@ -169,7 +162,56 @@ class Accounts:
         return users_mod.local_admin_token(self.store)
 
 
-class Shelf(Parts, Accounts):
+class Asking:
+    """Notebooks (notebooks.py) and grounded answers (knowledge/answer.py), as ``Shelf``
+    offers them."""
+
+    runtime: Runtime
+    retriever: OnRuntime[Retriever] = OnRuntime("retriever")
+    llm: OnRuntime[LLM | None] = OnRuntime("llm")
+
+    @property
+    def notebooks(self) -> Notebooks:
+        """Named sets of sources and documents to search and ask within (notebooks.py)."""
+        from docshelf.notebooks import Notebooks
+
+        return Notebooks(self.runtime.store, self.runtime.taxonomy)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        limit: int = 5,
+        user_id: str | None = None,
+        notebook: str | None = None,
+    ) -> Answer:
+        """A grounded answer: with the configured LLM, else extractive; every [n] verified;
+        from a ``notebook``'s documents only when one is given."""
+        from docshelf.knowledge.answer import ask
+
+        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
+        return ask(
+            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
+        )
+
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        limit: int = 5,
+        user_id: str | None = None,
+        notebook: str | None = None,
+    ) -> Iterator[AnswerPiece]:
+        """``ask`` as it is written: the sources, verified sentences, then the answer."""
+        from docshelf.knowledge.answer import ask_stream
+
+        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
+        return ask_stream(
+            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
+        )
+
+
+class Shelf(Parts, Accounts, Asking):
     """A library of documents: sources in, cited hits out."""
 
     def __init__(
@@ -488,40 +530,6 @@ class Shelf(Parts, Accounts):
         """Make ready, off any search's path, what searches embed their queries with
         (``Runtime.prepare_query_model``); True when it is ready."""
         return self.runtime.prepare_query_model()
-
-    # -- answers (knowledge/answer.py) -------------------------------------------------------
-    def ask(
-        self,
-        question: str,
-        *,
-        limit: int = 5,
-        user_id: str | None = None,
-        notebook: str | None = None,
-    ) -> Answer:
-        """A grounded answer: with the configured LLM, else extractive; every [n] verified;
-        from a ``notebook``'s documents only when one is given."""
-        from docshelf.knowledge.answer import ask
-
-        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
-        return ask(
-            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
-        )
-
-    def ask_stream(
-        self,
-        question: str,
-        *,
-        limit: int = 5,
-        user_id: str | None = None,
-        notebook: str | None = None,
-    ) -> Iterator[AnswerPiece]:
-        """``ask`` as it is written: the sources, verified sentences, then the answer."""
-        from docshelf.knowledge.answer import ask_stream
-
-        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
-        return ask_stream(
-            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
-        )
 
     # -- uploads and jobs (ingest/uploads.py) --------------------------------------------
     def register_upload(self, user_id: str, name: str, sha256: str, size: int) -> UploadResult:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the types of what is shown; importing them would slow every
         Failure,
         Hit,
         Job,
+        Notebook,
         Source,
         SyncReport,
         User,
@@ -359,6 +360,24 @@ def user(u: User) -> JSON:
         "name": u.name,
         "admin": u.is_admin,
         "revoked": u.revoked_at is not None,
+    }
+
+
+def notebook(n: Notebook, reader: str) -> JSON:
+    """A notebook as ``reader`` (a user id) sees it: read-only unless it is theirs; the
+    users it is shared with are its owner's business."""
+    own = n.user_id == reader
+    return {
+        "notebook_id": n.id,
+        "name": n.name,
+        "owner": n.user_id,
+        "read_only": not own,
+        "sources": list(n.sources),
+        "documents": list(n.documents),
+        "filters": [f"{k}={v}" for k, v in n.filters],
+        "shared_with": list(n.shared_with) if own else [],
+        "created_at": n.created_at,
+        "updated_at": n.updated_at,
     }
 
 

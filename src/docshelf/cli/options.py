@@ -118,6 +118,7 @@ SEARCH = (
         ("--group",),
     ),
     Param("expand", str, None, "parent-section: include each hit's section text.", ("--expand",)),
+    Param("notebook", str, None, "Search within this notebook (its name or id).", ("--notebook",)),
 )
 
 # command → (its parameters, whether it takes --progress)

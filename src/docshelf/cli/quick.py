@@ -211,6 +211,7 @@ def search_command(
     filter_: list[str] | None = None,
     group: str = "snippet",
     expand: str | None = None,
+    notebook: str | None = None,
 ) -> Outcome:
     """Hybrid search over snippets; every hit is cited.
 
@@ -219,7 +220,7 @@ def search_command(
     """
     from docshelf.cli.resident import SearchRequest
 
-    request = SearchRequest(query, limit, mode, filter_ or [], group, expand)
+    request = SearchRequest(query, limit, mode, filter_ or [], group, expand, notebook)
     result, actions = search_json(run, request)  # the helper, or in-process
     return Outcome(result, actions)
 

@@ -69,6 +69,7 @@ class SearchRequest(NamedTuple):  # not a dataclass: a helped search needs no da
     filters: list[str]
     group: str
     expand: str | None
+    notebook: str | None = None  # a notebook's id or name: search within it
 
 
 class Reply(NamedTuple):
@@ -188,6 +189,7 @@ def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
         filters=filters,
         group=request.group,
         expand=request.expand,
+        notebook=request.notebook,
     )
 
 
@@ -467,6 +469,8 @@ def _request(given: Any) -> SearchRequest | None:
     ):
         return None
     if request.expand is not None and not isinstance(request.expand, str):
+        return None
+    if request.notebook is not None and not isinstance(request.notebook, str):
         return None
     return request
 

@@ -13,6 +13,8 @@ from docshelf.cli.core import Wrapping, context_line, under_title
 
 # search: cli/quick.py's function and options (cli/options.py), which the quick path
 # runs without typer
+NOTEBOOK = typer.Option("--notebook", help="Within this notebook (its name or id).")
+
 search = command("search", render=quick.render_hits, params=options.SEARCH)(quick.search_command)
 
 
@@ -45,6 +47,7 @@ def ask(
     stream: Annotated[
         bool, typer.Option("--stream", help="Print verified sentences as they are written.")
     ] = False,
+    notebook: Annotated[str | None, NOTEBOOK] = None,
 ) -> Outcome:
     """Answer from your documents with [n] citations (LLM if configured, else extractive)."""
     from docshelf import views
@@ -52,7 +55,8 @@ def ask(
     streamed = stream and not run.as_json
     if streamed:
         answer, shown, wrote = None, Wrapping(console), False
-        for piece in run.shelf(embed_purpose="query").ask_stream(question, limit=limit):
+        shelf = run.shelf(embed_purpose="query")
+        for piece in shelf.ask_stream(question, limit=limit, notebook=notebook):
             if piece.kind == "text":
                 shown.write(piece.text)
                 wrote = True
@@ -62,7 +66,7 @@ def ask(
             shown.write(answer.answer)
         shown.close()
     else:
-        answer = run.shelf(embed_purpose="query").ask(question, limit=limit)
+        answer = run.shelf(embed_purpose="query").ask(question, limit=limit, notebook=notebook)
     result = views.answer(answer)
     actions = [
         Action(
@@ -104,11 +108,13 @@ def context(
         int | None,
         typer.Option(help="The hit's citation anchor: cite it under the same heading."),
     ] = None,
+    notebook: Annotated[str | None, NOTEBOOK] = None,
 ) -> Outcome:
     """Expand a hit: its neighbouring snippets, its section, or its section's neighbours."""
     from docshelf import views
 
-    found = views.context(run.store_shelf().context(chunk_id, mode, window, anchor=anchor))
+    shelf = run.store_shelf()
+    found = views.context(shelf.context(chunk_id, mode, window, anchor=anchor, notebook=notebook))
     others = [m for m in ("snippet-window", "parent-section", "section-neighborhood") if m != mode]
     return Outcome(
         found,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from docshelf.cli import eval as eval_commands
-from docshelf.cli import library, options, search, serve, upkeep, users
+from docshelf.cli import library, notebooks, options, search, serve, upkeep, users
 from docshelf.cli.command import CliState, Command, JsonOpt
 
 __all__ = ["app"]
@@ -63,3 +63,4 @@ COMMANDS: tuple[Command, ...] = (
 for _command in COMMANDS:
     app.command(_command.name)(_command.callback)
 app.add_typer(users.app, name="users")
+app.add_typer(notebooks.app, name="notebook")
