@@ -410,6 +410,13 @@ ALL_ENDPOINTS = [
     ("GET", "/v1/sources"),
     ("GET", "/v1/failures"),
     ("GET", "/v1/facets"),
+    ("GET", "/v1/notebooks"),
+    ("POST", "/v1/notebooks"),
+    ("GET", "/v1/notebooks/{notebook}"),
+    ("PATCH", "/v1/notebooks/{notebook}"),
+    ("DELETE", "/v1/notebooks/{notebook}"),
+    ("PUT", "/v1/notebooks/{notebook}/readers"),
+    ("DELETE", "/v1/notebooks/{notebook}/readers/{reader}"),
 ]
 
 
@@ -446,7 +453,7 @@ def test_no_wrong_or_revoked_token_is_401(
     for method, template in ALL_ENDPOINTS:
         r = client.request(
             method,
-            template.format(doc=doc_id, chunk=chunk_id, page=1),
+            template.format(doc=doc_id, chunk=chunk_id, page=1, notebook="nb_x", reader="usr_x"),
             headers={**headers, **multipart_headers},
             content=body if method == "POST" else None,
         )

@@ -244,3 +244,63 @@ def test_the_notebook_commands(two_folders: tuple[Path, Path]) -> None:
     assert run("notebook", "delete", "My thesis")[0] == 0
     assert run("notebook", "list")[1]["result"]["notebooks"] == []
     assert run("search", "leader", "--mode", "lexical")[1]["result"]["hits"]  # documents stay
+
+
+def test_notebooks_over_http(shelf: Shelf) -> None:
+    from fastapi.testclient import TestClient
+
+    from docshelf.api import create_app
+    from tests.test_api import Api, drain as drain_api
+
+    with TestClient(create_app(shelf)) as client:
+        users = {}
+        for name in ("ann", "bob"):
+            u, token = shelf.create_user(name)
+            users[name] = Api(client, token, u)
+        ann, bob = users["ann"], users["bob"]
+        secret = ann.upload("secret.md", b"# Secret\n\nThe vault code is tangerine.\n").json()
+        ann.upload("common.md", b"# Common\n\nThe recipe uses tangerine peel.\n")
+        both = bob.upload("mine.md", b"# Common\n\nThe recipe uses tangerine peel.\n").json()
+        drain_api(shelf)
+        docs = [secret["document_id"], both["document_id"]]
+        r = ann.request("POST", "/v1/notebooks", json={"name": "Citrus", "documents": docs})
+        assert r.status_code == 201, r.text
+        nb = r.json()
+        assert nb["read_only"] is False and sorted(nb["documents"]) == sorted(docs)
+        r = ann.request("POST", "/v1/notebooks", json={"name": "citrus"})
+        assert r.status_code == 409
+        r = ann.request("POST", "/v1/notebooks", json={"name": "X", "filters": ["colour=red"]})
+        assert r.status_code == 400 and "filter" in r.json()["error"]["message"]
+        body = {"query": "tangerine", "mode": "lexical", "notebook": "Citrus"}
+        assert len(ann.request("POST", "/v1/search", json=body).json()["hits"]) == 2
+        assert bob.request("POST", "/v1/search", json=body).status_code == 404
+        assert bob.get(f"/v1/notebooks/{nb['notebook_id']}").status_code == 404
+        r = ann.request("PUT", "/v1/notebooks/Citrus/readers", json={"user": "bob"})
+        assert r.status_code == 200 and r.json()["shared_with"] == [bob.user.id]
+        seen = bob.get("/v1/notebooks").json()["notebooks"]
+        assert [(n["name"], n["read_only"], n["shared_with"]) for n in seen] == [
+            ("Citrus", True, [])
+        ]
+        hits = bob.request("POST", "/v1/search", json=body).json()["hits"]
+        assert [h["document_id"] for h in hits] == [both["document_id"]]
+        asked = bob.request(
+            "POST", "/v1/ask", json={"question": "What is the vault code?", "notebook": "Citrus"}
+        ).json()
+        cited = shelf.store.get_chunks([c["chunk_id"] for c in asked["citations"]])
+        assert cited and {c.document_id for c in cited} == {both["document_id"]}
+        r = bob.request("PATCH", "/v1/notebooks/Citrus", json={"name": "Mine"})
+        assert r.status_code == 403
+        chunk = hits[0]["chunk_id"]
+        r = bob.get(f"/v1/chunks/{chunk}/context", params={"notebook": "Citrus"})
+        assert r.status_code == 200
+        r = ann.request(
+            "PATCH", "/v1/notebooks/Citrus", json={"drop_documents": [both["document_id"]]}
+        )
+        assert r.status_code == 200 and r.json()["documents"] == [secret["document_id"]]
+        assert (
+            bob.get(f"/v1/chunks/{chunk}/context", params={"notebook": "Citrus"}).status_code == 404
+        )
+        r = ann.request("DELETE", f"/v1/notebooks/Citrus/readers/{bob.user.id}")
+        assert r.status_code == 200 and bob.get("/v1/notebooks").json()["notebooks"] == []
+        assert ann.request("DELETE", "/v1/notebooks/Citrus").status_code == 200
+        assert ann.get("/v1/notebooks").json()["notebooks"] == []

@@ -353,6 +353,12 @@ class User:
     revoked_at: float | None = None
 
 
+# A notebook's name: up to 80 characters (NOTEBOOK_NAME_MAX), none a control character,
+# not all of them white space.
+NOTEBOOK_NAME = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+NOTEBOOK_NAME_MAX = 80
+
+
 @dataclass(frozen=True)
 class Notebook:
     """A named, saved set of sources and documents, with optional filters, that a user

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from docshelf.accounts.users import LOCAL_ADMIN, ensure_local_admin
 from docshelf.errors import Conflict, Forbidden, InvalidInput, NotFound
-from docshelf.model import Notebook
+from docshelf.model import NOTEBOOK_NAME, NOTEBOOK_NAME_MAX, Notebook
 from docshelf.search.filters import query_field, with_query_fields
 from docshelf.store.base import SearchFilters
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Notebooks", "filter_pairs"]
 
-_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,80}$")
+_NAME = re.compile(NOTEBOOK_NAME)
 
 
 def filter_pairs(given: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -255,6 +255,6 @@ class Notebooks:
 
 def _checked_name(name: str) -> str:
     name = name.strip()
-    if not _NAME.match(name):
+    if not _NAME.match(name) or len(name) > NOTEBOOK_NAME_MAX:
         raise InvalidInput(f"Bad notebook name {name!r}: 1-80 characters, no control characters")
     return name

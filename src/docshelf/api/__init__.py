@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from docshelf import __version__
-from docshelf.api import docs_page, events, ops, pages, reader, routes, schema, uploads
+from docshelf.api import docs_page, events, notebooks, ops, pages, reader, routes, schema, uploads
 from docshelf.api.deps import install_error_handlers, known_query, token_checks
 from docshelf.api.mcp import PATH as MCP_PATH
 from docshelf.api.mcp import McpEndpoint
@@ -106,6 +106,7 @@ def create_app(
     )
     v1.include_router(uploads.router, tags=["documents"])
     v1.include_router(routes.router, tags=["documents"])
+    v1.include_router(notebooks.router, tags=["notebooks"])
     v1.include_router(reader.router, tags=["documents"])
     v1.include_router(events.router, tags=["events"])
     app.include_router(v1)

@@ -47,6 +47,7 @@ NOT_BLANK = r"\S"  # at least one character that is not white space
 _FILE_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": ["", *file_type_names()]}}
 _DOC_TYPES: dict[str, Any] = {"json_schema_extra": {"enum": ["", *document_types()]}}
 _DATES: dict[str, Any] = {"json_schema_extra": {"pattern": f"^$|{DATE_PATTERN}"}}
+NOTEBOOK = "Within this notebook of the caller's (or shared with them): its id or name"
 ListOrder = Literal["path", "title", "type", "status", "added", "size"]  # store.LIST_ORDERS
 
 
@@ -328,9 +329,14 @@ class SearchRequest(BaseModel):
         default=None, description="parent-section: add each hit's section"
     )
     facets: bool = Field(default=True, description="Counts per tag, concept and type")
+    notebook: str | None = Field(default=None, description=NOTEBOOK, max_length=200)
 
 
-@router.post("/search", summary="Hybrid search over the caller's documents, with citations")
+@router.post(
+    "/search",
+    summary="Hybrid search over the caller's documents, with citations",
+    responses=errors(404),
+)
 def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
     result = shelf.search(
         body.query,
@@ -341,6 +347,7 @@ def search(body: SearchRequest, shelf: ShelfDep, user: UserDep) -> JSON:
         group=body.group,
         expand=body.expand,
         facets=body.facets,
+        notebook=body.notebook,
     )
     return views.search(result)
 
@@ -350,11 +357,13 @@ class AskRequest(BaseModel):
 
     question: str = Field(min_length=1, pattern=NOT_BLANK)
     limit: int = Field(default=5, ge=1, le=20)
+    notebook: str | None = Field(default=None, description=NOTEBOOK, max_length=200)
 
 
 @router.post(
     "/ask",
     summary="A grounded answer with [n] citations to the caller's documents",
+    responses=errors(404),
     description=(
         "With `Accept: text/event-stream` the answer streams as Server-Sent Events: "
         "`sources` (the numbered sources), `text` (verified sentences, in order), then "
@@ -369,8 +378,11 @@ def ask(
     accept: Annotated[str, Header()] = "application/json",
 ) -> JSON | EventSourceResponse:
     if "text/event-stream" not in accept:
-        return views.answer(shelf.ask(body.question, limit=body.limit, user_id=user.id))
-    pieces = shelf.ask_stream(body.question, limit=body.limit, user_id=user.id)
+        found = shelf.ask(body.question, limit=body.limit, user_id=user.id, notebook=body.notebook)
+        return views.answer(found)
+    pieces = shelf.ask_stream(
+        body.question, limit=body.limit, user_id=user.id, notebook=body.notebook
+    )
 
     def events() -> Iterator[ServerSentEvent]:
         for piece in pieces:
@@ -400,8 +412,10 @@ def context(
     anchor: Annotated[
         int | None, Query(ge=0, description="A search citation's anchor: cite the same heading")
     ] = None,
+    notebook: Annotated[str | None, Query(description=NOTEBOOK, max_length=200)] = None,
 ) -> JSON:
-    return views.context(shelf.context(chunk_id, mode, window, user_id=user.id, anchor=anchor))
+    found = shelf.context(chunk_id, mode, window, user_id=user.id, anchor=anchor, notebook=notebook)
+    return views.context(found)
 
 
 @router.get("/sources", summary="The caller's registered sources")
