@@ -45,7 +45,14 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client  # no
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
 
-TOOLS = {"search_documents", "get_context", "list_sources", "get_document", "ask"}
+TOOLS = {
+    "search_documents",
+    "get_context",
+    "list_sources",
+    "get_document",
+    "ask",
+    "list_notebooks",
+}
 Session = Callable[[ClientSession], Awaitable[None]]
 
 
@@ -676,6 +683,56 @@ def test_http_tools_answer_for_the_token_s_user(site: McpSite) -> None:
 
     run(alice, site.connect(site.tokens["alice"]))
     run(bob, site.connect(site.tokens["bob"]))
+
+
+def test_notebooks_through_the_sdk_client(site: McpSite, notes: Path) -> None:
+    """An agent lists the notebooks it may read and searches, asks and widens within one;
+    a notebook shared with it never shows it a document it does not hold."""
+    shelf, alice = site.shelf, site.alice
+    shelf.notebooks.create("Baking", alice.id, sources=[str(notes)], filters=["tag=baking"])
+
+    async def as_alice(session: ClientSession) -> None:
+        listed = await call(session, "list_notebooks")
+        assert [n["name"] for n in listed["notebooks"]] == ["Baking"]
+        assert (
+            listed["next_actions"][0]["arguments"]["notebook"]
+            == listed["notebooks"][0]["notebook_id"]
+        )
+        everywhere = await call(session, "search_documents", query="leader flour", mode="lexical")
+        assert len({h["document_id"] for h in everywhere["hits"]}) > 1
+        within = await call(
+            session, "search_documents", query="leader flour", mode="lexical", notebook="Baking"
+        )
+        assert {h["citation"]["label"].split(" (")[0] for h in within["hits"]} == {"Bread"}
+        answer = await call(
+            session, "ask", question="What does the starter need?", notebook="Baking"
+        )
+        assert answer["citations"] and all(
+            "cooking.md" in c["citation"]["label"] for c in answer["citations"]
+        )
+        top = within["hits"][0]["chunk_id"]
+        assert (await call(session, "get_context", chunk_id=top, notebook="Baking"))["chunks"]
+        missing = await session.call_tool("search_documents", {"query": "x", "notebook": "Nope"})
+        assert error_text(missing).startswith("not_found: No notebook 'Nope'")
+
+    async def as_bob(session: ClientSession) -> None:
+        assert (await call(session, "list_notebooks"))["notebooks"] == []
+        hidden = await session.call_tool(
+            "search_documents", {"query": "flour", "notebook": "Baking"}
+        )
+        assert "not_found" in error_text(hidden)  # not shared: as if it did not exist
+
+    run(as_alice, site.connect(site.tokens["alice"]))
+    run(as_bob, site.connect(site.tokens["bob"]))
+    shelf.notebooks.share("Baking", "bob", alice.id)
+
+    async def as_reader(session: ClientSession) -> None:
+        listed = (await call(session, "list_notebooks"))["notebooks"]
+        assert [(n["name"], n["read_only"]) for n in listed] == [("Baking", True)]
+        found = await call(session, "search_documents", query="flour", notebook="Baking")
+        assert found["hits"] == []  # the notebook's documents are alice's, not bob's
+
+    run(as_reader, site.connect(site.tokens["bob"]))
 
 
 @pytest.mark.parametrize("token", [None, "dsk_unknown"])

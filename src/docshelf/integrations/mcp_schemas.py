@@ -37,6 +37,10 @@ class SearchFiltersArg(Filters):
         return merged.to_search_filters(taxonomy)
 
 
+NotebookArg = Annotated[
+    str | None,
+    Field(description="Stay within this notebook: its name or id (list_notebooks)", max_length=200),
+]
 MaxChars = Annotated[
     int,
     Field(
@@ -73,6 +77,11 @@ DESCRIPTIONS = {
         "A grounded answer to a question, with inline [n] citations that map to the "
         "retrieved chunks (each verified); mode says whether an LLM or the extractive "
         "offline form wrote it." + _BUDGET
+    ),
+    "list_notebooks": (
+        "The user's notebooks (named sets of sources and documents, with filters) and "
+        "those shared with them read-only; pass one's name or id as notebook to "
+        "search_documents, ask or get_context to stay within it." + _BUDGET
     ),
 }
 

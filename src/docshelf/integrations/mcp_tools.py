@@ -25,6 +25,7 @@ from docshelf.integrations.mcp_schemas import (
     MAX_HITS,
     ContextMode,
     MaxChars,
+    NotebookArg,
     SearchFiltersArg,
 )
 from docshelf.model import Chunk, Citation
@@ -59,6 +60,7 @@ class Tools:
             SearchFiltersArg | None, Field(description="Optional metadata filters")
         ] = None,
         max_chars: MaxChars = DEFAULT_MAX_CHARS,
+        notebook: NotebookArg = None,
     ) -> JSON:
         user_id = self.identity(ctx)
         result = self.shelf.search(
@@ -67,6 +69,7 @@ class Tools:
             mode=mode,
             filters=(filters or SearchFiltersArg()).to_search_filters(self.shelf.taxonomy),
             user_id=user_id,
+            notebook=notebook,
         )
         head: JSON = {"query": result.query, "mode": result.mode}
         if result.notice:
@@ -172,9 +175,10 @@ class Tools:
             int | None,
             Field(ge=0, description="The hit's citation.anchor: cited under the same heading"),
         ] = None,
+        notebook: NotebookArg = None,
     ) -> JSON:
         result = self.shelf.context(
-            chunk_id, mode, window, user_id=self.identity(ctx), anchor=anchor
+            chunk_id, mode, window, user_id=self.identity(ctx), anchor=anchor, notebook=notebook
         )
         page = ContextPages(
             result.chunk_id,
@@ -339,8 +343,11 @@ class Tools:
         question: Annotated[str, Field(description="A question about the user's documents")],
         limit: Annotated[int, Field(ge=1, le=20, description="Hits to answer from")] = 5,
         max_chars: MaxChars = DEFAULT_MAX_CHARS,
+        notebook: NotebookArg = None,
     ) -> JSON:
-        answer = self.shelf.ask(question, limit=limit, user_id=self.identity(ctx))
+        answer = self.shelf.ask(
+            question, limit=limit, user_id=self.identity(ctx), notebook=notebook
+        )
 
         def shaped(text: str, citations: list[JSON], lean: bool) -> JSON:
             """The answer as far as ``text`` (what cites ``citations`` only); ``lean``: the
@@ -394,6 +401,24 @@ class Tools:
         text = render.citing_only(answer.answer, {c.n for c in answer.citations[fewest:]})
         out = shaped("", citations[:fewest], lean=True)
         out["answer"] = render.cut(text, max_chars - render.size(out))
+        return out
+
+    def list_notebooks(self, ctx: Context, max_chars: MaxChars = DEFAULT_MAX_CHARS) -> JSON:
+        notebooks = self.shelf.notebooks
+        reader = notebooks.reader(self.identity(ctx))
+        found = [views.notebook(n, reader) for n in notebooks.list(reader)]
+        for shown in range(len(found), -1, -1):  # the last ones left out to fit
+            out: JSON = {"notebooks": found[:shown]}
+            if shown < len(found):
+                out["truncated"] = {"max_chars": max_chars, "notebooks_omitted": len(found) - shown}
+            out["next_actions"] = [
+                render.action(
+                    "search_documents", f"Search within {n['name']}", notebook=n["notebook_id"]
+                )
+                for n in found[: min(shown, 3)]
+            ]
+            if render.size(out) <= max_chars:
+                break
         return out
 
 
