@@ -142,9 +142,11 @@ def test_search_ask_and_context_stay_within_a_notebook(
     bread_doc = bread.document.id
     shelf.notebooks.change("Thesis", add_documents=[bread_doc], drop_sources=[str(thesis)])
     assert paths(shelf, "leader majority", notebook="Thesis") == {"bread.md"}
-    # an empty notebook holds nothing (not everything)
-    shelf.notebooks.create("Empty")
-    assert paths(shelf, "leader majority", notebook="Empty") == set()
+    # a notebook that names no source nor document is the library, narrowed by its filters
+    shelf.notebooks.create("Drafts", filters=["tag=draft"])
+    assert paths(shelf, "leader majority", notebook="Drafts") == {"raft.md"}
+    shelf.notebooks.change("Drafts", add_documents=[bread_doc])  # now only what it names
+    assert paths(shelf, "leader majority", notebook="Drafts") == set()
 
 
 def test_notebook_names_and_bad_input(shelf: Shelf, two_folders: tuple[Path, Path]) -> None:

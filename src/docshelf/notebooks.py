@@ -1,7 +1,8 @@
 """Notebooks: a user's named, saved sets of sources and documents to search and ask within.
 
 A notebook holds every document a file of its sources holds (or that came by one of
-them) and the documents it names, narrowed by its filters (the public vocabulary of
+them) and the documents it names — the whole library when it names neither, as a
+saved scope such as "my PDFs tagged thesis" — narrowed by its filters (the public vocabulary of
 ``search/filters.py``: ``tag``, ``type`` …). Its owner may share it read-only with other
 users of the server. A notebook is only ever a narrowing: whoever searches it sees the
 documents they may read and no other, so a shared notebook never shows a reader a
@@ -103,8 +104,11 @@ class Notebooks:
         notebook = self.find(given, user_id)
         mine = filters or SearchFilters()
         fields = [query_field(name, value) for name, value in notebook.filters]
+        held = (
+            (notebook.id, notebook.updated_at) if notebook.sources or notebook.documents else None
+        )
         base = with_query_fields(
-            SearchFilters(user_id=mine.user_id, notebook=(notebook.id, notebook.updated_at)),
+            SearchFilters(user_id=mine.user_id, notebook=held),
             [f for f in fields if f is not None],
             user_id,
             self.taxonomy,

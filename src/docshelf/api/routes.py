@@ -151,9 +151,18 @@ def _last_error(shelf: Shelf, document_id: str, user: User) -> str | None:
     "filters. Counts are documents, exact, over the whole matching set; `total` is how "
     "many documents match every filter. Values are what a filter takes; `labels` names "
     "sources and concepts.",
+    responses=errors(404),
 )
-def facets(shelf: ShelfDep, user: UserDep, filters: QueryFilters) -> JSON:
-    found = shelf.facets(filters.to_search_filters(shelf.taxonomy), user_id=user.id)
+def facets(
+    shelf: ShelfDep,
+    user: UserDep,
+    filters: QueryFilters,
+    notebook: Annotated[str | None, Query(description=NOTEBOOK, max_length=200)] = None,
+) -> JSON:
+    chosen = filters.to_search_filters(shelf.taxonomy)
+    if notebook:
+        chosen = shelf.notebooks.narrowed(chosen, notebook, user.id)
+    found = shelf.facets(chosen, user_id=user.id)
     sources = {s.id: s.path for s in shelf.sources() if s.user_id == user.id}
     concepts = shelf.taxonomy.concepts
     concept_labels = {
