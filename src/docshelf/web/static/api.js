@@ -95,11 +95,11 @@ export class Api {
 
   /** A grounded answer as Server-Sent Events (`sources`, `text`..., `done`), each passed
    * to `onEvent({event, data})`. Not resumed: a new question is a new request. */
-  async askStream(question, signal, onEvent) {
+  async askStream(question, signal, onEvent, notebook = null) {
     const response = await send("/v1/ask", {
       method: "POST",
       headers: this.headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
-      body: JSON.stringify({ question }),
+      body: JSON.stringify(notebook ? { question, notebook } : { question }),
       signal,
     });
     if (!response.ok) {
@@ -111,9 +111,10 @@ export class Api {
   }
 
   /** A hit's context; with its citation's `anchor`, under the heading the hit is cited under. */
-  context(chunkId, mode, anchor = null) {
+  context(chunkId, mode, anchor = null, notebook = null) {
     const query = new URLSearchParams({ mode });
     if (anchor !== null && anchor !== undefined) query.set("anchor", String(anchor));
+    if (notebook) query.set("notebook", notebook);
     return this.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/context?${query}`);
   }
 
@@ -130,8 +131,39 @@ export class Api {
   }
 
   /** Document counts per facet over the library narrowed by `filters` (/v1/facets). */
-  facets(filters = {}, signal) {
-    return this.request("GET", `/v1/facets?${filterParams(filters)}`, { signal });
+  facets(filters = {}, signal, notebook = null) {
+    const query = filterParams(filters);
+    if (notebook) query.set("notebook", notebook);
+    return this.request("GET", `/v1/facets?${query}`, { signal });
+  }
+
+  /** The caller's notebooks, then those shared with them (read only). */
+  notebooks() {
+    return this.request("GET", "/v1/notebooks");
+  }
+
+  createNotebook(body) {
+    return this.request("POST", "/v1/notebooks", { json: body });
+  }
+
+  changeNotebook(notebookId, change) {
+    return this.request("PATCH", `/v1/notebooks/${encodeURIComponent(notebookId)}`, {
+      json: change,
+    });
+  }
+
+  deleteNotebook(notebookId) {
+    return this.request("DELETE", `/v1/notebooks/${encodeURIComponent(notebookId)}`);
+  }
+
+  shareNotebook(notebookId, user) {
+    const path = `/v1/notebooks/${encodeURIComponent(notebookId)}/readers`;
+    return this.request("PUT", path, { json: { user } });
+  }
+
+  unshareNotebook(notebookId, userId) {
+    const path = `/v1/notebooks/${encodeURIComponent(notebookId)}/readers/${encodeURIComponent(userId)}`;
+    return this.request("DELETE", path);
   }
 
   document(documentId) {

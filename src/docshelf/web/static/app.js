@@ -10,13 +10,15 @@ import { Api } from "./api.js";
 import { AskView } from "./ask.js";
 import { Catalog } from "./catalog.js";
 import { LibraryView } from "./library.js";
+import { NotebookPicker, NotebooksView, addToNotebook } from "./notebooks.js";
 import { OpenView } from "./open.js";
 import { SearchView } from "./search.js";
+import { hashFor, parseHash, remember } from "./state.js";
 import { UploadView } from "./upload.js";
 
 const TOKEN_KEY = "docshelf.token";
 const SIGNOUT_KEY = "docshelf.signout";
-const VIEWS = ["search", "ask", "upload", "library", "open"];
+const VIEWS = ["search", "ask", "upload", "library", "notebooks", "open"];
 
 const $ = (id) => document.getElementById(id);
 
@@ -30,6 +32,8 @@ class App {
     });
     $("sign-out").addEventListener("click", () => this.signOut());
     window.addEventListener("hashchange", () => this.route());
+    // Back and Forward through states a view put in the address (state.js)
+    window.addEventListener("popstate", () => this.route());
     document.addEventListener("keydown", (event) => this.shortcut(event));
     // Another tab signed out (or in with another token): follow it.
     window.addEventListener("storage", (event) => {
@@ -75,15 +79,21 @@ class App {
     this.api = api;
     this.catalog = catalog;
     // Views are made once per page load: signing out reloads the page.
+    this.picker = new NotebookPicker(api, (id) => this.pickNotebook(id));
     this.views = {
       search: new SearchView(api, catalog),
       ask: new AskView(api),
       upload: new UploadView(api, { onDone: () => this.documentsChanged() }),
       library: new LibraryView(api, catalog, {
         onDeleted: () => this.documentsChanged({ reloadLibrary: false }),
+        extraActions: (doc) => addToNotebook(api, this.picker, doc.id),
+      }),
+      notebooks: new NotebooksView(api, catalog, this.picker, {
+        onChanged: () => this.views.search.refresh(),
       }),
       open: new OpenView(api),
     };
+    this.picker.load().catch(() => undefined); // the picker stays on "Whole library"
     $("signin-view").hidden = true;
     $("nav").hidden = false;
     $("sign-out").hidden = false;
@@ -118,9 +128,21 @@ class App {
 
   route() {
     if (!this.api) return;
-    const [name, arg, ...rest] = decodeURIComponent(window.location.hash.slice(1)).split("/");
+    const { name, args, params } = parseHash();
+    const [arg, ...rest] = args;
     // #cite/<chunk id>: the open view finds the chunk's document itself.
     const view = name === "cite" ? "open" : VIEWS.includes(name) ? name : "search";
+    if (view === "search" || view === "ask") {
+      const notebook = params.get("notebook") ?? "";
+      this.picker.show(notebook);
+      this.views[view].restore(params, notebook);
+      // the other view's link keeps the notebook chosen (and Search its last search)
+      const ask = new URLSearchParams({ notebook });
+      document.querySelector('#nav a[data-view="ask"]').href = hashFor("ask", ask);
+      const search = parseHash(this.views.search.hash()).params;
+      search.set("notebook", notebook);
+      document.querySelector('#nav a[data-view="search"]').href = hashFor("search", search);
+    }
     for (const v of VIEWS) $(`${v}-view`).hidden = v !== view;
     for (const link of document.querySelectorAll("#nav a")) {
       if (link.dataset.view === view) link.setAttribute("aria-current", "page");
@@ -128,6 +150,7 @@ class App {
     }
     if (view === "search") this.views.search.focus();
     if (view === "ask") this.views.ask.focus();
+    if (view === "notebooks") this.views.notebooks.load();
     if (view === "open") {
       if (name === "cite") this.views.open.show("", arg ?? "", null);
       else {
@@ -143,6 +166,16 @@ class App {
     }
   }
 
+  /** A notebook chosen at the top: Search or Ask (whichever is shown) within it. */
+  pickNotebook(id) {
+    const { name, params } = parseHash();
+    const view = name === "ask" ? "ask" : "search";
+    if (id) params.set("notebook", id);
+    else params.delete("notebook");
+    remember(hashFor(view, params), true);
+    this.route();
+  }
+
   documentsChanged({ reloadLibrary = true } = {}) {
     this.catalog.load().catch(() => undefined);
     this.views.search.refresh();
@@ -154,7 +187,8 @@ class App {
     const target = event.target;
     if (target.closest("input, textarea, select, [contenteditable]")) return;
     event.preventDefault();
-    if ($("search-view").hidden) window.location.hash = "#search"; // route() focuses it
+    // back to the search as it was left (route() focuses it)
+    if ($("search-view").hidden) window.location.hash = this.views.search.hash();
     else this.views.search.focus();
   }
 }

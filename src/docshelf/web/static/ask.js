@@ -3,6 +3,7 @@
 
 import { readEventStream } from "./api.js";
 import { failure, h, replace } from "./dom.js";
+import { hashFor, remember } from "./state.js";
 
 export class AskView {
   constructor(api) {
@@ -16,10 +17,25 @@ export class AskView {
     this.mode = document.getElementById("answer-mode");
     this.sources = document.getElementById("answer-sources");
     this.controller = null;
+    this.notebook = ""; // ask within this notebook (its id); "" for the whole library
+    this.asked = null; // the question and notebook the page shows the answer to
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
-      this.ask(this.input.value.trim());
+      const question = this.input.value.trim();
+      const params = new URLSearchParams({ q: question, notebook: this.notebook });
+      remember(hashFor("ask", params), true);
+      this.ask(question);
     });
+  }
+
+  /** The state an address gives: its question asked (within its notebook), unless it
+   * is the one answered on the page already. */
+  restore(params, notebook) {
+    this.notebook = notebook;
+    const question = (params.get("q") ?? "").trim();
+    this.input.value = question;
+    if (!question || this.asked === `${notebook}\n${question}`) return;
+    this.ask(question);
   }
 
   focus() {
@@ -34,6 +50,7 @@ export class AskView {
     }
     this.controller = new AbortController();
     const { signal } = this.controller;
+    this.asked = `${this.notebook}\n${question}`;
     this.answer.hidden = true;
     replace(this.text);
     replace(this.sources);
@@ -43,7 +60,7 @@ export class AskView {
     this.answer.setAttribute("aria-busy", "true");
     let sentences = 0;
     try {
-      await this.api.askStream(question, signal, ({ event, data }) => {
+      const onEvent = ({ event, data }) => {
         if (event === "sources") {
           this.renderSources(data.sources);
           replace(this.status, data.sources.length ? "Writing the answer…" : "");
@@ -54,7 +71,8 @@ export class AskView {
         } else if (event === "done") {
           this.finish(data, sentences);
         }
-      });
+      };
+      await this.api.askStream(question, signal, onEvent, this.notebook);
     } catch (error) {
       if (signal.aborted) return;
       replace(this.status, failure(error, () => this.ask(question)));

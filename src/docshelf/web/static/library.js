@@ -22,10 +22,11 @@ import { obsidianHref, openHref } from "./open.js";
 const PAGE = 200;
 
 export class LibraryView {
-  constructor(api, catalog, { onDeleted = () => {} } = {}) {
+  constructor(api, catalog, { onDeleted = () => {}, extraActions = () => null } = {}) {
     this.api = api;
     this.catalog = catalog;
     this.onDeleted = onDeleted;
+    this.extraActions = extraActions; // what a document's detail offers besides (notebooks)
     this.total = 0;
     this.failures = [];
     this.failuresBox = document.getElementById("library-failures");
@@ -278,6 +279,7 @@ export class LibraryView {
               { class: "hint" },
               "From a folder: delete or move the file there, and the next sync removes it here.",
             ),
+        this.extraActions(doc),
       ),
       doc.summary ? h("p", { class: "summary" }, doc.summary) : null,
       h(

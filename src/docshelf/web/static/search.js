@@ -17,6 +17,7 @@ import {
   replace,
 } from "./dom.js";
 import { obsidianHref, openHref } from "./open.js";
+import { hashFor, remember } from "./state.js";
 
 const LIMIT = 20;
 const WEAK_RESULT =
@@ -43,23 +44,93 @@ export class SearchView {
     this.results = document.getElementById("results");
     this.facets = document.getElementById("facets");
     this.filters = emptyFilters();
+    this.notebook = ""; // search within this notebook (its id); "" for the whole library
     this.facetData = null;
     this.facetController = null;
     this.controller = null;
     this.sequence = 0;
     this.run = debounce(() => this.search(), DEBOUNCE_MS);
-    this.input.addEventListener("input", () => this.run());
-    this.mode.addEventListener("change", () => this.run.flush());
-    this.form.addEventListener("submit", (event) => {
-      event.preventDefault();
+    this.input.addEventListener("input", () => {
+      this.run();
+      this.remember(false); // the words typed replace the address's (no entry per letter)
+    });
+    this.mode.addEventListener("change", () => {
+      this.remember(true);
       this.run.flush();
     });
-    this.showIdle();
-    this.loadFacets();
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.remember(true);
+      this.run.flush();
+    });
+    // Keyboard: ↓ from the box to the first hit, ↑/↓ through the hits, Esc back to the box;
+    // Enter opens the hit (a link).
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key !== "ArrowDown") return;
+      const first = this.hitLinks()[0];
+      if (!first) return;
+      event.preventDefault();
+      first.focus();
+    });
+    this.results.addEventListener("keydown", (event) => this.moveThroughHits(event));
+    this.showIdle(); // facets and search come with the address's state (restore)
   }
 
   focus() {
     this.input.focus();
+  }
+
+  /** The citation links of the hits on the page, in order (folded ones left out). */
+  hitLinks() {
+    return [...this.results.querySelectorAll("a.citation")].filter((a) => a.offsetParent !== null);
+  }
+
+  moveThroughHits(event) {
+    if (!["ArrowDown", "ArrowUp", "Escape"].includes(event.key)) return;
+    if (event.key === "Escape") {
+      event.preventDefault();
+      this.input.focus();
+      return;
+    }
+    const links = this.hitLinks();
+    const at = links.indexOf(document.activeElement);
+    if (at < 0) return;
+    event.preventDefault();
+    const next = event.key === "ArrowDown" ? links[at + 1] : at === 0 ? this.input : links[at - 1];
+    next?.focus();
+  }
+
+  /** This search's state (words, mode, filters, notebook) as the address says it. */
+  hash() {
+    const params = new URLSearchParams();
+    params.set("q", this.input.value.trim());
+    if (this.mode.value !== "hybrid") params.set("mode", this.mode.value);
+    for (const [key, value] of Object.entries(this.requestFilters())) {
+      for (const v of [value].flat()) params.append(key, v);
+    }
+    params.set("notebook", this.notebook);
+    return hashFor("search", params);
+  }
+
+  remember(push) {
+    remember(this.hash(), push);
+  }
+
+  /** The state an address gives (a reload, a link, Back or Forward): the search again,
+   * unless the page shows it already. */
+  restore(params, notebook) {
+    const before = this.hash();
+    this.input.value = params.get("q") ?? "";
+    const mode = params.get("mode") ?? "hybrid";
+    this.mode.value = ["hybrid", "lexical", "vector"].includes(mode) ? mode : "hybrid";
+    this.filters = emptyFilters();
+    for (const key of SINGLE) this.filters[key] = params.get(key) || null;
+    for (const key of MULTI) this.filters[key] = new Set(params.getAll(key).filter(Boolean));
+    this.notebook = notebook;
+    if (this.hash() === before && this.shown) return;
+    this.shown = true;
+    this.loadFacets();
+    this.run.flush();
   }
 
   get filtering() {
@@ -78,6 +149,7 @@ export class SearchView {
 
   /** A filter chosen or cleared: new counts, and the search again (or the idle line). */
   filtersChanged() {
+    this.remember(true);
     this.loadFacets();
     this.run.flush();
   }
@@ -96,7 +168,9 @@ export class SearchView {
       this.status,
       !count
         ? "Type to search. Your library is empty: add files on the Upload page."
-        : this.filtering && matching !== undefined
+        : this.notebook && matching !== undefined
+          ? `${plural(matching)} in this notebook${this.filtering ? " match these filters" : ""}. Type to search them.`
+          : this.filtering && matching !== undefined
           ? `${matching} of your ${plural(count)} match these filters. Type to search them.`
           : `Type to search your ${plural(count)}, or choose filters first.`,
     );
@@ -109,7 +183,11 @@ export class SearchView {
     this.facetController = controller;
     this.facets.setAttribute("aria-busy", "true");
     try {
-      this.facetData = await this.api.facets(this.requestFilters(), controller.signal);
+      this.facetData = await this.api.facets(
+        this.requestFilters(),
+        controller.signal,
+        this.notebook,
+      );
     } catch (error) {
       if (controller.signal.aborted) return;
       replace(
@@ -145,6 +223,7 @@ export class SearchView {
       filters: this.requestFilters(),
       facets: false, // the facets are the library's (loadFacets), not the top hits'
     };
+    if (this.notebook) body.notebook = this.notebook;
     try {
       const result = await this.api.search(body, signal);
       await this.catalog.ensure(result.hits.map((hit) => hit.document_id));
@@ -312,7 +391,12 @@ export class SearchView {
     panel.hidden = false;
     replace(panel, h("p", { class: "status" }, "Loading…"));
     try {
-      const context = await this.api.context(hit.chunk_id, mode, hit.citation.anchor);
+      const context = await this.api.context(
+        hit.chunk_id,
+        mode,
+        hit.citation.anchor,
+        this.notebook,
+      );
       if (button.getAttribute("aria-expanded") !== "true") return;
       // The context as a person reads it: the hit tinted (only the hit), in view, with
       // what comes before and after it; "…" where the section goes on past the text.
