@@ -27,10 +27,11 @@ if (versions[version] !== manifest.minAppVersion) {
 const zip = new JSZip();
 // A fixed date: the same files make the same zip.
 const date = new Date(Date.UTC(2026, 0, 1));
-const folder = zip.folder(manifest.id);
-folder.file("main.js", fs.readFileSync(main), { date });
-folder.file("manifest.json", fs.readFileSync("manifest.json"), { date });
-folder.file("styles.css", fs.readFileSync("styles.css"), { date });
+zip.file(manifest.id, null, { dir: true, date });
+const put = (name, bytes) => zip.file(`${manifest.id}/${name}`, bytes, { date, createFolders: false });
+put("main.js", fs.readFileSync(main));
+put("manifest.json", fs.readFileSync("manifest.json"));
+put("styles.css", fs.readFileSync("styles.css"));
 const bytes = await zip.generateAsync({
   type: "nodebuffer",
   compression: "DEFLATE",
