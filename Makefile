@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := .docshelf-sample
 
-.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster bench-fanout cluster-demo docs-cli clean extension vsix
+.PHONY: install run test lint typecheck pytest pgvector bench bench-cluster bench-fanout cluster-demo docs-cli clean extension vsix obsidian obsidian-zip
 
 # Under CI the services are on their standard ports, and their tests must run
 # (a missing service fails them); elsewhere they run only when these are set.
@@ -45,7 +45,7 @@ run: install
 	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf search "how are chunks cited" --limit 3
 	DOCSHELF_HOME=$(SAMPLE) $(BIN)/docshelf serve
 
-test: install lint typecheck extension pytest
+test: install lint typecheck extension obsidian pytest
 
 lint: install
 	$(BIN)/ruff check src tests bench
@@ -76,6 +76,28 @@ extension: install
 vsix: $(EXT_STAMP)
 	cd $(EXT) && npm run --silent package
 	@ls -l $(EXT)/docshelf.vsix | awk '{print "docshelf.vsix: " $$5 " bytes"}'
+
+# The Obsidian plugin (editors/obsidian), the same way: lint, type-check and tests (some
+# against a real `docshelf serve` from this venv, indexing a vault made by the test).
+OBS       := editors/obsidian
+OBS_STAMP := $(OBS)/node_modules/.installed
+
+$(OBS_STAMP): $(OBS)/package-lock.json $(OBS)/package.json
+	cd $(OBS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(OBS_STAMP)
+
+obsidian: install
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$(CI)" = true ]; then echo "npm is missing: the Obsidian plugin's checks cannot run (CI=true)" >&2; exit 1; fi; \
+	  echo "SKIPPED the Obsidian plugin's lint, type-check and tests: npm is missing (install Node 20 and npm)"; \
+	  exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory $(OBS_STAMP) && cd $(OBS) && npm run --silent check
+
+# The release zip: editors/obsidian/docshelf-obsidian.zip, the plugin's folder (main.js,
+# manifest.json, styles.css) to unzip into VAULT/.obsidian/plugins/.
+obsidian-zip: $(OBS_STAMP)
+	cd $(OBS) && npm run --silent package
 
 # pgvector for the PostgreSQL tests: built once per machine when missing (~40 s).
 pgvector:
@@ -122,3 +144,4 @@ docs-cli: install
 clean:
 	rm -rf $(VENV) $(SAMPLE) .pytest_cache .mypy_cache .ruff_cache
 	rm -rf $(EXT)/node_modules $(EXT)/dist $(EXT)/docshelf.vsix
+	rm -rf $(OBS)/node_modules $(OBS)/main.js $(OBS)/docshelf-obsidian.zip
