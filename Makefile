@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml
 
 # The web page's browser tests drive Debian's chromium (never a downloaded browser):
 # installed when missing and we are root (as on CI); otherwise those tests say why they skip.
-# Likewise Debian's prometheus (prometheus and promtool) for tests/test_observability.py.
+# Likewise Debian's prometheus (prometheus and promtool) for tests/test_observability.py,
+# and Debian's tesseract-ocr, which reads scanned PDF pages (parse/ocr.py, tests/test_ocr.py).
 install: $(STAMP)
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -37,6 +38,12 @@ install: $(STAMP)
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      prometheus >/dev/null; \
 	  else echo "prometheus is missing (apt-get install prometheus); its tests will skip"; fi; }
+	@command -v tesseract >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      tesseract-ocr tesseract-ocr-eng >/dev/null; \
+	  else echo "tesseract is missing (apt-get install tesseract-ocr); scanned pages are not read and the OCR tests will skip"; fi; }
 
 # Index the project's own docs as a sample library, search it, then serve it.
 run: install

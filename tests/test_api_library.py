@@ -115,8 +115,8 @@ def test_a_bad_filter_in_a_search_body_reads_as_the_cli_s_message(alice: Api) ->
     assert r.status_code == 400
     message = r.json()["error"]["message"]
     assert message == (
-        "filters.type: Unknown file type 'article'; file types are docx, html, markdown, pdf, "
-        "rst, text; for the document type, use doctype:article"
+        "filters.type: Unknown file type 'article'; file types are docx, html, image, markdown, "
+        "pdf, rst, text; for the document type, use doctype:article"
     )
     r = alice.request("POST", "/v1/search", json={"query": "raft", "filters": {"date": "1.1."}})
     assert r.status_code == 400 and "Value error" not in r.text

@@ -256,9 +256,10 @@ def _old_store(url: str, monkeypatch: pytest.MonkeyPatch, module: str) -> None:
         heading = '["Log", "Monday"]' if module == "sqlite" else list(path)
         with store.transaction():
             store._x(
-                f"INSERT INTO documents({DOCUMENT_COLUMNS}) "
-                f"VALUES ({', '.join('?' * len(DOCUMENT_FIELDS))})",
-                document_row(d, store.dialect.encode_list),
+                # the columns as they were then (before migration 16's ocr_pages)
+                f"INSERT INTO documents({DOCUMENT_COLUMNS.removesuffix(', ocr_pages')}) "
+                f"VALUES ({', '.join('?' * (len(DOCUMENT_FIELDS) - 1))})",
+                document_row(d, store.dialect.encode_list)[:-1],
             )
             store._x(
                 f"INSERT INTO chunks({OLD_COLUMNS}) VALUES ({', '.join('?' * 15)})",

@@ -352,7 +352,7 @@ def test_status_names_the_documents_with_pages_without_text(terminal: Path, tmp_
         }
     ]
     shown = human("status")
-    assert "2 pages without text (scanned? no OCR), in 1 document:" in shown
+    assert "2 pages without text (scanned? not read by OCR), in 1 document:" in shown
     assert f"{scanned.id}  {folder / 'scanned.pdf'}: 2 of 4 pages" in shown
     assert "clean.pdf" not in shown
 

@@ -68,7 +68,9 @@ def test_type_and_doctype_are_told_apart_and_an_unknown_value_is_refused() -> No
         Filters.parse(["type=article"])
     with pytest.raises(InvalidInput, match=r"Unknown document type 'pdf'.*use type:pdf"):
         Filters.parse(["doctype=pdf"])
-    with pytest.raises(ValueError, match="file types are docx, html, markdown, pdf, rst, text"):
+    with pytest.raises(
+        ValueError, match="file types are docx, html, image, markdown, pdf, rst, text"
+    ):
         Filters.from_mapping({"type": "spreadsheet"})
     with pytest.raises(InvalidInput, match="Unknown file type 'article'"):
         parse_query("bigtable type:article")

@@ -298,7 +298,7 @@ def test_the_child_makes_and_sends_a_large_files_chunks_a_batch_at_a_time(
 
     batch = 100
     answer = prepare._chunk_in_child(
-        "markdown", "f" * 64, None, "x", chunking, None, batch, body.encode()
+        "markdown", "f" * 64, None, "x", chunking, (None, None), batch, body.encode()
     )
     sandbox._send_batched(Pipe(), answer)  # type: ignore[arg-type]
     head = pickle.loads(sent[0][1])

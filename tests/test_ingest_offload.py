@@ -322,7 +322,9 @@ def test_cutting_a_huge_block_renews_the_childs_time_limit_as_it_advances(
     monkeypatch.setattr(prepare, "PHASE_CHARACTERS", 100_000)
     body = " ".join(f"word{i % 50}" for i in range(60_000))  # ~0.4 MB on one line
     chunking = Chunking(ChunkSettings(), approx_tokens)
-    answer = prepare._chunk_in_child("text", "f" * 64, "t", "t", chunking, None, 500, body.encode())
+    answer = prepare._chunk_in_child(
+        "text", "f" * 64, "t", "t", chunking, (None, None), 500, body.encode()
+    )
     # parsed, then both passes cut about the whole line: ~4 marks each
     assert 1 + 6 <= len(marks) <= 1 + 2 * len(body) // 100_000
     want = chunk_parsed(parse(body.encode(), "text"), fp="f" * 64, title="t", chunking=chunking)

@@ -76,6 +76,7 @@ SHIPPED = {
     ("sqlite", 13): "3f787449276503ef",
     ("sqlite", 14): "987c5c7660468caa",
     ("sqlite", 15): "e59f2e8897ee4148",
+    ("sqlite", 16): "c51a0e6c38f67795",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -91,6 +92,7 @@ SHIPPED = {
     ("postgres", 13): "b41d2d15bf93d0bb",
     ("postgres", 14): "ef6afada95738b4e",
     ("postgres", 15): "4c675361ceba0135",
+    ("postgres", 16): "e3e42810335f9d28",
 }
 
 
@@ -116,11 +118,22 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
     schema = sqlite_schema if module == "sqlite" else postgres_schema
     with monkeypatch.context() as patch:
         patch.setattr(f"docshelf.store.{module}.MIGRATIONS", schema.MIGRATIONS[:8])
-        # chunk rows as they were written then (before migration 10's inner_headings)
-        old_columns = rows.CHUNK_COLUMNS.removesuffix(", inner_headings")
+        # chunk rows as they were written then (before migration 10's inner_headings and
+        # 16's ocr_confidence), and document rows (before 16's ocr_pages)
+        old_columns = rows.CHUNK_COLUMNS.removesuffix(", inner_headings, ocr_confidence")
         patch.setattr("docshelf.store.sql.documents.CHUNK_COLUMNS", old_columns)
         patch.setattr(
             "docshelf.store.sql.documents.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]
+        )
+        old_fields = rows.DOCUMENT_FIELDS[:-1]
+        patch.setattr("docshelf.store.sql.documents.DOCUMENT_FIELDS", old_fields)
+        patch.setattr("docshelf.store.sql.documents.DOCUMENT_COLUMNS", ", ".join(old_fields))
+        patch.setattr(
+            "docshelf.store.sql.documents._DOC_UPDATES",
+            ", ".join(f"{c} = excluded.{c}" for c in old_fields[1:]),
+        )
+        patch.setattr(
+            "docshelf.store.sql.documents.document_row", lambda d, e: rows.document_row(d, e)[:-1]
         )
         patch.setattr("docshelf.store.sql.documents.PENDING", "SELECT ?, ?")  # (migration 14)
         store = open_store(url)

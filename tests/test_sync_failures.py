@@ -261,7 +261,6 @@ def envelope(*args: str) -> dict[str, Any]:
         # the bytes
         ("malformed PDF: data format error", Decided.BYTES),
         ("truncated PDF (no %%EOF marker at the end of the file)", Decided.BYTES),
-        ("no readable text on any of 2 pages: 2 with an unreadable text layer", Decided.BYTES),
         ("no text to index", Decided.BYTES),
         ("empty file", Decided.BYTES),
         ("binary content, not text", Decided.BYTES),
@@ -274,6 +273,14 @@ def envelope(*args: str) -> dict[str, Any]:
         (LOCKED, Decided.PASSWORD),
         ("encrypted (DOCSHELF_PDF_PASSWORD does not open it)", Decided.PASSWORD),
         ("too large: 30.0 MB is over the 25 MB limit (DOCSHELF_MAX_FILE_MB)", Decided.SIZE),
+        # the bytes and OCR (on or off, tesseract installed, its languages)
+        ("no readable text on any of 2 pages: 2 with an unreadable text layer", Decided.OCR),
+        ("no text layer on any of 3 pages (scanned?)", Decided.OCR),
+        (
+            "no text layer on any of 1 pages (scanned?); OCR unavailable: tesseract is not "
+            "installed (apt-get install tesseract-ocr)",
+            Decided.OCR,
+        ),
         # the moment
         ("too large: the file grew past the size limit while being read", Decided.MOMENT),
         ("permission denied", Decided.MOMENT),
@@ -285,6 +292,11 @@ def envelope(*args: str) -> dict[str, Any]:
         ("pdf parser exceeded the 60 s time limit", Decided.MOMENT),
         ("html parser exceeded the 1024 MB memory limit", Decided.MOMENT),
         ("pdf parser was killed (over the 1024 MB memory limit?)", Decided.MOMENT),
+        (
+            "no text layer on any of 1 pages (scanned?); page 1: OCR failed (over its time "
+            "limit (30 s)); not indexed",
+            Decided.MOMENT,
+        ),
         ("OperationalError: database is locked (after 5 attempts)", Decided.MOMENT),
     ],
 )

@@ -49,6 +49,7 @@ class Status:
     # why a ``docshelf reindex`` is due (chunks made by an older chunker), or None
     reindex_due: str | None = None
     embedding_pending: int = 0  # documents searchable by their words only (ingest/vectors.py)
+    ocr_pages: int = 0  # pages (and images) whose text OCR read
 
     @property
     def embedding_coverage(self) -> float:
@@ -105,6 +106,7 @@ def status(rt: Runtime) -> Status:
         lexical_index=rt.lexical_index.state() if rt.lexical_index else {"path": "native"},
         reindex_due=reindex_due(store) if s.documents else None,
         embedding_pending=store.pending_embedding(),
+        ocr_pages=s.ocr_pages,
     )
 
 

@@ -9,12 +9,14 @@ its variable is read, whose value the module takes as an argument.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from docshelf.errors import InvalidInput
 
 EMBEDDERS = ("local", "none")
+OCR_MODES = ("auto", "off")
 ENRICH_MODES = ("auto", "offline", "off")
 SEARCH_HELPER_MODES = ("auto", "use", "off")
 
@@ -52,19 +54,54 @@ class LLMSettings:
 
 @dataclass(frozen=True)
 class ParseLimits:
-    """The parser process's limits (``parse/sandbox.py``) and the PDF password."""
+    """The parser process's limits (``parse/sandbox.py``), the PDF password and how pages
+    without a usable text layer, and images, are read (OCR: ``parse/ocr.py``)."""
 
     timeout_s: float = 60.0  # DOCSHELF_PARSE_TIMEOUT_S: wall-clock seconds per file
     memory_mb: int = 1024  # DOCSHELF_PARSE_MEMORY_MB: address space on top of start-up
     pdf_password: str | None = None  # DOCSHELF_PDF_PASSWORD: tried on encrypted PDFs
+    # DOCSHELF_OCR: auto (OCR a PDF's pages without a usable text layer when tesseract
+    # is installed) or off (report them, as before OCR)
+    ocr: str = "auto"
+    ocr_languages: str = "eng"  # DOCSHELF_OCR_LANGUAGES: tesseract's codes, joined by +
+    ocr_images: bool = False  # DOCSHELF_OCR_IMAGES: PNG and JPEG files are documents too
 
     @classmethod
     def from_env(cls) -> ParseLimits:
+        ocr = os.environ.get("DOCSHELF_OCR", "").strip().lower() or cls.ocr
+        if ocr not in OCR_MODES:
+            raise InvalidInput(
+                f"DOCSHELF_OCR={ocr!r} is not known; use one of: {', '.join(OCR_MODES)}"
+            )
         return cls(
             _positive("DOCSHELF_PARSE_TIMEOUT_S", cls.timeout_s),
             int(_positive("DOCSHELF_PARSE_MEMORY_MB", cls.memory_mb)),
             os.environ.get("DOCSHELF_PDF_PASSWORD") or None,
+            ocr,
+            ocr_languages(os.environ.get("DOCSHELF_OCR_LANGUAGES", "")),
+            _switch("DOCSHELF_OCR_IMAGES", cls.ocr_images),
         )
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether PNG and JPEG files are documents (their text read by OCR)."""
+        return self.ocr_images and self.ocr != "off"
+
+
+_LANGUAGE = re.compile(r"[A-Za-z0-9_]+")
+
+
+def ocr_languages(raw: str) -> str:
+    """DOCSHELF_OCR_LANGUAGES as tesseract takes it: codes (``eng``, ``deu``, ``chi_sim``)
+    separated by ``+``, commas or spaces, joined by ``+``; ``eng`` when empty."""
+    codes = [c for c in re.split(r"[+,\s]+", raw.strip()) if c]
+    bad = [c for c in codes if not _LANGUAGE.fullmatch(c)]
+    if bad:
+        raise InvalidInput(
+            f"DOCSHELF_OCR_LANGUAGES: {bad[0]!r} is not a tesseract language code "
+            "(eng, deu, fra, chi_sim, …; several joined by +)"
+        )
+    return "+".join(dict.fromkeys(codes)) or ParseLimits.ocr_languages
 
 
 @dataclass(frozen=True)
@@ -188,6 +225,17 @@ def _number(key: str, default: float) -> float:
     return value
 
 
+def _switch(key: str, default: bool) -> bool:
+    raw = os.environ.get(key, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise InvalidInput(f"{key}={raw!r} is not a switch; use 1 or 0")
+
+
 def _positive(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -222,6 +270,13 @@ def terminal_settings() -> tuple[str | None, ...]:
     """The terminal's settings as they are now (``TERMINAL_SETTINGS``): a console made
     under others is not the one to print with."""
     return tuple(os.environ.get(name) for name in TERMINAL_SETTINGS)
+
+
+def ocr_environment() -> dict[str, str]:
+    """The environment tesseract runs in (``parse/ocr.py``): this one, with OpenMP held to
+    one thread unless ``OMP_THREAD_LIMIT`` says otherwise (its threads spin while they
+    wait: on a busy 2-core machine a page took 50 s with two, 1.7 s with one)."""
+    return {**os.environ, "OMP_THREAD_LIMIT": os.environ.get("OMP_THREAD_LIMIT") or "1"}
 
 
 def embed_backend() -> str | None:

@@ -20,6 +20,9 @@ class Decided(enum.Enum):
     BYTES = "bytes"  # the file: the same bytes (name, kind) fail the same way every time
     PASSWORD = "password"  # an encrypted PDF: its bytes and DOCSHELF_PDF_PASSWORD
     SIZE = "size"  # over the size limit: the file's size and DOCSHELF_MAX_FILE_MB
+    # no text but what OCR might read (a scanned PDF, an image): its bytes and OCR (on or
+    # off, tesseract installed or not, its languages)
+    OCR = "ocr"
 
 
 # Reasons, first match wins; any other reason is the bytes' (a parser's verdict on them:
@@ -44,6 +47,9 @@ _TABLE: tuple[tuple[re.Pattern[str], Decided], ...] = tuple(
             r"|parser exited without a result",
             Decided.MOMENT,
         ),
+        # a scanned PDF (parse/pdf.py) or an image (parse/image.py) with no text read
+        # (before the services' "unavailable": OCR's is a setting's, or a missing program's)
+        (r"^no text layer on any|^no readable text on any|OCR unavailable", Decided.OCR),
         # the store or a service (the worker's own retries outlasted, a full disk)
         (
             r"\(after \d+ attempts\)|disk is full|no space left|read-only|unavailable"

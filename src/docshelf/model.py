@@ -70,6 +70,8 @@ class Block:
     heading_path: tuple[str, ...]
     level: int = 0  # heading level (1-6) for headings, else 0
     page: int | None = None  # 1-based page for paged formats
+    # read by OCR (a scanned page, an image): the mean confidence of its words, 0 to 1
+    ocr_confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class ParsedDocument:
     page_count: int | None = None
     pages_without_text: int = 0
     warnings: tuple[str, ...] = ()
+    ocr_pages: int = 0  # pages whose text was read by OCR (each one's blocks say so)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class Chunk:
     page_end: int | None = None
     token_count: int = 0
     inner: tuple[InnerHeading, ...] = ()
+    # the mean word confidence (0 to 1) of the text in it that OCR read, None when none did
+    ocr_confidence: float | None = None
 
     @property
     def retrieval_text(self) -> str:
@@ -178,6 +183,7 @@ class Document:
     embedding_model: str | None = None
     enriched_at: float | None = None  # None: enrichment pending
     enrichment_mode: str | None = None  # "llm" | "offline" | "failed"
+    ocr_pages: int = 0  # pages (or an image) whose text OCR read
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ def hit(h: Hit) -> JSON:
         "weak": h.weak,
         "citation": citation(h.citation),
     }
+    if h.chunk.ocr_confidence is not None:  # its text (or part of it) read by OCR
+        out["ocr"] = ocr(h.chunk)
     if h.placed_by:  # ranked above hits of higher score by these rules
         out["placed_by"] = list(h.placed_by)
     if h.context is not None:
@@ -101,8 +103,14 @@ def search(r: SearchResult) -> JSON:
     return out
 
 
+def ocr(c: Chunk) -> JSON:
+    """How a chunk read by OCR (a scanned page, an image) was read: the mean confidence of
+    its words (0 to 1), so a citation says its text may hold OCR's errors."""
+    return {"confidence": c.ocr_confidence}
+
+
 def chunk(c: Chunk) -> JSON:
-    return {
+    out: JSON = {
         "chunk_id": c.id,
         "tier": c.tier.value,
         "index": c.index,
@@ -114,6 +122,9 @@ def chunk(c: Chunk) -> JSON:
         "next_id": c.next_id,
         "text": c.text,
     }
+    if c.ocr_confidence is not None:
+        out["ocr"] = ocr(c)
+    return out
 
 
 def context(r: ContextResult) -> JSON:
@@ -259,6 +270,7 @@ def status(
         "by_status": s.by_status,
         "by_file_type": s.by_file_type,
         "pages_without_text": s.pages_without_text,
+        "ocr_pages": s.ocr_pages,
         "unmapped_tags": s.unmapped_tags,
         "pending": s.by_status.get("queued", 0),
         "failed": s.failure_count + s.by_status.get("failed", 0),

@@ -176,8 +176,18 @@ def _link(
             page_end=max(pages, default=None),
             token_count=count(text),
             inner=inner,
+            ocr_confidence=_ocr_confidence(group),
         )
         this, before = after or "", this
+
+
+def _ocr_confidence(group: Sequence[Unit]) -> float | None:
+    """The mean word confidence of the group's text that OCR read, by characters; None
+    when OCR read none of it."""
+    read = [(u.ocr, u.end - u.start) for u in group if u.ocr is not None]
+    if not read:
+        return None
+    return round(sum(c * n for c, n in read) / (sum(n for _, n in read) or 1), 4)
 
 
 def _inner(group: Sequence[Unit], first: int) -> tuple[InnerHeading, ...]:

@@ -171,4 +171,6 @@ class Cutter:
     def _piece(self, unit: Unit, start: int, end: int, limit: int) -> Unit:
         start, end = strip_span(self.body, start, end)
         tokens = capped_count(self.count, self.body, start, end, limit)
-        return Unit(start, end, unit.kind, unit.heading_path, unit.page, tokens, whole=False)
+        return Unit(
+            start, end, unit.kind, unit.heading_path, unit.page, tokens, whole=False, ocr=unit.ocr
+        )

@@ -23,6 +23,7 @@ class Unit:
     page: int | None
     tokens: int
     whole: bool = True  # False for a piece of a cut block
+    ocr: float | None = None  # read by OCR: its block's mean word confidence
 
     @property
     def is_heading(self) -> bool:
@@ -75,19 +76,19 @@ def units_of(doc: ParsedDocument, count: TokenCounter, limit: int) -> list[Unit]
     pos = 0
     before: Block | None = None  # the block before a gap lends it its heading path and page
 
-    def add(start: int, end: int, kind: BlockKind) -> None:
+    def add(start: int, end: int, kind: BlockKind, ocr: float | None = None) -> None:
         start, end = strip_span(body, start, end)
         if start < end:
             path, page = (before.heading_path, before.page) if before else ((), None)
             tokens = capped_count(count, body, start, end, limit)
-            units.append(Unit(start, end, kind, path, page, tokens))
+            units.append(Unit(start, end, kind, path, page, tokens, ocr=ocr))
 
     for block in sorted(doc.blocks, key=lambda b: (b.start, b.end)):
         start = min(max(block.start, pos), len(body))
         end = min(block.end, len(body))
         add(pos, start, BlockKind.OTHER)
         before = block
-        add(start, end, block.kind)
+        add(start, end, block.kind, block.ocr_confidence)
         pos = max(pos, end)
     add(pos, len(body), BlockKind.OTHER)
     return units

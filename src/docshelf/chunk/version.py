@@ -12,6 +12,8 @@ CHANGES = {
     3: "reStructuredText keeps the text of Sphinx directives (`py:data`, `versionadded`, "
     "`autofunction` …), PDFs find numbered section headings set in the body's size and "
     "keep each column's lines apart, and Markdown takes no tags from HTML",
+    4: "PDF pages without a usable text layer (scans) are read by OCR when tesseract is "
+    "installed, and cited by page",
 }
 CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"

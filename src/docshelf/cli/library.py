@@ -262,8 +262,11 @@ def _render_show(o: Outcome) -> None:
         table.add_row(Text("summary", style="bold"), Text(r["summary"]))
     if r["page_count"]:
         pages = f"{r['page_count']}"
+        notes = [f"{r['ocr_pages']} read by OCR"] if r.get("ocr_pages") else []
         if r["pages_without_text"]:
-            pages += f" ({r['pages_without_text']} pages without text)"
+            notes.append(f"{r['pages_without_text']} pages without text")
+        if notes:
+            pages += f" ({'; '.join(notes)})"
         table.add_row(Text("pages", style="bold"), Text(pages))
     console.print(table)
     if r["sections"]:

@@ -260,10 +260,12 @@ def render_status(o: Outcome) -> None:
         console.print(f"Enrichment: {parts}")
     if r.get("reindex_due"):
         console.print(Text(f"Reindex due: {r['reindex_due']}", style="yellow"))
+    if r.get("ocr_pages"):
+        console.print(f"{counted(r['ocr_pages'], 'page')} read by OCR (scanned pages, images)")
     if r["pages_without_text"]:
         docs = r.get("documents_with_pages_without_text", [])
         console.print(
-            f"{r['pages_without_text']} pages without text (scanned? no OCR)"
+            f"{r['pages_without_text']} pages without text (scanned? not read by OCR)"
             + (f", in {len(docs)} document{'s' if len(docs) != 1 else ''}:" if docs else "")
         )
         rows = [
@@ -329,6 +331,8 @@ def render_hits(o: Outcome) -> None:
         c = h["citation"]
         head = Text(f"{n}. ", style="bold")
         head.append(c["label"], style="bold cyan")
+        if h.get("ocr"):  # its text read by OCR: it may hold OCR's errors
+            head.append(f"  OCR {h['ocr']['confidence']:.0%}", style="magenta")
         if h["weak"] and not r["weak"]:
             head.append("  weak match", style="yellow")
         if h.get("placed_by") and any(x["score"] > h["score"] for x in hits[n:]):

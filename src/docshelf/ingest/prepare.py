@@ -34,6 +34,7 @@ from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.model import Chunk, Document, ParsedDocument, Tier, document_id, fingerprint
 from docshelf.parse import parse, parse_here
 from docshelf.parse.links import WikiLink, wikilinks
+from docshelf.parse.ocr import Ocr
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,6 +154,7 @@ def _fields(
         **concepts.fields(),
         "page_count": parsed.page_count,
         "pages_without_text": parsed.pages_without_text,
+        "ocr_pages": parsed.ocr_pages,
         "chunk_counts": {t.value: counts.get(t, 0) for t in Tier},
     }
 
@@ -247,7 +249,14 @@ def chunk_file(
     limits = limits or ParseLimits.from_env()
     portable = Chunking(chunking.settings, counter, chunking.taxonomy)
     job = functools.partial(
-        _chunk_in_child, file_type, fp, title, fallback_title, portable, limits.pdf_password, batch
+        _chunk_in_child,
+        file_type,
+        fp,
+        title,
+        fallback_title,
+        portable,
+        (limits.pdf_password, Ocr.of(limits)),
+        batch,
     )
     source: Any = str(data) if isinstance(data, Path) else data  # a path: the child reads it
     batched = run_limited(
@@ -284,13 +293,14 @@ def _chunk_in_child(
     title: str | None,
     fallback_title: str,
     chunking: Chunking,
-    pdf_password: str | None,
+    pdf: tuple[str | None, Ocr | None],
     batch: int,
     data: bytes | str,
 ) -> Batched[ChunkedFile]:
     """In the sandbox's child: parse and chunk; the chunks travel apart from the head,
     each made as its batch is sent. ``data``: the bytes, or the path to read them from;
-    either way they go once decoded (the input's only reference is this frame's)."""
+    either way they go once decoded (the input's only reference is this frame's).
+    ``pdf``: a PDF's password and how to OCR its scanned pages."""
     from docshelf.parse.sandbox import Batched, next_phase
 
     raw = Path(data).read_bytes() if isinstance(data, str) else data
@@ -301,7 +311,7 @@ def _chunk_in_child(
         parsed = parse_mod.parse_text_here(text, file_type)
         del text
     else:
-        parsed = parse_here(raw, file_type, pdf_password)
+        parsed = parse_here(raw, file_type, *pdf)
         del raw
     next_phase()  # parsed: the chunking gets a time limit of its own
     named = title or parsed.title or fallback_title

@@ -29,6 +29,7 @@ class Keys:
     version: str
     password: str  # a digest of DOCSHELF_PDF_PASSWORD, "-" without one
     max_bytes: int
+    ocr: str = "-"  # how OCR reads (``ocr_key``): "-" when it cannot
 
     @classmethod
     def of(cls, settings: Settings) -> Keys:
@@ -38,7 +39,12 @@ class Keys:
         password = settings.parse.pdf_password
         key = hashlib.sha256(b"docshelf pdf password\0" + password.encode()) if password else None
         digest = key.hexdigest()[:12] if key else "-"
-        return cls(f"{__version__}/{CHUNKER_VERSION}", digest, settings.max_file_bytes)
+        return cls(
+            f"{__version__}/{CHUNKER_VERSION}",
+            digest,
+            settings.max_file_bytes,
+            ocr_key(settings),
+        )
 
     def __call__(self, reason: str) -> str | None:
         """The key a failure with ``reason`` is settled under; None when it is not (the
@@ -50,7 +56,19 @@ class Keys:
             return f"{self.version}/{self.password}"
         if decided is Decided.SIZE:
             return f"{self.version}/max {self.max_bytes}"
+        if decided is Decided.OCR:
+            return f"{self.version}/ocr {self.ocr}"
         return f"{self.version}/-"
+
+
+def ocr_key(settings: Settings) -> str:
+    """What a file without a text layer would be read with now: OCR's languages when it
+    can run, else "-" (off, or tesseract missing): a scanned PDF that failed without OCR
+    is read again once it can run."""
+    from docshelf.parse.ocr import Ocr, unavailable
+
+    ocr = Ocr.of(settings.parse)
+    return "-" if ocr is None or unavailable(ocr) else ocr.languages
 
 
 def unchanged(failed: Failure | None, found: FoundFile, keys: Keys) -> Failure | None:

@@ -65,8 +65,11 @@ def _load_ignore(root: Path) -> pathspec.GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk(root: Path, *, follow_symlinks: bool = False) -> Iterator[FoundFile | Failure]:
-    """Every supported file under ``root`` (a folder), and a ``Failure`` per problem.
+def walk(
+    root: Path, *, follow_symlinks: bool = False, images: bool = False
+) -> Iterator[FoundFile | Failure]:
+    """Every supported file under ``root`` (a folder), and a ``Failure`` per problem
+    (``images``: PNG and JPEG files too, read by OCR: DOCSHELF_OCR_IMAGES).
 
     Hidden files and folders (``.git``, ``.obsidian``, ...) are skipped. Symlinks
     that stay inside ``root`` are followed; those that lead outside it are
@@ -75,7 +78,7 @@ def walk(root: Path, *, follow_symlinks: bool = False) -> Iterator[FoundFile | F
     reported as a loop.
     """
     ignore = _load_ignore(root)
-    walker = _Walker(root, root.resolve(), ignore, follow_symlinks)
+    walker = _Walker(root, root.resolve(), ignore, follow_symlinks, images)
     yield from walker.folder(root, (), "")
 
 
@@ -126,6 +129,7 @@ class _Walker:
     real_root: Path
     ignore: pathspec.GitIgnoreSpec | None
     follow_symlinks: bool
+    images: bool = False
 
     def folder(
         self, folder: Path, ancestors: tuple[tuple[int, int], ...], rel: str
@@ -157,7 +161,7 @@ class _Walker:
             return
         if self.ignore is not None and self.ignore.match_file(rel + ("/" if is_dir else "")):
             return
-        file_type = None if is_dir else file_type_for(entry.name)
+        file_type = None if is_dir else file_type_for(entry.name, images=self.images)
         if not is_dir and file_type is None:
             return
         if not is_utf8(entry.name):

@@ -38,7 +38,7 @@ from docshelf.model import (
     document_id,
     fingerprint,
 )
-from docshelf.parse import FILE_TYPES, file_type_for
+from docshelf.parse import FILE_TYPES, IMAGE_TYPES, file_type_for
 from docshelf.progress import Progress, ProgressEvent
 from docshelf.store import FileRecord, Store
 
@@ -50,7 +50,10 @@ SCAN_EVERY = 256  # files found between two scan events
 
 
 def unsupported_type_message(name: str) -> str:
-    return f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))}"
+    return (
+        f"{name}: unsupported file type; supported: {', '.join(sorted(FILE_TYPES))} "
+        f"(and {', '.join(sorted(IMAGE_TYPES))} with DOCSHELF_OCR_IMAGES=1)"
+    )
 
 
 class Sync:
@@ -83,7 +86,7 @@ class Sync:
             raise InvalidInput(f"Cannot resolve {printable_path(path)}: {exc}") from None
         if not is_utf8(str(target)):
             raise InvalidInput(f"{printable_path(target)}: {BAD_NAME}")
-        if not target.is_dir() and file_type_for(target.name) is None:
+        if not target.is_dir() and file_type_for(target.name, images=self.images) is None:
             raise InvalidInput(unsupported_type_message(target.name))
         from docshelf.accounts import users as users_mod
 
@@ -157,10 +160,12 @@ class Sync:
             if not root.is_dir():
                 yield Failure(source.path, "source folder is missing or unreadable")
                 return
-            yield from walk(root, follow_symlinks=source.follow_symlinks)
+            yield from walk(root, follow_symlinks=source.follow_symlinks, images=self.images)
             return
-        file_type = file_type_for(root.name)
-        assert file_type is not None  # a file source is added only with a supported type
+        file_type = file_type_for(root.name, images=self.images)
+        if file_type is None:  # an image added while DOCSHELF_OCR_IMAGES was on, now off
+            yield Failure(source.path, unsupported_type_message(root.name))
+            return
         yield single_file(root, file_type, follow_symlinks=source.follow_symlinks)
 
     def sync_source(
@@ -245,6 +250,11 @@ class Sync:
         if waiting := self.store.pending_enrichment(time.time()):
             self.rt.enrich_pending(progress=progress, expected=waiting)
 
+    @property
+    def images(self) -> bool:
+        """Whether PNG and JPEG files are documents (DOCSHELF_OCR_IMAGES)."""
+        return self.rt.settings.parse.reads_images
+
     @cached_property
     def keys(self) -> settled_failures.Keys:
         """What a settled failure is remembered under besides the file (``settled.Keys``)."""
@@ -306,7 +316,7 @@ class Sync:
             for name, data, title in listed:
                 if progress:
                     progress(event("parse", tally, name))
-                file_type = file_type_for(name)
+                file_type = file_type_for(name, images=self.images)
                 tally.written += 1  # until it turns out to need writing
                 if file_type is None:
                     report.failures.append(Failure(name, "unsupported file type"))

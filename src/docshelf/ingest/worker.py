@@ -488,6 +488,7 @@ def _parsed_from_json(raw: bytes) -> ParsedDocument:
             heading_path=tuple(b["heading_path"]),
             level=b["level"],
             page=b["page"],
+            ocr_confidence=b.get("ocr_confidence"),  # (a payload from before OCR: none)
         )
         for b in data["blocks"]
     )
@@ -500,6 +501,7 @@ def _parsed_from_json(raw: bytes) -> ParsedDocument:
         page_count=data["page_count"],
         pages_without_text=data["pages_without_text"],
         warnings=tuple(data["warnings"]),
+        ocr_pages=data.get("ocr_pages", 0),
     )
 
 

@@ -91,13 +91,16 @@ def label_only(c: Citation, max_chars: int) -> JSON:
 
 
 def hit(h: Hit) -> JSON:
-    return {
+    out: JSON = {
         "chunk_id": h.chunk.id,
         "document_id": h.document.id,
         "score": round(h.score, 4),
         "citation": citation(h.citation),
         "text": h.chunk.text,
     }
+    if h.chunk.ocr_confidence is not None:  # read by OCR: its text may hold OCR's errors
+        out["ocr"] = {"confidence": h.chunk.ocr_confidence}
+    return out
 
 
 MORE_HITS = "Raise max_chars, narrow the query or its filters, or read a hit whole with get_context"

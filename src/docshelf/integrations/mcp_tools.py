@@ -277,6 +277,8 @@ class Tools:
         for key in render.DOCUMENT_FIELDS:
             if view.get(key) not in (None, [], ""):
                 out[key] = view[key]
+        if view.get("ocr_pages"):  # pages (or an image) whose text OCR read
+            out["ocr_pages"] = view["ocr_pages"]
         out["sections"] = [
             {"chunk_id": x["chunk_id"], "heading_path": x["heading_path"]} for x in view["sections"]
         ]

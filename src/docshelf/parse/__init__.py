@@ -13,6 +13,8 @@ span into it, uses ``\\n`` line ends. (The document fingerprint is taken
 elsewhere, on the raw bytes.) PDF, DOCX and HTML are bytes to their parsers
 (they carry their own encodings) and skip these checks; HTML refuses binary content
 the same way (NUL bytes early on, unless a UTF-16 byte-order mark explains them).
+Images (``image.py``: PNG, JPEG) are documents only when DOCSHELF_OCR_IMAGES asks;
+their text, like a scanned PDF page's, is read by OCR (``ocr.py``, ``pdf_ocr.py``).
 
 PDF, HTML, DOCX and reStructuredText are parsed in a child process under a
 time and memory limit (``parse.sandbox``), so one hostile file cannot take
@@ -37,6 +39,7 @@ from docshelf.model import ParsedDocument
 from docshelf.parse._blocks import BINARY_SNIFF_BYTES
 from docshelf.parse.detect import parse_txt
 from docshelf.parse.markdown import parse_markdown
+from docshelf.parse.ocr import Ocr
 
 FILE_TYPES: dict[str, str] = {
     ".md": "markdown",
@@ -60,16 +63,22 @@ _LIMITED: dict[str, tuple[str, str, str, bool]] = {
     "html": ("docshelf.parse.html", "parse_html", "lxml", False),
     "docx": ("docshelf.parse.docx", "parse_docx", "python-docx", False),
     "rst": ("docshelf.parse.rst", "parse_rst", "docutils", True),
+    "image": ("docshelf.parse.image", "parse_image", "its image reader", False),
 }
+# Read by OCR when DOCSHELF_OCR_IMAGES asks (``ParseLimits.reads_images``): not otherwise
+# a file type a folder's walk takes.
+IMAGE_TYPES: dict[str, str] = {".png": "image", ".jpg": "image", ".jpeg": "image"}
 
 PDF_PASSWORD_ENV = "DOCSHELF_PDF_PASSWORD"
 IN_PROCESS_BYTES = 1 << 20
 _BOM = "\ufeff"
 
 
-def file_type_for(path: str) -> str | None:
-    """The file type for a path by its extension (case-insensitive), or None if unsupported."""
-    return FILE_TYPES.get(PurePath(path).suffix.lower())
+def file_type_for(path: str, *, images: bool = False) -> str | None:
+    """The file type for a path by its extension (case-insensitive), or None if unsupported
+    (``images``: PNG and JPEG files are documents too, read by OCR)."""
+    suffix = PurePath(path).suffix.lower()
+    return FILE_TYPES.get(suffix) or (IMAGE_TYPES.get(suffix) if images else None)
 
 
 def decode_text(data: bytes) -> str:
@@ -119,9 +128,8 @@ def parse(data: bytes, file_type: str, limits: ParseLimits | None = None) -> Par
     from docshelf.parse.sandbox import run_limited
 
     module, name, library, is_text = limited
-    func = _load(module, name, library)
-    if file_type == "pdf":  # the child does not see later changes to the environment
-        func = functools.partial(func, password=limits.pdf_password)
+    # the child does not see later changes to the environment: what it needs goes with it
+    func = _bound(_load(module, name, library), file_type, limits.pdf_password, Ocr.of(limits))
     if is_text:
         return run_limited(
             func, decode_text(data), file_type, timeout_s=timeout_s, memory_mb=memory_mb
@@ -131,9 +139,12 @@ def parse(data: bytes, file_type: str, limits: ParseLimits | None = None) -> Par
     return run_limited(func, data, file_type, timeout_s=timeout_s, memory_mb=memory_mb)
 
 
-def parse_here(data: bytes, file_type: str, pdf_password: str | None = None) -> ParsedDocument:
+def parse_here(
+    data: bytes, file_type: str, pdf_password: str | None = None, ocr: Ocr | None = None
+) -> ParsedDocument:
     """Parse in this process, whatever the size: for a caller that is itself the
-    sandbox's child (its limits apply to all it does)."""
+    sandbox's child (its limits apply to all it does). ``ocr``: how to read scanned
+    pages (``Ocr.of(limits)``; None: they are not read)."""
     if is_text_format(file_type):
         return parse_text_here(decode_text(data), file_type)
     limited = _LIMITED.get(file_type)
@@ -141,9 +152,7 @@ def parse_here(data: bytes, file_type: str, pdf_password: str | None = None) -> 
         supported = ", ".join(sorted({*_PARSERS, *_LIMITED}))
         raise InvalidInput(f"unsupported file type {file_type!r}; supported types: {supported}")
     module, name, library, _ = limited
-    func = _load(module, name, library)
-    if file_type == "pdf":
-        func = functools.partial(func, password=pdf_password)
+    func = _bound(_load(module, name, library), file_type, pdf_password, ocr)
     if not data.strip():
         raise InvalidInput("empty file")
     return func(data)
@@ -173,6 +182,17 @@ def _decode_and_parse(parser: Callable[[str], ParsedDocument], data: bytes) -> P
     return parser(text)
 
 
+def _bound(
+    func: Callable[..., ParsedDocument], file_type: str, pdf_password: str | None, ocr: Ocr | None
+) -> Callable[..., ParsedDocument]:
+    """The parser with the settings it takes: a PDF's password and OCR."""
+    if file_type == "pdf":
+        return functools.partial(func, password=pdf_password, ocr=ocr)
+    if file_type == "image":
+        return functools.partial(func, ocr=ocr)
+    return func
+
+
 def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]:
     try:
         parser: Callable[..., ParsedDocument] = getattr(importlib.import_module(module), name)
@@ -185,6 +205,7 @@ def _load(module: str, name: str, library: str) -> Callable[..., ParsedDocument]
 
 __all__ = [
     "FILE_TYPES",
+    "IMAGE_TYPES",
     "decode_text",
     "file_type_for",
     "is_text_format",

@@ -40,8 +40,17 @@ class BodyBuilder:
         self._length = 0
         self._headings: list[tuple[int, str]] = []  # the open headings: (level, text)
 
-    def add(self, kind: BlockKind, text: str, *, level: int = 0, page: int | None = None) -> None:
-        """Append one unit; blank text is ignored. Headings are kept to one line."""
+    def add(
+        self,
+        kind: BlockKind,
+        text: str,
+        *,
+        level: int = 0,
+        page: int | None = None,
+        ocr: float | None = None,
+    ) -> None:
+        """Append one unit; blank text is ignored. Headings are kept to one line. ``ocr``:
+        the unit was read by OCR, with this mean word confidence (0 to 1)."""
         text = clean(text)
         text = one_line(text) if kind is BlockKind.HEADING else text.strip("\n").rstrip()
         if not text.strip():
@@ -60,7 +69,9 @@ class BodyBuilder:
         self._parts.append(text)
         self._length += len(text)
         path = tuple(t for _, t in self._headings)
-        self._blocks.append(Block(kind, start, self._length, path, level=level, page=page))
+        self._blocks.append(
+            Block(kind, start, self._length, path, level=level, page=page, ocr_confidence=ocr)
+        )
 
     @property
     def blocks(self) -> tuple[Block, ...]:
@@ -85,6 +96,7 @@ class BodyBuilder:
         page_count: int | None = None,
         pages_without_text: int = 0,
         warnings: tuple[str, ...] = (),
+        ocr_pages: int = 0,
     ) -> ParsedDocument:
         return ParsedDocument(
             body=self.body,
@@ -93,4 +105,5 @@ class BodyBuilder:
             page_count=page_count,
             pages_without_text=pages_without_text,
             warnings=warnings,
+            ocr_pages=ocr_pages,
         )

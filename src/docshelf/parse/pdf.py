@@ -16,9 +16,12 @@ threshold and pattern they use is in ``parse.pdf_thresholds``. The modules:
 - ``parse.pdf_structure``: across pages, furniture out, then headings and title;
 - ``parse.pdf_text``: text judged and mended (gibberish, hyphens, captions…).
 
-Every block carries its 1-based ``page``. A page with no text layer (a scan),
-a page whose text layer is gibberish (a broken font encoding) and a page PDFium
-cannot load (a broken or looping page tree) are each counted in
+Every block carries its 1-based ``page``. A page with no text layer (a scan) and
+a page whose text layer is gibberish (a broken font encoding) are read by OCR
+(``parse.pdf_ocr``, when DOCSHELF_OCR allows it and tesseract is installed): their
+blocks are cited by page like any other and carry their OCR confidence. Such a page
+that OCR cannot read (OCR off or unavailable, over its time limit, a blank page),
+and a page PDFium cannot load (a broken or looping page tree), are each counted in
 ``pages_without_text``, named in a warning and not indexed; if no page has
 readable text the file fails with the reason. Encrypted files fail with
 "encrypted" unless ``DOCSHELF_PDF_PASSWORD`` opens them; files that are not
@@ -36,6 +39,7 @@ from docshelf.errors import InvalidInput
 from docshelf.model import BlockKind, ParsedDocument
 from docshelf.parse import PDF_PASSWORD_ENV
 from docshelf.parse._blocks import BodyBuilder, one_line
+from docshelf.parse.ocr import Ocr, unavailable
 from docshelf.parse.pdf_layout import (
     Piece,
     column_line,
@@ -45,6 +49,7 @@ from docshelf.parse.pdf_layout import (
     same_row,
     wide_gap,
 )
+from docshelf.parse.pdf_ocr import PageOcr, drawn_on, ocr_pages
 from docshelf.parse.pdf_page import (
     EMPTY,
     UNREADABLE,
@@ -182,10 +187,13 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
 )
 
 
-def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
+def parse_pdf(
+    data: bytes, *, password: str | None = None, ocr: Ocr | None = None
+) -> ParsedDocument:
     """Parse a PDF's bytes. Raises InvalidInput for files that cannot be read as text.
 
-    ``password`` opens an encrypted file (``parse()`` passes ``DOCSHELF_PDF_PASSWORD``).
+    ``password`` opens an encrypted file (``parse()`` passes ``DOCSHELF_PDF_PASSWORD``);
+    ``ocr``: how to read pages without a usable text layer (None: they are not read).
     """
     _check_bytes(data)
     pdf = _open(data, password)
@@ -203,8 +211,11 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
             if status:
                 missing[status].append(index + 1)
             found.extend(pieces_of_page)
+        read, notes = _read_by_ocr(pdf, missing, ocr)
+        if read.pieces:
+            found = sorted([*found, *read.pieces], key=lambda p: p.page)  # stable: in order
         if not found:
-            raise InvalidInput(_no_text_reason(page_count, missing))
+            raise InvalidInput("; ".join([_no_text_reason(page_count, missing), *notes]))
         outline = list(_outline(pdf))
         meta_title = _metadata_title(pdf)
     finally:
@@ -221,13 +232,47 @@ def parse_pdf(data: bytes, *, password: str | None = None) -> ParsedDocument:
         found = one_title_heading(found, body)
     builder = BodyBuilder()
     for piece in found:
-        builder.add(piece.kind, piece.text, level=piece.level, page=piece.page)
+        builder.add(piece.kind, piece.text, level=piece.level, page=piece.page, ocr=piece.ocr)
     return builder.build(
         title=meta_title or title(found, body),
         page_count=page_count,
         pages_without_text=sum(len(pages) for pages in missing.values()),
-        warnings=tuple(_missing_warnings(missing)),
+        warnings=(*_missing_warnings(missing), *notes),
+        ocr_pages=len(read.read),
     )
+
+
+# -- pages read by OCR ---------------------------------------------------------------------
+
+
+def _read_by_ocr(
+    pdf: pdfium.PdfDocument, missing: dict[str, list[int]], ocr: Ocr | None
+) -> tuple[PageOcr, list[str]]:
+    """OCR of the pages without a usable text layer (taken out of ``missing`` once read),
+    and what to tell of those it could not read: OCR unavailable, failed, no text found."""
+    if ocr is None:
+        return PageOcr(), []
+    # a page with nothing drawn on it is blank: not a scan
+    pages = [p for p in sorted([*missing[EMPTY], *missing[UNREADABLE]]) if drawn_on(pdf, p - 1)]
+    if not pages:
+        return PageOcr(), []
+    why = unavailable(ocr)
+    if why is not None:
+        return PageOcr(), [why]
+    read = ocr_pages(pdf, pages, ocr)
+    for status in (EMPTY, UNREADABLE):
+        missing[status] = [p for p in missing[status] if p not in read.read]
+    notes = []
+    by_reason: dict[str, list[int]] = {}
+    for page, reason in read.failed.items():
+        by_reason.setdefault(reason, []).append(page)
+    for reason, failed in by_reason.items():
+        notes.append(f"{_pages(failed)}: OCR failed ({reason}); not indexed")
+    if read.blank:
+        notes.append(f"{_pages(read.blank)}: OCR found no text (blank?)")
+    if read.garbled:
+        notes.append(f"{_pages(read.garbled)}: OCR read only gibberish; not indexed")
+    return read, notes
 
 
 # -- pages without (readable) text ---------------------------------------------------------
@@ -256,9 +301,13 @@ def _missing_warnings(missing: dict[str, list[int]]) -> list[str]:
     out = []
     for status, pages in missing.items():
         if pages:
-            label = "page" if len(pages) == 1 else "pages"
-            out.append(f"{label} {_page_ranges(pages)}: {_WHY[status]}")
+            out.append(f"{_pages(pages)}: {_WHY[status]}")
     return out
+
+
+def _pages(pages: list[int]) -> str:
+    """'page 3', 'pages 1-3, 7'."""
+    return f"{'page' if len(pages) == 1 else 'pages'} {_page_ranges(pages)}"
 
 
 def _page_ranges(pages: list[int]) -> str:

@@ -154,6 +154,7 @@ class Piece:
     level: int = 0
     chars_by_size: dict[float, int] = field(default_factory=dict)
     rotated: bool = False  # rotated text (a margin stamp, a landscape table)
+    ocr: float | None = None  # read by OCR (parse.pdf_ocr): its words' mean confidence
 
 
 # -- rows ----------------------------------------------------------------------------------

@@ -294,13 +294,13 @@ def indented(prev: Row, row: Row, frame: _Frame) -> bool:
 
 def _paragraph(rows: Sequence[Row], page: int) -> Piece:
     piece = Piece(
-        BlockKind.PARAGRAPH, _join_lines(r.text for r in rows), rows[0].size, len(rows), page
+        BlockKind.PARAGRAPH, join_lines(r.text for r in rows), rows[0].size, len(rows), page
     )
     _count_sizes(piece, rows)
     return piece
 
 
-def _join_lines(lines: Iterable[str]) -> str:
+def join_lines(lines: Iterable[str]) -> str:
     """Lines joined by spaces; a line ending in a hyphen joins the next with HYPHEN_MARK."""
     out = ""
     for line in lines:

@@ -117,6 +117,8 @@ def joined_across_breaks(found: list[Piece]) -> list[Piece]:
     for piece in found:
         last = out[-1] if out else None
         if last is not None and continues_broken_word(last, piece):
+            if piece.ocr is not None or last.ocr is not None:  # a scan on either side
+                last.ocr = _mean_confidence(last, piece)
             last.text = (
                 last.text.removesuffix("-").removesuffix(HYPHEN_MARK) + HYPHEN_MARK + piece.text
             )
@@ -126,6 +128,15 @@ def joined_across_breaks(found: list[Piece]) -> list[Piece]:
             continue
         out.append(piece)
     return out
+
+
+def _mean_confidence(last: Piece, piece: Piece) -> float:
+    """The OCR confidence of two pieces joined, by their characters (text read from a
+    text layer counts as certain)."""
+    a, b = len(last.text), len(piece.text)
+    first = 1.0 if last.ocr is None else last.ocr
+    second = 1.0 if piece.ocr is None else piece.ocr
+    return (first * a + second * b) / ((a + b) or 1)
 
 
 def continues_broken_word(last: Piece, piece: Piece) -> bool:

@@ -236,6 +236,7 @@ class Reader:
             "header": r[13],
             "text": r[14],
             "inner": [[i.start, list(i.heading_path)] for i in decode_inner(r[15])],
+            "ocr_confidence": r[16],
             "vector": base64.b64encode(raw).decode("ascii") if raw is not None else None,
         }
 

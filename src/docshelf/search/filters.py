@@ -18,7 +18,7 @@ from typing import Literal, get_args
 from docshelf.errors import InvalidInput
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.model import DOCUMENT_TYPES
-from docshelf.parse import FILE_TYPES
+from docshelf.parse import FILE_TYPES, IMAGE_TYPES
 from docshelf.store.base import SearchFilters
 
 __all__ = [
@@ -136,7 +136,7 @@ _meaning = meaning
 
 def file_types() -> tuple[str, ...]:
     """The file types a ``type`` filter may name (what the parsers read)."""
-    return tuple(sorted(set(FILE_TYPES.values())))
+    return tuple(sorted({*FILE_TYPES.values(), *IMAGE_TYPES.values()}))
 
 
 def document_types() -> tuple[str, ...]:

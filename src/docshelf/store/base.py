@@ -165,6 +165,7 @@ class StoreStats:
     by_file_type: dict[str, int] = field(default_factory=dict)
     # complete documents by enrichment: pending, llm, offline, failed
     by_enrichment: dict[str, int] = field(default_factory=dict)
+    ocr_pages: int = 0  # pages (and images) whose text OCR read
 
 
 @dataclass(frozen=True)

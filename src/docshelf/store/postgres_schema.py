@@ -315,3 +315,15 @@ MIGRATIONS += (
         ),
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        16,
+        "ocr",
+        """
+        -- Pages OCR read, and each chunk's OCR confidence (see the SQLite schema).
+        ALTER TABLE documents ADD COLUMN ocr_pages integer NOT NULL DEFAULT 0;
+        ALTER TABLE chunks ADD COLUMN ocr_confidence double precision;
+        """,
+    ),
+)

@@ -27,7 +27,7 @@ DOCUMENT_FIELDS = (
     *("size_bytes", "added_at", "updated_at", "status", "tags", "concept_ids"),
     *("primary_concept_id", "concept_source", "taxonomy_version", "document_type", "category"),
     *("summary", "page_count", "pages_without_text", "embedding_model", "enriched_at"),
-    "enrichment_mode",
+    *("enrichment_mode", "ocr_pages"),
 )
 DOCUMENT_COLUMNS = ", ".join(DOCUMENT_FIELDS)
 DOCUMENT_LISTS = frozenset({"tags", "concept_ids"})  # the list-valued document columns
@@ -39,7 +39,7 @@ JOB_COLUMNS = (
 )
 CHUNK_COLUMNS = (
     "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
-    "page_end, char_start, char_end, token_count, header, text, inner_headings"
+    "page_end, char_start, char_end, token_count, header, text, inner_headings, ocr_confidence"
 )
 
 
@@ -110,6 +110,7 @@ def document_from_row(
         embedding_model=r[22],
         enriched_at=r[23],
         enrichment_mode=r[24],
+        ocr_pages=r[25],
         chunk_counts=counts,
     )
 
@@ -137,6 +138,7 @@ def chunk_row(c: Chunk, encode_path: Encode = json_list) -> tuple[Any, ...]:
         c.header,
         c.text,
         encode_inner(c.inner),
+        c.ocr_confidence,
     )
 
 
@@ -175,6 +177,7 @@ def chunk_from_row(r: Sequence[Any], decode_path: Decode = from_json_list) -> Ch
         header=r[13],
         text=r[14],
         inner=decode_inner(r[15]) if len(r) > 15 else (),
+        ocr_confidence=r[16] if len(r) > 16 else None,
     )
 
 

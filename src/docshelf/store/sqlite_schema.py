@@ -393,3 +393,17 @@ MIGRATIONS += (
         ),
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        16,
+        "ocr",
+        """
+        -- OCR of scanned PDF pages and images (issue 40, parse/ocr.py): how many pages of
+        -- a document OCR read (``status`` counts them), and each chunk's mean word
+        -- confidence of the text OCR read in it (NULL: none of it), which a hit shows.
+        ALTER TABLE documents ADD COLUMN ocr_pages INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE chunks ADD COLUMN ocr_confidence REAL;
+        """,
+    ),
+)

@@ -197,7 +197,8 @@ class CatalogueSQL(SQLBase):
                 "(SELECT COUNT(*) FROM chunks WHERE tier = 'section'), "
                 "(SELECT COUNT(*) FROM chunks WHERE tier = 'snippet'), "
                 "(SELECT COUNT(*) FROM vectors), "
-                "(SELECT COALESCE(SUM(pages_without_text), 0) FROM documents)",
+                "(SELECT COALESCE(SUM(pages_without_text), 0) FROM documents), "
+                "(SELECT COALESCE(SUM(ocr_pages), 0) FROM documents)",
                 (),
             )[0]
             by_status = q("SELECT status, COUNT(*) FROM documents GROUP BY status", ())
@@ -218,6 +219,7 @@ class CatalogueSQL(SQLBase):
             by_status={str(r[0]): int(r[1]) for r in by_status},
             by_file_type={str(r[0]): int(r[1]) for r in by_type},
             by_enrichment={str(r[0]): int(r[1]) for r in by_enrichment},
+            ocr_pages=int(one[7]),
         )
 
     def check(self) -> list[str]:
