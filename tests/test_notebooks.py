@@ -252,7 +252,8 @@ def test_notebooks_over_http(shelf: Shelf) -> None:
     from fastapi.testclient import TestClient
 
     from docshelf.api import create_app
-    from tests.test_api import Api, drain as drain_api
+    from tests.test_api import Api
+    from tests.test_api import drain as drain_api
 
     with TestClient(create_app(shelf)) as client:
         users = {}

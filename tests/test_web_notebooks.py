@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tests.test_web import (  # noqa: F401  (fixtures)
-    Site,
-    browser,
-    page,
-    screenshot,
-    sign_in,
-    site,
-    wait_for_citations,
-)
+from tests import test_web
+from tests.test_web import Site, screenshot, sign_in, wait_for_citations
+
+# the browser, the served library and a signed-out page, as tests/test_web.py makes them
+browser = test_web.browser
+site = test_web.site
+page = test_web.page
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -140,7 +138,8 @@ def test_notebooks_are_made_chosen_searched_asked_and_shared_read_only(
     sign_in(phone, bob_token)
     picker = phone.get_by_label("Search and ask within")
     phone.wait_for_function(
-        "() => [...document.querySelectorAll('#notebook option')].some(o => o.text === 'Errands (shared)')"
+        "() => [...document.querySelectorAll('#notebook option')]"
+        ".some(o => o.text === 'Errands (shared)')"
     )
     picker.select_option(label="Errands (shared)")
     phone.get_by_label("Search mode").select_option("lexical")
