@@ -228,7 +228,7 @@ def test_the_notebook_commands(two_folders: tuple[Path, Path]) -> None:
         "paxos.md",
     }
     code, env = run("notebook", "add", "My thesis", "--filter", "tag=draft")
-    assert code == 0 and env["result"]["filters"] == ["tag=draft"]
+    assert code == 0 and env["result"]["filters"] == {"tag": ["draft"]}
     code, env = run("ask", "Who elects a leader?", "--notebook", "My thesis")
     assert code == 0 and {Path(c["citation"]["path"]).name for c in env["result"]["citations"]} == {
         "raft.md"
@@ -236,7 +236,7 @@ def test_the_notebook_commands(two_folders: tuple[Path, Path]) -> None:
     chunk = env["result"]["citations"][0]["chunk_id"]
     assert run("context", chunk, "--notebook", "My thesis")[0] == 0
     code, env = run("notebook", "drop", "My thesis", "--filter", "tag=draft")
-    assert code == 0 and env["result"]["filters"] == []
+    assert code == 0 and env["result"]["filters"] == {}
     code, env = run("notebook", "share", "My thesis", "nobody")
     assert code == 1 and env["error"]["code"] == "not_found"
     code, env = run("search", "x", "--notebook", "Nope")
@@ -272,8 +272,14 @@ def test_notebooks_over_http(shelf: Shelf) -> None:
         assert nb["read_only"] is False and sorted(nb["documents"]) == sorted(docs)
         r = ann.request("POST", "/v1/notebooks", json={"name": "citrus"})
         assert r.status_code == 409
-        r = ann.request("POST", "/v1/notebooks", json={"name": "X", "filters": ["colour=red"]})
-        assert r.status_code == 400 and "filter" in r.json()["error"]["message"]
+        r = ann.request("POST", "/v1/notebooks", json={"name": "X", "filters": {"colour": "red"}})
+        assert r.status_code == 400 and "colour" in r.json()["error"]["message"]
+        r = ann.request("POST", "/v1/notebooks", json={"name": "X", "filters": {"type": "xls"}})
+        assert r.status_code == 400 and "file type" in r.json()["error"]["message"]
+        r = ann.request(
+            "POST", "/v1/notebooks", json={"name": "Mine", "filters": {"tag": ["a", "b"]}}
+        )
+        assert r.status_code == 201 and r.json()["filters"] == {"tag": ["a", "b"]}
         body = {"query": "tangerine", "mode": "lexical", "notebook": "Citrus"}
         assert len(ann.request("POST", "/v1/search", json=body).json()["hits"]) == 2
         assert bob.request("POST", "/v1/search", json=body).status_code == 404
@@ -306,4 +312,4 @@ def test_notebooks_over_http(shelf: Shelf) -> None:
         r = ann.request("DELETE", f"/v1/notebooks/Citrus/readers/{bob.user.id}")
         assert r.status_code == 200 and bob.get("/v1/notebooks").json()["notebooks"] == []
         assert ann.request("DELETE", "/v1/notebooks/Citrus").status_code == 200
-        assert ann.get("/v1/notebooks").json()["notebooks"] == []
+        assert [n["name"] for n in ann.get("/v1/notebooks").json()["notebooks"]] == ["Mine"]

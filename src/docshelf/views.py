@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf import plaintext
@@ -375,6 +376,18 @@ def user(u: User) -> JSON:
     }
 
 
+def notebook_filters(pairs: Sequence[tuple[str, str]]) -> JSON:
+    """A notebook's filters as a search's ``filters`` object: a tag or concept a list."""
+    out: JSON = {}
+    for key, value in pairs:
+        name = "type" if key == "filetype" else key
+        if name in ("tag", "concept"):
+            out.setdefault(name, []).append(value)
+        else:
+            out[name] = value
+    return out
+
+
 def notebook(n: Notebook, reader: str) -> JSON:
     """A notebook as ``reader`` (a user id) sees it: read-only unless it is theirs; the
     users it is shared with are its owner's business."""
@@ -386,7 +399,7 @@ def notebook(n: Notebook, reader: str) -> JSON:
         "read_only": not own,
         "sources": list(n.sources),
         "documents": list(n.documents),
-        "filters": [f"{k}={v}" for k, v in n.filters],
+        "filters": notebook_filters(n.filters),
         "shared_with": list(n.shared_with) if own else [],
         "created_at": n.created_at,
         "updated_at": n.updated_at,

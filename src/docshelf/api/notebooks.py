@@ -15,6 +15,7 @@ from docshelf import views
 from docshelf.api.deps import ShelfDep, UserDep
 from docshelf.api.schema import errors
 from docshelf.model import NOTEBOOK_NAME, NOTEBOOK_NAME_MAX, Notebook, User
+from docshelf.search.filters_model import Filters
 
 router = APIRouter(prefix="/notebooks", responses=errors(400, 404))
 
@@ -34,10 +35,8 @@ class NewNotebook(BaseModel):
         default_factory=list, max_length=1000, description="Source ids or folder paths"
     )
     documents: list[str] = _ids()
-    filters: list[str] = Field(
-        default_factory=list,
-        max_length=50,
-        description="NAME=VALUE in the search filter vocabulary: tag=x, type=pdf, path=…",
+    filters: Filters = Field(
+        default_factory=lambda: Filters(), description="What narrows it: a search's filters"
     )
 
 
@@ -51,9 +50,7 @@ class NotebookChange(BaseModel):
     drop_sources: list[str] = _ids()
     add_documents: list[str] = _ids()
     drop_documents: list[str] = _ids()
-    filters: list[str] | None = Field(
-        default=None, max_length=50, description="Replaces the notebook's filters"
-    )
+    filters: Filters | None = Field(default=None, description="Replaces the notebook's filters")
 
 
 class Share(BaseModel):
@@ -74,7 +71,11 @@ def list_notebooks(shelf: ShelfDep, user: UserDep) -> JSON:
 @router.post("", status_code=201, summary="Create a notebook", responses=errors(409))
 def create(body: NewNotebook, shelf: ShelfDep, user: UserDep) -> JSON:
     made = shelf.notebooks.create(
-        body.name, user.id, sources=body.sources, documents=body.documents, filters=body.filters
+        body.name,
+        user.id,
+        sources=body.sources,
+        documents=body.documents,
+        filters=body.filters.as_pairs(),
     )
     return _view(made, user)
 
@@ -95,7 +96,7 @@ def change(notebook: str, body: NotebookChange, shelf: ShelfDep, user: UserDep) 
         drop_sources=body.drop_sources,
         add_documents=body.add_documents,
         drop_documents=body.drop_documents,
-        filters=body.filters,
+        filters=None if body.filters is None else body.filters.as_pairs(),
         name=body.name,
     )
     return _view(changed, user)

@@ -35,7 +35,9 @@ def _render_notebook(o: Outcome) -> None:
     console.print(line)
     parts = [counted(len(n["sources"]), "source"), counted(len(n["documents"]), "document")]
     if n["filters"]:
-        parts.append("filters " + ", ".join(n["filters"]))
+        shown = [f"{k}={v}" for k, vs in n["filters"].items() for v in [vs] if isinstance(vs, str)]
+        shown += [f"{k}={v}" for k, vs in n["filters"].items() if isinstance(vs, list) for v in vs]
+        parts.append("filters " + ", ".join(shown))
     if n["shared_with"]:
         parts.append("shared with " + counted(len(n["shared_with"]), "user"))
     console.print(Text("  " + "; ".join(parts)))

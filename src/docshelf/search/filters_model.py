@@ -145,6 +145,14 @@ class Filters(BaseModel):
         """The filters given, in the HTTP API's shape (defaults left out)."""
         return self.model_dump(exclude_defaults=True)
 
+    def as_pairs(self) -> list[str]:
+        """The filters given as ``KEY=VALUE`` strings (what ``parse`` reads; a notebook's);
+        an empty value is a filter not given, as in a search."""
+        pairs: list[str] = []
+        for key, value in self.as_json().items():
+            pairs += [f"{key}={v}" for v in (value if isinstance(value, list) else [value]) if v]
+        return pairs
+
     def to_search_filters(self, taxonomy: Taxonomy) -> SearchFilters:
         """The store's form: tags without ``#``, each concept as the group of concept ids
         it matches in ``taxonomy``, the date as its range."""

@@ -102,9 +102,7 @@ export class NotebooksView {
     const body = {
       name: String(data.get("name") ?? "").trim(),
       sources: data.getAll("source").map(String),
-      filters: String(data.get("filters") ?? "")
-        .split(/[\s,]+/)
-        .filter(Boolean),
+      filters: filtersOf(String(data.get("filters") ?? "")),
     };
     const error = document.getElementById("notebook-error");
     replace(error);
@@ -123,7 +121,7 @@ export class NotebooksView {
     const what = [
       count(n.sources.length, "folder"),
       count(n.documents.length, "document"),
-      n.filters.length ? `filters ${n.filters.join(", ")}` : null,
+      Object.keys(n.filters).length ? `filters ${filterWords(n.filters).join(", ")}` : null,
     ].filter(Boolean);
     const item = h(
       "li",
@@ -216,6 +214,29 @@ export class NotebooksView {
       "Delete notebook",
     );
   }
+}
+
+const REPEATABLE = new Set(["tag", "concept"]);
+
+/** "tag=thesis type=pdf" as a search's filters object ({tag: ["thesis"], type: "pdf"});
+ * the server names what it refuses. */
+export function filtersOf(text) {
+  const filters = {};
+  for (const word of text.split(/[\s,]+/).filter(Boolean)) {
+    const at = word.search(/[=:]/);
+    const key = at < 0 ? word : word.slice(0, at).toLowerCase();
+    const value = at < 0 ? "" : word.slice(at + 1);
+    if (REPEATABLE.has(key)) (filters[key] ??= []).push(value);
+    else filters[key] = value;
+  }
+  return filters;
+}
+
+/** A notebook's filters as the words a person writes them in. */
+export function filterWords(filters) {
+  return Object.entries(filters).flatMap(([key, value]) =>
+    [value].flat().map((v) => `${key}=${v}`),
+  );
 }
 
 /** A document's "Add to notebook" control (the library's detail panel). */
