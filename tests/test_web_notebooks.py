@@ -1,7 +1,7 @@
 """The web page's notebooks and its address (issue 40), in Debian's chromium driven by
 Playwright: a notebook made, chosen, searched and asked within, shared read-only; a
 search reloaded from its address, walked with Back and Forward, and reached from the
-keyboard alone."""
+keyboard alone; a hit from a scanned page marked as read by OCR."""
 
 from __future__ import annotations
 
@@ -152,3 +152,19 @@ def test_notebooks_are_made_chosen_searched_asked_and_shared_read_only(
     shared.filter(has_text="read only").wait_for()
     assert shared.get_by_role("button", name="Share").count() == 0
     context.close()
+
+
+def test_a_hit_read_by_ocr_says_so(page: Page, site: Site) -> None:
+    from tests.optional import require_program
+    from tests.test_ocr import scanned_page, scanned_pdf
+
+    require_program("tesseract", "apt-get install tesseract-ocr, or make install")
+    scan = scanned_pdf(scanned_page(["The lighthouse keeper logs every passing freighter."]))
+    site.wait_for(site.upload("scan.pdf", scan), "complete", seconds=60)
+    sign_in(page, site.token)
+    page.get_by_label("Search mode").select_option("lexical")
+    page.get_by_label("Search your documents").fill("lighthouse freighter")
+    hit = page.locator(".hit").first
+    hit.locator(".ocr").wait_for()
+    assert hit.locator(".citation").inner_text().startswith("scan (scan.pdf p.1)")
+    assert "Read by OCR" in hit.locator(".ocr").inner_text()

@@ -360,6 +360,13 @@ export class SearchView {
             ? h("p", { class: "crumbs" }, citation.heading_path.join(" › "))
             : null,
           hit.weak && !this.weakResult ? h("p", { class: "notice weak" }, "Weak match") : null,
+          hit.ocr
+            ? h(
+                "p",
+                { class: "hint ocr", title: "This text was read from a scanned page by OCR" },
+                `Read by OCR · ${Math.round(hit.ocr.confidence * 100)}% confidence`,
+              )
+            : null,
           doc?.tags?.length
             ? h("p", { class: "tags" }, doc.tags.map((t) => h("span", { class: "tag" }, `#${t}`)))
             : null,
