@@ -167,6 +167,7 @@ def seaweed_s3() -> Iterator[S3Server]:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed whole at the end
             env={**os.environ, "TMPDIR": str(root)},
+            preexec_fn=_die_with_parent,
         )
     try:
         server = S3Server(f"http://127.0.0.1:{s3}", ACCESS_KEY, SECRET_KEY)
@@ -184,6 +185,16 @@ def seaweed_s3() -> Iterator[S3Server]:
         ):
             Path(f"/tmp/seaweedfs-{name}-grpc-{port}.sock").unlink(missing_ok=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux the kernel kills it when the test process
+    dies without running its teardown (a SIGKILL), so no server outlives the run."""
+    if sys.platform == "linux":
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _wait_ready(server: S3Server, proc: subprocess.Popen[bytes], log: Path) -> None:
