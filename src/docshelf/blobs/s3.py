@@ -1,8 +1,13 @@
-"""Blobs in S3-compatible storage (AWS S3, MinIO, Garage, …) with boto3.
+"""Blobs in S3-compatible storage (AWS S3, Garage, MinIO, SeaweedFS, …) with boto3.
 
 ``DOCSHELF_BLOB_URL=s3://bucket/prefix``. The endpoint and credentials come
-from the standard environment: ``AWS_ENDPOINT_URL`` (for a non-AWS server),
-``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``.
+from boto3's standard configuration, read when the store is made (each store
+has a boto3 session of its own, so no earlier client's cached credentials
+linger): ``AWS_ENDPOINT_URL`` or ``AWS_ENDPOINT_URL_S3`` (for a non-AWS
+server, which botocore then addresses path-style: ``endpoint/bucket/key``),
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``, or
+a profile, ``~/.aws/config`` and an instance role. docs/deploy.md has the
+settings per server; tests/test_blobs.py runs against SeaweedFS's gateway.
 Bytes are hashed into a local temporary file while they stream in, then
 uploaded under ``<prefix>/<sha[:2]>/<sha[2:4]>/<sha>`` — so an object exists
 whole under its hash or not at all, and the same bytes twice are one object.
@@ -42,7 +47,7 @@ class S3BlobStore:
                 import boto3
             except ImportError:
                 raise Unavailable("S3 blob storage needs boto3: install `docshelf[s3]`") from None
-            client = boto3.client("s3")
+            client = boto3.session.Session().client("s3")
         self.client = client
 
     def key(self, sha256: str) -> str:
@@ -50,12 +55,20 @@ class S3BlobStore:
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """A boto3 call with its errors translated (a missing object is ``NotFound``)."""
+        from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             return getattr(self.client, method)(*args, **kwargs)
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
+        except (ClientError, Boto3Error) as exc:
+            # upload_file wraps the server's answer in a Boto3Error whose message names the
+            # staged file (never shown): the answer is its context
+            answer = exc if isinstance(exc, ClientError) else exc.__cause__ or exc.__context__
+            code = (
+                str(answer.response.get("Error", {}).get("Code", ""))
+                if isinstance(answer, ClientError)
+                else type(exc).__name__
+            )
             if code in ("404", "NoSuchKey", "NotFound"):
                 raise NotFound("No such blob in S3") from None
             raise Unavailable(f"S3 {method} on bucket {self.bucket} failed: {code}") from exc
