@@ -97,7 +97,8 @@ export class AskView {
     this.focusNext = null;
     if (next?.isConnected && !next.closest("[hidden]")) next.focus();
     else if (!document.getElementById("ask-view").contains(document.activeElement)) {
-      this.input.focus();
+      // come back from another view: to the source open beside the answer, or the question
+      (this.shown === null ? this.input : this.panelTitle).focus();
     }
   }
 

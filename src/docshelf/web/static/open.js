@@ -74,8 +74,9 @@ export class OpenView {
             at: anchor ?? null,
           })
         : await this.api.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/view`);
-      if (!documentId && anchor !== null && view.kind !== "page" && sequence === this.sequence) {
-        // a chunk alone does not say its document: now known, open at the anchor's heading
+      const elsewhere = anchor !== null && view.kind !== "page" && view.anchor !== anchor;
+      if (!documentId && elsewhere && sequence === this.sequence) {
+        // cited under an inner heading of its chunk: now its document is known, open there
         view = await this.api.view(view.document_id, { chunk: chunkId, at: anchor });
       }
     } catch (error) {
