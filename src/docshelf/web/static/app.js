@@ -172,6 +172,7 @@ class App {
     const view = name === "ask" ? "ask" : "search";
     if (id) params.set("notebook", id);
     else params.delete("notebook");
+    params.delete("source"); // a new answer: its sources are not the old one's
     remember(hashFor(view, params), true);
     this.route();
   }

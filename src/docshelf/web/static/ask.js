@@ -1,9 +1,29 @@
-// The ask view: a question in, a grounded answer out, streamed sentence by sentence, every
-// [n] a link to its numbered source; a source opens its passage in place.
+// The ask view: a question in, a grounded answer out, streamed sentence by sentence. Every
+// [n] of a source the answer cites opens that source at its cited place (a PDF's page with
+// the cited lines boxed, a note at its heading) in a panel beside the answer — below it on a
+// narrow screen — without leaving it: `#ask?q=…&source=n` is the answer with source n open,
+// so Back (or Close, or Esc) shuts the panel and the answer is there as it was, never asked
+// again. A source's label opens the open view; *Show passage* its snippet in place.
 
-import { readEventStream } from "./api.js";
 import { failure, h, replace } from "./dom.js";
+import { OpenView } from "./open.js";
 import { hashFor, remember } from "./state.js";
+
+/** `text` as nodes: each `[n]` whose n is one of `numbers` (the answer's sources) made
+ * `link(n)`; any other bracketed number — a paper's own reference, "[4]" — stays text. */
+export function withCitations(text, numbers, link) {
+  const fragment = document.createDocumentFragment();
+  let last = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    const n = Number(match[1]);
+    if (!numbers.has(n)) continue;
+    fragment.append(document.createTextNode(text.slice(last, match.index)));
+    fragment.append(link(n));
+    last = match.index + match[0].length;
+  }
+  fragment.append(document.createTextNode(text.slice(last)));
+  return fragment;
+}
 
 export class AskView {
   constructor(api) {
@@ -16,9 +36,26 @@ export class AskView {
     this.text = document.getElementById("answer-text");
     this.mode = document.getElementById("answer-mode");
     this.sources = document.getElementById("answer-sources");
+    this.layout = document.getElementById("ask-layout");
+    this.panel = document.getElementById("ask-cited");
+    this.panelTitle = document.getElementById("ask-cited-title");
+    this.panelHead = this.panel.querySelector(".cited-head");
+    this.opener = new OpenView(api, {
+      root: document.getElementById("ask-cited-body"),
+      prefix: "ask-cited",
+      embedded: true,
+      frame: this.panelFrame(),
+    });
     this.controller = null;
     this.notebook = ""; // ask within this notebook (its id); "" for the whole library
     this.asked = null; // the question and notebook the page shows the answer to
+    this.question = "";
+    this.numbered = new Map(); // the answer's sources by number
+    this.shown = null; // the number of the source open beside the answer
+    this.wanted = null; // the source the address opens once the sources come
+    this.opened = null; // the [n] that opened the panel: the focus goes back there
+    this.scrolled = 0; // where the window was when it opened: it goes back there too
+    this.focusNext = null;
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       const question = this.input.value.trim();
@@ -26,24 +63,49 @@ export class AskView {
       remember(hashFor("ask", params), true);
       this.ask(question);
     });
+    document.getElementById("ask-cited-close").addEventListener("click", () => this.closeSource());
+    this.panel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        this.closeSource();
+      }
+    });
   }
 
   /** The state an address gives: its question asked (within its notebook), unless it
-   * is the one answered on the page already. */
+   * is the one answered on the page already; its source open beside it. */
   restore(params, notebook) {
     this.notebook = notebook;
     const question = (params.get("q") ?? "").trim();
     this.input.value = question;
-    if (!question || this.asked === `${notebook}\n${question}`) return;
-    this.ask(question);
+    const source = Number(params.get("source")) || null;
+    if (!question || this.asked === `${notebook}\n${question}`) {
+      const was = this.shown;
+      this.showSource(question ? source : null);
+      if (this.shown === was) return;
+      // Back to the answer (the browser scrolls it back to where it was): the focus on the
+      // [n] that opened the source; Forward: the source, in view
+      if (this.shown !== null) this.revealPanel();
+      this.focusNext = this.shown ? this.panelTitle : this.opened;
+      return;
+    }
+    this.ask(question, source);
   }
 
   focus() {
-    this.input.focus();
+    const next = this.focusNext;
+    this.focusNext = null;
+    if (next?.isConnected && !next.closest("[hidden]")) next.focus();
+    else if (!document.getElementById("ask-view").contains(document.activeElement)) {
+      // come back from another view: to the source open beside the answer, or the question
+      (this.shown === null ? this.input : this.panelTitle).focus();
+    }
   }
 
-  async ask(question) {
+  async ask(question, source = null) {
     this.controller?.abort();
+    this.showSource(null);
+    this.wanted = source;
     if (!question) {
       replace(this.status, "Type a question, then press Enter.");
       return;
@@ -51,6 +113,8 @@ export class AskView {
     this.controller = new AbortController();
     const { signal } = this.controller;
     this.asked = `${this.notebook}\n${question}`;
+    this.question = question;
+    this.numbered = new Map();
     this.answer.hidden = true;
     replace(this.text);
     replace(this.sources);
@@ -94,6 +158,10 @@ export class AskView {
     for (const item of [...this.sources.children]) {
       if (!cited.has(item.dataset.n)) item.remove();
     }
+    // a number no citation has is no link (the answer's text says which it cites)
+    for (const link of [...this.text.querySelectorAll("a.cite")]) {
+      if (!cited.has(link.dataset.n)) link.replaceWith(link.textContent);
+    }
     const how =
       answer.mode === "extractive"
         ? "Sentences taken from your documents (no language model is configured)."
@@ -102,26 +170,132 @@ export class AskView {
     replace(this.status, answer.citations.length ? "" : "Nothing in your documents answers this.");
   }
 
-  /** Text with each [n] made a link to source n. */
+  /** Text with each [n] of one of the answer's sources a link that opens it beside. */
   withCitations(text) {
-    const fragment = document.createDocumentFragment();
-    let last = 0;
-    for (const match of text.matchAll(/\[(\d+)\]/g)) {
-      fragment.append(document.createTextNode(text.slice(last, match.index)));
-      fragment.append(
-        h(
-          "a",
-          { href: `#ask-source-${match[1]}`, class: "cite", "aria-label": `source ${match[1]}` },
-          `[${match[1]}]`,
-        ),
-      );
-      last = match.index + match[0].length;
+    return withCitations(text, new Set(this.numbered.keys()), (n) => this.citeLink(n));
+  }
+
+  /** `[n]`: a link to the answer with source n open (so a new tab opens it too); a click
+   * opens it beside the answer. */
+  citeLink(n) {
+    return h(
+      "a",
+      {
+        href: this.sourceHash(n),
+        class: "cite",
+        "aria-label": `Source ${n}`,
+        title: this.numbered.get(n)?.label,
+        "aria-controls": "ask-cited",
+        "aria-expanded": String(this.shown === n),
+        dataset: { n: String(n) },
+        onclick: (event) => {
+          if (event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+          event.preventDefault();
+          this.openSource(n, event.currentTarget);
+        },
+      },
+      `[${n}]`,
+    );
+  }
+
+  /** The address of the answer shown, with source `n` open (none: `null`). */
+  sourceHash(n) {
+    const params = new URLSearchParams({ q: this.question, notebook: this.notebook });
+    if (n !== null) params.set("source", String(n));
+    return hashFor("ask", params);
+  }
+
+  /** Source n beside the answer, and the focus on it. Opening it is a step in the history
+   * (Back closes it); another source opened over it takes its place there. */
+  openSource(n, from) {
+    this.opened = from;
+    if (this.shown !== n) {
+      if (this.shown === null) {
+        this.scrolled = window.scrollY;
+        history.pushState({ askSource: true }, "", this.sourceHash(n));
+      } else history.replaceState(history.state, "", this.sourceHash(n));
+      this.showSource(n);
     }
-    fragment.append(document.createTextNode(text.slice(last)));
-    return fragment;
+    this.revealPanel();
+    this.panelTitle.focus({ preventScroll: true });
+  }
+
+  /** The panel in view: beside the answer, the window scrolled so all of it shows (the
+   * answer's start with it); below the answer, scrolled to. */
+  revealPanel() {
+    const { top } = this.panel.getBoundingClientRect();
+    if (getComputedStyle(this.panel).position === "sticky") {
+      const gap = parseFloat(getComputedStyle(this.panel).top) || 0;
+      if (top > gap + 1) window.scrollBy({ top: top - gap, behavior: "instant" });
+    } else if (top < 0 || top > window.innerHeight / 3) {
+      this.panel.scrollIntoView({ block: "start" });
+    }
+  }
+
+  /** Close the source: the step back to the answer when opening it made one. */
+  closeSource() {
+    if (this.shown === null) return;
+    if (history.state?.askSource) {
+      history.back(); // the address without the source: route() closes it, focus and all
+      return;
+    }
+    remember(this.sourceHash(null), false);
+    this.showSource(null);
+    window.scrollTo({ top: this.scrolled, behavior: "instant" });
+    if (this.opened?.isConnected) this.opened.focus();
+    else this.input.focus();
+  }
+
+  /** Source `n` open beside the answer (`null`: the panel closed). */
+  showSource(n) {
+    const source = n === null ? undefined : this.numbered.get(n);
+    if (n !== null && !source) {
+      this.wanted = n; // its sources are still to come
+      n = null;
+    }
+    if (n === this.shown) return;
+    this.shown = n;
+    this.panel.hidden = n === null;
+    this.layout.classList.toggle("with-source", n !== null);
+    for (const link of this.text.querySelectorAll("a.cite")) {
+      link.setAttribute("aria-expanded", String(link.dataset.n === String(n)));
+    }
+    for (const item of this.sources.children) {
+      item.classList.toggle("shown", item.dataset.n === String(n));
+    }
+    if (n === null) {
+      this.opener.clear();
+      return;
+    }
+    replace(this.panelTitle, h("span", { class: "cite-number" }, `[${n}]`), " ", source.label);
+    const citation = source.citation ?? {};
+    // a text citation opens at its anchor (the inner heading it is cited under); a page's
+    // citation at its page (the server finds it from the chunk)
+    const anchor = citation.page_start == null ? (citation.anchor ?? null) : null;
+    this.opener.show("", source.chunk_id, null, anchor);
+  }
+
+  /** The panel as the frame its document scrolls in: its own scroll beside the answer,
+   * the window's below it; what shows of it is under its (sticky) head. */
+  panelFrame() {
+    return {
+      area: () => {
+        const box = this.panel.getBoundingClientRect();
+        const head = this.panelHead.getBoundingClientRect();
+        return {
+          top: Math.max(box.top, head.bottom, 0),
+          bottom: Math.min(box.bottom, window.innerHeight),
+        };
+      },
+      scrollBy: (top) => {
+        const own = getComputedStyle(this.panel).overflowY !== "visible";
+        (own ? this.panel : window).scrollBy({ top, behavior: "instant" });
+      },
+    };
   }
 
   renderSources(sources) {
+    this.numbered = new Map(sources.map((source) => [source.n, source]));
     replace(
       this.sources,
       sources.map((source) => {
@@ -138,7 +312,7 @@ export class AskView {
         );
         return h(
           "li",
-          { id: `ask-source-${source.n}`, value: String(source.n), dataset: { n: String(source.n) } },
+          { value: String(source.n), dataset: { n: String(source.n) } },
           h("a", { class: "citation", href: `#cite/${encodeURIComponent(source.chunk_id)}` }, source.label),
           " ",
           source.citation?.heading_path?.length
@@ -150,6 +324,11 @@ export class AskView {
         );
       }),
     );
+    if (this.wanted !== null) {
+      const wanted = this.wanted;
+      this.wanted = null;
+      this.showSource(wanted);
+    }
   }
 
   async togglePassage(source, toggle, passage) {

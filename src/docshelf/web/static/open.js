@@ -2,7 +2,8 @@
 // the place a hit or an answer cites. A PDF shows the cited page as an image, with boxes
 // drawn over the cited words and previous/next page; any other document shows its text,
 // built here from the server's blocks with DOM calls (text nodes only), scrolled to the
-// cited heading with the cited blocks marked.
+// cited heading with the cited blocks marked. The Ask view embeds one beside an answer
+// (`embedded`): there it pages in place and scrolls its own panel, never the page.
 
 import { failure, h, replace } from "./dom.js";
 
@@ -33,17 +34,36 @@ export function saveBlob(blob, name) {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
+/** The window as the frame a document is scrolled in: what of it is on the screen. */
+const WINDOW = {
+  area: () => ({ top: 0, bottom: window.innerHeight }),
+  scrollBy: (top) => window.scrollBy({ top, behavior: "instant" }),
+};
+
 export class OpenView {
-  constructor(api) {
+  /** `root`: the element it fills; `prefix`: of its elements' ids; `embedded`: inside
+   * another view, whose heading `${prefix}-title` names it (no title of its own, headings a
+   * level lower, pages turned in place, a link to the open view, the focus left alone);
+   * `frame`: what it scrolls to the cited place (`area()`, the part of the screen it shows,
+   * and `scrollBy(dy)`) — the window by default. */
+  constructor(
+    api,
+    { root = document.getElementById("open-view"), prefix = "open", embedded = false, frame = WINDOW } = {},
+  ) {
     this.api = api;
-    this.root = document.getElementById("open-view");
+    this.root = root;
+    this.prefix = prefix;
+    this.embedded = embedded;
+    this.frame = frame;
     this.imageUrl = null;
     this.sequence = 0;
   }
 
-  /** Show `documentId` at `chunkId` (either may be empty: a chunk alone finds its document). */
+  /** Show `documentId` at `chunkId` (either may be empty: a chunk alone finds its document),
+   * a text document at the citation's `anchor` (its inner heading) when one is given. */
   async show(documentId, chunkId, page, anchor = null) {
     const sequence = ++this.sequence;
+    this.anchor = anchor;
     replace(this.root, h("p", { class: "status", role: "status" }, "Opening…"));
     let view;
     try {
@@ -54,11 +74,16 @@ export class OpenView {
             at: anchor ?? null,
           })
         : await this.api.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/view`);
+      const elsewhere = anchor !== null && view.kind !== "page" && view.anchor !== anchor;
+      if (!documentId && elsewhere && sequence === this.sequence) {
+        // cited under an inner heading of its chunk: now its document is known, open there
+        view = await this.api.view(view.document_id, { chunk: chunkId, at: anchor });
+      }
     } catch (error) {
       if (sequence !== this.sequence) return;
       replace(
         this.root,
-        h("h1", {}, "Cannot open this document"),
+        h(this.embedded ? "h3" : "h1", {}, "Cannot open this document"),
         h("p", {}, failure(error, () => this.show(documentId, chunkId, page, anchor))),
       );
       return;
@@ -72,10 +97,34 @@ export class OpenView {
     if (shown) {
       await shown();
     } else if (view.target) {
-      const target = document.getElementById(`open-${view.target}`);
-      target?.scrollIntoView({ block: "start" });
-      target?.focus({ preventScroll: true });
+      const target = document.getElementById(`${this.prefix}-${view.target}`);
+      if (target) {
+        this.frame.scrollBy(target.getBoundingClientRect().top - this.frame.area().top - MARGIN);
+        if (!this.embedded) target.focus({ preventScroll: true });
+      }
     }
+  }
+
+  /** Nothing shown, and nothing on its way. */
+  clear() {
+    this.sequence += 1;
+    this.view = null;
+    replace(this.root);
+  }
+
+  /** A link to another page of the document: in the open view, its address; embedded,
+   * the page turned in place (the address still opens it in a new tab). */
+  pageLink(view, page, attrs, ...children) {
+    const href = page ? openHref(view.document_id, view.chunk_id, page) : null;
+    const onclick =
+      this.embedded && href
+        ? (event) => {
+            if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+            event.preventDefault();
+            this.show(view.document_id, view.chunk_id, page);
+          }
+        : null;
+    return h("a", { ...attrs, href, onclick }, ...children);
   }
 
   renderHead(view) {
@@ -99,10 +148,26 @@ export class OpenView {
       "Download original",
     );
     const uploaded = String(view.path).startsWith("upload://");
+    // embedded: the open view at this place, for a whole window of it
+    const whole = this.embedded
+      ? h(
+          "a",
+          {
+            class: "button",
+            href: openHref(
+              view.document_id,
+              view.chunk_id,
+              view.kind === "page" ? view.page : null,
+              view.kind === "page" ? null : this.anchor,
+            ),
+          },
+          "Open full view",
+        )
+      : null;
     return h(
       "header",
       { class: "open-head" },
-      h("h1", { id: "open-title" }, view.title || view.document_id),
+      this.embedded ? null : h("h1", { id: `${this.prefix}-title` }, view.title || view.document_id),
       h(
         "p",
         { class: "crumbs" },
@@ -112,6 +177,7 @@ export class OpenView {
       h(
         "div",
         { class: "open-actions" },
+        whole,
         download,
         obsidianHref(view.obsidian)
           ? h("a", { class: "button obsidian", href: obsidianHref(view.obsidian) }, "Open in Obsidian")
@@ -126,26 +192,17 @@ export class OpenView {
     const pager = h(
       "nav",
       { class: "pager", "aria-label": "Pages" },
-      h(
-        "a",
-        {
-          class: "button",
-          href: view.page > 1 ? openHref(view.document_id, view.chunk_id, view.page - 1) : null,
-          "aria-disabled": view.page > 1 ? null : "true",
-        },
+      this.pageLink(
+        view,
+        view.page > 1 ? view.page - 1 : null,
+        { class: "button", "aria-disabled": view.page > 1 ? null : "true" },
         "‹ Previous page",
       ),
       h("span", { class: "page-number" }, `Page ${view.page} of ${view.page_count}`),
-      h(
-        "a",
-        {
-          class: "button",
-          href:
-            view.page < view.page_count
-              ? openHref(view.document_id, view.chunk_id, view.page + 1)
-              : null,
-          "aria-disabled": view.page < view.page_count ? null : "true",
-        },
+      this.pageLink(
+        view,
+        view.page < view.page_count ? view.page + 1 : null,
+        { class: "button", "aria-disabled": view.page < view.page_count ? null : "true" },
         "Next page ›",
       ),
     );
@@ -185,17 +242,19 @@ export class OpenView {
         set(false);
         toggle.addEventListener("click", () => {
           set(toggle.getAttribute("aria-pressed") !== "true");
-          revealPassage(figure);
+          revealPassage(figure, this.frame);
         });
         pager.append(toggle);
-        zoomFirst = () => set(window.matchMedia("(max-width: 800px)").matches);
+        // a phone, or a panel beside an answer: too narrow for a whole page to be read
+        zoomFirst = () =>
+          set(window.matchMedia("(max-width: 800px)").matches || figure.clientWidth < 700);
       }
       shown = async () => {
         zoomFirst?.();
         await settled(image);
-        revealPassage(figure);
+        revealPassage(figure, this.frame);
       };
-      figure.append(h("figcaption", { class: "hint" }, pageCaption(view)));
+      figure.append(h("figcaption", { class: "hint" }, pageCaption(view, this)));
     } catch (error) {
       figure.append(h("p", {}, failure(error, () => this.show(view.document_id, view.chunk_id, view.page))));
     }
@@ -203,7 +262,7 @@ export class OpenView {
   }
 
   renderText(view) {
-    const article = h("article", { class: "reader", "aria-labelledby": "open-title" });
+    const article = h("article", { class: "reader", "aria-labelledby": `${this.prefix}-title` });
     for (const block of view.blocks) article.append(this.block(block));
     if (view.truncated) {
       article.append(
@@ -214,10 +273,12 @@ export class OpenView {
   }
 
   block(block) {
-    const attrs = { id: `open-${block.id}`, class: block.cited ? "cited" : null };
+    const attrs = { id: `${this.prefix}-${block.id}`, class: block.cited ? "cited" : null };
     switch (block.kind) {
-      case "heading":
-        return h(`h${Math.min(6, block.level + 1)}`, { ...attrs, tabindex: "-1" }, runs(block.inlines));
+      case "heading": {
+        const level = Math.min(6, block.level + (this.embedded ? 2 : 1)); // under the title
+        return h(`h${level}`, { ...attrs, tabindex: "-1" }, runs(block.inlines));
+      }
       case "code":
         return h("pre", attrs, h("code", {}, block.text));
       case "list":
@@ -267,19 +328,22 @@ async function settled(image) {
 
 const MARGIN = 16; // px kept around the passage when it is scrolled into view
 
-/** Scroll the window (and a zoomed figure sideways) so the cited passage is in view: its
- * first lines, and as many of the following ones as the window holds, in the middle. */
-function revealPassage(figure) {
+/** Scroll the frame (the window, or a panel) and a zoomed figure sideways so the cited
+ * passage is in view: its first lines, and as many of the following ones as the frame
+ * shows, in the middle. */
+function revealPassage(figure, frame) {
   if (!figure.isConnected) return; // another view replaced it meanwhile
   const boxes = [...figure.querySelectorAll(".hl")].map((box) => box.getBoundingClientRect());
   if (!boxes.length) return;
-  // The lines from the first on that fit the window's height (a passage going on in the
+  const area = frame.area();
+  const height = area.bottom - area.top;
+  // The lines from the first on that fit the frame's height (a passage going on in the
   // next column starts at the foot of this one: its start comes first).
   let shown = [boxes[0]];
   for (const box of boxes.slice(1)) {
     const top = Math.min(box.top, ...shown.map((b) => b.top));
     const bottom = Math.max(box.bottom, ...shown.map((b) => b.bottom));
-    if (bottom - top > window.innerHeight - 2 * MARGIN) break;
+    if (bottom - top > height - 2 * MARGIN) break;
     shown = [...shown, box];
   }
   const top = Math.min(...shown.map((b) => b.top));
@@ -291,19 +355,19 @@ function revealPassage(figure) {
     const spare = view.width - (right - left);
     figure.scrollLeft += spare > 0 ? left - view.left - spare / 2 : left - view.left - MARGIN;
   }
-  const spare = window.innerHeight - (bottom - top);
-  window.scrollBy({ top: top - (spare > 2 * MARGIN ? spare / 2 : MARGIN), behavior: "instant" });
+  const spare = height - (bottom - top);
+  frame.scrollBy(top - area.top - (spare > 2 * MARGIN ? spare / 2 : MARGIN));
 }
 
 /** What the caption says: where the cited passage is, from this page. */
-function pageCaption(view) {
+function pageCaption(view, opener) {
   const [first, last] = view.cited_pages ?? [null, null];
   if (first === null) return "";
   const here = first <= view.page && view.page <= last;
   if (!here) return `The cited passage is on page ${first}${last > first ? `–${last}` : ""}.`;
   const more =
     view.page < last
-      ? [" It goes on on ", h("a", { href: openHref(view.document_id, view.chunk_id, view.page + 1) }, `page ${view.page + 1}`), "."]
+      ? [" It goes on on ", opener.pageLink(view, view.page + 1, {}, `page ${view.page + 1}`), "."]
       : [];
   return [view.boxes.length ? "The cited passage is highlighted." : "The cited passage is on this page.", ...more];
 }
