@@ -124,7 +124,6 @@ def test_notebooks_are_made_chosen_searched_asked_and_shared_read_only(
     page.wait_for_function("() => document.getElementById('answer-mode').textContent !== ''")
     labels = page.locator("#answer-sources .citation").all_inner_texts()
     assert labels and all("todo.txt" in label for label in labels)
-    screenshot(page, "web-ask-notebook.png")
 
     # shared read-only with bob: he sees it, marked so, and only what he holds
     nav(page, "Notebooks")
