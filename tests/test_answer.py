@@ -11,7 +11,12 @@ from typer.testing import CliRunner
 
 from docshelf.cli import app
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.knowledge.answer import WEAK_NOTICE, cited_numbers, plain_sentences, strip_broken
+from docshelf.knowledge.answer import (
+    NOT_ANSWERED,
+    cited_numbers,
+    plain_sentences,
+    strip_broken,
+)
 from docshelf.llm import Message
 from docshelf.llm.openai import OpenAILLM
 from docshelf.shelf import Shelf
@@ -237,10 +242,15 @@ def test_offline_answer_is_clean_ordered_and_numbered_from_one(
     assert [n for _, n in _sentences(answer.answer)] == sorted(numbers)  # sources in rank order
 
 
-def test_weak_evidence_says_there_is_no_good_answer(library: Shelf) -> None:
+def test_weak_evidence_says_no_passage_answers_and_shows_the_closest(library: Shelf) -> None:
     # The vector side finds something for any words; no sentence holds these.
     weak = library.ask("zebra quantum chromodynamics")
     assert weak.citations, "the hybrid search returned nothing to answer from"
-    assert weak.notice == WEAK_NOTICE and len(cited_numbers(weak.answer)) == 1
+    assert weak.answered is False and weak.answer.startswith(NOT_ANSWERED)
+    assert len(cited_numbers(weak.answer)) == 1  # the closest passage, cited
     strong = library.ask("what do you feed the starter with?")
-    assert strong.notice is None and "flour" in strong.answer
+    assert strong.answered and strong.notice is None and "flour" in strong.answer
+    streamed = list(library.ask_stream("zebra quantum chromodynamics"))
+    assert streamed[-1].answer is not None and streamed[-1].answer.answered is False
+    text = "".join(p.text for p in streamed if p.kind == "text")
+    assert text == weak.answer  # the stream says it too, first

@@ -336,6 +336,7 @@ def answer(a: Answer) -> JSON:
         "answer": a.answer,
         "mode": a.mode,
         "citations": [answer_citation(c) for c in a.citations],
+        "answered": a.answered,
     }
     if a.notice:
         out["notice"] = a.notice

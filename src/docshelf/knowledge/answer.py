@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from docshelf import plaintext, telemetry
 from docshelf.errors import InvalidInput, Unavailable
+from docshelf.knowledge.abstain import answers
 from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit
 from docshelf.search.query import lexical_terms
@@ -65,6 +66,9 @@ class Answer:
     mode: str  # "llm" | "extractive"
     citations: list[AnswerCitation]
     notice: str | None = None
+    # False: no passage of the library answers it (knowledge/abstain.py); the answer says
+    # so and its citations are the closest passages, not an answer's sources
+    answered: bool = True
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,11 @@ class Extract:
     sentences: list[str]
     citations: list[AnswerCitation]
     weak: bool = False  # no sentence holds the question's key terms
+    # the evidence of the best sentences: the largest share of the question's key terms
+    # one sentence holds (rarer terms weigh more), and the largest cosine similarity of a
+    # sentence to the question (0 without an embedder)
+    coverage: float = 0.0
+    similarity: float = 0.0
 
     @property
     def text(self) -> str:
@@ -305,10 +314,12 @@ def extract(
         ]
     about = list(scores)  # what the sentence says of the question's own words
     embedder = retriever.embedder
+    best_sim = 0.0
     if embedder is not None:
         vectors = embedder.embed([question] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
         scores = [x + float(v) for x, v in zip(scores, sims, strict=True)]
+        best_sim = float(max(sims))
     ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
     best_about = max(about)
     chosen: list[int] = []
@@ -331,7 +342,13 @@ def extract(
         numbers.setdefault(n, len(numbers) + 1 if renumber else n)
     out = [f"{candidates[i][2]} [{numbers[candidates[i][0].n]}]" for i in chosen]
     citations = [AnswerCitation.of(new, by_n[old].hit) for old, new in numbers.items()]
-    return Extract(out, sorted(citations, key=lambda c: c.n), weak=max(coverage) == 0)
+    return Extract(
+        out,
+        sorted(citations, key=lambda c: c.n),
+        weak=max(coverage) == 0,
+        coverage=max(coverage),
+        similarity=best_sim,
+    )
 
 
 def extractive_answer(
@@ -341,10 +358,8 @@ def extractive_answer(
     return extract(retriever, question, sources, sentences).text
 
 
-WEAK_NOTICE = (
-    "No good answer in your library: no passage holds the question's key words; "
-    "these are the closest sentences"
-)
+NO_MATCH = "No document matched the question."
+NOT_ANSWERED = "No passage in your library answers this; the closest are:"
 
 
 def _extractive(
@@ -355,8 +370,9 @@ def _extractive(
     renumber: bool = True,
 ) -> tuple[Extract, Answer]:
     found = extract(retriever, question, sources, renumber=renumber)
-    if found.weak and notice is None:
-        notice = WEAK_NOTICE
+    if not answers(found):
+        text = f"{NOT_ANSWERED} {found.text}".strip()
+        return found, Answer(question, text, "extractive", found.citations, notice, False)
     return found, Answer(question, found.text, "extractive", found.citations, notice)
 
 
@@ -372,7 +388,7 @@ def ask(
 ) -> Answer:
     result = retriever.search(question, limit=limit, user_id=user_id, filters=filters)
     if not result.hits:
-        return Answer(question, "No document matched the question.", "extractive", [])
+        return Answer(question, NO_MATCH, "extractive", [], answered=False)
     sources = gather_sources(retriever, result.hits, budget_tokens)
     notice = None
     if llm is not None:
@@ -443,14 +459,15 @@ def _stream(
     result = retriever.search(question, limit=limit, user_id=user_id, filters=filters)
     if not result.hits:
         yield AnswerPiece(
-            "done", answer=Answer(question, "No document matched the question.", "extractive", [])
+            "done", answer=Answer(question, NO_MATCH, "extractive", [], answered=False)
         )
         return
     sources = gather_sources(retriever, result.hits, budget_tokens)
     if llm is None:  # offline: the sources named are the ones the sentences cite, 1..n
         found, answer = _extractive(retriever, question, sources, None)
         yield AnswerPiece("sources", sources=found.citations)
-        for i, sentence in enumerate(found.sentences):
+        said = [] if answer.answered else [NOT_ANSWERED]
+        for i, sentence in enumerate([*said, *found.sentences]):
             yield AnswerPiece("text", text=sentence if i == 0 else " " + sentence)
         yield AnswerPiece("done", answer=answer)
         return
@@ -487,6 +504,7 @@ def _stream(
     notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
     # Sources already named by a ``sources`` event keep their numbers.
     found, answer = _extractive(retriever, question, sources, notice, renumber=False)
-    for i, sentence in enumerate(found.sentences):
+    said = [] if answer.answered else [NOT_ANSWERED]
+    for i, sentence in enumerate([*said, *found.sentences]):
         yield AnswerPiece("text", text=sentence if i == 0 else " " + sentence)
     yield AnswerPiece("done", answer=answer)
