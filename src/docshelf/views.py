@@ -205,7 +205,7 @@ def enrich_result(r: EnrichResult) -> JSON:
         "category": e.category,
         "concept_ids": list(e.concept_ids),
         "concept_source": e.concept_source,
-        "distillates": len(e.claims),
+        "distillates": len(e.claims or ()),
         "reembedded": r.reembedded,
         "ms": round(r.ms, 1),
     }
