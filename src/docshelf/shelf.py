@@ -40,6 +40,7 @@ from docshelf.config import Settings
 from docshelf.progress import counter
 from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
+from docshelf.shelf_accounts import Accounts
 
 # Only what opening a library needs is imported here: the rest (sync, search,
 # uploads, the catalogue, accounts) where a method first uses it, so a one-shot
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
         Job,
         Source,
         SyncReport,
-        User,
     )
     from docshelf.notebooks import Notebooks
     from docshelf.portable import ExportReport, ImportReport
@@ -123,43 +123,6 @@ class Parts:
     @property
     def enricher(self) -> Enricher:
         return self.runtime.enricher
-
-
-class Accounts:
-    """The users of a library and their tokens (accounts/users.py), as ``Shelf`` offers them."""
-
-    runtime: Runtime
-    store: OnRuntime[SearchStore] = OnRuntime("store")
-
-    def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
-        """A new user and their bearer token (shown once; only its hash is kept)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.create_user(self.store, name, admin=admin)
-
-    def users(self) -> list[User]:
-        return self.store.list_users()
-
-    def revoke_user(self, name_or_id: str) -> User:
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.revoke(self.store, name_or_id)
-
-    def authenticate(self, token: str) -> User | None:
-        """The user a bearer token names; None if it is unknown or revoked."""
-        return self.authenticate_many([token])[0]
-
-    def authenticate_many(self, tokens: Sequence[str]) -> list[User | None]:
-        """``authenticate`` of several tokens in one store query (requests that came together)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.authenticate(self.store, tokens)
-
-    def local_admin_token(self) -> str | None:
-        """On a home with no token yet, create the local admin's and return it (once)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.local_admin_token(self.store)
 
 
 class Asking:
