@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from docshelf.ingest.uploads import Upload, UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
+    from docshelf.knowledge.manifest import ManifestReport
     from docshelf.knowledge.taxonomy import Taxonomy
     from docshelf.llm import LLM
     from docshelf.model import (
@@ -418,6 +419,19 @@ class Shelf(Parts, Accounts, Asking):
         from docshelf.knowledge.enricher import enrich_documents
 
         return enrich_documents(self.runtime, document_ids, user_id=user_id, progress=progress)
+
+    def enrich_from_manifest(
+        self,
+        manifest: str | Path | BinaryIO,
+        *,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> ManifestReport:
+        """Write enrichment computed elsewhere, a JSON Lines manifest (a file or a stream of
+        its bytes: knowledge/manifest.py), with no LLM call; ``dry_run``: report only."""
+        from docshelf.knowledge.manifest import backfill
+
+        return backfill(self.runtime, manifest, dry_run=dry_run, progress=progress)
 
     def queue_enrichment(self, user_id: str | None = None) -> int:
         """Mark the (user's) documents for enrichment again; workers take them when idle."""
