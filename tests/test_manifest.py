@@ -77,7 +77,7 @@ def _manifest(shelf: Shelf, notes: Path, tmp_path: Path) -> Path:
             "sha256": cooking.sha256.upper(),
             "summary": "How to  bake sourdough bread.",
             "document_type": "Report",
-            "tags": ["recipes", "#Sourdough club", "baking"],
+            "tags": ["recipes", "#Sourdough club", "baking", "sourdough  Club", "Baking"],
             "concepts": ["Food and cooking", "no-such-concept"],
             "title": "ignored",
         },

@@ -154,7 +154,11 @@ def _strings(key: str, value: object) -> tuple[str, ...] | None:
     if len(value) > MAX_TAGS:
         raise BadLine(f"{key}: {len(value)} of them, more than {MAX_TAGS}")
     cleaned = (" ".join(v.split()).lstrip("#").strip() for v in value)
-    return tuple(dict.fromkeys(v for v in cleaned if v))
+    first: dict[str, str] = {}  # each once, as first spelt
+    for v in cleaned:
+        if v:
+            first.setdefault(v.casefold(), v)
+    return tuple(first.values())
 
 
 def _checked(line: Line) -> Line:
