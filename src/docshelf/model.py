@@ -199,22 +199,25 @@ class Distillate:
 
 @dataclass(frozen=True)
 class Enrichment:
-    """What enrichment learnt about a document, and how (``mode``: llm or offline)."""
+    """What enrichment learnt about a document, and how (``mode``: llm, offline, or
+    manifest: computed elsewhere and backfilled, knowledge/manifest.py)."""
 
     summary: str
     document_type: str
     category: str
     concept_ids: tuple[str, ...]
-    concept_source: str | None  # "llm" | "embedding" | "frontmatter" | None
+    concept_source: str | None  # "llm" | "embedding" | "frontmatter" | "manifest" | None
     taxonomy_version: str | None
-    claims: tuple[tuple[str, tuple[str, ...]], ...]  # (text, chunk ids)
+    # (text, chunk ids); None: the document's distillates stay as they are (a manifest's)
+    claims: tuple[tuple[str, tuple[str, ...]], ...] | None
     mode: str
     model: str | None = None  # the LLM's name, when one made it
+    tags: tuple[str, ...] | None = None  # the document's tags anew; None: they stay
 
     def distillates(self, document_id: str) -> list[Distillate]:
         return [
             Distillate(document_id, n, text, ids, self.mode)
-            for n, (text, ids) in enumerate(self.claims)
+            for n, (text, ids) in enumerate(self.claims or ())
         ]
 
 

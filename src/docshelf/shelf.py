@@ -40,6 +40,7 @@ from docshelf.config import Settings
 from docshelf.progress import counter
 from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
+from docshelf.shelf_accounts import Accounts
 
 # Only what opening a library needs is imported here: the rest (sync, search,
 # uploads, the catalogue, accounts) where a method first uses it, so a one-shot
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from docshelf.ingest.uploads import Upload, UploadResult, Uploads
     from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
+    from docshelf.knowledge.manifest import ManifestReport
     from docshelf.knowledge.taxonomy import Taxonomy
     from docshelf.llm import LLM
     from docshelf.model import (
@@ -69,7 +71,6 @@ if TYPE_CHECKING:
         Job,
         Source,
         SyncReport,
-        User,
     )
     from docshelf.notebooks import Notebooks
     from docshelf.portable import ExportReport, ImportReport
@@ -123,43 +124,6 @@ class Parts:
     @property
     def enricher(self) -> Enricher:
         return self.runtime.enricher
-
-
-class Accounts:
-    """The users of a library and their tokens (accounts/users.py), as ``Shelf`` offers them."""
-
-    runtime: Runtime
-    store: OnRuntime[SearchStore] = OnRuntime("store")
-
-    def create_user(self, name: str, *, admin: bool = False) -> tuple[User, str]:
-        """A new user and their bearer token (shown once; only its hash is kept)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.create_user(self.store, name, admin=admin)
-
-    def users(self) -> list[User]:
-        return self.store.list_users()
-
-    def revoke_user(self, name_or_id: str) -> User:
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.revoke(self.store, name_or_id)
-
-    def authenticate(self, token: str) -> User | None:
-        """The user a bearer token names; None if it is unknown or revoked."""
-        return self.authenticate_many([token])[0]
-
-    def authenticate_many(self, tokens: Sequence[str]) -> list[User | None]:
-        """``authenticate`` of several tokens in one store query (requests that came together)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.authenticate(self.store, tokens)
-
-    def local_admin_token(self) -> str | None:
-        """On a home with no token yet, create the local admin's and return it (once)."""
-        from docshelf.accounts import users as users_mod
-
-        return users_mod.local_admin_token(self.store)
 
 
 class Asking:
@@ -455,6 +419,19 @@ class Shelf(Parts, Accounts, Asking):
         from docshelf.knowledge.enricher import enrich_documents
 
         return enrich_documents(self.runtime, document_ids, user_id=user_id, progress=progress)
+
+    def enrich_from_manifest(
+        self,
+        manifest: str | Path | BinaryIO,
+        *,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> ManifestReport:
+        """Write enrichment computed elsewhere, a JSON Lines manifest (a file or a stream of
+        its bytes: knowledge/manifest.py), with no LLM call; ``dry_run``: report only."""
+        from docshelf.knowledge.manifest import backfill
+
+        return backfill(self.runtime, manifest, dry_run=dry_run, progress=progress)
 
     def queue_enrichment(self, user_id: str | None = None) -> int:
         """Mark the (user's) documents for enrichment again; workers take them when idle."""

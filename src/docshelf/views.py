@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the types of what is shown; importing them would slow every
     from docshelf.ingest.uploads import UploadResult
     from docshelf.knowledge.answer import Answer, AnswerCitation
     from docshelf.knowledge.enricher import EnrichResult
+    from docshelf.knowledge.manifest import ManifestReport
     from docshelf.model import (
         Chunk,
         Citation,
@@ -205,7 +206,7 @@ def enrich_result(r: EnrichResult) -> JSON:
         "category": e.category,
         "concept_ids": list(e.concept_ids),
         "concept_source": e.concept_source,
-        "distillates": len(e.claims),
+        "distillates": len(e.claims or ()),
         "reembedded": r.reembedded,
         "ms": round(r.ms, 1),
     }
@@ -220,6 +221,43 @@ def enrich_result(r: EnrichResult) -> JSON:
     if r.notice:
         out["notice"] = r.notice
     return out
+
+
+def manifest_report(r: ManifestReport) -> JSON:
+    """``docshelf enrich --from-manifest``: what was written (or would be, ``dry_run``),
+    the lines that were not and why, and what maps to no concept of the taxonomy."""
+    by = {"sha256": 0, "path": 0}
+    for a in r.applied:
+        by[a.by] += 1
+    return {
+        "manifest": r.manifest,
+        "dry_run": r.dry_run,
+        "lines": r.lines,
+        "matched": len(r.applied),
+        "matched_by": by,
+        "unmatched": [{"line": n, "reason": why} for n, why in r.unmatched],
+        "unmapped": [
+            {"field": kind, "value": value, "lines": lines}
+            for (kind, value), lines in r.unmapped.items()
+        ],
+        "ignored_fields": dict(r.ignored_fields.most_common()),
+        "documents": [
+            {
+                "line": a.line,
+                "document_id": a.document_id,
+                "path": a.path,
+                "matched_by": a.by,
+                "concept_ids": list(a.concept_ids),
+                "tags": list(a.tags),
+                "reembedded": a.reembedded,
+            }
+            for a in r.applied
+        ],
+        "reembedded": r.reembedded,
+        "llm_calls": 0,
+        "taxonomy_version": r.taxonomy_version,
+        "seconds": round(r.seconds, 3),
+    }
 
 
 def source(s: Source) -> JSON:

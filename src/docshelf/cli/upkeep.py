@@ -49,9 +49,48 @@ def reindex(
     return Outcome(result, [Action(run.cmd("status"), "Check embedding coverage")])
 
 
+def _render_manifest(r: dict[str, Any]) -> None:
+    from docshelf.wording import counted
+
+    matched, by = r["matched"], r["matched_by"]
+    verb = "Would write" if r["dry_run"] else "Wrote"
+    console.print(
+        Text(
+            f"{verb} the enrichment of {matched} of {counted(r['lines'], 'line')} of "
+            f"{r['manifest']} ({by['sha256']} matched by sha256, {by['path']} by path), "
+            "with no LLM call"
+            + (f"; {counted(r['reembedded'], 'snippet')} re-embedded" if r["reembedded"] else ""),
+            style="bold",
+        )
+    )
+    if r["unmatched"]:
+        console.print(Text(f"Not written ({len(r['unmatched'])}):", style="yellow"))
+        for u in r["unmatched"][:20]:
+            console.print(Text(f"  line {u['line']}: {u['reason']}"))
+        if len(r["unmatched"]) > 20:
+            console.print(Text(f"  … and {len(r['unmatched']) - 20} more (--json lists all)"))
+    if r["unmapped"]:
+        console.print(
+            Text(f"No concept in the taxonomy {r['taxonomy_version']} for:", style="yellow")
+        )
+        for m in r["unmapped"][:20]:
+            lines = ", ".join(str(n) for n in m["lines"][:8]) + (
+                ", …" if len(m["lines"]) > 8 else ""
+            )
+            console.print(Text(f"  {m['field']} {m['value']!r} (line {lines})"))
+        if len(r["unmapped"]) > 20:
+            console.print(Text(f"  … and {len(r['unmapped']) - 20} more (--json lists all)"))
+    if r["ignored_fields"]:
+        ignored = ", ".join(f"{k} ({n})" for k, n in r["ignored_fields"].items())
+        console.print(Text(f"Fields a manifest does not know, ignored: {ignored}"))
+
+
 def _render_enrich(o: Outcome) -> None:
     from rich.table import Table
 
+    if "manifest" in o.result:
+        _render_manifest(o.result)
+        return
     table = Table("document", "type", "category", "mode", "summary", title="Enriched")
     table.columns[4].overflow = "fold"
     for d in o.result["documents"]:
@@ -71,11 +110,35 @@ def enrich(
         typer.Argument(help="Document ids (see `list`).", show_default=False),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every document in the library.")] = False,
+    manifest: Annotated[
+        str | None,
+        typer.Option(
+            "--from-manifest",
+            metavar="FILE.jsonl",
+            help="Write enrichment computed elsewhere (JSON Lines, `-` for stdin; "
+            "docs/knowledge.md), with no LLM call.",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="With --from-manifest: report, write nothing."),
+    ] = False,
 ) -> Outcome:
-    """Summarise, classify and distil documents (LLM when configured, else offline)."""
+    """Summarise, classify and distil documents (LLM when configured, else offline).
+
+    With --from-manifest: write summaries, types, categories, tags and concepts computed
+    elsewhere (JSON Lines, matched by sha256 or path), with no LLM call; the report lists
+    the lines not written and why, and what maps to no concept of the taxonomy."""
     from docshelf import views
     from docshelf.errors import InvalidInput
 
+    if manifest is not None:
+        if document_ids or all_:
+            raise InvalidInput("--from-manifest takes no document ids nor --all")
+        return _from_manifest(run, manifest, dry_run)
+    if dry_run:
+        raise InvalidInput("--dry-run goes with --from-manifest")
     if bool(document_ids) == all_:
         raise InvalidInput("Name document ids or give --all (not both)")
     with run.progress("Enriching") as progress:
@@ -87,6 +150,25 @@ def enrich(
             for r in results[:1]
         ],
     )
+
+
+def _from_manifest(run: Run, manifest: str, dry_run: bool) -> Outcome:
+    import sys
+
+    from docshelf import views
+
+    given = sys.stdin.buffer if manifest == "-" else manifest
+    with run.progress("Reading the manifest" if dry_run else "Backfilling") as progress:
+        report = run.shelf().enrich_from_manifest(given, dry_run=dry_run, progress=progress)
+    result = views.manifest_report(report)
+    actions = []
+    if dry_run and report.applied:
+        actions.append(Action(run.cmd(f"enrich --from-manifest {q(manifest)}"), "Write it"))
+    for a in report.applied[:1]:
+        actions.append(Action(run.cmd(f"show {a.document_id}"), "See a backfilled document"))
+    if report.unmapped:
+        actions.append(Action(run.cmd("status"), "See the tags the taxonomy maps to no concept"))
+    return Outcome(result, actions)
 
 
 def _render_inbox(o: Outcome) -> None:

@@ -13,7 +13,8 @@ Two producers, one result shape (``Enrichment``, whose ``mode`` says which made 
   (types, known concept ids, citations that exist); invalid output is retried
   once with the error, then the offline form stands.
 
-Concepts a document's own tags map to (``frontmatter``) always win over
+Concepts a document's own tags map to (``frontmatter``), and those a manifest
+wrote (``manifest``: decided elsewhere, knowledge/manifest.py), always win over
 derived ones: the author said so.
 """
 
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 Embed = Callable[[list[str]], "Vectors"]
 
 GENERAL = "general"  # the category of a document with no concept
+# Concept sources a producer keeps rather than replaces with its own guesses.
+DECIDED = ("frontmatter", "manual", "manifest")
 
 _TIMESTAMP_LINE = re.compile(r"^\s*\[?\(?\d{1,2}:\d{2}(:\d{2})?\]?\)?\s")
 _SPEAKER_LINE = re.compile(r"^\s*[A-Z][\w .'-]{0,30}:\s+\S")
@@ -328,7 +331,7 @@ def _offline_concepts(
     concept_vectors: Vectors | None,
     settings: EnrichSettings,
 ) -> tuple[tuple[str, ...], str | None]:
-    if doc.concept_source in ("frontmatter", "manual") and doc.concept_ids:
+    if doc.concept_source in DECIDED and doc.concept_ids:
         return doc.concept_ids, doc.concept_source
     if snippet_vectors is None or concept_vectors is None or not len(snippet_vectors):
         return (), None
@@ -474,7 +477,7 @@ def llm_enrichment(
         except ValueError as exc:
             problem = str(exc)
             continue
-        frontmatter = doc.concept_source in ("frontmatter", "manual") and doc.concept_ids
+        frontmatter = doc.concept_source in DECIDED and doc.concept_ids
         concept_ids = doc.concept_ids if frontmatter else tuple(dict.fromkeys(reply.concepts))
         enrichment = Enrichment(
             summary=" ".join(reply.summary.split()),
@@ -507,7 +510,7 @@ def to_json(e: Enrichment) -> str:
             "concept_ids": list(e.concept_ids),
             "concept_source": e.concept_source,
             "taxonomy_version": e.taxonomy_version,
-            "claims": [[t, list(ids)] for t, ids in e.claims],
+            "claims": [[t, list(ids)] for t, ids in e.claims or ()],
             "mode": e.mode,
             "model": e.model,
         }

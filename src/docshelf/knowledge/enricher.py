@@ -23,6 +23,7 @@ from docshelf.chunk import build_header
 from docshelf.errors import DocshelfError, NotFound, Unavailable
 from docshelf.ingest.prepare import embed_texts
 from docshelf.knowledge.enrich import (
+    DECIDED,
     EnrichSettings,
     concept_texts,
     considered_of,
@@ -54,7 +55,7 @@ OFFLINE_VERSION = "2"  # bump when the offline producer changes its output (2: p
 # Concept sources whose labels go into the retrieval header. Concepts matched by
 # embedding similarity stay out: they came from these very vectors and would only
 # echo them, at the price of re-embedding every document.
-HEADER_SOURCES = ("frontmatter", "manual", "llm")
+HEADER_SOURCES = ("frontmatter", "manual", "manifest", "llm")
 LEASE_SECONDS = 120.0
 # A document's chunks are read, re-headed and written this many at a time: enrichment
 # holds a page of them and the snippets it considers, never the whole document (issue
@@ -207,9 +208,10 @@ class Enricher:
     def _cached(self, doc: Document, producer: str) -> Enrichment | None:
         raw = self.rt.summaries.get(doc.sha256, self.settings.locale, producer)
         e = from_json(raw) if raw is not None else None
-        if e is None or not self._snippets_exist(doc, [i for _, ids in e.claims for i in ids]):
+        cited = [i for _, ids in e.claims or () for i in ids] if e is not None else []
+        if e is None or not self._snippets_exist(doc, cited):
             return None  # unreadable, or its citations point at chunks that are gone
-        if doc.concept_source in ("frontmatter", "manual"):
+        if doc.concept_source in DECIDED:
             e = dataclasses.replace(
                 e,
                 concept_ids=doc.concept_ids,
@@ -310,6 +312,11 @@ class Enricher:
             settings=self.settings,
         )
         return EnrichResult(doc.id, "offline", False, enrichment, notice=notice)
+
+    def write(self, doc: Document, e: Enrichment) -> int:
+        """Store an enrichment made elsewhere (a manifest's, knowledge/manifest.py) as
+        this enricher stores its own; how many snippets were re-embedded."""
+        return self._write(doc, StoredChunks(self.store, doc.id), e)
 
     def _write(self, doc: Document, chunks: StoredChunks, e: Enrichment) -> int:
         """Store the enrichment; when the header's concepts change, re-header the chunks

@@ -386,8 +386,8 @@ class Store(NotebookRecords, Protocol):
 
     # -- enrichment ------------------------------------------------------------
     def put_enrichment(self, document_id: str, enrichment: Enrichment, at: float) -> bool:
-        """Record a document's enrichment fields and replace its distillates, in one
-        transaction; False when the document no longer exists."""
+        """Record a document's enrichment (tags when given; distillates replaced unless
+        ``claims`` is None) in one transaction; False when the document no longer exists."""
         ...
 
     def enrichment_failed(self, document_id: str, at: float) -> None:

@@ -28,11 +28,12 @@ class RecordsSQL(SQLBase):
     def put_enrichment(self, document_id: str, enrichment: Enrichment, at: float) -> bool:
         e = enrichment
         encode = self.dialect.encode_list
+        tags = ("tags = ?, ", [encode(e.tags)]) if e.tags is not None else ("", [])
         with self.transaction():
             changed = self._x(
                 "UPDATE documents SET summary = ?, document_type = ?, category = ?, "
                 "concept_ids = ?, primary_concept_id = ?, concept_source = ?, "
-                "taxonomy_version = ?, enriched_at = ?, enrichment_mode = ?, "
+                f"taxonomy_version = ?, enriched_at = ?, enrichment_mode = ?, {tags[0]}"
                 "enrich_lease_until = NULL, enrich_lease_owner = NULL WHERE id = ?",
                 (
                     e.summary,
@@ -44,11 +45,14 @@ class RecordsSQL(SQLBase):
                     e.taxonomy_version,
                     at,
                     e.mode,
+                    *tags[1],
                     document_id,
                 ),
             )
             if not changed:
                 return False
+            if e.claims is None:  # a manifest's: the distillates stay
+                return True
             self._x("DELETE FROM distillates WHERE document_id = ?", (document_id,))
             self._xm(
                 f"INSERT INTO distillates({DISTILLATE_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
