@@ -13,7 +13,7 @@ run it with another tree first on ``PYTHONPATH`` for the code before a change.
 
 With ``--run``, every question of qa.jsonl and every unanswerable one of answers.jsonl
 is asked, and the answers are written as docqa-dev's ``score_answers.py`` reads them
-(``answered``: the answer cites something; each citation's path below its collection):
+(``answered``: the answer's own; each citation's path below its collection):
 
     python3 ../shared/data/docqa-dev/score_answers.py RUN.jsonl
 
@@ -63,7 +63,7 @@ def run_file(shelf: Any, docqa: Path, out: Path) -> None:
                 }
                 for c in answer.citations
             ]
-            row = {"id": q["id"], "answered": bool(cites), "answer": answer.answer}
+            row = {"id": q["id"], "answered": answer.answered, "answer": answer.answer}
             fh.write(json.dumps({**row, "citations": cites}) + "\n")
 
 

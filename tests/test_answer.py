@@ -254,3 +254,14 @@ def test_weak_evidence_says_no_passage_answers_and_shows_the_closest(library: Sh
     assert streamed[-1].answer is not None and streamed[-1].answer.answered is False
     text = "".join(p.text for p in streamed if p.kind == "text")
     assert text == weak.answer  # the stream says it too, first
+
+
+def test_abstaining_needs_a_key_word_and_for_a_measured_model_a_near_sentence() -> None:
+    from docshelf.knowledge.abstain import SIMILARITY, answers
+
+    floor = SIMILARITY["all-MiniLM-L6-v2"]
+    assert not answers(0.0, 0.9, "all-MiniLM-L6-v2")  # no key word in any sentence
+    assert answers(0.2, floor, "all-MiniLM-L6-v2")
+    assert not answers(0.9, floor - 0.01, "all-MiniLM-L6-v2")  # far in meaning from all
+    assert answers(0.9, 0.0, "another-model")  # a threshold holds for its own model only
+    assert answers(0.9, None, None)  # no embedder: the words decide

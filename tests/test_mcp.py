@@ -735,6 +735,18 @@ def test_notebooks_through_the_sdk_client(site: McpSite, notes: Path) -> None:
     run(as_reader, site.connect(site.tokens["bob"]))
 
 
+def test_ask_reports_an_abstention_as_data(site: McpSite) -> None:
+    async def body(session: ClientSession) -> None:
+        none = await call(session, "ask", question="zebra quantum chromodynamics")
+        assert none["answered"] is False
+        assert none["answer"].startswith("No passage in your library answers this")
+        assert none["citations"]  # the closest passage, for the agent to judge
+        some = await call(session, "ask", question="What does a follower do?")
+        assert some["answered"] is True
+
+    run(body, site.connect(site.tokens["alice"]))
+
+
 @pytest.mark.parametrize("token", [None, "dsk_unknown"])
 def test_http_without_a_valid_token_is_refused(site: McpSite, token: str | None) -> None:
     headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -213,3 +213,20 @@ def test_a_papers_own_reference_numbers_stay_text(page: Page, site: Site) -> Non
     assert shown.inner_text() == text  # every number still there, as written
     assert shown.locator("a.cite").all_inner_texts() == ["[1]"]
     assert page.locator("#answer-sources li").count() == 1
+
+
+def test_a_question_the_library_does_not_answer_says_so(page: Page, site: Site) -> None:
+    sign_in(page, site.token)
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Ask").click()
+    question = page.get_by_label("Ask a question about your documents")
+    question.fill("zebra quantum chromodynamics")
+    question.press("Enter")
+    answer = page.locator('#answer[data-answered="false"]')
+    answer.wait_for()
+    assert (
+        answer.locator("#answer-text")
+        .inner_text()
+        .startswith("No passage in your library answers this")
+    )
+    assert "Not in your library" in page.locator("#ask-status").inner_text()
+    assert answer.locator("#answer-sources li").count() >= 1  # the closest, to check

@@ -23,7 +23,7 @@ def _render_answer(o: Outcome, *, streamed: bool = False) -> None:
     if r.get("notice"):
         console.print(Text(r["notice"], style="yellow"))
     if not streamed:  # a streamed answer is on the screen already
-        console.print(Text(r["answer"]))
+        console.print(Text(r["answer"], style="" if r.get("answered", True) else "yellow"))
     console.print(Text(f"\n({r['mode']})", style="dim"))
     for c in r["citations"]:
         line = Text(f"[{c['n']}] {c['label']}", style="cyan")

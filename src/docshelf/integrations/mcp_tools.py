@@ -358,6 +358,7 @@ class Tools:
                 "question": answer.question,
                 "answer": text,
                 "mode": answer.mode,
+                "answered": answer.answered,  # False: no passage answers; the closest cited
                 "citations": citations,
             }
             if answer.notice:

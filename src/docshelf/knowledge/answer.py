@@ -250,9 +250,9 @@ class Extract:
     weak: bool = False  # no sentence holds the question's key terms
     # the evidence of the best sentences: the largest share of the question's key terms
     # one sentence holds (rarer terms weigh more), and the largest cosine similarity of a
-    # sentence to the question (0 without an embedder)
+    # sentence to the question (None without an embedder)
     coverage: float = 0.0
-    similarity: float = 0.0
+    similarity: float | None = None
 
     @property
     def text(self) -> str:
@@ -314,7 +314,7 @@ def extract(
         ]
     about = list(scores)  # what the sentence says of the question's own words
     embedder = retriever.embedder
-    best_sim = 0.0
+    best_sim: float | None = None
     if embedder is not None:
         vectors = embedder.embed([question] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
@@ -370,7 +370,8 @@ def _extractive(
     renumber: bool = True,
 ) -> tuple[Extract, Answer]:
     found = extract(retriever, question, sources, renumber=renumber)
-    if not answers(found):
+    model = retriever.embedder.model_id if retriever.embedder is not None else None
+    if not found.sentences or not answers(found.coverage, found.similarity, model):
         text = f"{NOT_ANSWERED} {found.text}".strip()
         return found, Answer(question, text, "extractive", found.citations, notice, False)
     return found, Answer(question, found.text, "extractive", found.citations, notice)

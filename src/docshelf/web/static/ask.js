@@ -167,7 +167,14 @@ export class AskView {
         ? "Sentences taken from your documents (no language model is configured)."
         : `Written by ${answer.mode}, from the sources below.`;
     replace(this.mode, answer.notice ? `${how} ${answer.notice}` : how);
-    replace(this.status, answer.citations.length ? "" : "Nothing in your documents answers this.");
+    // no passage answers it: the answer says so, and its sources are only the closest
+    this.answer.dataset.answered = String(answer.answered !== false);
+    replace(
+      this.status,
+      answer.answered === false
+        ? "Not in your library: the passages below are only the closest."
+        : "",
+    );
   }
 
   /** Text with each [n] of one of the answer's sources a link that opens it beside. */
