@@ -265,3 +265,43 @@ def test_abstaining_needs_a_key_word_and_for_a_measured_model_a_near_sentence() 
     assert not answers(0.9, floor - 0.01, "all-MiniLM-L6-v2")  # far in meaning from all
     assert answers(0.9, 0.0, "another-model")  # a threshold holds for its own model only
     assert answers(0.9, None, None)  # no embedder: the words decide
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        (
+            "Chain replication gives high throughput [4] and strong consistency [12, 13].",
+            "Chain replication gives high throughput and strong consistency.",
+        ),
+        ("[7] Lamport showed it first [3-5].", "Lamport showed it first."),
+        ("Index v[1] or follow [a][1] as written.", "Index v[1] or follow [a][1] as written."),
+    ],
+)
+def test_a_papers_own_reference_marks_never_read_as_citations(text: str, read: str) -> None:
+    from docshelf.knowledge.answer import without_reference_marks
+
+    assert without_reference_marks(text) == read
+    if read != text:  # what was taken out was all that read as a citation
+        assert cited_numbers(read) == []
+
+
+def test_an_answer_from_a_paper_cites_only_its_sources(shelf: Shelf, tmp_path: Path) -> None:
+    from tests.fixtures_formats import paged_pdf
+
+    paper = tmp_path / "papers" / "chain.pdf"
+    paper.parent.mkdir()
+    paper.write_bytes(
+        paged_pdf(
+            [
+                [
+                    "Chain replication offers high throughput and strong consistency [4].",
+                    "The tail of the chain answers every query [7, 9].",
+                ]
+            ]
+        )
+    )
+    shelf.add(paper.parent)
+    answer = shelf.ask("Which server of the chain answers queries?")
+    assert "tail of the chain answers every query" in answer.answer
+    assert set(cited_numbers(answer.answer)) == {c.n for c in answer.citations} == {1}

@@ -112,7 +112,7 @@ def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int
         if used + cost > budget_tokens and sources:
             break
         used += cost
-        sources.append(Source(len(sources) + 1, hit, text))
+        sources.append(Source(len(sources) + 1, hit, _marks_out(hit, text)))
     return sources
 
 
@@ -191,12 +191,31 @@ def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[st
     return out
 
 
+# A paper's own reference marks: "[4]", "[12, 13]", "[3-5]" after a space (never code's
+# ``v[1]`` nor a Markdown reference link's ``][1]``); looked for in papers (PDFs) only, as
+# a manual's prose may well show a list ``[1, 2, 3]``.
+REFERENCED = frozenset({"pdf"})
+_REFERENCE_MARK = re.compile(r"(?:^|(?<=\s))\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\](?=\W|$)")
+
+
+def without_reference_marks(text: str) -> str:
+    """``text`` without a paper's own numbered reference marks: beside docshelf's ``[n]``
+    they would read as citations of the answer's sources (a paper's "[4]" is its
+    bibliography's fourth entry, not source 4)."""
+    bare = re.sub(r"[ \t]*" + _REFERENCE_MARK.pattern, "", text)
+    return re.sub(r"[ \t]+([.,;:])", r"\1", bare).lstrip(" \t")
+
+
+def _marks_out(hit: Hit, text: str) -> str:
+    return without_reference_marks(text) if hit.document.file_type in REFERENCED else text
+
+
 def _whole_sentences(hit: Hit) -> list[str]:
-    """The sentences of a hit's snippet that are whole: a snippet cut out of a longer
-    text may begin mid-sentence (in lower case)."""
+    """The sentences of a hit's snippet that are whole (a snippet cut out of a longer
+    text may begin mid-sentence, in lower case), without its own reference marks."""
     chunk = hit.chunk
     markup = plaintext.markup_of(hit.document.file_type, bool(chunk.heading_path))
-    units = plain_sentences(chunk.text, markup)
+    units = [_marks_out(hit, u) for u in plain_sentences(chunk.text, markup)]
     if units and units[0][:1].islower():
         units = units[1:]
     return units
