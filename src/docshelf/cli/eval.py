@@ -42,12 +42,45 @@ def _render_docqa(r: dict[str, Any]) -> None:
         )
 
 
+def _render_answers(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(
+        "group",
+        "answerable",
+        "accuracy",
+        "cited",
+        "abstained",
+        "unanswerable",
+        "abstention recall",
+        title=f"{r['dataset']}: {r['answers']} answers ({r['model']})",
+    )
+    scores = r["scores"]
+    groups = [("all", scores["all"])]
+    groups += [(f"collection={c}", s) for c, s in scores["collection"].items()]
+    groups += [(f"kind={k}", s) for k, s in scores["kind"].items()]
+    for name, s in groups:
+        table.add_row(
+            name,
+            str(s["answerable"] or ""),
+            f"{s['accuracy']:.3f}" if "accuracy" in s else "",
+            f"{s['cited_accuracy']:.3f}" if "cited_accuracy" in s else "",
+            f"{s['false_abstention']:.3f}" if "false_abstention" in s else "",
+            str(s["unanswerable"] or ""),
+            f"{s['abstention_recall']:.3f}" if "abstention_recall" in s else "",
+        )
+    console.print(table)
+
+
 def _render(o: Outcome) -> None:
     from rich.table import Table
 
     r = o.result
     if r.get("format") == "docqa":
         _render_docqa(r)
+        return
+    if r.get("format") == "docqa-answers":
+        _render_answers(r)
         return
     if "difference" in r:
         table = Table(
@@ -114,12 +147,22 @@ def eval_(
             "or auto (docqa when the folder holds qa.jsonl and corpora/).",
         ),
     ] = "auto",
+    answers: Annotated[
+        bool,
+        typer.Option(
+            "--answers",
+            help="On a docqa set: ask every question (and its unanswerable ones) and score "
+            "the answers: accuracy, cited accuracy, abstention.",
+        ),
+    ] = False,
 ) -> Outcome:
     """Measure retrieval quality and latency on BEIR data or a docqa set."""
     from docshelf.evaluate.run import EvalOptions, run_eval
     from docshelf.search.filters import SEARCH_MODES
 
-    options = EvalOptions(dataset, mode, against, k, per_query, long_doc, header, data_format)
+    options = EvalOptions(
+        dataset, mode, against, k, per_query, long_doc, header, data_format, answers
+    )
     done = run_eval(options, lambda: run.store_shelf().settings, run.progress)
     here = q(str(dataset))
     if done.kind == "docqa":

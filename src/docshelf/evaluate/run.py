@@ -17,7 +17,7 @@ from docshelf.shelf import Progress
 
 # A progress display for one labelled step (the CLI's bar; nothing in JSON mode).
 ProgressScope = Callable[[str], AbstractContextManager[Progress | None]]
-EvalKind = Literal["docqa", "beir", "comparison", "variants"]
+EvalKind = Literal["docqa", "answers", "beir", "comparison", "variants"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class EvalOptions:
     long_doc: bool = False
     header: str = "on"
     data_format: str = "auto"
+    answers: bool = False  # a docqa set's answers scored, not its search
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,11 @@ def run_eval(
     if eval_format(o.dataset, o.data_format) == "docqa":
         if o.long_doc or o.header != "on":
             raise InvalidInput("--long-doc and --header apply to BEIR data, not docqa")
+        if o.answers:
+            return EvalOutcome(_answers(o, settings(), progress), "answers")
         return EvalOutcome(_docqa(o, settings(), progress), "docqa")
+    if o.answers:
+        raise InvalidInput("--answers applies to a docqa set (qa.jsonl and answers.jsonl)")
     if o.long_doc or o.header != "on":
         return EvalOutcome(_variants(o, settings, progress), "variants")
     return _beir(o, settings, progress)
@@ -118,6 +123,25 @@ def _docqa(o: EvalOptions, settings: Settings, progress: ProgressScope) -> dict[
     result = report.as_json()
     if o.per_query is not None:
         result["run_files"] = [str(p) for p in write_runs(o.per_query, report)]
+    return result
+
+
+def _answers(o: EvalOptions, settings: Settings, progress: ProgressScope) -> dict[str, Any]:
+    """A docqa set's answers: every question asked in its collection's library, scored."""
+    from docshelf.embed import make_embedder
+    from docshelf.evaluate.answers import run_answers
+
+    with progress("Indexing collections") as step:
+        result = run_answers(
+            settings, o.dataset, embedder=make_embedder(settings.embedder), progress=step
+        )
+    if o.per_query is not None:
+        try:
+            o.per_query.write_text(
+                "".join(json.dumps(r) + "\n" for r in result["per_question"]), encoding="utf-8"
+            )
+        except OSError as exc:
+            raise InvalidInput(f"Cannot write {o.per_query}: {exc.strerror or exc}") from None
     return result
 
 
