@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from docshelf.cli import app
-from docshelf.errors import InvalidInput, Unavailable
+from docshelf.errors import InvalidInput, NotFound, Unavailable
 from docshelf.knowledge.answer import (
     NOT_ANSWERED,
     cited_numbers,
@@ -305,3 +305,72 @@ def test_an_answer_from_a_paper_cites_only_its_sources(shelf: Shelf, tmp_path: P
     answer = shelf.ask("Which server of the chain answers queries?")
     assert "tail of the chain answers every query" in answer.answer
     assert set(cited_numbers(answer.answer)) == {c.n for c in answer.citations} == {1}
+
+
+def test_a_follow_up_is_searched_with_the_question_before_it(library: Shelf) -> None:
+    from docshelf.knowledge.conversations import follows_up
+
+    assert follows_up("and how do I change it?") and follows_up("why?")
+    assert not follows_up("How long should sourdough starter ferment overnight")
+    first = library.ask("How does a follower become a candidate?", conversation="new")
+    assert first.conversation and first.conversation.startswith("cv_")
+    # alone, "what happens next?" has nothing to go on; in the thread it is about Raft
+    alone = library.ask("what happens next?")
+    follow = library.ask("what happens next?", conversation=first.conversation)
+    assert follow.conversation == first.conversation and follow.question == "what happens next?"
+    assert any("raft" in c.citation.path for c in follow.citations)
+    assert follow.answer != alone.answer
+    # a question that stands alone is searched as it is, mid-conversation
+    bread = library.ask(
+        "What do you feed the sourdough starter with?", conversation=first.conversation
+    )
+    assert "flour" in bread.answer
+    kept = library.store.conversation(first.conversation)
+    assert kept is not None and [t.question for t in kept[1]] == [
+        "How does a follower become a candidate?",
+        "what happens next?",
+        "What do you feed the sourdough starter with?",
+    ]
+    assert kept[1][1].asked.startswith("what happens next? How does a follower")
+    streamed = list(library.ask_stream("and then?", conversation=first.conversation))
+    assert (
+        streamed[-1].answer is not None and streamed[-1].answer.conversation == first.conversation
+    )
+
+
+def test_a_conversation_is_its_user_s(library: Shelf) -> None:
+    ann, _ = library.create_user("ann")
+    bob, _ = library.create_user("bob")
+    theirs = library.ask(
+        "How does a follower become a candidate?", user_id=ann.id, conversation="new"
+    )
+    assert theirs.conversation
+    with pytest.raises(NotFound):
+        library.ask("and then?", user_id=bob.id, conversation=theirs.conversation)
+    with pytest.raises(NotFound):
+        library.ask("and then?", conversation="cv_nope")
+
+
+def test_a_conversation_over_http(library: Shelf) -> None:
+    from fastapi.testclient import TestClient
+
+    from docshelf.api import create_app
+
+    token = library.local_admin_token()  # the admin added the notes
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(library)) as client:
+        first = client.post(
+            "/v1/ask",
+            json={"question": "How does a follower become a candidate?", "conversation": "new"},
+            headers=headers,
+        ).json()
+        body = {"question": "and then what?", "conversation": first["conversation"]}
+        follow = client.post("/v1/ask", json=body, headers=headers).json()
+        assert follow["conversation"] == first["conversation"] and follow["citations"]
+        with client.stream(
+            "POST", "/v1/ask", json=body, headers={**headers, "Accept": "text/event-stream"}
+        ) as streamed:
+            done = [line for line in streamed.iter_lines() if line.startswith("data:")][-1]
+        assert json.loads(done.removeprefix("data:"))["conversation"] == first["conversation"]
+        gone = client.post("/v1/ask", json={**body, "conversation": "cv_nope"}, headers=headers)
+        assert gone.status_code == 404

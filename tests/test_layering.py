@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the work, and the wiring that builds it and is handed to it (a part names the
     # Runtime's type; the Runtime builds the parts)
     ("ingest", "knowledge", "portable", "catalogue", "notebooks", "runtime"),
-    ("shelf", "shelf_accounts", "views", "shutdown"),
+    ("shelf", "shelf_accounts", "shelf_asking", "views", "shutdown"),
     ("api", "cli", "integrations", "evaluate", "web", ""),  # "" is docshelf/__init__
 ]
 

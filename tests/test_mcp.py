@@ -735,7 +735,7 @@ def test_notebooks_through_the_sdk_client(site: McpSite, notes: Path) -> None:
     run(as_reader, site.connect(site.tokens["bob"]))
 
 
-def test_ask_reports_an_abstention_as_data(site: McpSite) -> None:
+def test_ask_reports_an_abstention_as_data_and_follows_a_conversation(site: McpSite) -> None:
     async def body(session: ClientSession) -> None:
         none = await call(session, "ask", question="zebra quantum chromodynamics")
         assert none["answered"] is False
@@ -743,6 +743,15 @@ def test_ask_reports_an_abstention_as_data(site: McpSite) -> None:
         assert none["citations"]  # the closest passage, for the agent to judge
         some = await call(session, "ask", question="What does a follower do?")
         assert some["answered"] is True
+        first = await call(
+            session, "ask", question="How does a follower become a candidate?", conversation="new"
+        )
+        thread = first["conversation"]
+        follow = await call(session, "ask", question="and then what?", conversation=thread)
+        assert follow["conversation"] == thread and follow["answered"] is True
+        assert any("raft" in c["citation"]["label"] for c in follow["citations"])
+        other = await session.call_tool("ask", {"question": "x y z", "conversation": "cv_nope"})
+        assert "not_found" in error_text(other)
 
     run(body, site.connect(site.tokens["alice"]))
 

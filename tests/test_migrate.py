@@ -77,6 +77,7 @@ SHIPPED = {
     ("sqlite", 14): "987c5c7660468caa",
     ("sqlite", 15): "e59f2e8897ee4148",
     ("sqlite", 16): "c51a0e6c38f67795",
+    ("sqlite", 17): "fe86ae9f763bddd9",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -93,6 +94,7 @@ SHIPPED = {
     ("postgres", 14): "ef6afada95738b4e",
     ("postgres", 15): "4c675361ceba0135",
     ("postgres", 16): "e3e42810335f9d28",
+    ("postgres", 17): "6ff6e2403f0f91d6",
 }
 
 

@@ -230,3 +230,36 @@ def test_a_question_the_library_does_not_answer_says_so(page: Page, site: Site) 
     )
     assert "Not in your library" in page.locator("#ask-status").inner_text()
     assert answer.locator("#answer-sources li").count() >= 1  # the closest, to check
+
+
+def test_a_follow_up_question_is_asked_in_the_thread(page: Page, site: Site) -> None:
+    bodies: list[dict[str, object]] = []
+    page.on(
+        "request",
+        lambda r: (
+            bodies.append(json.loads(r.post_data or "{}")) if r.url.endswith("/v1/ask") else None
+        ),
+    )
+    sign_in(page, site.token)
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Ask").click()
+    question = page.get_by_label("Ask a question about your documents")
+    question.fill("How does a follower become a candidate?")
+    question.press("Enter")
+    page.locator("#ask-new").wait_for()  # the answer came, in a conversation
+    first = page.locator("#answer-text").inner_text()
+    question.fill("and then what?")
+    question.press("Enter")
+    turn = page.locator("#ask-thread .turn")
+    turn.wait_for()
+    assert turn.locator(".turn-question").inner_text() == "How does a follower become a candidate?"
+    assert turn.locator(".turn-answer").inner_text() == first
+    page.wait_for_function(
+        "() => document.getElementById('answer').getAttribute('aria-busy') === null"
+    )
+    labels = page.locator("#answer-sources .citation").all_inner_texts()
+    assert any("raft" in label for label in labels)  # the follow-up is about Raft
+    assert bodies[0]["conversation"] == "new"
+    assert str(bodies[1]["conversation"]).startswith("cv_")
+    screenshot(page, "web-ask-thread.png")
+    page.get_by_role("button", name="New conversation").click()
+    assert page.locator("#ask-thread").is_hidden()

@@ -31,7 +31,7 @@ The facade delegates: the wiring lives in ``Runtime`` (runtime/), sources in
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -41,6 +41,7 @@ from docshelf.progress import counter
 from docshelf.runtime import FROM_SETTINGS, OnRuntime, Runtime
 from docshelf.runtime import Progress as Progress  # the faces type their callbacks with it
 from docshelf.shelf_accounts import Accounts
+from docshelf.shelf_asking import Asking
 
 # Only what opening a library needs is imported here: the rest (sync, search,
 # uploads, the catalogue, accounts) where a method first uses it, so a one-shot
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
     from docshelf.ingest.service import Service
     from docshelf.ingest.sync import Sync
     from docshelf.ingest.uploads import Upload, UploadResult, Uploads
-    from docshelf.knowledge.answer import Answer, AnswerPiece
     from docshelf.knowledge.enricher import Enricher, EnrichResult
     from docshelf.knowledge.manifest import ManifestReport
     from docshelf.knowledge.taxonomy import Taxonomy
@@ -72,7 +72,6 @@ if TYPE_CHECKING:
         Source,
         SyncReport,
     )
-    from docshelf.notebooks import Notebooks
     from docshelf.portable import ExportReport, ImportReport
     from docshelf.rerank import Reranker
     from docshelf.search.cache import ResultCache
@@ -124,55 +123,6 @@ class Parts:
     @property
     def enricher(self) -> Enricher:
         return self.runtime.enricher
-
-
-class Asking:
-    """Notebooks (notebooks.py) and grounded answers (knowledge/answer.py), as ``Shelf``
-    offers them."""
-
-    runtime: Runtime
-    retriever: OnRuntime[Retriever] = OnRuntime("retriever")
-    llm: OnRuntime[LLM | None] = OnRuntime("llm")
-
-    @property
-    def notebooks(self) -> Notebooks:
-        """Named sets of sources and documents to search and ask within (notebooks.py)."""
-        from docshelf.notebooks import Notebooks
-
-        return Notebooks(self.runtime.store, self.runtime.taxonomy)
-
-    def ask(
-        self,
-        question: str,
-        *,
-        limit: int = 5,
-        user_id: str | None = None,
-        notebook: str | None = None,
-    ) -> Answer:
-        """A grounded answer: with the configured LLM, else extractive; every [n] verified;
-        from a ``notebook``'s documents only when one is given."""
-        from docshelf.knowledge.answer import ask
-
-        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
-        return ask(
-            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
-        )
-
-    def ask_stream(
-        self,
-        question: str,
-        *,
-        limit: int = 5,
-        user_id: str | None = None,
-        notebook: str | None = None,
-    ) -> Iterator[AnswerPiece]:
-        """``ask`` as it is written: the sources, verified sentences, then the answer."""
-        from docshelf.knowledge.answer import ask_stream
-
-        within = self.notebooks.narrowed(None, notebook, user_id) if notebook else None
-        return ask_stream(
-            self.retriever, question, limit=limit, user_id=user_id, llm=self.llm, filters=within
-        )
 
 
 class Shelf(Parts, Accounts, Asking):

@@ -376,6 +376,8 @@ def answer(a: Answer) -> JSON:
         "citations": [answer_citation(c) for c in a.citations],
         "answered": a.answered,
     }
+    if a.conversation:
+        out["conversation"] = a.conversation
     if a.notice:
         out["notice"] = a.notice
     return out

@@ -367,6 +367,12 @@ class AskRequest(BaseModel):
     question: str = Field(min_length=1, pattern=NOT_BLANK)
     limit: int = Field(default=5, ge=1, le=20)
     notebook: str | None = Field(default=None, description=NOTEBOOK, max_length=200)
+    conversation: str | None = Field(
+        default=None,
+        max_length=100,
+        description="A turn of this conversation ('new' starts one; the answer gives its "
+        "id): a follow-up is searched with the questions before it",
+    )
 
 
 @router.post(
@@ -387,10 +393,20 @@ def ask(
     accept: Annotated[str, Header()] = "application/json",
 ) -> JSON | EventSourceResponse:
     if "text/event-stream" not in accept:
-        found = shelf.ask(body.question, limit=body.limit, user_id=user.id, notebook=body.notebook)
+        found = shelf.ask(
+            body.question,
+            limit=body.limit,
+            user_id=user.id,
+            notebook=body.notebook,
+            conversation=body.conversation,
+        )
         return views.answer(found)
     pieces = shelf.ask_stream(
-        body.question, limit=body.limit, user_id=user.id, notebook=body.notebook
+        body.question,
+        limit=body.limit,
+        user_id=user.id,
+        notebook=body.notebook,
+        conversation=body.conversation,
     )
 
     def events() -> Iterator[ServerSentEvent]:

@@ -24,7 +24,8 @@ def _render_answer(o: Outcome, *, streamed: bool = False) -> None:
         console.print(Text(r["notice"], style="yellow"))
     if not streamed:  # a streamed answer is on the screen already
         console.print(Text(r["answer"], style="" if r.get("answered", True) else "yellow"))
-    console.print(Text(f"\n({r['mode']})", style="dim"))
+    mode = f"{r['mode']}, conversation {r['conversation']}" if r.get("conversation") else r["mode"]
+    console.print(Text(f"\n({mode})", style="dim"))
     for c in r["citations"]:
         line = Text(f"[{c['n']}] {c['label']}", style="cyan")
         cited = c["citation"]
@@ -48,6 +49,14 @@ def ask(
         bool, typer.Option("--stream", help="Print verified sentences as they are written.")
     ] = False,
     notebook: Annotated[str | None, NOTEBOOK] = None,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            help="A turn of this conversation ('new' starts one; its id is printed): a "
+            "follow-up is searched with the questions before it.",
+        ),
+    ] = None,
 ) -> Outcome:
     """Answer from your documents with [n] citations (LLM if configured, else extractive)."""
     from docshelf import views
@@ -56,7 +65,10 @@ def ask(
     if streamed:
         answer, shown, wrote = None, Wrapping(console), False
         shelf = run.shelf(embed_purpose="query")
-        for piece in shelf.ask_stream(question, limit=limit, notebook=notebook):
+        pieces = shelf.ask_stream(
+            question, limit=limit, notebook=notebook, conversation=conversation
+        )
+        for piece in pieces:
             if piece.kind == "text":
                 shown.write(piece.text)
                 wrote = True
@@ -66,7 +78,9 @@ def ask(
             shown.write(answer.answer)
         shown.close()
     else:
-        answer = run.shelf(embed_purpose="query").ask(question, limit=limit, notebook=notebook)
+        answer = run.shelf(embed_purpose="query").ask(
+            question, limit=limit, notebook=notebook, conversation=conversation
+        )
     result = views.answer(answer)
     actions = [
         Action(
@@ -75,6 +89,9 @@ def ask(
         )
         for c in result["citations"][:2]
     ]
+    if answer.conversation:
+        follow = f"ask 'FOLLOW-UP' --conversation {answer.conversation}"
+        actions.insert(0, Action(run.cmd(follow), "Ask a follow-up question in this conversation"))
     return Outcome(result, actions, _render_streamed if streamed else None)
 
 

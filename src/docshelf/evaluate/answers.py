@@ -19,7 +19,6 @@ from docshelf.shelf import Shelf
 if TYPE_CHECKING:
     from docshelf.config import Settings
     from docshelf.embed import Embedder
-    from docshelf.knowledge.answer import Answer
     from docshelf.shelf import Progress
 
 ANSWERS_FILE = "answers.jsonl"
@@ -38,7 +37,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _places(answer: Answer, folder: Path) -> list[dict[str, Any]]:
+def _places(answer: Any, folder: Path) -> list[dict[str, Any]]:
     """The answer's citations as the set names places: path below the collection."""
     return [
         {

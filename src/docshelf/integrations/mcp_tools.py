@@ -346,9 +346,21 @@ class Tools:
         limit: Annotated[int, Field(ge=1, le=20, description="Hits to answer from")] = 5,
         max_chars: MaxChars = DEFAULT_MAX_CHARS,
         notebook: NotebookArg = None,
+        conversation: Annotated[
+            str | None,
+            Field(
+                description="A turn of this conversation ('new' starts one; the result gives "
+                "its id): a follow-up is searched with the questions before it",
+                max_length=100,
+            ),
+        ] = None,
     ) -> JSON:
         answer = self.shelf.ask(
-            question, limit=limit, user_id=self.identity(ctx), notebook=notebook
+            question,
+            limit=limit,
+            user_id=self.identity(ctx),
+            notebook=notebook,
+            conversation=conversation,
         )
 
         def shaped(text: str, citations: list[JSON], lean: bool) -> JSON:
@@ -361,6 +373,8 @@ class Tools:
                 "answered": answer.answered,  # False: no passage answers; the closest cited
                 "citations": citations,
             }
+            if answer.conversation:
+                out["conversation"] = answer.conversation
             if answer.notice:
                 out["notice"] = answer.notice
             if len(citations) < len(answer.citations) or text != answer.answer or lean:

@@ -69,6 +69,7 @@ class Answer:
     # False: no passage of the library answers it (knowledge/abstain.py); the answer says
     # so and its citations are the closest passages, not an answer's sources
     answered: bool = True
+    conversation: str | None = None  # the conversation it is a turn of (conversations.py)
 
 
 @dataclass(frozen=True)

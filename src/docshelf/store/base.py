@@ -26,6 +26,7 @@ from docshelf.model import (
     User,
 )
 from docshelf.parse.links import WikiLink
+from docshelf.store.conversations import ConversationRecords
 from docshelf.store.notebooks import NotebookRecords
 from docshelf.store.notices import CommitNotices
 
@@ -187,7 +188,7 @@ class ChunkPlace:
     inner: tuple[tuple[str, ...], ...] = ()
 
 
-class Store(NotebookRecords, Protocol):
+class Store(NotebookRecords, ConversationRecords, Protocol):
     """What the rest of docshelf may ask of a store."""
 
     url: str

@@ -327,3 +327,16 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        17,
+        "conversations",
+        POSTGRES.ddl(
+            """
+        -- Conversations (see the SQLite schema).
+        {conversations}
+        """
+        ),
+    ),
+)

@@ -407,3 +407,17 @@ MIGRATIONS += (
         """,
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        17,
+        "conversations",
+        SQLITE.ddl(
+            """
+        -- Conversations (issue 37): a user's thread of questions and answers, so that a
+        -- follow-up is searched with the turns before it. Rows follow their user.
+        {conversations}
+        """
+        ),
+    ),
+)

@@ -14,6 +14,7 @@ tables both schemas share are in ``schema.py``.
 from __future__ import annotations
 
 from docshelf.store.sql.catalogue import CatalogueSQL
+from docshelf.store.sql.conversations import ConversationsSQL
 from docshelf.store.sql.core import Query, Rows, SQLBase
 from docshelf.store.sql.dialect import POSTGRES, SQLITE, Dialect, PostgresDialect
 from docshelf.store.sql.documents import DocumentsSQL
@@ -23,7 +24,15 @@ from docshelf.store.sql.reads import SearchReadsSQL
 from docshelf.store.sql.records import RecordsSQL
 
 
-class SQLStore(CatalogueSQL, DocumentsSQL, SearchReadsSQL, RecordsSQL, LeasesSQL, NotebooksSQL):
+class SQLStore(
+    CatalogueSQL,
+    DocumentsSQL,
+    SearchReadsSQL,
+    RecordsSQL,
+    LeasesSQL,
+    NotebooksSQL,
+    ConversationsSQL,
+):
     """``Store`` over a dialect, less what each engine provides (see ``SQLBase``)."""
 
 

@@ -239,6 +239,27 @@ _SHARED = {
         );
         CREATE INDEX notebook_shares_user ON notebook_shares(user_id);
     """,
+    # -- 17 conversations -----------------------------------------------------------------
+    "conversations": """
+        -- A user's questions and answers in one thread (knowledge/conversations.py): a
+        -- follow-up is searched with the earlier turns. ``asked``: what was searched.
+        CREATE TABLE conversations (
+            id         {text} PRIMARY KEY,
+            user_id    {text} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL
+        );
+        CREATE TABLE conversation_turns (
+            conversation_id {text} NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            n               {int} NOT NULL,
+            question        {text} NOT NULL,
+            asked           {text} NOT NULL,
+            answer          {text} NOT NULL,
+            answered        {bool} NOT NULL,
+            at              {real} NOT NULL,
+            PRIMARY KEY (conversation_id, n)
+        );
+    """,
 }
 SHARED = {name: textwrap.dedent(sql).strip("\n") for name, sql in _SHARED.items()}
 

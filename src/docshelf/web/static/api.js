@@ -95,11 +95,14 @@ export class Api {
 
   /** A grounded answer as Server-Sent Events (`sources`, `text`..., `done`), each passed
    * to `onEvent({event, data})`. Not resumed: a new question is a new request. */
-  async askStream(question, signal, onEvent, notebook = null) {
+  async askStream(question, signal, onEvent, notebook = null, conversation = null) {
+    const body = { question };
+    if (notebook) body.notebook = notebook;
+    if (conversation) body.conversation = conversation; // "new" starts one
     const response = await send("/v1/ask", {
       method: "POST",
       headers: this.headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
-      body: JSON.stringify(notebook ? { question, notebook } : { question }),
+      body: JSON.stringify(body),
       signal,
     });
     if (!response.ok) {

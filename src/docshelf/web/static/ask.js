@@ -56,12 +56,18 @@ export class AskView {
     this.opened = null; // the [n] that opened the panel: the focus goes back there
     this.scrolled = 0; // where the window was when it opened: it goes back there too
     this.focusNext = null;
+    // The conversation: a question asked here follows the answer shown (its turns above it,
+    // searched with them); a question from an address, or New conversation, starts one.
+    this.conversation = null;
+    this.thread = document.getElementById("ask-thread");
+    this.newButton = document.getElementById("ask-new");
+    this.newButton.addEventListener("click", () => this.startOver());
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       const question = this.input.value.trim();
       const params = new URLSearchParams({ q: question, notebook: this.notebook });
       remember(hashFor("ask", params), true);
-      this.ask(question);
+      this.ask(question, null, true);
     });
     document.getElementById("ask-cited-close").addEventListener("click", () => this.closeSource());
     this.panel.addEventListener("keydown", (event) => {
@@ -75,6 +81,7 @@ export class AskView {
   /** The state an address gives: its question asked (within its notebook), unless it
    * is the one answered on the page already; its source open beside it. */
   restore(params, notebook) {
+    if (notebook !== this.notebook) this.startOver(false);
     this.notebook = notebook;
     const question = (params.get("q") ?? "").trim();
     this.input.value = question;
@@ -102,13 +109,41 @@ export class AskView {
     }
   }
 
-  async ask(question, source = null) {
+  /** A new conversation: the turns above the answer go (and the answer, when asked). */
+  startOver(clear = true) {
+    this.conversation = null;
+    replace(this.thread);
+    this.thread.hidden = true;
+    this.newButton.hidden = true;
+    if (clear) {
+      this.answer.hidden = true;
+      this.asked = null;
+      this.input.value = "";
+      this.input.focus();
+    }
+  }
+
+  async ask(question, source = null, follow = false) {
     this.controller?.abort();
     this.showSource(null);
     this.wanted = source;
     if (!question) {
       replace(this.status, "Type a question, then press Enter.");
       return;
+    }
+    if (follow && this.conversation && !this.answer.hidden) {
+      // the answer shown becomes a turn above: the new question follows it up
+      this.thread.append(
+        h(
+          "li",
+          { class: "turn" },
+          h("p", { class: "turn-question" }, this.question),
+          h("p", { class: "turn-answer" }, this.text.textContent),
+        ),
+      );
+      this.thread.hidden = false;
+    } else if (!follow || !this.conversation) {
+      this.startOver(false);
     }
     this.controller = new AbortController();
     const { signal } = this.controller;
@@ -136,7 +171,8 @@ export class AskView {
           this.finish(data, sentences);
         }
       };
-      await this.api.askStream(question, signal, onEvent, this.notebook);
+      const conversation = this.conversation ?? "new";
+      await this.api.askStream(question, signal, onEvent, this.notebook, conversation);
     } catch (error) {
       if (signal.aborted) return;
       replace(this.status, failure(error, () => this.ask(question)));
@@ -149,6 +185,10 @@ export class AskView {
   }
 
   finish(answer, sentences) {
+    if (answer.conversation) {
+      this.conversation = answer.conversation;
+      this.newButton.hidden = false;
+    }
     if (!sentences) {
       replace(this.text, this.withCitations(answer.answer));
     }
