@@ -374,3 +374,28 @@ def test_a_conversation_over_http(library: Shelf) -> None:
         assert json.loads(done.removeprefix("data:"))["conversation"] == first["conversation"]
         gone = client.post("/v1/ask", json={**body, "conversation": "cv_nope"}, headers=headers)
         assert gone.status_code == 404
+
+
+def test_a_lead_in_ending_in_a_colon_brings_its_list_or_code(shelf: Shelf, tmp_path: Path) -> None:
+    from docshelf.plaintext import introduced
+
+    note = (
+        "# Tool\n\n## Removing it\n\nTo uninstall the widget tool and its cache, run the "
+        "following command from your shell:\n\n```console\n$ widget self uninstall\n```\n\n"
+        "## Words\n\nThese keywords are reserved by the widget language for future use:\n\n"
+        "- `abstract`\n- `become`\n- **box**\n\nNothing else is reserved.\n"
+    )
+    assert introduced(note) == {
+        "To uninstall the widget tool and its cache, run the following command from your "
+        "shell:": "$ widget self uninstall",
+        "These keywords are reserved by the widget language for future use:": (
+            "abstract, become, box"
+        ),
+    }
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "tool.md").write_text(note)
+    shelf.add(tmp_path / "notes")
+    answer = shelf.ask("How do I uninstall the widget tool?")
+    assert "shell: $ widget self uninstall [1]" in answer.answer
+    reserved = shelf.ask("Which keywords are reserved for future use?")
+    assert "future use: abstract, become, box [1]" in reserved.answer

@@ -206,6 +206,44 @@ def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
 # -- what a person reads -------------------------------------------------------------------
 
 
+INTRODUCED_CHARS = 300  # of a lead-in's list or code, at most
+
+
+def introduced(text: str, markup: Markup = "markdown") -> dict[str, str]:
+    """What each lead-in of ``text`` that ends in ":" introduces when a list or a code
+    block follows it: keyed by the lead-in's last line as plain text (colon kept), the
+    list's items joined by commas or the code's lines by "; ", at most
+    ``INTRODUCED_CHARS`` characters ("run the following from your shell:" brings
+    ``rustup self uninstall``; "reserved for future use:" its keywords)."""
+    lines = text.splitlines()
+    found: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        if not line.rstrip().endswith(":") or _FENCE.match(line) or _LIST_ITEM.match(line):
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        parts: list[str] = []
+        if j < len(lines) and _FENCE.match(lines[j]):
+            for code in lines[j + 1 :]:
+                if _FENCE.match(code):
+                    break
+                if code.strip():
+                    parts.append(code.strip())
+            block = "; ".join(parts)
+        else:
+            while j < len(lines) and (marker := _LIST_ITEM.match(lines[j])):
+                parts.append(inline_plain(lines[j][marker.end() :]).rstrip(".;,"))
+                j += 1
+            block = ", ".join(p for p in parts if p)
+        if block:
+            lead = inline_plain(line) if markup == "markdown" else " ".join(line.split())
+            found[lead] = (
+                block if len(block) <= INTRODUCED_CHARS else block[: INTRODUCED_CHARS - 1] + "…"
+            )
+    return found
+
+
 def markup_of(file_type: str, has_headings: bool) -> Markup:
     """The markup a stored text of a ``file_type`` document carries. A text file is read
     as Markdown when its parse found headings (a plain text parse finds none: the file

@@ -222,6 +222,20 @@ def _whole_sentences(hit: Hit) -> list[str]:
     return units
 
 
+def _with_block(source: Source, _: int, sentence: str) -> str:
+    """``sentence``, and when it is a lead-in ending in ":", the list or code it brings
+    (``plaintext.introduced``): "run the following from your shell:" is no answer alone."""
+    if not sentence.endswith(":"):
+        return sentence
+    chunk = source.hit.chunk
+    markup = plaintext.markup_of(source.hit.document.file_type, bool(chunk.heading_path))
+    leads = plaintext.introduced(chunk.text, markup)
+    for lead in sorted(leads, key=len, reverse=True):  # the longest lead-in it ends with
+        if sentence.endswith(lead.strip()):
+            return f"{sentence} {leads[lead]}"
+    return sentence
+
+
 def _stem(word: str) -> str:
     """A light English stem, enough to match ``tablets`` with ``tablet`` and ``becomes``
     with ``become`` without matching ``table`` with ``tablet``."""
@@ -360,7 +374,7 @@ def extract(
     for i in chosen:
         n = candidates[i][0].n
         numbers.setdefault(n, len(numbers) + 1 if renumber else n)
-    out = [f"{candidates[i][2]} [{numbers[candidates[i][0].n]}]" for i in chosen]
+    out = [f"{_with_block(*candidates[i])} [{numbers[candidates[i][0].n]}]" for i in chosen]
     citations = [AnswerCitation.of(new, by_n[old].hit) for old, new in numbers.items()]
     return Extract(
         out,
