@@ -56,64 +56,14 @@ POINTING = frozenset(
         "instead",
     ]
 )
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "than",
-        "the",
-        "to",
-        "up",
-        "us",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
 
 
 def follows_up(question: str) -> bool:
     """Whether ``question`` leans on the turn before it."""
+    from docshelf.knowledge.answer import key_terms
+
     words = re.findall(r"[\w']+", question.lower())
-    own = [w for w in words if w not in _STOP and w not in POINTING and len(w) > 1]
+    own = [t for t in key_terms(question) if t not in POINTING and len(t) > 1]
     return any(w in POINTING for w in words) or len(own) < 3
 
 
