@@ -23,6 +23,12 @@ def nav(page: Page, view: str) -> None:
     page.get_by_role("navigation", name="Views").get_by_role("link", name=view).click()
 
 
+def loaded(page: Page) -> None:
+    page.wait_for_function(
+        "() => document.getElementById('notebooks-status').textContent !== 'Loading…'"
+    )
+
+
 def hits_are(page: Page, labels: list[str]) -> None:
     """``wait_for_citations``, saying what was shown when it never came."""
     try:
@@ -127,6 +133,7 @@ def test_notebooks_are_made_chosen_searched_asked_and_shared_read_only(
 
     # shared read-only with bob: he sees it, marked so, and only what he holds
     nav(page, "Notebooks")
+    loaded(page)  # the list drawn afresh before a name is typed into it
     card.get_by_label("User to share Errands with").fill("bob")
     card.get_by_role("button", name="Share").click()
     card.locator(".readers").filter(has_text=bob.id).wait_for()
