@@ -215,7 +215,9 @@ def engine_times(
 
     lexical, vector, retriever = shelf.lexical_index, shelf.vector_index, shelf.retriever
     assert lexical is not None and vector is not None
-    if lexical.path != "tantivy" or vector.path != "ann":
+    if lexical.path != "tantivy" or not isinstance(vector, ann_module.SidecarVectorIndex):
+        return {}
+    if vector.path != "ann":
         return {}
     searcher = lexical._index.searcher()
     graph = vector._graph

@@ -122,3 +122,12 @@ def store(store_url: str) -> Iterator[SearchStore]:
     s = open_store(store_url)
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_address() -> Iterator[str]:
+    """A Chroma server (``chroma run``) for the whole run, as ``HOST:PORT``."""
+    from tests.chroma_server import chroma_server
+
+    with chroma_server() as address:
+        yield address

@@ -17,20 +17,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from tests.optional import missing
+from tests.servers import die_with_parent, free_ports, log_tail, stop
 
 STARTUP_SECONDS = 60  # a loaded machine; it is ready in about 1 s
 ACCESS_KEY, SECRET_KEY = "docshelf-test", "docshelf-test-secret"  # its one identity
@@ -83,27 +82,6 @@ def weed_binary() -> str:
     return found
 
 
-def _free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (held together while chosen)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def _log_tail(log: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 @contextmanager
 def seaweed_s3() -> Iterator[S3Server]:
     """A running SeaweedFS S3 gateway until the block ends; its data is deleted after."""
@@ -123,7 +101,7 @@ def seaweed_s3() -> Iterator[S3Server]:
     }
     config = root / "s3.json"
     config.write_text(json.dumps(identities))
-    ports = _free_ports(10)
+    ports = free_ports(10)
     master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = ports[:8]
     admin, admin_grpc = ports[8:]
     # `weed mini`: master, volume server, filer and S3 gateway in one process, tuned for
@@ -167,14 +145,14 @@ def seaweed_s3() -> Iterator[S3Server]:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed whole at the end
             env={**os.environ, "TMPDIR": str(root)},
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
     try:
         server = S3Server(f"http://127.0.0.1:{s3}", ACCESS_KEY, SECRET_KEY)
         _wait_ready(server, proc, log)
         yield server
     finally:
-        _stop(proc)
+        stop(proc)
         # weed puts its gRPC sockets in /tmp whatever TMPDIR says, named by their port
         for name, port in (
             ("master", master_grpc),
@@ -185,16 +163,6 @@ def seaweed_s3() -> Iterator[S3Server]:
         ):
             Path(f"/tmp/seaweedfs-{name}-grpc-{port}.sock").unlink(missing_ok=True)
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux the kernel kills it when the test process
-    dies without running its teardown (a SIGKILL), so no server outlives the run."""
-    if sys.platform == "linux":
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _wait_ready(server: S3Server, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -217,7 +185,7 @@ def _wait_ready(server: S3Server, proc: subprocess.Popen[bytes], log: Path) -> N
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(
-                f"weed server exited with {proc.returncode} while starting:\n{_log_tail(log)}"
+                f"weed server exited with {proc.returncode} while starting:\n{log_tail(log)}"
             )
         try:
             if "docshelf-ready" not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
@@ -228,16 +196,7 @@ def _wait_ready(server: S3Server, proc: subprocess.Popen[bytes], log: Path) -> N
         except (BotoCoreError, ClientError) as exc:
             last = exc
             time.sleep(0.1)
-    _stop(proc)
+    stop(proc)
     raise AssertionError(
-        f"SeaweedFS's S3 gateway was not ready in {STARTUP_SECONDS} s ({last}):\n{_log_tail(log)}"
+        f"SeaweedFS's S3 gateway was not ready in {STARTUP_SECONDS} s ({last}):\n{log_tail(log)}"
     )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the whole process group (its graceful stop can take many seconds, and the
-    data is thrown away anyway)."""
-    if proc.poll() is None:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)

@@ -14,6 +14,7 @@ import pytest
 
 from docshelf.search.engines import LexicalEngine, VectorEngine
 from docshelf.search.engines.exact import ExactVectorSearch
+from docshelf.search.engines.external import ExternalVectorIndex, open_backend
 from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.pg_text import PostgresText
 from docshelf.search.engines.pgvector import PgVector
@@ -44,16 +45,43 @@ def _usearch(store: SearchStore) -> VectorEngine:
     return index
 
 
+class External:
+    """An engine of the user's own (search/engines/external.py) at ``url``: ``{dir}`` the
+    library's folder, ``{chroma}`` the test Chroma server; built, then searched with its
+    failures raised (never answered by the exact scan it falls back on)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def __call__(self, store: SearchStore, request: pytest.FixtureRequest) -> VectorEngine:
+        assert isinstance(store, SQLiteStore)
+        chroma = request.getfixturevalue("chroma_address") if "{chroma}" in self.url else ""
+        backend, name = open_backend(self.url.format(dir=store.path.parent, chroma=chroma))
+        index = ExternalVectorIndex(store, backend, name, strict=True)
+        request.addfinalizer(index.close)
+        assert index.maintain(force=True) == "built"
+        assert index.path == backend.kind
+        return index
+
+
+EXTERNAL = {
+    "qdrant-local": External("qdrant+local://{dir}/qdrant"),
+    "milvus-lite": External("milvus://{dir}/milvus.db"),
+    "chroma": External("chroma://{dir}/chroma"),
+    "chroma-server": External("chroma://{chroma}/docshelf"),
+}
+
 # name: (the store it runs on, the engine made once the library is written)
 LEXICAL: dict[str, tuple[str, Callable[[SearchStore], LexicalEngine]]] = {
     "fts5": ("sqlite", Fts5),
     "tantivy": ("sqlite", _tantivy),
     "postgres-text": ("postgres", PostgresText),
 }
-VECTOR: dict[str, tuple[str, Callable[[SearchStore], VectorEngine]]] = {
+VECTOR: dict[str, tuple[str, Callable[[SearchStore], VectorEngine] | External]] = {
     "exact": ("sqlite", ExactVectorSearch),
     "usearch": ("sqlite", _usearch),
     "pgvector": ("postgres", PgVector),
+    **{name: ("sqlite", made) for name, made in EXTERNAL.items()},
 }
 
 
@@ -114,9 +142,10 @@ def test_a_lexical_engine_finds_words_by_the_contract(engine: str, library: Sear
 
 @pytest.mark.parametrize(("engine", "library"), _vector_cases(), indirect=["library"])
 def test_a_vector_engine_finds_the_nearest_by_the_contract(
-    engine: str, library: SearchStore
+    engine: str, library: SearchStore, request: pytest.FixtureRequest
 ) -> None:
-    search = VECTOR[engine][1](library).search
+    made = VECTOR[engine][1]
+    search = (made(library, request) if isinstance(made, External) else made(library)).search
     none = SearchFilters()
     shown = [make_doc(n, "")[0].id for n in range(1, 5)]
     for seed in range(4):

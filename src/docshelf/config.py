@@ -130,6 +130,9 @@ class Settings:
     # SQLite: from this many snippets on, a tantivy index beside the database answers
     # lexical search (search/engines/tantivy.py); below it FTS5. 0 = always FTS5.
     lexical_threshold: int = 50_000
+    # SQLite: an engine of the user's own answers vector search (qdrant://, qdrant+local://,
+    # milvus://, chroma://: search/engines/external.py); None: the sidecar index above.
+    vector_url: str | None = None
     # Redis shared by every API replica and worker (shared/): event fan-out to SSE
     # clients and shared caches. None: everything stays in this process, as before.
     redis_url: str | None = None
@@ -195,6 +198,7 @@ class Settings:
             ),
             ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
             lexical_threshold=int(_number("DOCSHELF_LEXICAL_THRESHOLD", cls.lexical_threshold)),
+            vector_url=os.environ.get("DOCSHELF_VECTOR_URL", "").strip() or None,
             redis_url=redis_url,
             redis_retrieval_seconds=_number(
                 "DOCSHELF_REDIS_RETRIEVAL_SECONDS", cls.redis_retrieval_seconds

@@ -40,9 +40,8 @@ if TYPE_CHECKING:
     from docshelf.rerank import Reranker
     from docshelf.runtime.model import QueryModel
     from docshelf.search.cache import ResultCache
-    from docshelf.search.engines import Engines
+    from docshelf.search.engines import Engines, VectorSidecar
     from docshelf.search.engines.tantivy import SidecarLexicalIndex
-    from docshelf.search.engines.usearch import SidecarVectorIndex
     from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import SearchResult
     from docshelf.search.retriever import Retriever
@@ -134,7 +133,7 @@ class Runtime:
         self._opened_with = self.embedder  # the chunking and token counts follow it
         # which engines answer recall; on SQLite, the sidecar indexes beside the database
         self._engines: Engines = engines_for(self.store, settings)
-        self.vector_index: SidecarVectorIndex | None = self._engines.vector_sidecar
+        self.vector_index: VectorSidecar | None = self._engines.vector_sidecar
         self.lexical_index: SidecarLexicalIndex | None = self._engines.lexical_sidecar
         self._fusion_given = fusion
         self.enricher_instance: Enricher | None = None
@@ -308,6 +307,8 @@ class Runtime:
         made = self.__dict__  # what was made on first use (cached_property)
         if "transport" in made:
             self.transport.close()
+        if self.vector_index is not None:
+            self.vector_index.close()
         self.store.close()
         self.broadcast.close()
         shared = self.summaries.cache if "summaries" in made else self.shared_cache

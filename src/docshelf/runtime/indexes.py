@@ -11,14 +11,14 @@ from docshelf import progress as _progress
 from docshelf.progress import Progress, ProgressEvent
 
 if TYPE_CHECKING:
+    from docshelf.search.engines import VectorSidecar
     from docshelf.search.engines.tantivy import SidecarLexicalIndex
-    from docshelf.search.engines.usearch import SidecarVectorIndex
 
 log = logging.getLogger("docshelf")
 
 
 def maintain_indexes(
-    vector_index: SidecarVectorIndex | None,
+    vector_index: VectorSidecar | None,
     lexical_index: SidecarLexicalIndex | None,
     *,
     force: bool = False,
@@ -40,7 +40,7 @@ def maintain_indexes(
 
 
 def maintain_vector_index(
-    index: SidecarVectorIndex | None,
+    index: VectorSidecar | None,
     *,
     force: bool = False,
     rebuild: bool = False,
@@ -64,7 +64,7 @@ def maintain_lexical_index(
 
 def _maintain(
     name: str,
-    index: SidecarVectorIndex | SidecarLexicalIndex | None,
+    index: VectorSidecar | SidecarLexicalIndex | None,
     force: bool,
     rebuild: bool,
     progress: Progress | None,

@@ -11,6 +11,9 @@ vector                     ``search(query, limit, filters, known, near)``
 ``usearch.py``             a usearch graph beside a SQLite store (a sidecar; the exact
                            scan answers below its threshold)
 ``exact.py``               an exact scan of every vector, masked by the filters
+``external.py``            an engine of the user's own beside a SQLite store
+                           (``DOCSHELF_VECTOR_URL``): ``qdrant.py``, ``milvus.py``,
+                           ``chroma.py``, one ``VectorBackend`` each
 =========================  =========================================================
 
 Each answers (chunk id, score), best first, filters honoured; an engine that knows each
@@ -35,8 +38,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from docshelf.config import Settings
+    from docshelf.search.engines.external import ExternalVectorIndex
+    from docshelf.search.engines.sidecar import SidecarStore
     from docshelf.search.engines.tantivy import SidecarLexicalIndex
     from docshelf.search.engines.usearch import SidecarVectorIndex
+
+    VectorSidecar = SidecarVectorIndex | ExternalVectorIndex
 
 
 class LexicalEngine(Protocol):
@@ -84,22 +91,40 @@ class Engines:
     lexical: LexicalEngine
     vector: VectorEngine
     lexical_sidecar: SidecarLexicalIndex | None = None
-    vector_sidecar: SidecarVectorIndex | None = None
+    vector_sidecar: VectorSidecar | None = None
 
 
 def engines_for(store: SearchStore, settings: Settings) -> Engines:
     """The engines for ``store``: on SQLite the sidecar indexes (FTS5 and the exact scan
-    answer below their thresholds); elsewhere the store's own (``own_engines``)."""
+    answer below their thresholds), the vector one an external engine's when
+    ``DOCSHELF_VECTOR_URL`` names one; elsewhere the store's own (``own_engines``)."""
     if _scheme(store) == "sqlite":
         from docshelf.search.engines.sidecar import SidecarStore
         from docshelf.search.engines.tantivy import SidecarLexicalIndex
-        from docshelf.search.engines.usearch import SidecarVectorIndex
 
         if isinstance(store, SidecarStore):
             lexical = SidecarLexicalIndex(store, settings.lexical_threshold)
-            vector = SidecarVectorIndex(store, settings.ann_threshold)
+            vector = _vector_sidecar(store, settings)
             return Engines(lexical, vector, lexical, vector)
+    if settings.vector_url:
+        from docshelf.errors import InvalidInput
+
+        raise InvalidInput(
+            "DOCSHELF_VECTOR_URL names a vector engine for the SQLite store; with "
+            f"{_scheme(store)}, the store's own index answers (unset DOCSHELF_VECTOR_URL)"
+        )
     return own_engines(store)
+
+
+def _vector_sidecar(store: SidecarStore, settings: Settings) -> VectorSidecar:
+    if not settings.vector_url:
+        from docshelf.search.engines.usearch import SidecarVectorIndex
+
+        return SidecarVectorIndex(store, settings.ann_threshold)
+    from docshelf.search.engines.external import ExternalVectorIndex, open_backend
+
+    backend, name = open_backend(settings.vector_url)
+    return ExternalVectorIndex(store, backend, name)
 
 
 def own_engines(store: SearchStore) -> Engines:

@@ -186,7 +186,7 @@ class SidecarIndex:
     OFF: ClassVar[str]  # mode while off ("exact"): what answers instead
     SUFFIX: ClassVar[str]  # the folder beside the database: docshelf.db -> docshelf<SUFFIX>
     LOG: ClassVar[str]  # the store's change log ("vector_log")
-    NAME: ClassVar[str]  # as ``status --check`` names it: "vector index (usearch)"
+    NAME: str  # as ``status --check`` names it: "vector index (usearch)"
 
     def __init__(self, store: SidecarStore, threshold: int) -> None:
         self._store = store
@@ -256,16 +256,23 @@ class SidecarIndex:
             if not held:
                 return "busy"
             self._locked()
-            epoch = self.epoch_of(self.mode())
-            if self.threshold <= 0:
-                return self._switch_off() if epoch is not None else self.OFF
-            if epoch is None:
-                if not force and self._size() < self.threshold:
-                    return self.OFF
-                epoch = self._switch_on()
-                self._build(epoch, progress)
-                return "built"
-            return self._update(epoch, force=force, rebuild=rebuild, progress=progress)
+            try:
+                return self._maintain(force=force, rebuild=rebuild, progress=progress)
+            except BaseException:
+                self._failed()
+                raise
+
+    def _maintain(self, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        epoch = self.epoch_of(self.mode())
+        if self.threshold <= 0:
+            return self._switch_off() if epoch is not None else self.OFF
+        if epoch is None:
+            if not force and self._size() < self.threshold:
+                return self.OFF
+            epoch = self._switch_on()
+            self._build(epoch, progress)
+            return "built"
+        return self._update(epoch, force=force, rebuild=rebuild, progress=progress)
 
     def audit(self) -> Audit | None:
         """Its entries against the store's rows (``Audit``); None while it is off."""
@@ -304,6 +311,9 @@ class SidecarIndex:
 
     def _locked(self) -> None:
         """Called once the lock is held, before anything is looked at."""
+
+    def _failed(self) -> None:
+        """Called when the upkeep under the lock raised: the next one looks again."""
 
     def _size(self) -> int:
         """What the threshold counts (vectors, snippets)."""

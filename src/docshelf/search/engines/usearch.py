@@ -396,6 +396,9 @@ class SidecarVectorIndex(SidecarIndex):
             file_bytes=(self.directory / c.file).stat().st_size if c else 0,
         )
 
+    def close(self) -> None:
+        """Nothing held beyond this process's maps (the external engines hold a client)."""
+
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
     def _log_position(self) -> int:
         return self._store.vector_log_position()
@@ -432,6 +435,9 @@ class SidecarVectorIndex(SidecarIndex):
 
     def _locked(self) -> None:
         self._maintained = self._looking
+
+    def _failed(self) -> None:
+        self._maintained = None
 
     def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
         """Fold the delta into a new checkpoint when it has grown (any, when ``force``),

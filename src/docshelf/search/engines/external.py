@@ -1,0 +1,485 @@
+"""Vector search by an engine the user already runs — Qdrant, Milvus or Chroma, one file
+each (``qdrant.py``, ``milvus.py``, ``chroma.py``) behind ``VectorBackend`` — kept beside
+the SQLite store as the usearch graph is (``sidecar.py``), and like it derived from the
+store and never trusted over it (ARCHITECTURE.md, "Decisions already taken").
+
+- A point is keyed by its snippet's seq and carries the chunk id and its document's id
+  (the one filter the engine applies), **never the text**: the text has one home, and
+  each hit is read from the store by its id.
+- The engine holds the library as of one position of the store's vector log; the record
+  beside the database (``docshelf.vectors/current.json``) names the collection, the
+  engine, its epoch, model, dimension and that position. Search answers from the engine
+  plus the **delta** — the log's entries after the position, read from the store and
+  scanned exactly, the engine's answers for those seqs left out — so a crash between a
+  commit and the engine's update hides nothing and resurrects nothing.
+- ``maintain()`` upserts and deletes what changed since the position, then moves the
+  record on; both are idempotent, so a crash half-way is healed by doing it again. A
+  build fills a new collection (``<name>_<build>``), publishes it by the record, and
+  drops the older ones; readers of an old one go on until they sync.
+- An engine that fails, or has lost points, is not trusted: search answers exactly from
+  the store (with a warning) and the next ``maintain()`` rebuilds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import ParseResult, urlparse
+
+from docshelf.errors import InvalidInput, Unavailable
+from docshelf.search.engines.exact import ExactVectorIndex
+from docshelf.search.engines.sidecar import (
+    Progress,
+    SidecarIndex,
+    SidecarStore,
+    deeper,
+    read_record,
+    shown,
+    write_record,
+)
+from docshelf.search.entries import UNKNOWN, Known
+from docshelf.store.base import SearchFilters
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
+PUSHED = 1024  # a filter letting through at most this many documents is the engine's
+BATCH = 2_000  # points written at a time
+SCHEMES = ("qdrant", "qdrants", "qdrant+local", "milvus", "milvuss", "chroma", "chromas")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
+
+
+class VectorBackend(Protocol):
+    """One engine's collections as the index uses them: points keyed by snippet seq,
+    unit vectors compared by cosine, a payload of (chunk id, document id)."""
+
+    kind: str  # "qdrant"
+    where: str  # the URL without credentials (a record names the engine it was built on)
+
+    def names(self) -> list[str]:
+        """The engine's collections."""
+        ...
+
+    def create(self, name: str, dim: int) -> None: ...
+    def drop(self, name: str) -> None: ...
+    def upsert(
+        self,
+        name: str,
+        seqs: Sequence[int],
+        vectors: npt.NDArray[np.float32],
+        chunks: Sequence[tuple[str, str]],
+    ) -> None:
+        """Write the points ``seqs`` (each with its chunk id and document id)."""
+        ...
+
+    def delete(self, name: str, seqs: Sequence[int]) -> None: ...
+    def nearest(
+        self,
+        name: str,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        documents: Collection[str] | None,
+    ) -> list[tuple[int, float]]:
+        """(seq, cosine similarity), best first; only ``documents``' when given."""
+        ...
+
+    def count(self, name: str) -> int: ...
+    def keys(self, name: str) -> list[int]:
+        """Every point's seq."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_backend(url: str) -> tuple[VectorBackend, str]:
+    """The engine ``DOCSHELF_VECTOR_URL`` names, and the name of its collections."""
+    parsed = urlparse(url)
+    scheme = parsed.scheme.lower()
+    name = parsed.path.strip("/") if parsed.netloc else ""
+    for part in parsed.query.split("&"):
+        key, _, value = part.partition("=")
+        if key == "collection":
+            name = value
+    name = name or "docshelf"
+    if scheme not in SCHEMES:
+        raise InvalidInput(
+            f"DOCSHELF_VECTOR_URL: {scheme or url!r} is not a vector engine "
+            "(qdrant://, qdrant+local://, milvus://, chroma://)"
+        )
+    if not _NAME.fullmatch(name):
+        raise InvalidInput(
+            f"DOCSHELF_VECTOR_URL: collection {name!r} must be a letter, then letters, "
+            "digits or _ (at most 48)"
+        )
+    try:
+        return _backend(scheme, parsed), name
+    except InvalidInput:
+        raise
+    except Exception as exc:  # each client's own errors: the engine is unreachable
+        where = f"{scheme}://{parsed.hostname or ''}{parsed.path if not parsed.hostname else ''}"
+        raise Unavailable(f"Cannot open the vector engine at {where}: {exc}") from exc
+
+
+def _backend(scheme: str, parsed: ParseResult) -> VectorBackend:
+    if scheme.startswith("qdrant"):
+        from docshelf.search.engines.qdrant import Qdrant
+
+        return Qdrant.from_url(parsed)
+    if scheme.startswith("milvus"):
+        from docshelf.search.engines.milvus import Milvus
+
+        return Milvus.from_url(parsed)
+    from docshelf.search.engines.chroma import Chroma
+
+    return Chroma.from_url(parsed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """What the engine holds: a collection as of a vector-log position."""
+
+    epoch: str
+    where: str
+    collection: str
+    model: str
+    dim: int
+    position: int
+    count: int
+
+
+class ExternalVectorIndex(SidecarIndex):
+    """Vector search for the SQLite store by an external engine, the delta exactly."""
+
+    META_KEY = "vector_index"  # the store logs vector changes while this is on
+    ON = "ann"
+    OFF = "exact"
+    SUFFIX = ".vectors"
+    LOG = "vector_log"
+
+    def __init__(
+        self, store: SidecarStore, backend: VectorBackend, name: str, *, strict: bool = False
+    ) -> None:
+        super().__init__(store, threshold=1)  # on from the first vector
+        self.backend = backend
+        self.base = name
+        self.strict = strict  # an engine's failure raised, not answered exactly (tests)
+        self.NAME = f"vector index ({backend.kind})"
+        self._exact = ExactVectorIndex(store)
+        self._generation: object = None
+        self._maintained: object = None
+        self._looking: object = None
+        self._published: Published | None = None
+        self._position = 0
+        self._changed: set[int] = set()
+        self._delta: dict[int, npt.NDArray[np.float32]] = {}
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """Which path answers now: the engine's kind, or ``exact``."""
+        with self._lock:
+            self._sync()
+            return self.backend.kind if self._published is not None else "exact"
+
+    @property
+    def graph_size(self) -> int:
+        return self._published.count if self._published is not None else 0
+
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
+        near: bool = False,
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, cosine similarity), best first, filters honoured."""
+        import numpy as np
+
+        if limit <= 0:
+            return []
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        with self._lock:
+            self._sync()
+            published = self._published
+            if published is not None:
+                try:
+                    return self._search(published, q, limit, filters, known)
+                except Exception as exc:  # any engine's failure: the store answers
+                    if self.strict:
+                        raise
+                    log.warning("the %s engine failed, searching exactly: %s", self.NAME, exc)
+                    self._generation = self._maintained = None  # look again next time
+            allowed = None if filters.empty else self._store.documents_matching(filters)
+            return self._exact.search(q, limit, allowed)
+
+    def _search(
+        self,
+        published: Published,
+        q: npt.NDArray[np.float32],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None,
+    ) -> list[tuple[str, float]]:
+        """Over-fetch until the filters leave ``limit`` (or the engine has no more); a
+        filter the engine cannot apply that lets through very few is scanned exactly."""
+        documents: frozenset[str] | None = None
+        fetch = limit + 10
+        if not filters.empty:
+            matching = self._store.matching_documents(filters)
+            if not matching:
+                return []
+            if len(matching) <= PUSHED:
+                documents = matching
+            else:
+                fetch = 4 * limit
+        while True:
+            found, exhausted = self._candidates(published.collection, q, fetch, documents)
+            hits = shown(
+                self._store,
+                found,
+                [UNKNOWN] * len(found),
+                filters,
+                self._store.visible_snippets,
+                known,
+            )
+            if len(hits) >= limit or exhausted:
+                return hits[:limit]
+            if fetch >= MAX_FETCH:
+                break
+            fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(found))))
+        return self._exact_matching(q, limit, filters)
+
+    def _candidates(
+        self,
+        collection: str,
+        q: npt.NDArray[np.float32],
+        k: int,
+        documents: Collection[str] | None,
+    ) -> tuple[list[tuple[int, float]], bool]:
+        """The best ``k`` seqs of engine + delta, the engine's for changed seqs left out,
+        and whether the engine gave all it holds (fewer than asked for)."""
+        import numpy as np
+
+        changed = self._changed
+        want = k + len(changed) if len(changed) < k else 2 * k
+        nearest = self.backend.nearest(collection, q, want, documents)
+        scores = {seq: score for seq, score in nearest if seq not in changed}
+        if self._delta:
+            keys = list(self._delta)
+            sims = np.stack(list(self._delta.values())) @ q
+            for i in np.argsort(-sims, kind="stable")[:k].tolist():
+                scores[keys[i]] = float(sims[i])
+        return sorted(scores.items(), key=lambda kv: -kv[1])[:k], len(nearest) < want
+
+    def _exact_matching(
+        self, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        import numpy as np
+
+        seqs, matrix = self._store.vectors_matching(filters)
+        if not len(seqs):
+            return []
+        sims = matrix @ q
+        top = np.argsort(-sims, kind="stable")[:limit].tolist()
+        visible = self._store.visible_snippets([int(seqs[i]) for i in top], filters)
+        return [(visible[int(seqs[i])], float(sims[i])) for i in top if int(seqs[i]) in visible]
+
+    def _sync(self) -> None:
+        """Catch up with the store: the record published now, and the delta after it."""
+        generation = self._version()
+        if generation == self._generation:
+            return
+        published = self._usable(self.epoch_of(self.mode()))
+        if published != self._published:
+            self._published = published
+            self._position = published.position if published else 0
+            self._changed, self._delta = set(), {}
+        if published is not None:
+            try:
+                position, changed = self._store.vector_changes(self._position)
+            except LookupError:  # pruned past this record: a newer one is published
+                self._published = None
+                self._generation = None
+                return
+            if changed:
+                seqs, matrix = self._store.vectors_by_seq(changed)
+                present = dict(zip(seqs.tolist(), matrix, strict=True))
+                for seq in changed:
+                    self._changed.add(seq)
+                    if seq in present:
+                        self._delta[seq] = present[seq]
+                    else:
+                        self._delta.pop(seq, None)
+            self._position = position
+        self._generation = generation
+
+    def _version(self) -> tuple[int, str | None, str | None, str | None]:
+        meta = self._store.get_meta
+        return (
+            self._store.generation(),
+            meta("vector_index"),
+            meta("embedding_model"),
+            meta("embedding_dim"),
+        )
+
+    def _usable(self, epoch: str | None) -> Published | None:
+        """The record, when it is of this epoch, engine, model and dimension."""
+        if epoch is None:
+            return None
+        record = read_record(self.directory, Published)
+        if record is None or record.epoch != epoch or record.where != self.backend.where:
+            return None
+        if record.model != (self._store.get_meta("embedding_model") or ""):
+            return None
+        if record.dim != int(self._store.get_meta("embedding_dim") or 0):
+            return None
+        return record
+
+    def state(self) -> dict[str, object]:
+        """For ``status``: which path answers, the engine, and how far it is behind."""
+        mode = self.mode()
+        record = self._usable(self.epoch_of(mode))
+        delta = 0
+        if record is not None:
+            try:
+                delta = len(self._changes(record.position)[1])
+            except LookupError:
+                record = None
+        return self._status(
+            mode,
+            self.backend.kind if record is not None else "exact",
+            record.count if record else 0,
+            self.epoch_of(mode) is not None and record is None,
+            engine=self.backend.where,
+            collection=record.collection if record else None,
+            delta=delta,
+        )
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
+    def _log_position(self) -> int:
+        return self._store.vector_log_position()
+
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        return self._store.vector_changes(after)
+
+    def _prune_log(self, through: int) -> None:
+        self._store.prune_vector_log(through)
+
+    def _size(self) -> int:
+        return self._store.vector_count()
+
+    def _forget(self) -> None:
+        self._generation = None
+        self._drop_others(keep=None)
+
+    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
+        import numpy as np
+
+        record = self._usable(epoch)
+        if record is None:
+            raise LookupError(epoch)
+        return np.asarray(self.backend.keys(record.collection), dtype=np.int64), record.position
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        return self._store.vector_seqs()
+
+    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
+        self._looking = self._version()
+        return self._looking == self._maintained and not (force or rebuild)
+
+    def _locked(self) -> None:
+        self._maintained = self._looking
+
+    def _failed(self) -> None:
+        self._maintained = None
+
+    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        """Apply what changed since the record (every change: an upsert is cheap), or
+        rebuild when the record is unusable, the log was pruned past it, or the engine
+        lost points."""
+        record = self._usable(epoch)
+        if record is None or rebuild:
+            self._build(epoch, progress)
+            return "rebuilt"
+        try:
+            position, changed = self._changes(record.position)
+        except LookupError:
+            self._build(epoch, progress)
+            return "rebuilt"
+        if self.backend.count(record.collection) != record.count:
+            log.warning("the %s does not hold what it did: rebuilding it", self.NAME)
+            self._build(epoch, progress)
+            return "rebuilt"
+        if not changed:
+            self._prune_once(record.position)
+            return "current"
+        self._apply(record.collection, changed)
+        count = self.backend.count(record.collection)
+        write_record(self.directory, dataclasses.replace(record, position=position, count=count))
+        self._prune_log(position)
+        self._generation = None
+        return "updated"
+
+    def _apply(self, collection: str, seqs: Sequence[int]) -> None:
+        """Upsert the seqs that still have a vector, delete the others."""
+        for start in range(0, len(seqs), BATCH):
+            part = list(seqs[start : start + BATCH])
+            present, matrix = self._store.vectors_by_seq(part)
+            self._write(collection, present.tolist(), matrix)
+            kept = set(present.tolist())
+            gone = [seq for seq in part if seq not in kept]
+            if gone:
+                self.backend.delete(collection, gone)
+
+    def _write(self, collection: str, seqs: list[int], matrix: npt.NDArray[np.float32]) -> None:
+        """Upsert the points of those ``seqs`` that are snippets, with their ids."""
+        places = self._store.snippet_places(seqs)
+        rows = [n for n, seq in enumerate(seqs) if seq in places]
+        if rows:
+            chunks = [(places[seqs[n]][0], places[seqs[n]][1].document_id) for n in rows]
+            self.backend.upsert(collection, [seqs[n] for n in rows], matrix[rows], chunks)
+
+    def _build(self, epoch: str, progress: Progress | None) -> None:
+        """A new collection from every vector in the store, published by the record. The
+        log position is read first: what changes meanwhile is logged after it."""
+        import uuid
+
+        store = self._store
+        position = store.vector_log_position()
+        dim = int(store.get_meta("embedding_dim") or 0)
+        collection = f"{self.base}_{uuid.uuid4().hex[:12]}"
+        self.backend.create(collection, dim)
+        total, done = store.vector_count(), 0
+        for seqs, matrix in store.iter_vectors(batch=BATCH):
+            if matrix.shape[1] != dim:
+                raise ValueError(f"vector of {matrix.shape[1]} dims in a {dim}-dim library")
+            self._write(collection, seqs.tolist(), matrix)
+            done += len(seqs)
+            if progress:
+                progress(done, total, f"building the {self.NAME}")
+        model = store.get_meta("embedding_model") or ""
+        count = self.backend.count(collection)
+        record = Published(epoch, self.backend.where, collection, model, dim, position, count)
+        write_record(self.directory, record)
+        self._prune_log(position)
+        self._drop_others(keep=collection)
+        self._generation = None
+
+    def _drop_others(self, keep: str | None) -> None:
+        """Drop this library's collections but ``keep`` (an earlier build's, or one a
+        crashed build left)."""
+        ours = re.compile(re.escape(self.base) + r"_[0-9a-f]{12}")
+        for name in self.backend.names():
+            if name != keep and ours.fullmatch(name):
+                self.backend.drop(name)
