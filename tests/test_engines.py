@@ -68,7 +68,7 @@ EXTERNAL = {
     "qdrant-local": External("qdrant+local://{dir}/qdrant"),
     "milvus-lite": External("milvus://{dir}/milvus.db"),
     "chroma": External("chroma://{dir}/chroma"),
-    "chroma-server": External("chroma://{chroma}/docshelf"),
+    "chroma-server": External("chroma://{chroma}"),
 }
 
 # name: (the store it runs on, the engine made once the library is written)

@@ -123,9 +123,10 @@ def test_a_rebuild_fills_a_new_collection_and_drops_the_old(
     engine: tuple[SQLiteStore, ExternalVectorIndex],
 ) -> None:
     store, index = engine
-    before = set(index.backend.names())
+    ours = index._base()
+    before = {name for name in index.backend.names() if name.startswith(ours)}
     assert index.maintain(rebuild=True) == "rebuilt"
-    after = set(index.backend.names())
+    after = {name for name in index.backend.names() if name.startswith(ours)}
     assert len(after) == len(before) == 1 and after != before
     q, none = nearest_of(store, 4), SearchFilters()
     assert [c for c, _ in index.search(q, 5, none)] == exact(store, q, none)[:5]
@@ -222,6 +223,7 @@ def test_a_vector_url_is_checked() -> None:
         ("redis://localhost/0", "not a vector engine"),
         ("qdrant+local://", "qdrant\\+local:///path"),
         ("qdrant://localhost:6333/2bad", "must be a letter"),
+        ("chroma:///tmp/c?collection=a-b", "must be a letter"),
         ("milvus:///tmp/vectors", "file.db"),
     ]:
         with pytest.raises(InvalidInput, match=says):
@@ -252,3 +254,27 @@ def test_a_library_searches_through_its_engine(
         index.strict = True
         hits = shelf.search("leader election heartbeat", mode="vector").hits
         assert hits and hits[0].document.rel_path == "projects/raft.md"
+
+
+def test_libraries_sharing_an_engine_keep_to_their_own_collections(tmp_path: Path) -> None:
+    """An unnamed collection is the library's (``docshelf_<library>``): a second library
+    built on the same engine leaves the first one's alone; a named one is the URL's."""
+    built: list[tuple[SQLiteStore, ExternalVectorIndex]] = []
+    for n, url in enumerate(
+        [f"chroma://{tmp_path}/chroma"] * 2 + [f"chroma://{tmp_path}/chroma?collection=notes"]
+    ):
+        store = open_store(f"sqlite:///{tmp_path / f'lib{n}' / 'docshelf.db'}")
+        assert isinstance(store, SQLiteStore)
+        store.set_meta("embedding_dim", str(DIM))
+        put(store, n + 1, TEXTS[n])
+        backend, name = open_backend(url)
+        index = ExternalVectorIndex(store, backend, name, strict=True)
+        assert index.maintain(force=True) == "built"
+        built.append((store, index))
+    names = built[0][1].backend.names()
+    assert len(names) == 3 and sum(name.startswith("notes_") for name in names) == 1
+    for n, (store, index) in enumerate(built):
+        q = nearest_of(store, n + 1)
+        assert doc_of(index.search(q, 1, SearchFilters())) == {str(n + 1)}
+        index.close()
+        store.close()

@@ -339,10 +339,14 @@ def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> 
     }
 
 
-def eval_settings(home: Path, model: str) -> Settings:
+def eval_settings(home: Path, model: str, vector_url: str | None = None) -> Settings:
     """Settings of an evaluation index at ``home``: its own SQLite file, the given model,
-    no enrichment (it would change headers and concepts under the measurement)."""
-    settings = Settings(home, f"sqlite:///{home / 'docshelf.db'}", embedder=model)
+    the vector engine of ``vector_url`` (DOCSHELF_VECTOR_URL; each library its own
+    collections), no enrichment (it would change headers and concepts under the
+    measurement)."""
+    settings = Settings(
+        home, f"sqlite:///{home / 'docshelf.db'}", embedder=model, vector_url=vector_url
+    )
     if "enrich" in {f.name for f in dataclasses.fields(Settings)}:
         off: dict[str, Any] = {"enrich": "off"}
         settings = dataclasses.replace(settings, **off)

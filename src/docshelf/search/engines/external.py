@@ -98,8 +98,9 @@ class VectorBackend(Protocol):
     def close(self) -> None: ...
 
 
-def open_backend(url: str) -> tuple[VectorBackend, str]:
-    """The engine ``DOCSHELF_VECTOR_URL`` names, and the name of its collections."""
+def open_backend(url: str) -> tuple[VectorBackend, str | None]:
+    """The engine ``DOCSHELF_VECTOR_URL`` names, and the name it gives this library's
+    collections (None: unnamed, ``docshelf_<library>``)."""
     parsed = urlparse(url)
     scheme = parsed.scheme.lower()
     name = parsed.path.strip("/") if parsed.netloc else ""
@@ -107,19 +108,18 @@ def open_backend(url: str) -> tuple[VectorBackend, str]:
         key, _, value = part.partition("=")
         if key == "collection":
             name = value
-    name = name or "docshelf"
     if scheme not in SCHEMES:
         raise InvalidInput(
             f"DOCSHELF_VECTOR_URL: {scheme or url!r} is not a vector engine "
             "(qdrant://, qdrant+local://, milvus://, chroma://)"
         )
-    if not _NAME.fullmatch(name):
+    if name and not _NAME.fullmatch(name):
         raise InvalidInput(
             f"DOCSHELF_VECTOR_URL: collection {name!r} must be a letter, then letters, "
             "digits or _ (at most 48)"
         )
     try:
-        return _backend(scheme, parsed), name
+        return _backend(scheme, parsed), name or None
     except InvalidInput:
         raise
     except Exception as exc:  # each client's own errors: the engine is unreachable
@@ -164,11 +164,16 @@ class ExternalVectorIndex(SidecarIndex):
     LOG = "vector_log"
 
     def __init__(
-        self, store: SidecarStore, backend: VectorBackend, name: str, *, strict: bool = False
+        self,
+        store: SidecarStore,
+        backend: VectorBackend,
+        name: str | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
         super().__init__(store, threshold=1)  # on from the first vector
         self.backend = backend
-        self.base = name
+        self.name = name  # of this library's collections (None: docshelf_<library>)
         self.strict = strict  # an engine's failure raised, not answered exactly (tests)
         self.NAME = f"vector index ({backend.kind})"
         self._exact = ExactVectorIndex(store)
@@ -458,7 +463,7 @@ class ExternalVectorIndex(SidecarIndex):
         store = self._store
         position = store.vector_log_position()
         dim = int(store.get_meta("embedding_dim") or 0)
-        collection = f"{self.base}_{uuid.uuid4().hex[:12]}"
+        collection = f"{self._base()}_{uuid.uuid4().hex[:12]}"
         self.backend.create(collection, dim)
         total, done = store.vector_count(), 0
         for seqs, matrix in store.iter_vectors(batch=BATCH):
@@ -476,10 +481,24 @@ class ExternalVectorIndex(SidecarIndex):
         self._drop_others(keep=collection)
         self._generation = None
 
+    def _base(self) -> str:
+        """The collections' name: the URL's, else ``docshelf_<library>`` (an id minted
+        once in the store's meta), so libraries sharing an engine never meet."""
+        if self.name:
+            return self.name
+        library = self._store.get_meta("library_id")
+        if not library:
+            import uuid
+
+            library = uuid.uuid4().hex[:8]
+            with self._store.transaction():
+                self._store.set_meta("library_id", library)
+        return f"docshelf_{library}"
+
     def _drop_others(self, keep: str | None) -> None:
         """Drop this library's collections but ``keep`` (an earlier build's, or one a
         crashed build left)."""
-        ours = re.compile(re.escape(self.base) + r"_[0-9a-f]{12}")
+        ours = re.compile(re.escape(self._base()) + r"_[0-9a-f]{12}")
         for name in self.backend.names():
             if name != keep and ours.fullmatch(name):
                 self.backend.drop(name)
