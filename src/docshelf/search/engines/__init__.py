@@ -14,6 +14,7 @@ vector                     ``search(query, limit, filters, known, near)``
 ``external.py``            an engine of the user's own beside a SQLite store
                            (``DOCSHELF_VECTOR_URL``): ``qdrant.py``, ``milvus.py``,
                            ``chroma.py``, one ``VectorBackend`` each
+                           (``backend.py``)
 =========================  =========================================================
 
 Each answers (chunk id, score), best first, filters honoured; an engine that knows each

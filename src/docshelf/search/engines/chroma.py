@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult
 
 from docshelf.errors import InvalidInput
+from docshelf.search.engines.backend import PUSHED
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,6 +23,7 @@ SEARCH_DEPTH = 128  # the HNSW graph's ef at search (Chroma's default is 100)
 
 class Chroma:
     kind = "chroma"
+    pushed = PUSHED  # documents a filter may name for the engine to apply it
 
     def __init__(self, where: str, client: Any) -> None:
         self.where = where

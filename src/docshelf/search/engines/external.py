@@ -26,10 +26,11 @@ import dataclasses
 import logging
 import re
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
+from docshelf.search.engines.backend import VectorBackend
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.search.engines.sidecar import (
     Progress,
@@ -50,52 +51,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
-PUSHED = 1024  # a filter letting through at most this many documents is the engine's
 BATCH = 2_000  # points written at a time
 SCHEMES = ("qdrant", "qdrants", "qdrant+local", "milvus", "milvuss", "chroma", "chromas")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
-
-
-class VectorBackend(Protocol):
-    """One engine's collections as the index uses them: points keyed by snippet seq,
-    unit vectors compared by cosine, a payload of (chunk id, document id)."""
-
-    kind: str  # "qdrant"
-    where: str  # the URL without credentials (a record names the engine it was built on)
-
-    def names(self) -> list[str]:
-        """The engine's collections."""
-        ...
-
-    def create(self, name: str, dim: int) -> None: ...
-    def drop(self, name: str) -> None: ...
-    def upsert(
-        self,
-        name: str,
-        seqs: Sequence[int],
-        vectors: npt.NDArray[np.float32],
-        chunks: Sequence[tuple[str, str]],
-    ) -> None:
-        """Write the points ``seqs`` (each with its chunk id and document id)."""
-        ...
-
-    def delete(self, name: str, seqs: Sequence[int]) -> None: ...
-    def nearest(
-        self,
-        name: str,
-        query: npt.NDArray[np.float32],
-        limit: int,
-        documents: Collection[str] | None,
-    ) -> list[tuple[int, float]]:
-        """(seq, cosine similarity), best first; only ``documents``' when given."""
-        ...
-
-    def count(self, name: str) -> int: ...
-    def keys(self, name: str) -> list[int]:
-        """Every point's seq."""
-        ...
-
-    def close(self) -> None: ...
 
 
 def open_backend(url: str) -> tuple[VectorBackend, str | None]:
@@ -241,7 +199,7 @@ class ExternalVectorIndex(SidecarIndex):
             matching = self._store.matching_documents(filters)
             if not matching:
                 return []
-            if len(matching) <= PUSHED:
+            if len(matching) <= self.backend.pushed:
                 documents = matching
             else:
                 fetch = 4 * limit

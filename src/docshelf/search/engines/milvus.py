@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult
 
 from docshelf.errors import InvalidInput
+from docshelf.search.engines.backend import PUSHED
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,6 +24,7 @@ ID_LENGTH = 64  # chunk and document ids are ASCII, far shorter
 
 class Milvus:
     kind = "milvus"
+    pushed = PUSHED  # documents a filter may name for the engine to apply it
 
     def __init__(self, where: str, **client: Any) -> None:
         from pymilvus import MilvusClient

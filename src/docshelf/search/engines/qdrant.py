@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult
 
 from docshelf.errors import InvalidInput
+from docshelf.search.engines.backend import PUSHED
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,6 +21,7 @@ PAGE = 10_000  # points read at a time by keys()
 
 class Qdrant:
     kind = "qdrant"
+    pushed = PUSHED  # documents a filter may name for the engine to apply it
 
     def __init__(self, where: str, **client: Any) -> None:
         from qdrant_client import QdrantClient
@@ -32,7 +34,9 @@ class Qdrant:
         if url.scheme == "qdrant+local":
             if not url.path or url.netloc:
                 raise InvalidInput("DOCSHELF_VECTOR_URL: qdrant+local:///path/to/folder")
-            return cls(f"qdrant+local://{url.path}", path=url.path)
+            local = cls(f"qdrant+local://{url.path}", path=url.path)
+            local.pushed = 0  # its filter is a Python loop over every point: fetch deeper
+            return local
         if not url.hostname:
             raise InvalidInput("DOCSHELF_VECTOR_URL: qdrant://[KEY@]HOST:PORT[/collection]")
         tls = url.scheme == "qdrants"

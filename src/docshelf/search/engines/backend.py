@@ -1,0 +1,60 @@
+"""What an engine of the user's own offers the index that keeps it (``external.py``): its
+collections of points keyed by snippet seq, each with a unit vector and a payload of
+(chunk id, document id), never text. One file an engine implements it: ``qdrant.py``,
+``milvus.py``, ``chroma.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# A filter letting through at most this many documents is applied by the engine (their
+# ids in its query); one letting through more is checked against the store.
+PUSHED = 1024
+
+
+class VectorBackend(Protocol):
+    """One engine's collections as the index uses them: points keyed by snippet seq,
+    unit vectors compared by cosine, a payload of (chunk id, document id)."""
+
+    kind: str  # "qdrant"
+    where: str  # the URL without credentials (a record names the engine it was built on)
+    pushed: int  # the most documents a filter may name for the engine to apply it (0: none)
+
+    def names(self) -> list[str]:
+        """The engine's collections."""
+        ...
+
+    def create(self, name: str, dim: int) -> None: ...
+    def drop(self, name: str) -> None: ...
+    def upsert(
+        self,
+        name: str,
+        seqs: Sequence[int],
+        vectors: npt.NDArray[np.float32],
+        chunks: Sequence[tuple[str, str]],
+    ) -> None:
+        """Write the points ``seqs`` (each with its chunk id and document id)."""
+        ...
+
+    def delete(self, name: str, seqs: Sequence[int]) -> None: ...
+    def nearest(
+        self,
+        name: str,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        documents: Collection[str] | None,
+    ) -> list[tuple[int, float]]:
+        """(seq, cosine similarity), best first; only ``documents``' when given."""
+        ...
+
+    def count(self, name: str) -> int: ...
+    def keys(self, name: str) -> list[int]:
+        """Every point's seq."""
+        ...
+
+    def close(self) -> None: ...
