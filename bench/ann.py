@@ -48,6 +48,7 @@ if __package__ in (None, ""):
 
 from bench.search import DIM, FixedQueries, synthetic_library, unit
 from docshelf.search.engines import usearch as ann_module
+from docshelf.search.engines.tantivy import SidecarLexicalIndex
 from docshelf.search.engines.usearch_graph import EXPANSION_SEARCH, read_checkpoint
 from docshelf.shelf import Shelf
 from docshelf.store.base import SearchFilters
@@ -215,7 +216,9 @@ def engine_times(
 
     lexical, vector, retriever = shelf.lexical_index, shelf.vector_index, shelf.retriever
     assert lexical is not None and vector is not None
-    if lexical.path != "tantivy" or not isinstance(vector, ann_module.SidecarVectorIndex):
+    if not isinstance(lexical, SidecarLexicalIndex) or lexical.path != "tantivy":
+        return {}
+    if not isinstance(vector, ann_module.SidecarVectorIndex):
         return {}
     if vector.path != "ann":
         return {}

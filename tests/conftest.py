@@ -131,3 +131,12 @@ def chroma_address() -> Iterator[str]:
 
     with chroma_server() as address:
         yield address
+
+
+@pytest.fixture(scope="session")
+def typesense_address() -> Iterator[str]:
+    """A Typesense server for the whole run, as ``API_KEY@HOST:PORT``."""
+    from tests.typesense_server import typesense_server
+
+    with typesense_server() as address:
+        yield address

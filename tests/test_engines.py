@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.pg_text import PostgresText
 from docshelf.search.engines.pgvector import PgVector
 from docshelf.search.engines.tantivy import SidecarLexicalIndex
+from docshelf.search.engines.typesense import TypesenseServer
+from docshelf.search.engines.typesense_lexical import TypesenseLexicalIndex
 from docshelf.search.engines.usearch import SidecarVectorIndex
 from docshelf.search.entries import Told
 from docshelf.store import SearchFilters, SearchStore, open_store
@@ -46,21 +49,33 @@ def _usearch(store: SearchStore) -> VectorEngine:
 
 
 class External:
-    """An engine of the user's own (search/engines/external.py) at ``url``: ``{dir}`` the
-    library's folder, ``{chroma}`` the test Chroma server; built, then searched with its
-    failures raised (never answered by the exact scan it falls back on)."""
+    """An engine of the user's own (search/engines/external.py; typesense_lexical.py for
+    ``lexical``) at ``url``: ``{dir}`` the library's folder, ``{chroma}`` and
+    ``{typesense}`` the test servers; built, then searched with its failures raised
+    (never answered by the store's own engine it falls back on)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, lexical: bool = False) -> None:
         self.url = url
+        self.lexical = lexical
 
-    def __call__(self, store: SearchStore, request: pytest.FixtureRequest) -> VectorEngine:
+    def __call__(self, store: SearchStore, request: pytest.FixtureRequest) -> Any:
         assert isinstance(store, SQLiteStore)
-        chroma = request.getfixturevalue("chroma_address") if "{chroma}" in self.url else ""
-        backend, name = open_backend(self.url.format(dir=store.path.parent, chroma=chroma))
-        index = ExternalVectorIndex(store, backend, name, strict=True)
+        servers = {
+            name: request.getfixturevalue(f"{name}_address") if f"{{{name}}}" in self.url else ""
+            for name in ("chroma", "typesense")
+        }
+        url = self.url.format(dir=store.path.parent, **servers)
+        index: ExternalVectorIndex | TypesenseLexicalIndex
+        if self.lexical:
+            index = TypesenseLexicalIndex(store, TypesenseServer.from_url(url), strict=True)
+            kind = "typesense"
+        else:
+            backend, name = open_backend(url)
+            index = ExternalVectorIndex(store, backend, name, strict=True)
+            kind = backend.kind
         request.addfinalizer(index.close)
         assert index.maintain(force=True) == "built"
-        assert index.path == backend.kind
+        assert index.path == kind
         return index
 
 
@@ -69,13 +84,15 @@ EXTERNAL = {
     "milvus-lite": External("milvus://{dir}/milvus.db"),
     "chroma": External("chroma://{dir}/chroma"),
     "chroma-server": External("chroma://{chroma}"),
+    "typesense": External("typesense://{typesense}"),
 }
 
 # name: (the store it runs on, the engine made once the library is written)
-LEXICAL: dict[str, tuple[str, Callable[[SearchStore], LexicalEngine]]] = {
+LEXICAL: dict[str, tuple[str, Callable[[SearchStore], LexicalEngine] | External]] = {
     "fts5": ("sqlite", Fts5),
     "tantivy": ("sqlite", _tantivy),
     "postgres-text": ("postgres", PostgresText),
+    "typesense": ("sqlite", External("typesense://{typesense}", lexical=True)),
 }
 VECTOR: dict[str, tuple[str, Callable[[SearchStore], VectorEngine] | External]] = {
     "exact": ("sqlite", ExactVectorSearch),
@@ -117,8 +134,11 @@ def _vector_cases() -> list[object]:
 
 
 @pytest.mark.parametrize(("engine", "library"), _lexical_cases(), indirect=["library"])
-def test_a_lexical_engine_finds_words_by_the_contract(engine: str, library: SearchStore) -> None:
-    search = LEXICAL[engine][1](library).search
+def test_a_lexical_engine_finds_words_by_the_contract(
+    engine: str, library: SearchStore, request: pytest.FixtureRequest
+) -> None:
+    made = LEXICAL[engine][1]
+    search = (made(library, request) if isinstance(made, External) else made(library)).search
     none = SearchFilters()
     hits = search(["raft"], 10, none)
     assert doc_of(hits) == {"1", "3"}  # 5 holds the word but is not complete

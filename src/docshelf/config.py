@@ -133,6 +133,9 @@ class Settings:
     # SQLite: an engine of the user's own answers vector search (qdrant://, qdrant+local://,
     # milvus://, chroma://: search/engines/external.py); None: the sidecar index above.
     vector_url: str | None = None
+    # SQLite: Typesense answers both lexical and vector search (typesense://KEY@HOST:PORT
+    # [/prefix]: search/engines/typesense.py); None: the engines above.
+    search_url: str | None = None
     # Redis shared by every API replica and worker (shared/): event fan-out to SSE
     # clients and shared caches. None: everything stays in this process, as before.
     redis_url: str | None = None
@@ -199,6 +202,7 @@ class Settings:
             ann_threshold=int(_number("DOCSHELF_ANN_THRESHOLD", cls.ann_threshold)),
             lexical_threshold=int(_number("DOCSHELF_LEXICAL_THRESHOLD", cls.lexical_threshold)),
             vector_url=os.environ.get("DOCSHELF_VECTOR_URL", "").strip() or None,
+            search_url=os.environ.get("DOCSHELF_SEARCH_URL", "").strip() or None,
             redis_url=redis_url,
             redis_retrieval_seconds=_number(
                 "DOCSHELF_REDIS_RETRIEVAL_SECONDS", cls.redis_retrieval_seconds

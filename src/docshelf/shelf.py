@@ -75,8 +75,7 @@ if TYPE_CHECKING:
     from docshelf.portable import ExportReport, ImportReport
     from docshelf.rerank import Reranker
     from docshelf.search.cache import ResultCache
-    from docshelf.search.engines import VectorSidecar
-    from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines import LexicalSidecar, VectorSidecar
     from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import ContextResult, SearchResult
     from docshelf.search.retriever import Retriever
@@ -109,7 +108,7 @@ class Parts:
     summaries: OnRuntime[SummaryCache] = OnRuntime("summaries")
     broadcast: OnRuntime[Broadcast] = OnRuntime("broadcast")
     vector_index: OnRuntime[VectorSidecar | None] = OnRuntime("vector_index")
-    lexical_index: OnRuntime[SidecarLexicalIndex | None] = OnRuntime("lexical_index")
+    lexical_index: OnRuntime[LexicalSidecar | None] = OnRuntime("lexical_index")
     embed_counts: OnRuntime[EmbedCounts] = OnRuntime("embed_counts")
     blobs: OnRuntime[HeldBlobs] = OnRuntime("blobs")
     rate_limit: OnRuntime[RateLimiter] = OnRuntime("rate_limit")

@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from docshelf.rerank import Reranker
     from docshelf.runtime.model import QueryModel
     from docshelf.search.cache import ResultCache
-    from docshelf.search.engines import Engines, VectorSidecar
-    from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines import Engines, LexicalSidecar, VectorSidecar
     from docshelf.search.order import FusionSettings, Ranking
     from docshelf.search.results import SearchResult
     from docshelf.search.retriever import Retriever
@@ -134,7 +133,7 @@ class Runtime:
         # which engines answer recall; on SQLite, the sidecar indexes beside the database
         self._engines: Engines = engines_for(self.store, settings)
         self.vector_index: VectorSidecar | None = self._engines.vector_sidecar
-        self.lexical_index: SidecarLexicalIndex | None = self._engines.lexical_sidecar
+        self.lexical_index: LexicalSidecar | None = self._engines.lexical_sidecar
         self._fusion_given = fusion
         self.enricher_instance: Enricher | None = None
         # The retrieval cache forgets on every change, made or not: a shared (Redis) one

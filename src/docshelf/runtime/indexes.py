@@ -11,15 +11,14 @@ from docshelf import progress as _progress
 from docshelf.progress import Progress, ProgressEvent
 
 if TYPE_CHECKING:
-    from docshelf.search.engines import VectorSidecar
-    from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines import LexicalSidecar, VectorSidecar
 
 log = logging.getLogger("docshelf")
 
 
 def maintain_indexes(
     vector_index: VectorSidecar | None,
-    lexical_index: SidecarLexicalIndex | None,
+    lexical_index: LexicalSidecar | None,
     *,
     force: bool = False,
     rebuild: bool = False,
@@ -51,7 +50,7 @@ def maintain_vector_index(
 
 
 def maintain_lexical_index(
-    index: SidecarLexicalIndex | None,
+    index: LexicalSidecar | None,
     *,
     force: bool = False,
     rebuild: bool = False,
@@ -64,7 +63,7 @@ def maintain_lexical_index(
 
 def _maintain(
     name: str,
-    index: VectorSidecar | SidecarLexicalIndex | None,
+    index: VectorSidecar | LexicalSidecar | None,
     force: bool,
     rebuild: bool,
     progress: Progress | None,

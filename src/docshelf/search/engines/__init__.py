@@ -6,6 +6,8 @@ lexical                    ``search(terms, limit, filters, known)``
 ``pg_text.py``             PostgreSQL's ``tsvector`` index (the store's own)
 ``tantivy.py``             a tantivy index beside a SQLite store (a sidecar; FTS5
                            answers until the library is large and it has caught up)
+``typesense_lexical.py``   Typesense beside a SQLite store (``DOCSHELF_SEARCH_URL``:
+                           its vectors too, ``typesense.py``; FTS5 while it is behind)
 vector                     ``search(query, limit, filters, known, near)``
 ``pgvector.py``            PostgreSQL's HNSW index (the store's own)
 ``usearch.py``             a usearch graph beside a SQLite store (a sidecar; the exact
@@ -13,8 +15,8 @@ vector                     ``search(query, limit, filters, known, near)``
 ``exact.py``               an exact scan of every vector, masked by the filters
 ``external.py``            an engine of the user's own beside a SQLite store
                            (``DOCSHELF_VECTOR_URL``): ``qdrant.py``, ``milvus.py``,
-                           ``chroma.py``, one ``VectorBackend`` each
-                           (``backend.py``)
+                           ``chroma.py``, ``typesense.py``, one ``VectorBackend``
+                           each (``backend.py``)
 =========================  =========================================================
 
 Each answers (chunk id, score), best first, filters honoured; an engine that knows each
@@ -42,9 +44,11 @@ if TYPE_CHECKING:
     from docshelf.search.engines.external import ExternalVectorIndex
     from docshelf.search.engines.sidecar import SidecarStore
     from docshelf.search.engines.tantivy import SidecarLexicalIndex
+    from docshelf.search.engines.typesense_lexical import TypesenseLexicalIndex
     from docshelf.search.engines.usearch import SidecarVectorIndex
 
     VectorSidecar = SidecarVectorIndex | ExternalVectorIndex
+    LexicalSidecar = SidecarLexicalIndex | TypesenseLexicalIndex
 
 
 class LexicalEngine(Protocol):
@@ -91,30 +95,68 @@ class Engines:
 
     lexical: LexicalEngine
     vector: VectorEngine
-    lexical_sidecar: SidecarLexicalIndex | None = None
+    lexical_sidecar: LexicalSidecar | None = None
     vector_sidecar: VectorSidecar | None = None
 
 
 def engines_for(store: SearchStore, settings: Settings) -> Engines:
     """The engines for ``store``: on SQLite the sidecar indexes (FTS5 and the exact scan
-    answer below their thresholds), the vector one an external engine's when
-    ``DOCSHELF_VECTOR_URL`` names one; elsewhere the store's own (``own_engines``)."""
+    answer below their thresholds), Typesense's both when ``DOCSHELF_SEARCH_URL`` names
+    one, an engine of the user's own for vectors when ``DOCSHELF_VECTOR_URL`` does;
+    elsewhere the store's own (``own_engines``)."""
+    from docshelf.errors import InvalidInput
+
+    if settings.search_url and settings.vector_url:
+        raise InvalidInput(
+            "DOCSHELF_SEARCH_URL (Typesense: full text and vectors) and DOCSHELF_VECTOR_URL "
+            "both name a vector engine: set one"
+        )
     if _scheme(store) == "sqlite":
         from docshelf.search.engines.sidecar import SidecarStore
-        from docshelf.search.engines.tantivy import SidecarLexicalIndex
 
         if isinstance(store, SidecarStore):
+            if settings.search_url:
+                return _typesense(store, settings.search_url)
+            from docshelf.search.engines.tantivy import SidecarLexicalIndex
+
             lexical = SidecarLexicalIndex(store, settings.lexical_threshold)
             vector = _vector_sidecar(store, settings)
             return Engines(lexical, vector, lexical, vector)
-    if settings.vector_url:
-        from docshelf.errors import InvalidInput
-
-        raise InvalidInput(
-            "DOCSHELF_VECTOR_URL names a vector engine for the SQLite store; with "
-            f"{_scheme(store)}, the store's own index answers (unset DOCSHELF_VECTOR_URL)"
-        )
+    for key, value in (
+        ("DOCSHELF_SEARCH_URL", settings.search_url),
+        ("DOCSHELF_VECTOR_URL", settings.vector_url),
+    ):
+        if value:
+            raise InvalidInput(
+                f"{key} names an engine for the SQLite store; with {_scheme(store)}, the "
+                f"store's own indexes answer (unset {key})"
+            )
     return own_engines(store)
+
+
+def _typesense(store: SidecarStore, url: str) -> Engines:
+    """Typesense for both lists, one client (``typesense.py``, ``typesense_lexical.py``)."""
+    from urllib.parse import urlparse
+
+    from docshelf.errors import InvalidInput, Unavailable
+    from docshelf.search.engines.external import ExternalVectorIndex
+    from docshelf.search.engines.typesense import Typesense, TypesenseServer
+    from docshelf.search.engines.typesense_lexical import TypesenseLexicalIndex
+
+    parsed = urlparse(url)
+    if parsed.scheme not in ("typesense", "typesenses"):
+        raise InvalidInput(
+            f"DOCSHELF_SEARCH_URL: typesense://API_KEY@HOST:PORT[/prefix], not {url!r}"
+        )
+    try:
+        server = TypesenseServer(parsed)
+    except ImportError as exc:
+        raise Unavailable(
+            f"Typesense's client is not installed (the typesense extra): {exc}"
+        ) from exc
+    lexical = TypesenseLexicalIndex(store, server)
+    vector = ExternalVectorIndex(store, Typesense(server), server.prefix)
+    return Engines(lexical, vector, lexical, vector)
 
 
 def _vector_sidecar(store: SidecarStore, settings: Settings) -> VectorSidecar:

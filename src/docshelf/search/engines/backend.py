@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from docshelf.store.base import SearchStore
+
 # A filter letting through at most this many documents is applied by the engine (their
 # ids in its query); one letting through more is checked against the store.
 PUSHED = 1024
@@ -58,3 +60,19 @@ class VectorBackend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def collection_base(store: SearchStore, name: str | None) -> str:
+    """The name of a library's collections in an engine: the URL's, else
+    ``docshelf_<library>`` (an id minted once in the store's meta), so libraries sharing
+    an engine never meet."""
+    if name:
+        return name
+    library = store.get_meta("library_id")
+    if not library:
+        import uuid
+
+        library = uuid.uuid4().hex[:8]
+        with store.transaction():
+            store.set_meta("library_id", library)
+    return f"docshelf_{library}"

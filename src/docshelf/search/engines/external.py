@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.search.engines.backend import VectorBackend
+from docshelf.search.engines.backend import VectorBackend, collection_base
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.search.engines.sidecar import (
     Progress,
@@ -52,7 +52,17 @@ log = logging.getLogger(__name__)
 
 MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
 BATCH = 2_000  # points written at a time
-SCHEMES = ("qdrant", "qdrants", "qdrant+local", "milvus", "milvuss", "chroma", "chromas")
+SCHEMES = (
+    "qdrant",
+    "qdrants",
+    "qdrant+local",
+    "milvus",
+    "milvuss",
+    "chroma",
+    "chromas",
+    "typesense",
+    "typesenses",
+)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
 
 
@@ -69,7 +79,7 @@ def open_backend(url: str) -> tuple[VectorBackend, str | None]:
     if scheme not in SCHEMES:
         raise InvalidInput(
             f"DOCSHELF_VECTOR_URL: {scheme or url!r} is not a vector engine "
-            "(qdrant://, qdrant+local://, milvus://, chroma://)"
+            "(qdrant://, qdrant+local://, milvus://, chroma://, typesense://)"
         )
     if name and not _NAME.fullmatch(name):
         raise InvalidInput(
@@ -94,6 +104,10 @@ def _backend(scheme: str, parsed: ParseResult) -> VectorBackend:
         from docshelf.search.engines.milvus import Milvus
 
         return Milvus.from_url(parsed)
+    if scheme.startswith("typesense"):
+        from docshelf.search.engines.typesense import Typesense
+
+        return Typesense.from_url(parsed)
     from docshelf.search.engines.chroma import Chroma
 
     return Chroma.from_url(parsed)
@@ -440,18 +454,7 @@ class ExternalVectorIndex(SidecarIndex):
         self._generation = None
 
     def _base(self) -> str:
-        """The collections' name: the URL's, else ``docshelf_<library>`` (an id minted
-        once in the store's meta), so libraries sharing an engine never meet."""
-        if self.name:
-            return self.name
-        library = self._store.get_meta("library_id")
-        if not library:
-            import uuid
-
-            library = uuid.uuid4().hex[:8]
-            with self._store.transaction():
-                self._store.set_meta("library_id", library)
-        return f"docshelf_{library}"
+        return collection_base(self._store, self.name)
 
     def _drop_others(self, keep: str | None) -> None:
         """Drop this library's collections but ``keep`` (an earlier build's, or one a

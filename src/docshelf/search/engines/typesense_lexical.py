@@ -1,0 +1,341 @@
+"""Full-text search by Typesense (``DOCSHELF_SEARCH_URL``), kept beside the SQLite store as
+the tantivy index is (``tantivy.py``), and like it derived from the store and never
+trusted over it.
+
+- A snippet is a document of the library's ``<name>_text_<build>`` collection: its seq
+  (the id), chunk id and document id, and its text in the fields every lexical index
+  has (``store/lexical_fields.py``: title and headings from its header, the body), each
+  weighted as there.
+- The collection holds the store as of one position of its lexical change log, named by
+  the record beside the database (``docshelf.typesense/current.json``). Only a
+  collection at the store's own position answers; while it is behind (a write not yet
+  applied), off, or failing, FTS5 answers, as it does for tantivy.
+- ``maintain()`` upserts and deletes what changed since the record and then moves it on
+  (idempotent: a crash half-way is healed by doing it again); a build fills a new
+  collection, publishes it, and drops the older ones.
+
+Typesense's relevance is its own (``text_match``: matched tokens, then their proximity
+and field weights), not BM25; docshelf fuses its ranking with the vector list as it does
+any lexical engine's. Words are matched as typed (no typos, no prefixes), and a query
+whose words no snippet holds all of falls back to those holding some of them
+(``drop_tokens_threshold``), as FTS5's OR of the words does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+from docshelf.search.engines.backend import PUSHED, collection_base
+from docshelf.search.engines.fts5 import Fts5
+from docshelf.search.engines.sidecar import (
+    Progress,
+    SidecarIndex,
+    SidecarStore,
+    deeper,
+    read_record,
+    shown,
+    write_record,
+)
+from docshelf.search.engines.typesense import TypesenseServer, only
+from docshelf.search.entries import UNKNOWN, Known
+from docshelf.store.base import SearchFilters
+from docshelf.store.lexical_fields import WEIGHTS, header_fields
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
+BATCH = 1_000  # snippets written at a time
+_WORD = re.compile(r"\w+")
+FIELDS = ("title", "headings", "body")
+# Typesense's field weights are integers; the shared weights, scaled
+QUERY_WEIGHTS = ",".join(str(round(w * 4)) for w in (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body))
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """What the engine holds: a collection as of a lexical-log position."""
+
+    epoch: str
+    where: str
+    collection: str
+    position: int
+    count: int
+
+
+class TypesenseLexicalIndex(SidecarIndex):
+    """Lexical search for the SQLite store by Typesense; FTS5 while it is behind."""
+
+    META_KEY = "lexical_index"  # the store logs snippet changes while this is on
+    ON = "tantivy"  # (the log's triggers name the first index that used it)
+    OFF = "fts5"
+    SUFFIX = ".typesense"
+    LOG = "lexical_log"
+    NAME = "lexical index (typesense)"
+
+    def __init__(
+        self, store: SidecarStore, server: TypesenseServer, *, strict: bool = False
+    ) -> None:
+        super().__init__(store, threshold=1)  # on from the first snippet
+        self.server = server
+        self.strict = strict  # an engine's failure raised, not answered by FTS5 (tests)
+        self._fts5 = Fts5(store)
+        self._synced: object = None
+        self._ready: Held | None = None
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """Which engine answers now: ``typesense`` or ``fts5``."""
+        with self._lock:
+            return "typesense" if self._sync() is not None else "fts5"
+
+    def search(
+        self,
+        terms: Sequence[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None = None,
+    ) -> list[tuple[str, float]]:
+        """(chunk_id, Typesense's text match), best first, filters honoured."""
+        if not terms or limit <= 0:
+            return []
+        with self._lock:
+            held = self._sync()
+        if held is not None:
+            try:
+                hits = self._search(held, terms, limit, filters, known)
+            except Exception as exc:  # any failure of the engine: FTS5 answers
+                if self.strict:
+                    raise
+                log.warning("the %s failed, FTS5 answers: %s", self.NAME, exc)
+                self._synced = None
+            else:
+                if hits is not None:
+                    return hits
+        return self._fts5.search(terms, limit, filters)
+
+    def _search(
+        self,
+        held: Held,
+        terms: Sequence[str],
+        limit: int,
+        filters: SearchFilters,
+        known: dict[str, Known] | None,
+    ) -> list[tuple[str, float]] | None:
+        """None: a filter so selective that FTS5 (filters in SQL) should answer."""
+        words = list(dict.fromkeys(w for term in terms for w in _WORD.findall(term)))
+        if not words:
+            return []
+        documents: frozenset[str] | None = None
+        if not filters.empty:
+            matching = self._store.matching_documents(filters)
+            if not matching:
+                return []
+            documents = matching if len(matching) <= PUSHED else None
+        fetch = limit + 10
+        while True:
+            found = self._matches(held.collection, " ".join(words), fetch, documents)
+            hits = shown(
+                self._store,
+                found,
+                [UNKNOWN] * len(found),
+                filters,
+                self._store.lexical_visible,
+                known,
+            )
+            if len(hits) >= limit or len(found) < fetch:
+                return hits[:limit]
+            if fetch >= MAX_FETCH:
+                return None
+            fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(found))))
+
+    def _matches(
+        self, collection: str, q: str, fetch: int, documents: Collection[str] | None
+    ) -> list[tuple[int, float]]:
+        hits = self.server.search(
+            collection,
+            {
+                "q": q,
+                "query_by": ",".join(FIELDS),
+                "query_by_weights": QUERY_WEIGHTS,
+                "prefix": "false",
+                "num_typos": 0,
+                "typo_tokens_threshold": 0,
+                "drop_tokens_threshold": fetch,  # fewer hold every word: those holding some
+                "include_fields": "seq",
+                **only(documents),
+            },
+            fetch,
+        )
+        return [(int(h["document"]["seq"]), float(h["text_match"])) for h in hits]
+
+    def _sync(self) -> Held | None:
+        """The record, when it may answer: on, of this engine, at the store's position."""
+        mode = self.mode()
+        position = self._log_position()
+        key = (mode, position)
+        if key == self._synced:
+            return self._ready
+        self._synced = key
+        self._ready = self._usable(self.epoch_of(mode))
+        if self._ready is not None and self._ready.position != position:
+            self._ready = None  # behind the store: FTS5 answers until it catches up
+        return self._ready
+
+    def _usable(self, epoch: str | None) -> Held | None:
+        if epoch is None:
+            return None
+        record = read_record(self.directory, Held)
+        if record is None or record.epoch != epoch or record.where != self.server.where:
+            return None
+        return record
+
+    def state(self) -> dict[str, object]:
+        """For ``status``: which engine answers and how far the index is behind."""
+        mode = self.mode()
+        record = self._usable(self.epoch_of(mode))
+        behind = self._log_position() - record.position if record else 0
+        return self._status(
+            mode,
+            "typesense" if record is not None and not behind else "fts5",
+            record.count if record else 0,
+            self.epoch_of(mode) is not None and record is None,
+            engine=self.server.where,
+            collection=record.collection if record else None,
+            behind=behind,
+        )
+
+    def close(self) -> None:
+        self.server.close()
+
+    # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
+    def _log_position(self) -> int:
+        return self._store.lexical_log_position()
+
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        return self._store.lexical_changes(after)
+
+    def _prune_log(self, through: int) -> None:
+        self._store.prune_lexical_log(through)
+
+    def _size(self) -> int:
+        return self._store.snippet_count()
+
+    def _forget(self) -> None:
+        self._synced = None
+        self._drop_others(keep=None)
+
+    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
+        import numpy as np
+
+        record = self._usable(epoch)
+        if record is None:
+            raise LookupError(epoch)
+        return np.asarray(self.server.keys(record.collection), dtype=np.int64), record.position
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        return self._store.snippet_seqs()
+
+    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
+        if force or rebuild:
+            return False
+        record = self._usable(self.epoch_of(self.mode()))
+        return record is not None and record.position == self._log_position()
+
+    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        """Apply what changed since the record, or rebuild (an unusable record, a log
+        pruned past it, an engine that lost documents)."""
+        record = self._usable(epoch)
+        if record is None or rebuild:
+            self._build(epoch, progress)
+            return "rebuilt"
+        try:
+            position, changed = self._changes(record.position)
+        except LookupError:
+            self._build(epoch, progress)
+            return "rebuilt"
+        if self.server.count(record.collection) != record.count:
+            log.warning("the %s does not hold what it did: rebuilding it", self.NAME)
+            self._build(epoch, progress)
+            return "rebuilt"
+        if not changed:
+            self._prune_once(record.position)
+            return "current"
+        for start in range(0, len(changed), BATCH):
+            part = changed[start : start + BATCH]
+            rows = self._store.snippets_by_seq(part)
+            self._write(record.collection, rows)
+            kept = {seq for seq, _, _ in rows}
+            gone = [seq for seq in part if seq not in kept]
+            if gone:
+                self.server.delete(record.collection, gone)
+        count = self.server.count(record.collection)
+        write_record(self.directory, dataclasses.replace(record, position=position, count=count))
+        self._prune_log(position)
+        self._synced = None
+        return "updated"
+
+    def _write(self, collection: str, rows: list[tuple[int, str, str]]) -> None:
+        """Upsert snippets (seq, header, text) with their chunk and document ids."""
+        places = self._store.snippet_places([seq for seq, _, _ in rows])
+        documents: list[dict[str, Any]] = []
+        for seq, header, text in rows:
+            if seq not in places:
+                continue
+            chunk_id, place = places[seq]
+            title, headings = header_fields(header)
+            documents.append(
+                {
+                    "id": str(seq),
+                    "seq": seq,
+                    "chunk_id": chunk_id,
+                    "document_id": place.document_id,
+                    "title": title,
+                    "headings": headings,
+                    "body": text,
+                }
+            )
+        if documents:
+            self.server.upsert(collection, documents)
+
+    def _build(self, epoch: str, progress: Progress | None) -> None:
+        """A new collection from every snippet in the store, published by the record."""
+        import uuid
+
+        position = self._log_position()
+        base = collection_base(self._store, self.server.prefix)
+        collection = f"{base}_text_{uuid.uuid4().hex[:12]}"
+        fields: list[dict[str, Any]] = [
+            {"name": "seq", "type": "int64"},
+            {"name": "chunk_id", "type": "string", "index": False, "optional": True},
+            {"name": "document_id", "type": "string"},
+            *({"name": name, "type": "string"} for name in FIELDS),
+        ]
+        self.server.client.collections.create({"name": collection, "fields": fields})
+        total, done = self._size(), 0
+        for rows in self._store.iter_snippets(batch=BATCH):
+            self._write(collection, rows)
+            done += len(rows)
+            if progress:
+                progress(done, total, f"building the {self.NAME}")
+        count = self.server.count(collection)
+        write_record(self.directory, Held(epoch, self.server.where, collection, position, count))
+        self._prune_log(position)
+        self._drop_others(keep=collection)
+        self._synced = None
+
+    def _drop_others(self, keep: str | None) -> None:
+        """Drop this library's text collections but ``keep``."""
+        base = collection_base(self._store, self.server.prefix)
+        ours = re.compile(re.escape(base) + r"_text_[0-9a-f]{12}")
+        for name in self.server.names():
+            if name != keep and ours.fullmatch(name):
+                self.server.drop(name)
