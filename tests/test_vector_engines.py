@@ -283,3 +283,18 @@ def test_libraries_sharing_an_engine_keep_to_their_own_collections(tmp_path: Pat
         assert doc_of(index.search(q, 1, SearchFilters())) == {str(n + 1)}
         index.close()
         store.close()
+
+
+def test_an_engine_one_process_may_open_gets_no_resident_helper(tmp_path: Path) -> None:
+    """Qdrant's local mode and Milvus Lite lock their files: a CLI search must not leave a
+    resident helper holding them from every later command."""
+    from docshelf.cli.resident import policy
+
+    for url, helper in [
+        ("qdrant+local:///x", "off"),
+        ("milvus:///x/v.db?collection=a", "off"),
+        ("chroma:///x", "auto"),
+        ("qdrant://h:6333", "auto"),
+        (None, "auto"),
+    ]:
+        assert policy(Settings(tmp_path, "", "none", vector_url=url)) == helper, url

@@ -220,6 +220,13 @@ class Settings:
         )
 
 
+def one_process_engine(settings: Settings) -> bool:
+    """Whether the vector engine is one whose files only one process may open at a time
+    (Qdrant's local mode, Milvus Lite): no resident search helper may hold it then."""
+    url = (settings.vector_url or "").split("?", 1)[0]
+    return url.startswith("qdrant+local:") or (url.startswith("milvus:") and url.endswith(".db"))
+
+
 def _number(key: str, default: float) -> float:
     raw = os.environ.get(key)
     if not raw:

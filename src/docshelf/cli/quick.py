@@ -246,12 +246,25 @@ def render_status(o: Outcome) -> None:
             f"(the other {waiting} by their words until embedded)"
         )
     vi = r["vector_index"]
-    if vi.get("path") == "ann":
+    if vi.get("engine"):  # an engine of the user's own (docs/engines.md)
+        kind = vi["engine"].split(":", 1)[0].split("+", 1)[0]
+        if vi.get("path") == "exact":
+            console.print(f"Vector search: exact until {kind} is built (`docshelf reindex`)")
+        else:
+            console.print(
+                f"Vector search: {kind} at {vi['engine']} ({vi['indexed']} + {vi['delta']} pending)"
+            )
+    elif vi.get("path") == "ann":
         console.print(f"Vector search: ANN index ({vi['indexed']} + {vi['delta']} pending)")
     elif vi.get("needs_build"):
         console.print("Vector search: exact until the ANN index is built (`docshelf reindex`)")
     li = r.get("lexical_index") or {}
-    if li.get("path") == "tantivy":
+    if li.get("engine"):
+        if li.get("path") == "typesense":
+            console.print(f"Lexical search: typesense at {li['engine']} ({li['indexed']} snippets)")
+        else:
+            console.print("Lexical search: FTS5 until Typesense catches up")
+    elif li.get("path") == "tantivy":
         console.print(f"Lexical search: tantivy index ({li['indexed']} snippets)")
     elif li.get("recorded") == "tantivy":
         console.print("Lexical search: FTS5 until the tantivy index catches up")

@@ -197,7 +197,11 @@ def searched(shelf: Shelf, request: SearchRequest) -> SearchResult:
 
 
 def policy(settings: Settings) -> str:
-    return settings.search_helper
+    """The helper policy: off when the library's vector engine is one a single process
+    may open (the helper would hold it from every other command)."""
+    from docshelf.config import one_process_engine
+
+    return "off" if one_process_engine(settings) else settings.search_helper
 
 
 def trusted_socket(home: Path) -> tuple[Path | None, str]:
