@@ -68,9 +68,7 @@ def run_answers(
     asked: list[Asked] = []
     for collection, folder in ds.collections.items():
         home = collection_home(settings.home, ds, collection, model)
-        with Shelf(
-            settings=eval_settings(home, model, settings.vector_url), embedder=embedder
-        ) as shelf:
+        with Shelf(settings=eval_settings(home, model, settings), embedder=embedder) as shelf:
             shelf.add(folder, progress)
             shelf.prepare_query_model()
             for q in (q for q in ds.questions if q.collection == collection):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from docshelf.config import Settings
+from docshelf.config import Settings, one_process_engine
 from docshelf.errors import InvalidInput
 from docshelf.evaluate.study import Study, study_ranking
 from docshelf.search.filters import SEARCH_MODES
@@ -339,14 +339,23 @@ def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> 
     }
 
 
-def eval_settings(home: Path, model: str, vector_url: str | None = None) -> Settings:
+def eval_settings(home: Path, model: str, main: Settings | None = None) -> Settings:
     """Settings of an evaluation index at ``home``: its own SQLite file, the given model,
-    the vector engine of ``vector_url`` (DOCSHELF_VECTOR_URL; each library its own
-    collections), no enrichment (it would change headers and concepts under the
-    measurement)."""
+    the engines ``main`` names (DOCSHELF_SEARCH_URL, DOCSHELF_VECTOR_URL; each library its
+    own collections, and its own files for an engine only one process may open), no
+    enrichment (it would change headers and concepts under the measurement)."""
+    vector_url = main.vector_url if main else None
     settings = Settings(
-        home, f"sqlite:///{home / 'docshelf.db'}", embedder=model, vector_url=vector_url
+        home,
+        f"sqlite:///{home / 'docshelf.db'}",
+        embedder=model,
+        vector_url=vector_url,
+        search_url=main.search_url if main else None,
     )
+    if one_process_engine(settings):  # files only one process opens: the library's own
+        scheme = (vector_url or "").split(":", 1)[0]
+        name = "vectors.db" if scheme == "milvus" else "vectors"
+        settings = dataclasses.replace(settings, vector_url=f"{scheme}://{home / name}")
     if "enrich" in {f.name for f in dataclasses.fields(Settings)}:
         off: dict[str, Any] = {"enrich": "off"}
         settings = dataclasses.replace(settings, **off)

@@ -153,9 +153,7 @@ def run_docqa(
     libraries: dict[str, dict[str, Any]] = {}
     for collection in ds.collections:
         home = collection_home(settings.home, ds, collection, model)
-        with Shelf(
-            settings=eval_settings(home, model, settings.vector_url), embedder=embedder
-        ) as shelf:
+        with Shelf(settings=eval_settings(home, model, settings), embedder=embedder) as shelf:
             shelf.add(ds.collections[collection], progress)
             shelf.prepare_query_model()  # queries embedded as a CLI search's are
             status = shelf.status()

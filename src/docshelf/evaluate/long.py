@@ -282,9 +282,7 @@ def _run_one(
     model = embedder.model_id if embedder else "none"
     variant = "-".join(p for p in ("long" if long_doc else "", "" if header else "no-header") if p)
     home = eval_home(settings.home, ds, model, variant)
-    with Shelf(
-        settings=eval_settings(home, model, settings.vector_url), embedder=embedder
-    ) as shelf:
+    with Shelf(settings=eval_settings(home, model, settings), embedder=embedder) as shelf:
         if not header:
             shelf.chunk_settings = without_header(shelf.chunk_settings)
         configs = [config, *([against] if against else [])]

@@ -92,7 +92,7 @@ def _beir(o: EvalOptions, settings: Callable[[], Settings], progress: ProgressSc
     model = embedder.model_id if embedder else "none"
     home = eval_home(main.home, ds, model)
     with (
-        Shelf(settings=eval_settings(home, model, main.vector_url), embedder=embedder) as shelf,
+        Shelf(settings=eval_settings(home, model, main), embedder=embedder) as shelf,
         progress("Indexing corpus") as step,
     ):
         mapping = build_index(shelf, ds, step)
