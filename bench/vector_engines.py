@@ -10,9 +10,12 @@ vectors around 200 centres, spread 1.0). For each engine, in turn on the same st
 - ``vector p50/p95``: the vector stage alone, as hybrid search asks it (110 candidates),
   unfiltered and with a filter of 1% of the documents (pushed down to the engine);
 - ``hybrid p50/p95``: whole hybrid searches (``limit=10``; 2 to 5 words and a
-  precomputed query vector), warm: 20 first, then ``--queries`` timed.
+  precomputed query vector), warm: 20 first, then ``--queries`` timed. With Typesense
+  (``--typesense KEY@HOST:PORT``, a running server) both lists are its; otherwise the
+  lexical list is FTS5's (tantivy below its threshold).
 
-    flock /tmp/docshelf-bench.lock .venv/bin/python bench/vector_engines.py --size 100000
+    flock /tmp/docshelf-bench.lock .venv/bin/python bench/vector_engines.py --size 100000 \
+        [--typesense KEY@127.0.0.1:8108]
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ ENGINES = {
     "qdrant": "qdrant+local://{home}/qdrant",
     "milvus": "milvus://{home}/milvus.db",
     "chroma": "chroma://{home}/chroma",
+    "typesense": "typesense://{typesense}",  # both lists (DOCSHELF_SEARCH_URL): --typesense
 }
 
 
@@ -68,13 +72,16 @@ def pair(value: Any) -> str:
     return f"{value[0]:.1f} / {value[1]:.1f}" if value else "-"
 
 
-def settings_for(home: Path, engine: str) -> Settings:
+def settings_for(home: Path, engine: str, typesense: str = "") -> Settings:
     url = ENGINES[engine]
+    url = url.format(home=home, typesense=typesense) if url else None
     base = Settings(home, f"sqlite:///{home / 'docshelf.db'}", embedder="none")
+    both = engine == "typesense"
     return dataclasses.replace(
         base,
         ann_threshold=1,
-        vector_url=url.format(home=home) if url else None,
+        vector_url=None if both else url,
+        search_url=url if both else None,
         retrieval_cache_seconds=0.0,  # every search searched
         enrich="off",
     )
@@ -88,12 +95,15 @@ def measure(
     exact_top: list[set[str]],
     few: SearchFilters,
     n: int,
+    typesense: str,
 ) -> dict[str, Any]:
     embedder = FixedQueries(dict(zip(texts, vectors, strict=True)))
     out: dict[str, Any] = {"engine": engine}
-    with Shelf(settings=settings_for(home, engine), embedder=embedder) as shelf:
+    with Shelf(settings=settings_for(home, engine, typesense), embedder=embedder) as shelf:
         index = shelf.vector_index
         assert index is not None
+        if shelf.lexical_index is not None:
+            shelf.lexical_index.maintain(force=True)  # tantivy past its threshold, or Typesense
         t = time.perf_counter()
         out["built"] = index.maintain(force=True)
         out["build_s"] = round(time.perf_counter() - t, 1)
@@ -122,7 +132,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
+    parser.add_argument("--typesense", default="", help="API_KEY@HOST:PORT of a Typesense")
     args = parser.parse_args()
+    if not args.typesense and "typesense" in args.engines:
+        args.engines.remove("typesense")
     rng = np.random.default_rng(3)
     rows = []
     with tempfile.TemporaryDirectory(prefix="docshelf-engines-") as tmp:
@@ -152,7 +165,9 @@ def main() -> None:
                 }
             )
         for engine in args.engines:
-            rows.append(measure(home, engine, texts, vectors, exact_top, few, args.queries))
+            rows.append(
+                measure(home, engine, texts, vectors, exact_top, few, args.queries, args.typesense)
+            )
             print(json.dumps(rows[-1]), file=sys.stderr)
     print(
         f"library: {args.size} snippets, {len(documents)} documents, written in {library_s:.0f} s"

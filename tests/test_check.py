@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from docshelf.search.engines.tantivy import ANALYZER, _analyzer, read_pointer
+from docshelf.search.engines.tantivy import ANALYZER, read_pointer, text_analyzer
 from docshelf.search.engines.usearch_graph import read_checkpoint, usearch_index
 from docshelf.shelf import Shelf
 from docshelf.store.sqlite import SQLiteStore
@@ -204,7 +204,7 @@ def test_a_lexical_index_out_of_step_with_the_store_is_found_and_rebuilt(
     pointer = read_pointer(index.directory)
     assert pointer is not None
     torn = tantivy.Index.open(str(index.directory / pointer.folder))
-    torn.register_tokenizer(ANALYZER, _analyzer())
+    torn.register_tokenizer(ANALYZER, text_analyzer())
     writer = torn.writer(heap_size=15_000_000, num_threads=1)
     first = int(sidecars.store.snippet_seqs()[0])  # type: ignore[attr-defined]
     writer.delete_documents_by_term("seq", first)  # a snippet it lost

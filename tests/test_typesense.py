@@ -92,7 +92,7 @@ def test_a_failing_typesense_is_answered_by_fts5(
     def down(*args: object, **kwargs: object) -> object:
         raise ConnectionError("typesense down")
 
-    monkeypatch.setattr(index.server, "search", down)
+    monkeypatch.setattr(index.server, "search_each", down)
     with caplog.at_level(logging.WARNING):
         assert doc_of(index.search(["flour"], 10, SearchFilters())) == {"2"}
     assert "typesense down" in caplog.text

@@ -94,7 +94,7 @@ def index_dir(store: SidecarStore) -> Path:
     return sidecar_dir(store, SidecarLexicalIndex.SUFFIX)
 
 
-def _analyzer() -> Any:
+def text_analyzer() -> Any:
     """Close to FTS5's ``porter unicode61 remove_diacritics 2``: words split at anything
     not a letter or digit, lowercased, accents folded, English stemming."""
     import tantivy
@@ -308,7 +308,7 @@ class SidecarLexicalIndex(SidecarIndex):
         if not (path / "meta.json").exists():
             raise OSError(f"{path} holds no index")
         index = tantivy.Index.open(str(path))
-        self._analyzer = _analyzer()
+        self._analyzer = text_analyzer()
         index.register_tokenizer(ANALYZER, self._analyzer)
         index.config_reader(reload_policy="Manual")
         self._index = index
@@ -406,7 +406,7 @@ class SidecarLexicalIndex(SidecarIndex):
         store = self._store
         remove_index_files(self.directory, keep=pointer.folder)  # leftovers of an interrupted build
         index = tantivy.Index.open(str(self.directory / pointer.folder))
-        index.register_tokenizer(ANALYZER, _analyzer())
+        index.register_tokenizer(ANALYZER, text_analyzer())
         index.reload()
         watermark = _read_watermark(index)
         position, changed = self._changes(watermark)
@@ -447,7 +447,7 @@ class SidecarLexicalIndex(SidecarIndex):
         path = self.directory / folder
         private_dir(path)
         index = tantivy.Index(_schema(), path=str(path))
-        index.register_tokenizer(ANALYZER, _analyzer())
+        index.register_tokenizer(ANALYZER, text_analyzer())
         writer = index.writer(heap_size=200_000_000, num_threads=min(2, os.cpu_count() or 1))
         done = 0
         for rows in store.iter_snippets():

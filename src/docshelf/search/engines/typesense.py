@@ -70,19 +70,30 @@ class TypesenseServer:
         return [int(json.loads(line)["seq"]) for line in lines.splitlines() if line]
 
     def search(self, name: str, query: dict[str, Any], limit: int) -> list[dict[str, Any]]:
-        """The first ``limit`` hits of one search, its pages asked at once (through
-        multi_search: a vector goes in the body, not the URL)."""
-        pages = [
+        """The first ``limit`` hits of one search."""
+        return self.search_each(name, [query], limit)[0][0]
+
+    def search_each(
+        self, name: str, queries: Sequence[dict[str, Any]], limit: int
+    ) -> list[tuple[list[dict[str, Any]], int]]:
+        """For each query, its first ``limit`` hits and how many it found: every page of
+        every query in one request (multi_search: a vector goes in the body, not the URL)."""
+        pages = -(-limit // PAGE)
+        searches = [
             {"collection": name, **query, "page": n + 1, "per_page": PAGE}
-            for n in range(-(-limit // PAGE))
+            for query in queries
+            for n in range(pages)
         ]
-        answer = self.client.multi_search.perform({"searches": pages}, {})
-        hits: list[dict[str, Any]] = []
-        for result in answer["results"]:
-            if "error" in result:
-                raise RuntimeError(f"Typesense: {result['error']}")
-            hits.extend(result["hits"])
-        return hits[:limit]
+        results = self.client.multi_search.perform({"searches": searches}, {})["results"]
+        out: list[tuple[list[dict[str, Any]], int]] = []
+        for at in range(0, len(results), pages):
+            hits: list[dict[str, Any]] = []
+            for result in results[at : at + pages]:
+                if "error" in result:
+                    raise RuntimeError(f"Typesense: {result['error']}")
+                hits.extend(result["hits"])
+            out.append((hits[:limit], int(results[at].get("found", 0))))
+        return out
 
     def close(self) -> None:
         """(Typesense's client holds no connection between requests.)"""
