@@ -104,6 +104,7 @@ def test_a_search_url_is_checked(tmp_path: Path) -> None:
         for url, says in [
             ("http://127.0.0.1:8108", "typesense://API_KEY@HOST:PORT"),
             ("typesense://127.0.0.1:8108", "typesense://API_KEY@HOST:PORT"),
+            ("typesense://k@127.0.0.1:8108/my-notes", "must be a letter"),
         ]:
             settings = Settings(tmp_path, "", "none", search_url=url)
             with pytest.raises(InvalidInput, match=says):

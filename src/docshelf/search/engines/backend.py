@@ -5,8 +5,11 @@ collections of points keyed by snippet seq, each with a unit vector and a payloa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+from docshelf.errors import InvalidInput
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,6 +20,7 @@ if TYPE_CHECKING:
 # A filter letting through at most this many documents is applied by the engine (their
 # ids in its query); one letting through more is checked against the store.
 PUSHED = 1024
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
 
 
 class VectorBackend(Protocol):
@@ -76,3 +80,12 @@ def collection_base(store: SearchStore, name: str | None) -> str:
         with store.transaction():
             store.set_meta("library_id", library)
     return f"docshelf_{library}"
+
+
+def checked_name(name: str, key: str) -> str:
+    """A collection name a URL gives (``key``: the setting), if every engine takes it."""
+    if name and not _NAME.fullmatch(name):
+        raise InvalidInput(
+            f"{key}: collection {name!r} must be a letter, then letters, digits or _ (at most 48)"
+        )
+    return name

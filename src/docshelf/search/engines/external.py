@@ -1,7 +1,8 @@
-"""Vector search by an engine the user already runs — Qdrant, Milvus or Chroma, one file
-each (``qdrant.py``, ``milvus.py``, ``chroma.py``) behind ``VectorBackend`` — kept beside
-the SQLite store as the usearch graph is (``sidecar.py``), and like it derived from the
-store and never trusted over it (ARCHITECTURE.md, "Decisions already taken").
+"""Vector search by an engine the user already runs — Qdrant, Milvus, Chroma or Typesense,
+one file each (``qdrant.py``, ``milvus.py``, ``chroma.py``, ``typesense.py``) behind
+``VectorBackend`` (``backend.py``) — kept beside the SQLite store as the usearch graph
+is (``sidecar.py``), and like it derived from the store and never trusted over it
+(ARCHITECTURE.md, "Decisions already taken").
 
 - A point is keyed by its snippet's seq and carries the chunk id and its document's id
   (the one filter the engine applies), **never the text**: the text has one home, and
@@ -25,12 +26,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.search.engines.backend import VectorBackend, collection_base
+from docshelf.search.engines.backend import VectorBackend, checked_name, collection_base
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.search.engines.sidecar import (
     Progress,
@@ -63,7 +64,6 @@ SCHEMES = (
     "typesense",
     "typesenses",
 )
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}")
 
 
 def open_backend(url: str) -> tuple[VectorBackend, str | None]:
@@ -81,11 +81,7 @@ def open_backend(url: str) -> tuple[VectorBackend, str | None]:
             f"DOCSHELF_VECTOR_URL: {scheme or url!r} is not a vector engine "
             "(qdrant://, qdrant+local://, milvus://, chroma://, typesense://)"
         )
-    if name and not _NAME.fullmatch(name):
-        raise InvalidInput(
-            f"DOCSHELF_VECTOR_URL: collection {name!r} must be a letter, then letters, "
-            "digits or _ (at most 48)"
-        )
+    checked_name(name, "DOCSHELF_VECTOR_URL")
     try:
         return _backend(scheme, parsed), name or None
     except InvalidInput:
@@ -111,6 +107,18 @@ def _backend(scheme: str, parsed: ParseResult) -> VectorBackend:
     from docshelf.search.engines.chroma import Chroma
 
     return Chroma.from_url(parsed)
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """What one search reads, made whole by each sync and never changed after (searches
+    run outside the lock, so a sync replaces it): the record, and the delta after it —
+    every seq changed since (the engine's answers for them left out), and the vectors
+    of those that still have one."""
+
+    published: Published
+    changed: frozenset[int] = frozenset()
+    delta: Mapping[int, npt.NDArray[np.float32]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,10 +160,8 @@ class ExternalVectorIndex(SidecarIndex):
         self._generation: object = None
         self._maintained: object = None
         self._looking: object = None
-        self._published: Published | None = None
+        self._view: View | None = None
         self._position = 0
-        self._changed: set[int] = set()
-        self._delta: dict[int, npt.NDArray[np.float32]] = {}
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -163,11 +169,11 @@ class ExternalVectorIndex(SidecarIndex):
         """Which path answers now: the engine's kind, or ``exact``."""
         with self._lock:
             self._sync()
-            return self.backend.kind if self._published is not None else "exact"
+            return self.backend.kind if self._sync() is not None else "exact"
 
     @property
     def graph_size(self) -> int:
-        return self._published.count if self._published is not None else 0
+        return self._view.published.count if self._view is not None else 0
 
     def search(
         self,
@@ -184,22 +190,22 @@ class ExternalVectorIndex(SidecarIndex):
             return []
         q = np.ascontiguousarray(query, dtype=np.float32)
         with self._lock:
-            self._sync()
-            published = self._published
-            if published is not None:
-                try:
-                    return self._search(published, q, limit, filters, known)
-                except Exception as exc:  # any engine's failure: the store answers
-                    if self.strict:
-                        raise
-                    log.warning("the %s engine failed, searching exactly: %s", self.NAME, exc)
+            view = self._sync()
+        if view is not None:  # (outside the lock: an engine's round trips run side by side)
+            try:
+                return self._search(view, q, limit, filters, known)
+            except Exception as exc:  # any engine's failure: the store answers
+                if self.strict:
+                    raise
+                log.warning("the %s engine failed, searching exactly: %s", self.NAME, exc)
+                with self._lock:
                     self._generation = self._maintained = None  # look again next time
-            allowed = None if filters.empty else self._store.documents_matching(filters)
-            return self._exact.search(q, limit, allowed)
+        allowed = None if filters.empty else self._store.documents_matching(filters)
+        return self._exact.search(q, limit, allowed)
 
     def _search(
         self,
-        published: Published,
+        view: View,
         q: npt.NDArray[np.float32],
         limit: int,
         filters: SearchFilters,
@@ -218,7 +224,7 @@ class ExternalVectorIndex(SidecarIndex):
             else:
                 fetch = 4 * limit
         while True:
-            found, exhausted = self._candidates(published.collection, q, fetch, documents)
+            found, exhausted = self._candidates(view, q, fetch, documents)
             hits = shown(
                 self._store,
                 found,
@@ -236,7 +242,7 @@ class ExternalVectorIndex(SidecarIndex):
 
     def _candidates(
         self,
-        collection: str,
+        view: View,
         q: npt.NDArray[np.float32],
         k: int,
         documents: Collection[str] | None,
@@ -245,13 +251,13 @@ class ExternalVectorIndex(SidecarIndex):
         and whether the engine gave all it holds (fewer than asked for)."""
         import numpy as np
 
-        changed = self._changed
+        changed = view.changed
         want = k + len(changed) if len(changed) < k else 2 * k
-        nearest = self.backend.nearest(collection, q, want, documents)
+        nearest = self.backend.nearest(view.published.collection, q, want, documents)
         scores = {seq: score for seq, score in nearest if seq not in changed}
-        if self._delta:
-            keys = list(self._delta)
-            sims = np.stack(list(self._delta.values())) @ q
+        if view.delta:
+            keys = list(view.delta)
+            sims = np.stack(list(view.delta.values())) @ q
             for i in np.argsort(-sims, kind="stable")[:k].tolist():
                 scores[keys[i]] = float(sims[i])
         return sorted(scores.items(), key=lambda kv: -kv[1])[:k], len(nearest) < want
@@ -269,34 +275,34 @@ class ExternalVectorIndex(SidecarIndex):
         visible = self._store.visible_snippets([int(seqs[i]) for i in top], filters)
         return [(visible[int(seqs[i])], float(sims[i])) for i in top if int(seqs[i]) in visible]
 
-    def _sync(self) -> None:
-        """Catch up with the store: the record published now, and the delta after it."""
+    def _sync(self) -> View | None:
+        """Catch up with the store: the record published now, and the delta after it
+        (a new ``View``; None while the exact scan answers)."""
         generation = self._version()
         if generation == self._generation:
-            return
+            return self._view
         published = self._usable(self.epoch_of(self.mode()))
-        if published != self._published:
-            self._published = published
+        view = self._view
+        if published is None or view is None or published != view.published:
+            view = View(published) if published is not None else None
             self._position = published.position if published else 0
-            self._changed, self._delta = set(), {}
-        if published is not None:
+        if view is not None:
             try:
                 position, changed = self._store.vector_changes(self._position)
             except LookupError:  # pruned past this record: a newer one is published
-                self._published = None
-                self._generation = None
-                return
+                self._view = self._generation = None
+                return None
             if changed:
                 seqs, matrix = self._store.vectors_by_seq(changed)
                 present = dict(zip(seqs.tolist(), matrix, strict=True))
-                for seq in changed:
-                    self._changed.add(seq)
-                    if seq in present:
-                        self._delta[seq] = present[seq]
-                    else:
-                        self._delta.pop(seq, None)
+                delta = {**view.delta, **present}
+                for seq in set(changed) - present.keys():
+                    delta.pop(seq, None)
+                view = View(view.published, view.changed | set(changed), delta)
             self._position = position
+        self._view = view
         self._generation = generation
+        return view
 
     def _version(self) -> tuple[int, str | None, str | None, str | None]:
         meta = self._store.get_meta

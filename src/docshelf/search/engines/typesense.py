@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult, urlparse
 
 from docshelf.errors import InvalidInput
-from docshelf.search.engines.backend import PUSHED
+from docshelf.search.engines.backend import PUSHED, checked_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,7 +33,7 @@ class TypesenseServer:
         tls = url.scheme == "typesenses"
         port = url.port or (443 if tls else 8108)
         self.where = f"{url.scheme}://{url.hostname}:{port}"
-        self.prefix = url.path.strip("/") or None
+        self.prefix = checked_name(url.path.strip("/"), "DOCSHELF_SEARCH_URL") or None
         node = {"host": url.hostname, "port": port, "protocol": "https" if tls else "http"}
         config: Any = {"nodes": [node], "api_key": url.username, "connection_timeout_seconds": 30}
         self.client: Any = typesense.Client(config)  # (its typed dicts: not this module's)
