@@ -48,6 +48,11 @@ class VectorBackend(Protocol):
         ...
 
     def delete(self, name: str, seqs: Sequence[int]) -> None: ...
+    def settle(self, name: str) -> None:
+        """Make what was just written searchable at full speed (Milvus seals its
+        segments: a search of unsealed ones scans them, 0.8 s at 20k points)."""
+        ...
+
     def nearest(
         self,
         name: str,

@@ -85,6 +85,9 @@ class Chroma:
     def delete(self, name: str, seqs: Sequence[int]) -> None:
         self._collection(name).delete(ids=[str(seq) for seq in seqs])
 
+    def settle(self, name: str) -> None:
+        """(Written points are searchable as they are.)"""
+
     def nearest(
         self,
         name: str,

@@ -408,6 +408,7 @@ class ExternalVectorIndex(SidecarIndex):
             self._prune_once(record.position)
             return "current"
         self._apply(record.collection, changed)
+        self.backend.settle(record.collection)
         count = self.backend.count(record.collection)
         write_record(self.directory, dataclasses.replace(record, position=position, count=count))
         self._prune_log(position)
@@ -452,6 +453,7 @@ class ExternalVectorIndex(SidecarIndex):
             if progress:
                 progress(done, total, f"building the {self.NAME}")
         model = store.get_meta("embedding_model") or ""
+        self.backend.settle(collection)
         count = self.backend.count(collection)
         record = Published(epoch, self.backend.where, collection, model, dim, position, count)
         write_record(self.directory, record)

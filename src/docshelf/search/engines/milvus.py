@@ -84,6 +84,9 @@ class Milvus:
     def delete(self, name: str, seqs: Sequence[int]) -> None:
         self._client.delete(name, ids=list(seqs))
 
+    def settle(self, name: str) -> None:
+        self._client.flush(name)
+
     def nearest(
         self,
         name: str,

@@ -84,6 +84,9 @@ class Qdrant:
 
         self._client.delete(name, models.PointIdsList(points=list(seqs)), wait=True)
 
+    def settle(self, name: str) -> None:
+        """(Written points are searchable as they are.)"""
+
     def nearest(
         self,
         name: str,

@@ -8,6 +8,7 @@ embedding, never the text. Hybrid search fuses the two lists in docshelf (Typese
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult, urlparse
@@ -65,8 +66,6 @@ class TypesenseServer:
 
     def keys(self, name: str) -> list[int]:
         lines = self.client.collections[name].documents.export({"include_fields": "seq"})
-        import json
-
         return [int(json.loads(line)["seq"]) for line in lines.splitlines() if line]
 
     def search(self, name: str, query: dict[str, Any], limit: int) -> list[dict[str, Any]]:
@@ -151,6 +150,9 @@ class Typesense:
 
     def delete(self, name: str, seqs: Sequence[int]) -> None:
         self.server.delete(name, seqs)
+
+    def settle(self, name: str) -> None:
+        """(Written points are searchable as they are.)"""
 
     def nearest(
         self,
