@@ -330,12 +330,22 @@ def build_index(shelf: Shelf, ds: Dataset, progress: Progress | None = None) -> 
     if shelf.store.get_meta("eval_index") != INDEX_VERSION:
         shelf.add_documents(items, progress=progress)
         shelf.store.set_meta("eval_index", INDEX_VERSION)
+    shelf.maintain_indexes()  # the engines a cached index was built without, built now
     shelf.prepare_query_model()
     from docshelf.model import document_id, fingerprint
 
     return {
         document_id(fingerprint(data)): cid
         for (_, data, _), (cid, _, _) in zip(items, ds.corpus, strict=True)
+    }
+
+
+def engines_of(shelf: Shelf) -> dict[str, str]:
+    """Which engine answered each list (``status``'s paths), for an eval's report."""
+    status = shelf.status()
+    return {
+        "lexical": str(status.lexical_index.get("path", "native")),
+        "vector": str(status.vector_index.get("path", "native")),
     }
 
 

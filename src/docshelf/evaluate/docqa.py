@@ -21,6 +21,7 @@ from docshelf.evaluate.beir import (
     INDEX_VERSION,
     _percentile,
     differences,
+    engines_of,
     eval_settings,
     parse_config,
     search_each,
@@ -161,6 +162,7 @@ def run_docqa(
                 "documents": status.documents,
                 "snippets": status.snippets,
                 "failed": status.failure_count,
+                "engines": engines_of(shelf),
             }
             asked = [(q, q.question) for q in ds.questions if q.collection == collection]
             for config in configs:

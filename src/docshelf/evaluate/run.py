@@ -75,6 +75,7 @@ def _beir(o: EvalOptions, settings: Callable[[], Settings], progress: ProgressSc
     from docshelf.evaluate.beir import (
         build_index,
         compare,
+        engines_of,
         eval_home,
         eval_settings,
         evaluate,
@@ -98,11 +99,12 @@ def _beir(o: EvalOptions, settings: Callable[[], Settings], progress: ProgressSc
         mapping = build_index(shelf, ds, step)
         first = evaluate(shelf, ds, mapping, mode=o.mode, k=o.k)
         second = evaluate(shelf, ds, mapping, mode=o.against, k=o.k) if o.against else None
+        engines = engines_of(shelf)
     if o.per_query is not None:
         write_per_query(o.per_query, first, second)
     if second is not None:
-        return EvalOutcome(compare(first, second), "comparison")
-    return EvalOutcome(first.as_json(), "beir")
+        return EvalOutcome({**compare(first, second), "engines": engines}, "comparison")
+    return EvalOutcome({**first.as_json(), "engines": engines}, "beir")
 
 
 def _docqa(o: EvalOptions, settings: Settings, progress: ProgressScope) -> dict[str, Any]:
