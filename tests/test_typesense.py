@@ -6,6 +6,7 @@ tests/test_vector_engines.py's."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,3 +140,23 @@ def test_a_library_searches_through_typesense(
         names = set(lexical.server.names())
         assert any(n.startswith("e2e_text_") for n in names)
         assert any(n.startswith("e2e_") and "_text_" not in n for n in names)
+
+
+def test_a_snippet_in_typesense_carries_its_place_and_text(
+    text: tuple[SQLiteStore, TypesenseLexicalIndex],
+) -> None:
+    """What the text collection holds of a snippet, read back with Typesense's own client:
+    its ids and place, its text as written, and the words the index searches (stems)."""
+    _, index = text
+    record = index._usable(index.epoch_of(index.mode()))
+    assert record is not None
+    exported = index.server.client.collections[record.collection].documents.export()
+    rows = [json.loads(line) for line in exported.splitlines()]
+    assert len(rows) == 8
+    chunks = {c.id: c for n in range(1, 5) for c in make_doc(n, TEXTS[n - 1])[1]}
+    for row in rows:
+        chunk = chunks[row["chunk_id"]]
+        assert row["document_id"] == chunk.document_id and row["content"] == chunk.text
+        assert row["heading_path"] == list(chunk.heading_path)
+    election = next(r for r in rows if "election" in r["content"])
+    assert "elect" in election["body"].split()  # the English stem, as FTS5 and tantivy make

@@ -3,7 +3,8 @@ the tantivy index is (``tantivy.py``), and like it derived from the store and ne
 trusted over it.
 
 - A snippet is a document of the library's ``<name>_text_<build>`` collection: its seq
-  (the id), chunk id and document id, its text as written (``content``, not searched),
+  (the id), chunk id and document id, its place (position, parent section, heading
+  path, page), its text as written (``content``; none of these searched),
   and the fields every lexical index has (``store/lexical_fields.py``: title and
   headings from its header, the body) as the words the tantivy index makes of them
   (lowercased, accents folded, English stems: ``tantivy.text_analyzer``), so a word
@@ -65,7 +66,7 @@ FIELDS = ("title", "headings", "body")
 QUERY_WEIGHTS = ",".join(str(round(w * 4)) for w in (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body))
 
 
-LAYOUT = 2  # the fields and their analysis above; a collection of another is rebuilt
+LAYOUT = 3  # the fields and their analysis above; a collection of another is rebuilt
 WEIGHT = {"title": WEIGHTS.title, "headings": WEIGHTS.headings, "body": WEIGHTS.body}
 
 
@@ -320,8 +321,14 @@ class TypesenseLexicalIndex(SidecarIndex):
                 "seq": seq,
                 "chunk_id": chunk_id,
                 "document_id": place.document_id,
+                "index": place.index,
+                "heading_path": list(place.heading_path),
                 "content": text,
             }
+            if place.parent_id:
+                document["parent_id"] = place.parent_id
+            if place.page_start is not None:
+                document["page"] = place.page_start
             for name, value in zip(FIELDS, (title, headings, text), strict=True):
                 document[name] = " ".join(self._analyzer.analyze(value))
             documents.append(document)
@@ -339,6 +346,10 @@ class TypesenseLexicalIndex(SidecarIndex):
             {"name": "seq", "type": "int64"},
             {"name": "chunk_id", "type": "string", "index": False, "optional": True},
             {"name": "document_id", "type": "string"},
+            {"name": "index", "type": "int32", "index": False, "optional": True},
+            {"name": "parent_id", "type": "string", "index": False, "optional": True},
+            {"name": "heading_path", "type": "string[]", "index": False, "optional": True},
+            {"name": "page", "type": "int32", "index": False, "optional": True},
             {"name": "content", "type": "string", "index": False, "optional": True},
             *({"name": name, "type": "string"} for name in FIELDS),
         ]
