@@ -18,8 +18,8 @@ import pytest
 from docshelf.config import Settings
 from docshelf.errors import InvalidInput
 from docshelf.model import User
+from docshelf.search.engines import collections as collections_module
 from docshelf.search.engines import engines_for
-from docshelf.search.engines import external as external_module
 from docshelf.search.engines.exact import ExactVectorSearch
 from docshelf.search.engines.external import ExternalVectorIndex, open_backend
 from docshelf.shelf import Shelf
@@ -143,7 +143,7 @@ def test_a_crash_between_the_engine_and_its_record_heals(
     def crash(directory: Path, record: Any) -> None:
         raise OSError("killed before the record was written")
 
-    monkeypatch.setattr(external_module, "write_record", crash)
+    monkeypatch.setattr(collections_module, "write_record", crash)
     put(store, 7, "raft membership")
     store.delete_document(make_doc(2, "")[0].id)
     with pytest.raises(OSError):

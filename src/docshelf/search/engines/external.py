@@ -25,23 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.search.engines.backend import VectorBackend, checked_name, collection_base
+from docshelf.search.engines.collections import CollectionIndex
 from docshelf.search.engines.exact import ExactVectorIndex
-from docshelf.search.engines.sidecar import (
-    Progress,
-    SidecarIndex,
-    SidecarStore,
-    deeper,
-    read_record,
-    shown,
-    write_record,
-)
+from docshelf.search.engines.sidecar import Progress, SidecarStore, deeper, read_record, shown
 from docshelf.search.entries import UNKNOWN, Known
 from docshelf.store.base import SearchFilters
 
@@ -134,7 +126,7 @@ class Published:
     count: int
 
 
-class ExternalVectorIndex(SidecarIndex):
+class ExternalVectorIndex(CollectionIndex):
     """Vector search for the SQLite store by an external engine, the delta exactly."""
 
     META_KEY = "vector_index"  # the store logs vector changes while this is on
@@ -362,18 +354,6 @@ class ExternalVectorIndex(SidecarIndex):
     def _size(self) -> int:
         return self._store.vector_count()
 
-    def _forget(self) -> None:
-        self._generation = None
-        self._drop_others(keep=None)
-
-    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
-        import numpy as np
-
-        record = self._usable(epoch)
-        if record is None:
-            raise LookupError(epoch)
-        return np.asarray(self.backend.keys(record.collection), dtype=np.int64), record.position
-
     def _stored(self) -> npt.NDArray[np.int64]:
         return self._store.vector_seqs()
 
@@ -386,34 +366,6 @@ class ExternalVectorIndex(SidecarIndex):
 
     def _failed(self) -> None:
         self._maintained = None
-
-    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
-        """Apply what changed since the record (every change: an upsert is cheap), or
-        rebuild when the record is unusable, the log was pruned past it, or the engine
-        lost points."""
-        record = self._usable(epoch)
-        if record is None or rebuild:
-            self._build(epoch, progress)
-            return "rebuilt"
-        try:
-            position, changed = self._changes(record.position)
-        except LookupError:
-            self._build(epoch, progress)
-            return "rebuilt"
-        if self.backend.count(record.collection) != record.count:
-            log.warning("the %s does not hold what it did: rebuilding it", self.NAME)
-            self._build(epoch, progress)
-            return "rebuilt"
-        if not changed:
-            self._prune_once(record.position)
-            return "current"
-        self._apply(record.collection, changed)
-        self.backend.settle(record.collection)
-        count = self.backend.count(record.collection)
-        write_record(self.directory, dataclasses.replace(record, position=position, count=count))
-        self._prune_log(position)
-        self._generation = None
-        return "updated"
 
     def _apply(self, collection: str, seqs: Sequence[int]) -> None:
         """Upsert the seqs that still have a vector, delete the others."""
@@ -437,12 +389,10 @@ class ExternalVectorIndex(SidecarIndex):
     def _build(self, epoch: str, progress: Progress | None) -> None:
         """A new collection from every vector in the store, published by the record. The
         log position is read first: what changes meanwhile is logged after it."""
-        import uuid
-
         store = self._store
         position = store.vector_log_position()
         dim = int(store.get_meta("embedding_dim") or 0)
-        collection = f"{self._base()}_{uuid.uuid4().hex[:12]}"
+        collection = self._new_collection()
         self.backend.create(collection, dim)
         total, done = store.vector_count(), 0
         for seqs, matrix in store.iter_vectors(batch=BATCH):
@@ -453,21 +403,26 @@ class ExternalVectorIndex(SidecarIndex):
             if progress:
                 progress(done, total, f"building the {self.NAME}")
         model = store.get_meta("embedding_model") or ""
-        self.backend.settle(collection)
-        count = self.backend.count(collection)
-        record = Published(epoch, self.backend.where, collection, model, dim, position, count)
-        write_record(self.directory, record)
-        self._prune_log(position)
-        self._drop_others(keep=collection)
-        self._generation = None
+        record = Published(epoch, self.backend.where, collection, model, dim, position, 0)
+        self._publish(record, built=True)
 
     def _base(self) -> str:
         return collection_base(self._store, self.name)
 
-    def _drop_others(self, keep: str | None) -> None:
-        """Drop this library's collections but ``keep`` (an earlier build's, or one a
-        crashed build left)."""
-        ours = re.compile(re.escape(self._base()) + r"_[0-9a-f]{12}")
-        for name in self.backend.names():
-            if name != keep and ours.fullmatch(name):
-                self.backend.drop(name)
+    def _count(self, collection: str) -> int:
+        return self.backend.count(collection)
+
+    def _keys(self, collection: str) -> list[int]:
+        return self.backend.keys(collection)
+
+    def _names(self) -> list[str]:
+        return self.backend.names()
+
+    def _drop(self, name: str) -> None:
+        self.backend.drop(name)
+
+    def _settle(self, collection: str) -> None:
+        self.backend.settle(collection)
+
+    def _reread(self) -> None:
+        self._generation = None

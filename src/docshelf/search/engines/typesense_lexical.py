@@ -32,21 +32,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf.search.engines.backend import PUSHED, collection_base
+from docshelf.search.engines.collections import CollectionIndex
 from docshelf.search.engines.fts5 import Fts5
-from docshelf.search.engines.sidecar import (
-    Progress,
-    SidecarIndex,
-    SidecarStore,
-    deeper,
-    read_record,
-    shown,
-    write_record,
-)
+from docshelf.search.engines.sidecar import Progress, SidecarStore, deeper, read_record, shown
 from docshelf.search.engines.tantivy import text_analyzer
 from docshelf.search.engines.typesense import TypesenseServer, only
 from docshelf.search.entries import UNKNOWN, Known
@@ -82,7 +74,7 @@ class Held:
     layout: int = 0
 
 
-class TypesenseLexicalIndex(SidecarIndex):
+class TypesenseLexicalIndex(CollectionIndex):
     """Lexical search for the SQLite store by Typesense; FTS5 while it is behind."""
 
     META_KEY = "lexical_index"  # the store logs snippet changes while this is on
@@ -91,6 +83,7 @@ class TypesenseLexicalIndex(SidecarIndex):
     SUFFIX = ".typesense"
     LOG = "lexical_log"
     NAME = "lexical index (typesense)"
+    KIND = "_text"
 
     def __init__(
         self, store: SidecarStore, server: TypesenseServer, *, strict: bool = False
@@ -253,18 +246,6 @@ class TypesenseLexicalIndex(SidecarIndex):
     def _size(self) -> int:
         return self._store.snippet_count()
 
-    def _forget(self) -> None:
-        self._synced = None
-        self._drop_others(keep=None)
-
-    def _held(self, epoch: str) -> tuple[npt.NDArray[np.int64], int]:
-        import numpy as np
-
-        record = self._usable(epoch)
-        if record is None:
-            raise LookupError(epoch)
-        return np.asarray(self.server.keys(record.collection), dtype=np.int64), record.position
-
     def _stored(self) -> npt.NDArray[np.int64]:
         return self._store.snippet_seqs()
 
@@ -274,38 +255,15 @@ class TypesenseLexicalIndex(SidecarIndex):
         record = self._usable(self.epoch_of(self.mode()))
         return record is not None and record.position == self._log_position()
 
-    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
-        """Apply what changed since the record, or rebuild (an unusable record, a log
-        pruned past it, an engine that lost documents)."""
-        record = self._usable(epoch)
-        if record is None or rebuild:
-            self._build(epoch, progress)
-            return "rebuilt"
-        try:
-            position, changed = self._changes(record.position)
-        except LookupError:
-            self._build(epoch, progress)
-            return "rebuilt"
-        if self.server.count(record.collection) != record.count:
-            log.warning("the %s does not hold what it did: rebuilding it", self.NAME)
-            self._build(epoch, progress)
-            return "rebuilt"
-        if not changed:
-            self._prune_once(record.position)
-            return "current"
-        for start in range(0, len(changed), BATCH):
-            part = changed[start : start + BATCH]
+    def _apply(self, collection: str, seqs: Sequence[int]) -> None:
+        for start in range(0, len(seqs), BATCH):
+            part = list(seqs[start : start + BATCH])
             rows = self._store.snippets_by_seq(part)
-            self._write(record.collection, rows)
+            self._write(collection, rows)
             kept = {seq for seq, _, _ in rows}
             gone = [seq for seq in part if seq not in kept]
             if gone:
-                self.server.delete(record.collection, gone)
-        count = self.server.count(record.collection)
-        write_record(self.directory, dataclasses.replace(record, position=position, count=count))
-        self._prune_log(position)
-        self._synced = None
-        return "updated"
+                self.server.delete(collection, gone)
 
     def _write(self, collection: str, rows: list[tuple[int, str, str]]) -> None:
         """Upsert snippets (seq, header, text) with their chunk and document ids."""
@@ -337,11 +295,8 @@ class TypesenseLexicalIndex(SidecarIndex):
 
     def _build(self, epoch: str, progress: Progress | None) -> None:
         """A new collection from every snippet in the store, published by the record."""
-        import uuid
-
         position = self._log_position()
-        base = collection_base(self._store, self.server.prefix)
-        collection = f"{base}_text_{uuid.uuid4().hex[:12]}"
+        collection = self._new_collection()
         fields: list[dict[str, Any]] = [
             {"name": "seq", "type": "int64"},
             {"name": "chunk_id", "type": "string", "index": False, "optional": True},
@@ -360,17 +315,22 @@ class TypesenseLexicalIndex(SidecarIndex):
             done += len(rows)
             if progress:
                 progress(done, total, f"building the {self.NAME}")
-        count = self.server.count(collection)
-        record = Held(epoch, self.server.where, collection, position, count, LAYOUT)
-        write_record(self.directory, record)
-        self._prune_log(position)
-        self._drop_others(keep=collection)
-        self._synced = None
+        self._publish(Held(epoch, self.server.where, collection, position, 0, LAYOUT), built=True)
 
-    def _drop_others(self, keep: str | None) -> None:
-        """Drop this library's text collections but ``keep``."""
-        base = collection_base(self._store, self.server.prefix)
-        ours = re.compile(re.escape(base) + r"_text_[0-9a-f]{12}")
-        for name in self.server.names():
-            if name != keep and ours.fullmatch(name):
-                self.server.drop(name)
+    def _base(self) -> str:
+        return collection_base(self._store, self.server.prefix)
+
+    def _count(self, collection: str) -> int:
+        return self.server.count(collection)
+
+    def _keys(self, collection: str) -> list[int]:
+        return self.server.keys(collection)
+
+    def _names(self) -> list[str]:
+        return self.server.names()
+
+    def _drop(self, name: str) -> None:
+        self.server.drop(name)
+
+    def _reread(self) -> None:
+        self._synced = None
