@@ -33,7 +33,14 @@ from docshelf.errors import InvalidInput, Unavailable
 from docshelf.search.engines.backend import VectorBackend, checked_name, collection_base
 from docshelf.search.engines.collections import CollectionIndex
 from docshelf.search.engines.exact import ExactVectorIndex
-from docshelf.search.engines.sidecar import Progress, SidecarStore, deeper, read_record, shown
+from docshelf.search.engines.sidecar import (
+    OnVectorLog,
+    Progress,
+    SidecarStore,
+    deeper,
+    read_record,
+    shown,
+)
 from docshelf.search.entries import UNKNOWN, Known
 from docshelf.store.base import SearchFilters
 
@@ -126,7 +133,7 @@ class Published:
     count: int
 
 
-class ExternalVectorIndex(CollectionIndex):
+class ExternalVectorIndex(OnVectorLog, CollectionIndex):
     """Vector search for the SQLite store by an external engine, the delta exactly."""
 
     META_KEY = "vector_index"  # the store logs vector changes while this is on
@@ -296,15 +303,6 @@ class ExternalVectorIndex(CollectionIndex):
         self._generation = generation
         return view
 
-    def _version(self) -> tuple[int, str | None, str | None, str | None]:
-        meta = self._store.get_meta
-        return (
-            self._store.generation(),
-            meta("vector_index"),
-            meta("embedding_model"),
-            meta("embedding_dim"),
-        )
-
     def _usable(self, epoch: str | None) -> Published | None:
         """The record, when it is of this epoch, engine, model and dimension."""
         if epoch is None:
@@ -342,30 +340,6 @@ class ExternalVectorIndex(CollectionIndex):
         self.backend.close()
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-    def _log_position(self) -> int:
-        return self._store.vector_log_position()
-
-    def _changes(self, after: int) -> tuple[int, list[int]]:
-        return self._store.vector_changes(after)
-
-    def _prune_log(self, through: int) -> None:
-        self._store.prune_vector_log(through)
-
-    def _size(self) -> int:
-        return self._store.vector_count()
-
-    def _stored(self) -> npt.NDArray[np.int64]:
-        return self._store.vector_seqs()
-
-    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
-        self._looking = self._version()
-        return self._looking == self._maintained and not (force or rebuild)
-
-    def _locked(self) -> None:
-        self._maintained = self._looking
-
-    def _failed(self) -> None:
-        self._maintained = None
 
     def _apply(self, collection: str, seqs: Sequence[int]) -> None:
         """Upsert the seqs that still have a vector, delete the others."""

@@ -340,6 +340,71 @@ class SidecarIndex:
         raise NotImplementedError
 
 
+class OnVectorLog(SidecarIndex):
+    """An index of the store's snippet vectors, kept from its vector log (``usearch.py``,
+    ``external.py``): upkeep looks again whenever the store's generation or the meta that
+    binds the index (switch, model, dimension) moved, or the last upkeep failed."""
+
+    _maintained: object = None  # _version() maintain() last looked at
+    _looking: object = None  # _version() the running maintain() looks at
+
+    def _log_position(self) -> int:
+        return self._store.vector_log_position()
+
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        return self._store.vector_changes(after)
+
+    def _prune_log(self, through: int) -> None:
+        self._store.prune_vector_log(through)
+
+    def _size(self) -> int:
+        return self._store.vector_count()
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        return self._store.vector_seqs()
+
+    def _version(self) -> tuple[int, str | None, str | None, str | None]:
+        """What the index's validity depends on: the generation (bumped by every change
+        to chunks and vectors) and the meta keys that bind the index."""
+        meta = self._store.get_meta
+        return (
+            self._store.generation(),
+            meta("vector_index"),
+            meta("embedding_model"),
+            meta("embedding_dim"),
+        )
+
+    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
+        self._looking = self._version()
+        return self._looking == self._maintained and not (force or rebuild)
+
+    def _locked(self) -> None:
+        self._maintained = self._looking
+
+    def _failed(self) -> None:
+        self._maintained = None
+
+
+class OnLexicalLog(SidecarIndex):
+    """An index of the store's snippet text, kept from its lexical log (``tantivy.py``,
+    ``typesense_lexical.py``)."""
+
+    def _log_position(self) -> int:
+        return self._store.lexical_log_position()
+
+    def _changes(self, after: int) -> tuple[int, list[int]]:
+        return self._store.lexical_changes(after)
+
+    def _prune_log(self, through: int) -> None:
+        self._store.prune_lexical_log(through)
+
+    def _size(self) -> int:
+        return self._store.snippet_count()
+
+    def _stored(self) -> npt.NDArray[np.int64]:
+        return self._store.snippet_seqs()
+
+
 def shown(
     store: SidecarStore,
     found: Sequence[tuple[int, float]],

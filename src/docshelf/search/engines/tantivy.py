@@ -46,8 +46,8 @@ from docshelf.durable import fsync, make_private, private_dir
 from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.sidecar import (
     DocumentsWithin,
+    OnLexicalLog,
     Progress,
-    SidecarIndex,
     SidecarStore,
     deeper,
     read_record,
@@ -121,7 +121,7 @@ def _schema() -> Any:
     return builder.build()
 
 
-class SidecarLexicalIndex(SidecarIndex):
+class SidecarLexicalIndex(OnLexicalLog):
     """Lexical search for the SQLite store: FTS5 below ``threshold`` snippets (or while
     the index is behind the store), the tantivy index above it."""
 
@@ -338,17 +338,6 @@ class SidecarLexicalIndex(SidecarIndex):
         )
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-    def _log_position(self) -> int:
-        return self._store.lexical_log_position()
-
-    def _changes(self, after: int) -> tuple[int, list[int]]:
-        return self._store.lexical_changes(after)
-
-    def _prune_log(self, through: int) -> None:
-        self._store.prune_lexical_log(through)
-
-    def _size(self) -> int:
-        return self._store.snippet_count()
 
     def _forget(self) -> None:
         self._synced = None
@@ -367,9 +356,6 @@ class SidecarLexicalIndex(SidecarIndex):
             searcher.fast_field_values("seq", [address for _, address in every.hits]), np.int64
         )
         return seqs[seqs != WATERMARK_SEQ], _read_watermark(index)
-
-    def _stored(self) -> npt.NDArray[np.int64]:
-        return self._store.snippet_seqs()
 
     def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
         mode = self.mode()

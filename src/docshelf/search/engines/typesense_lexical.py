@@ -38,7 +38,14 @@ from typing import TYPE_CHECKING, Any
 from docshelf.search.engines.backend import PUSHED, collection_base
 from docshelf.search.engines.collections import CollectionIndex
 from docshelf.search.engines.fts5 import Fts5
-from docshelf.search.engines.sidecar import Progress, SidecarStore, deeper, read_record, shown
+from docshelf.search.engines.sidecar import (
+    OnLexicalLog,
+    Progress,
+    SidecarStore,
+    deeper,
+    read_record,
+    shown,
+)
 from docshelf.search.engines.tantivy import text_analyzer
 from docshelf.search.engines.typesense import TypesenseServer, only
 from docshelf.search.entries import UNKNOWN, Known
@@ -46,8 +53,7 @@ from docshelf.store.base import SearchFilters
 from docshelf.store.lexical_fields import WEIGHTS, header_fields
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +80,7 @@ class Held:
     layout: int = 0
 
 
-class TypesenseLexicalIndex(CollectionIndex):
+class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
     """Lexical search for the SQLite store by Typesense; FTS5 while it is behind."""
 
     META_KEY = "lexical_index"  # the store logs snippet changes while this is on
@@ -234,20 +240,6 @@ class TypesenseLexicalIndex(CollectionIndex):
         self.server.close()
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-    def _log_position(self) -> int:
-        return self._store.lexical_log_position()
-
-    def _changes(self, after: int) -> tuple[int, list[int]]:
-        return self._store.lexical_changes(after)
-
-    def _prune_log(self, through: int) -> None:
-        self._store.prune_lexical_log(through)
-
-    def _size(self) -> int:
-        return self._store.snippet_count()
-
-    def _stored(self) -> npt.NDArray[np.int64]:
-        return self._store.snippet_seqs()
 
     def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
         if force or rebuild:

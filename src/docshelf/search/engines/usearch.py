@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, cast
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.search.engines.sidecar import (
     DocumentsWithin,
+    OnVectorLog,
     Progress,
-    SidecarIndex,
     SidecarStore,
     deeper,
     shown,
@@ -77,7 +77,7 @@ def index_dir(store: SidecarStore) -> Path:
     return sidecar_dir(store, SidecarVectorIndex.SUFFIX)
 
 
-class SidecarVectorIndex(SidecarIndex):
+class SidecarVectorIndex(OnVectorLog):
     """Vector search for the SQLite store: exact below ``threshold`` vectors, the
     checkpointed graph plus the exact delta above it."""
 
@@ -317,17 +317,6 @@ class SidecarVectorIndex(SidecarIndex):
         self._position = position
         self._generation = generation
 
-    def _version(self) -> tuple[int, str | None, str | None, str | None]:
-        """What the index's validity depends on: the generation (bumped by every change
-        to chunks and vectors) and the meta keys that bind the index."""
-        meta = self._store.get_meta
-        return (
-            self._store.generation(),
-            meta("vector_index"),
-            meta("embedding_model"),
-            meta("embedding_dim"),
-        )
-
     def _usable_checkpoint(self, epoch: str | None) -> Checkpoint | None:
         if self.threshold <= 0 or epoch is None:
             return None
@@ -400,17 +389,6 @@ class SidecarVectorIndex(SidecarIndex):
         """Nothing held beyond this process's maps (the external engines hold a client)."""
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-    def _log_position(self) -> int:
-        return self._store.vector_log_position()
-
-    def _changes(self, after: int) -> tuple[int, list[int]]:
-        return self._store.vector_changes(after)
-
-    def _prune_log(self, through: int) -> None:
-        self._store.prune_vector_log(through)
-
-    def _size(self) -> int:
-        return self._store.vector_count()
 
     def _forget(self) -> None:
         self._generation = None
@@ -425,19 +403,6 @@ class SidecarVectorIndex(SidecarIndex):
         if graph is None:
             raise ValueError(f"{checkpoint.file} is not a usearch index")
         return np.asarray(graph.keys[:], dtype=np.int64), checkpoint.position
-
-    def _stored(self) -> npt.NDArray[np.int64]:
-        return self._store.vector_seqs()
-
-    def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
-        self._looking = self._version()
-        return self._looking == self._maintained and not (force or rebuild)
-
-    def _locked(self) -> None:
-        self._maintained = self._looking
-
-    def _failed(self) -> None:
-        self._maintained = None
 
     def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
         """Fold the delta into a new checkpoint when it has grown (any, when ``force``),
