@@ -20,16 +20,60 @@ import dataclasses
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from docshelf.search.engines.sidecar import Progress, SidecarIndex, write_record
+from docshelf.search.engines.sidecar import (
+    Progress,
+    SidecarIndex,
+    SidecarStore,
+    deeper,
+    shown,
+    write_record,
+)
+from docshelf.search.entries import UNKNOWN, Known
+from docshelf.store.base import SearchFilters
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 log = logging.getLogger(__name__)
+
+MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered by the store
+Asked = Callable[[int], tuple[list[tuple[int, float]], bool]]
+
+
+def pushed(store: SidecarStore, filters: SearchFilters, most: int) -> frozenset[str] | None:
+    """The documents ``filters`` let through, when an engine is to apply them (at most
+    ``most``); None: no filter, or too many to pass (the store checks each candidate).
+    An empty set: nothing can match."""
+    if filters.empty:
+        return None
+    matching = store.matching_documents(filters)
+    return matching if not matching or len(matching) <= most else None
+
+
+def fetched(
+    store: SidecarStore,
+    ask: Asked,
+    limit: int,
+    filters: SearchFilters,
+    visible: Callable[[list[int], SearchFilters], dict[int, str]],
+    known: dict[str, Known] | None,
+) -> list[tuple[str, float]] | None:
+    """The best ``limit`` candidates search may show, ``ask(n)`` giving an engine's best
+    ``n`` (seq, score) and whether that was all it holds: asked again, deeper, while the
+    filters leave too few. None: still too few at ``MAX_FETCH`` (the store answers)."""
+    fetch = limit + 10
+    while True:
+        found, complete = ask(fetch)
+        hits = shown(store, found, [UNKNOWN] * len(found), filters, visible, known)
+        if len(hits) >= limit or complete:
+            return hits[:limit]
+        if fetch >= MAX_FETCH:
+            return None
+        fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(found))))
 
 
 class CollectionIndex(SidecarIndex):

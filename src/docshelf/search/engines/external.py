@@ -31,17 +31,15 @@ from urllib.parse import ParseResult, urlparse
 
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.search.engines.backend import VectorBackend, checked_name, collection_base
-from docshelf.search.engines.collections import CollectionIndex
+from docshelf.search.engines.collections import CollectionIndex, fetched, pushed
 from docshelf.search.engines.exact import ExactVectorIndex
 from docshelf.search.engines.sidecar import (
     OnVectorLog,
     Progress,
     SidecarStore,
-    deeper,
     read_record,
-    shown,
 )
-from docshelf.search.entries import UNKNOWN, Known
+from docshelf.search.entries import Known
 from docshelf.store.base import SearchFilters
 
 if TYPE_CHECKING:
@@ -50,7 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_FETCH = 4096  # the deepest over-fetch before a filter is answered exactly
 BATCH = 2_000  # points written at a time
 SCHEMES = (
     "qdrant",
@@ -212,32 +209,18 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
     ) -> list[tuple[str, float]]:
         """Over-fetch until the filters leave ``limit`` (or the engine has no more); a
         filter the engine cannot apply that lets through very few is scanned exactly."""
-        documents: frozenset[str] | None = None
-        fetch = limit + 10
-        if not filters.empty:
-            matching = self._store.matching_documents(filters)
-            if not matching:
-                return []
-            if len(matching) <= self.backend.pushed:
-                documents = matching
-            else:
-                fetch = 4 * limit
-        while True:
-            found, exhausted = self._candidates(view, q, fetch, documents)
-            hits = shown(
-                self._store,
-                found,
-                [UNKNOWN] * len(found),
-                filters,
-                self._store.visible_snippets,
-                known,
-            )
-            if len(hits) >= limit or exhausted:
-                return hits[:limit]
-            if fetch >= MAX_FETCH:
-                break
-            fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(found))))
-        return self._exact_matching(q, limit, filters)
+        documents = pushed(self._store, filters, self.backend.pushed)
+        if documents is not None and not documents:
+            return []
+        hits = fetched(
+            self._store,
+            lambda n: self._candidates(view, q, n, documents),
+            limit,
+            filters,
+            self._store.visible_snippets,
+            known,
+        )
+        return hits if hits is not None else self._exact_matching(q, limit, filters)
 
     def _candidates(
         self,

@@ -36,19 +36,17 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf.search.engines.backend import PUSHED, collection_base
-from docshelf.search.engines.collections import CollectionIndex
+from docshelf.search.engines.collections import CollectionIndex, fetched, pushed
 from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.sidecar import (
     OnLexicalLog,
     Progress,
     SidecarStore,
-    deeper,
     read_record,
-    shown,
 )
 from docshelf.search.engines.tantivy import text_analyzer
 from docshelf.search.engines.typesense import TypesenseServer, only
-from docshelf.search.entries import UNKNOWN, Known
+from docshelf.search.entries import Known
 from docshelf.store.base import SearchFilters
 from docshelf.store.lexical_fields import WEIGHTS, header_fields
 
@@ -57,7 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_FETCH = 4096  # the deepest over-fetch before a filtered query is answered by FTS5
 BATCH = 1_000  # snippets written at a time
 FIELDS = ("title", "headings", "body")
 # Typesense's field weights are integers; the shared weights, scaled
@@ -146,28 +143,17 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         tokens = list(dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term)))
         if not tokens:
             return []
-        documents: frozenset[str] | None = None
-        if not filters.empty:
-            matching = self._store.matching_documents(filters)
-            if not matching:
-                return []
-            documents = matching if len(matching) <= PUSHED else None
-        fetch = limit + 10
-        while True:
-            found, complete = self._matches(held, tokens, fetch, documents)
-            hits = shown(
-                self._store,
-                found,
-                [UNKNOWN] * len(found),
-                filters,
-                self._store.lexical_visible,
-                known,
-            )
-            if len(hits) >= limit or complete:
-                return hits[:limit]
-            if fetch >= MAX_FETCH:
-                return None
-            fetch = min(MAX_FETCH, max(2 * fetch, deeper(fetch, len(hits), len(found))))
+        documents = pushed(self._store, filters, PUSHED)
+        if documents is not None and not documents:
+            return []
+        return fetched(
+            self._store,
+            lambda n: self._matches(held, tokens, n, documents),
+            limit,
+            filters,
+            self._store.lexical_visible,
+            known,
+        )
 
     def _matches(
         self, held: Held, tokens: list[str], fetch: int, documents: Collection[str] | None
