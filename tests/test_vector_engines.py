@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,3 +302,59 @@ def test_an_engine_one_process_may_open_gets_no_resident_helper(tmp_path: Path) 
         (None, "auto"),
     ]:
         assert policy(Settings(tmp_path, "", "none", vector_url=url)) == helper, url
+
+
+# (Milvus Lite keeps its file locked until the process that opened it ends, so the
+# killed process could not open the test's: its upkeep is the others' code, in the test above)
+@pytest.mark.parametrize("url", ["qdrant+local://{dir}/qdrant", "chroma://{dir}/chroma"])
+def test_a_process_killed_between_the_engine_and_its_record_heals(url: str, tmp_path: Path) -> None:
+    """A real process dies (SIGKILL) in its upkeep after the engine took the writes and
+    before the record moved on: the next process answers as the store does, and its
+    upkeep writes the same again and moves on (the engines that keep their own files,
+    whose locks and writes a killed client leaves behind)."""
+    url = url.format(dir=tmp_path)
+    store = open_store(f"sqlite:///{tmp_path / 'docshelf.db'}")
+    assert isinstance(store, SQLiteStore)
+    store.set_meta("embedding_dim", str(DIM))
+    for n, words in enumerate(TEXTS, start=1):
+        put(store, n, words)
+    backend, name = open_backend(url)
+    first = ExternalVectorIndex(store, backend, name, strict=True)
+    assert first.maintain() == "built"
+    first.close()
+    put(store, 7, "raft membership")
+    store.delete_document(make_doc(2, "")[0].id)
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from pathlib import Path
+        import docshelf.search.engines.collections as collections
+        from docshelf.search.engines.external import ExternalVectorIndex, open_backend
+        from docshelf.store.sqlite import SQLiteStore
+
+        def die(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        collections.write_record = die
+        store = SQLiteStore(Path({str(tmp_path / "docshelf.db")!r}))
+        backend, name = open_backend({url!r})
+        print(ExternalVectorIndex(store, backend, name).maintain())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent)
+    assert proc.returncode == -signal.SIGKILL
+    backend, name = open_backend(url)
+    index = ExternalVectorIndex(store, backend, name, strict=True)
+    try:
+        record = index._usable(index.epoch_of(index.mode()))
+        assert record is not None and record.position < store.vector_log_position()
+        # the engine took the writes (one document's points in, another's out)
+        assert set(backend.keys(record.collection)) == set(store.vector_seqs().tolist())
+        q, none = nearest_of(store, 7), SearchFilters()
+        assert [c for c, _ in index.search(q, 8, none)] == exact(store, q, none)
+        assert index.maintain() == "updated"
+        assert not index.audit().problems()  # type: ignore[union-attr]
+        assert [c for c, _ in index.search(q, 8, none)] == exact(store, q, none)
+    finally:
+        index.close()
+        store.close()
