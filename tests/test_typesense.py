@@ -160,3 +160,17 @@ def test_a_snippet_in_typesense_carries_its_place_and_text(
         assert row["heading_path"] == list(chunk.heading_path)
     election = next(r for r in rows if "election" in r["content"])
     assert "elect" in election["body"].split()  # the English stem, as FTS5 and tantivy make
+
+
+def test_a_bad_url_never_shows_its_key(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'docshelf.db'}")
+    try:
+        for settings in [
+            Settings(tmp_path, "", "none", search_url="http://secret-key@h:1"),
+            Settings(tmp_path, "", "none", vector_url="secret-key@h"),
+        ]:
+            with pytest.raises(InvalidInput) as caught:
+                engines_for(store, settings)
+            assert "secret-key" not in caught.value.message
+    finally:
+        store.close()

@@ -146,7 +146,8 @@ def _typesense(store: SidecarStore, url: str) -> Engines:
     parsed = urlparse(url)
     if parsed.scheme not in ("typesense", "typesenses"):
         raise InvalidInput(
-            f"DOCSHELF_SEARCH_URL: typesense://API_KEY@HOST:PORT[/prefix], not {url!r}"
+            "DOCSHELF_SEARCH_URL: typesense://API_KEY@HOST:PORT[/prefix], not "
+            f"{parsed.scheme or 'a URL without a scheme'}://…"
         )
     try:
         server = TypesenseServer(parsed)

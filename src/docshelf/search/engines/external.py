@@ -74,7 +74,7 @@ def open_backend(url: str) -> tuple[VectorBackend, str | None]:
             name = value
     if scheme not in SCHEMES:
         raise InvalidInput(
-            f"DOCSHELF_VECTOR_URL: {scheme or url!r} is not a vector engine "
+            f"DOCSHELF_VECTOR_URL: {scheme or 'a URL without a scheme'!r} is not a vector engine "
             "(qdrant://, qdrant+local://, milvus://, chroma://, typesense://)"
         )
     checked_name(name, "DOCSHELF_VECTOR_URL")
