@@ -154,8 +154,6 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
         self.NAME = f"vector index ({backend.kind})"
         self._exact = ExactVectorIndex(store)
         self._generation: object = None
-        self._maintained: object = None
-        self._looking: object = None
         self._view: View | None = None
         self._position = 0
 
@@ -164,7 +162,6 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
     def path(self) -> str:
         """Which path answers now: the engine's kind, or ``exact``."""
         with self._lock:
-            self._sync()
             return self.backend.kind if self._sync() is not None else "exact"
 
     @property
@@ -193,7 +190,7 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
             except Exception as exc:  # any engine's failure: the store answers
                 if self.strict:
                     raise
-                log.warning("the %s engine failed, searching exactly: %s", self.NAME, exc)
+                log.warning("the %s failed, searching exactly: %s", self.NAME, exc)
                 with self._lock:
                     self._generation = self._maintained = None  # look again next time
         allowed = None if filters.empty else self._store.documents_matching(filters)
@@ -323,7 +320,6 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
         self.backend.close()
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-
     def _apply(self, collection: str, seqs: Sequence[int]) -> None:
         """Upsert the seqs that still have a vector, delete the others."""
         for start in range(0, len(seqs), BATCH):

@@ -226,7 +226,6 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         self.server.close()
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-
     def _up_to_date(self, *, force: bool, rebuild: bool) -> bool:
         if force or rebuild:
             return False
