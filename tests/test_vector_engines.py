@@ -358,3 +358,16 @@ def test_a_process_killed_between_the_engine_and_its_record_heals(url: str, tmp_
     finally:
         index.close()
         store.close()
+
+
+def test_a_rebuild_by_another_process_is_searched_at_once(
+    engine: tuple[SQLiteStore, ExternalVectorIndex],
+) -> None:
+    """Another process's index (its own view of the record) rebuilds: the next search
+    here reads the new collection, never the dropped one (strict: that would raise)."""
+    store, index = engine
+    other = ExternalVectorIndex(store, index.backend, index.name, strict=True)
+    q, none = nearest_of(store, 1), SearchFilters()
+    before = [c for c, _ in other.search(q, 3, none)]
+    assert index.maintain(rebuild=True) == "rebuilt"
+    assert [c for c, _ in other.search(q, 3, none)] == before

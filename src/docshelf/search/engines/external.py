@@ -257,7 +257,11 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
     def _sync(self) -> View | None:
         """Catch up with the store: the record published now, and the delta after it
         (a new ``View``; None while the exact scan answers)."""
-        generation = self._version()
+        try:  # (a rebuild elsewhere moves the record, not the store's generation)
+            stamp = (self.directory / "current.json").stat().st_mtime_ns
+        except OSError:
+            stamp = 0
+        generation = (self._version(), stamp)
         if generation == self._generation:
             return self._view
         published = self._usable(self.epoch_of(self.mode()))

@@ -113,7 +113,8 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         filters: SearchFilters,
         known: dict[str, Known] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk_id, Typesense's text match), best first, filters honoured."""
+        """(chunk_id, score: the IDF-weighted sum the module tells), best first, filters
+        honoured."""
         if not terms or limit <= 0:
             return []
         with self._lock:
@@ -190,7 +191,11 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         """The record, when it may answer: on, of this engine, at the store's position."""
         mode = self.mode()
         position = self._log_position()
-        key = (mode, position)
+        try:  # (a rebuild elsewhere moves the record at the same log position)
+            stamp = (self.directory / "current.json").stat().st_mtime_ns
+        except OSError:
+            stamp = 0
+        key = (mode, position, stamp)
         if key == self._synced:
             return self._ready
         self._synced = key
