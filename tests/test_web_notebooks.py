@@ -23,9 +23,18 @@ def nav(page: Page, view: str) -> None:
     page.get_by_role("navigation", name="Views").get_by_role("link", name=view).click()
 
 
-def loaded(page: Page) -> None:
+def draws(page: Page) -> int:
+    """How many times the notebooks list was drawn (notebooks.js counts them)."""
+    return int(
+        page.evaluate("Number(document.getElementById('notebooks-list').dataset.loads ?? 0)")
+    )
+
+
+def drawn_again(page: Page, before: int) -> None:
+    """Until the list is drawn after ``before`` draws: typing into a card drawn earlier
+    would be lost when the draw under way replaces it."""
     page.wait_for_function(
-        "() => document.getElementById('notebooks-status').textContent !== 'Loading…'"
+        f"() => Number(document.getElementById('notebooks-list').dataset.loads ?? 0) > {before}"
     )
 
 
@@ -132,8 +141,9 @@ def test_notebooks_are_made_chosen_searched_asked_and_shared_read_only(
     assert labels and all("todo.txt" in label for label in labels)
 
     # shared read-only with bob: he sees it, marked so, and only what he holds
+    before = draws(page)
     nav(page, "Notebooks")
-    loaded(page)  # the list drawn afresh before a name is typed into it
+    drawn_again(page, before)  # the list drawn afresh before a name is typed into it
     card.get_by_label("User to share Errands with").fill("bob")
     card.get_by_role("button", name="Share").click()
     card.locator(".readers").filter(has_text=bob.id).wait_for()

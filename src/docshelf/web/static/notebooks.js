@@ -78,6 +78,9 @@ export class NotebooksView {
     }
     replace(this.status, this.picker.notebooks.length ? "" : "No notebooks yet: make one below.");
     replace(this.list, this.picker.notebooks.map((n) => this.renderNotebook(n)));
+    // How many times the list was drawn: what is typed into a card is lost when it is
+    // drawn again, so a script (the browser tests) waits for the draw it caused.
+    this.list.dataset.loads = String(Number(this.list.dataset.loads ?? 0) + 1);
   }
 
   renderSources() {
