@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import ParseResult
+from urllib.parse import ParseResult, unquote
 
 from docshelf.errors import InvalidInput
 from docshelf.search.engines.backend import PUSHED
@@ -43,7 +43,7 @@ class Milvus:
             raise InvalidInput("DOCSHELF_VECTOR_URL: milvus://[USER:PASSWORD@]HOST:PORT[/name]")
         http = "https" if url.scheme == "milvuss" else "http"
         address = f"{url.hostname}:{url.port or 19530}"
-        token = f"{url.username}:{url.password or ''}" if url.username else ""
+        token = f"{unquote(url.username)}:{unquote(url.password or '')}" if url.username else ""
         return cls(f"{url.scheme}://{address}", uri=f"{http}://{address}", token=token)
 
     def names(self) -> list[str]:

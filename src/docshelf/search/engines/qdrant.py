@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import ParseResult
+from urllib.parse import ParseResult, unquote
 
 from docshelf.errors import InvalidInput
 from docshelf.search.engines.backend import PUSHED
@@ -45,7 +45,7 @@ class Qdrant:
             host=url.hostname,
             port=url.port or 6333,
             https=tls,
-            api_key=url.username or None,
+            api_key=unquote(url.username) if url.username else None,
             timeout=30,
         )
 

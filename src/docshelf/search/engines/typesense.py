@@ -1,17 +1,17 @@
 """Typesense (``DOCSHELF_SEARCH_URL=typesense://KEY@HOST:PORT[/prefix]``, ``typesenses://``
 over TLS): one server holding a library's full text (``typesense_lexical.py``) and its
 vectors (here, a ``VectorBackend`` for ``external.py``). docshelf supplies every vector
-(no model runs in Typesense). A vector point is a document of its ``vectors``
-collection: the snippet's seq as its id, the chunk id, the document id and the
-embedding, never the text. Hybrid search fuses the two lists in docshelf (Typesense
-0.24 answers a text query or a vector query, not both at once)."""
+(no model runs in Typesense). A vector point is a document of the library's vector
+collection (``<prefix>_<build>``): the snippet's seq as its id, the chunk id, the
+document id and the embedding, never the text. Hybrid search fuses the two lists in
+docshelf (Typesense 0.24 answers a text query or a vector query, not both at once)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import ParseResult, urlparse
+from urllib.parse import ParseResult, unquote, urlparse
 
 from docshelf.errors import InvalidInput
 from docshelf.search.engines.backend import PUSHED, checked_name
@@ -36,7 +36,8 @@ class TypesenseServer:
         self.where = f"{url.scheme}://{url.hostname}:{port}"
         self.prefix = checked_name(url.path.strip("/"), "DOCSHELF_SEARCH_URL") or None
         node = {"host": url.hostname, "port": port, "protocol": "https" if tls else "http"}
-        config: Any = {"nodes": [node], "api_key": url.username, "connection_timeout_seconds": 30}
+        key = unquote(url.username)  # (a key with reserved characters is percent-encoded)
+        config: Any = {"nodes": [node], "api_key": key, "connection_timeout_seconds": 30}
         self.client: Any = typesense.Client(config)  # (its typed dicts: not this module's)
 
     @classmethod
