@@ -338,7 +338,6 @@ class SidecarLexicalIndex(OnLexicalLog):
         )
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-
     def _forget(self) -> None:
         self._synced = None
 

@@ -389,7 +389,6 @@ class SidecarVectorIndex(OnVectorLog):
         """Nothing held beyond this process's maps (the external engines hold a client)."""
 
     # -- writing (one process at a time, under the lock file: SidecarIndex.maintain) --------
-
     def _forget(self) -> None:
         self._generation = None
 
