@@ -5,12 +5,18 @@ whole process group."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-from contextlib import suppress
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
+
+STARTUP_SECONDS = 60  # a loaded machine; each server is ready in a second or two
 
 
 def free_ports(count: int) -> list[int]:
@@ -51,3 +57,61 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+
+
+@contextmanager
+def http_server(
+    name: str,
+    command: Sequence[str],
+    root: Path,
+    ready_url: str,
+    ready: Callable[[bytes], bool],
+    env: dict[str, str] | None = None,
+) -> Iterator[None]:
+    """Run ``command`` in ``root`` (its own process group, dying with this process, its
+    output in ``root/<name>.log``) until the block ends, once ``ready_url`` answers a body
+    ``ready`` accepts; then kill it and remove ``root``."""
+    log = root / f"{name}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            list(command),
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env if env is not None else dict(os.environ),
+            preexec_fn=die_with_parent,
+        )
+    try:
+        _wait_ready(name, ready_url, ready, proc, log)
+        yield
+    finally:
+        stop(proc)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_ready(
+    name: str,
+    url: str,
+    ready: Callable[[bytes], bool],
+    proc: subprocess.Popen[bytes],
+    log: Path,
+) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    last: object = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{name} exited with {proc.returncode}:\n{log_tail(log)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                last = body = answer.read()
+                if answer.status == 200 and ready(body):
+                    return
+        except OSError as exc:
+            last = exc
+        time.sleep(0.1)
+    stop(proc)
+    raise AssertionError(
+        f"{name} was not ready in {STARTUP_SECONDS} s ({last!r}):\n{log_tail(log)}"
+    )

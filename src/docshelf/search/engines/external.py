@@ -38,6 +38,7 @@ from docshelf.search.engines.sidecar import (
     Progress,
     SidecarStore,
     read_record,
+    scan_matching,
 )
 from docshelf.search.entries import Known
 from docshelf.store.base import SearchFilters
@@ -217,7 +218,7 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
             self._store.visible_snippets,
             known,
         )
-        return hits if hits is not None else self._exact_matching(q, limit, filters)
+        return hits if hits is not None else scan_matching(self._store, q, limit, filters)
 
     def _candidates(
         self,
@@ -240,19 +241,6 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
             for i in np.argsort(-sims, kind="stable")[:k].tolist():
                 scores[keys[i]] = float(sims[i])
         return sorted(scores.items(), key=lambda kv: -kv[1])[:k], len(nearest) < want
-
-    def _exact_matching(
-        self, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        import numpy as np
-
-        seqs, matrix = self._store.vectors_matching(filters)
-        if not len(seqs):
-            return []
-        sims = matrix @ q
-        top = np.argsort(-sims, kind="stable")[:limit].tolist()
-        visible = self._store.visible_snippets([int(seqs[i]) for i in top], filters)
-        return [(visible[int(seqs[i])], float(sims[i])) for i in top if int(seqs[i]) in visible]
 
     def _sync(self) -> View | None:
         """Catch up with the store: the record published now, and the delta after it

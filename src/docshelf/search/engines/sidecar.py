@@ -461,6 +461,22 @@ def shown(
     return out
 
 
+def scan_matching(
+    store: SidecarStore, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
+) -> list[tuple[str, float]]:
+    """The best ``limit`` of the vectors ``filters`` let through, scanned exactly (a filter
+    so selective that an index would fetch too deep for it)."""
+    import numpy as np
+
+    seqs, matrix = store.vectors_matching(filters)
+    if not len(seqs):
+        return []
+    sims = matrix @ q
+    top = np.argsort(-sims, kind="stable")[:limit].tolist()
+    visible = store.visible_snippets([int(seqs[i]) for i in top], filters)
+    return [(visible[int(seqs[i])], float(sims[i])) for i in top if int(seqs[i]) in visible]
+
+
 class DocumentsWithin:
     """Per filter set, the entries' ``doc`` of the documents it lets through, and 0 (an
     unknown entry, which ``shown`` asks the store about). Looking at a candidate costs

@@ -42,6 +42,7 @@ from docshelf.search.engines.sidecar import (
     Progress,
     SidecarStore,
     deeper,
+    scan_matching,
     shown,
     sidecar_dir,
 )
@@ -185,7 +186,7 @@ class SidecarVectorIndex(OnVectorLog):
                     within = self._within.for_depth(filters, wanted, fetch)
                 fetch = min(MAX_FETCH, max(2 * fetch, wanted))
         # A very selective filter: few vectors match, so scan exactly those.
-        return self._exact_matching(q, limit, filters)
+        return scan_matching(self._store, q, limit, filters)
 
     def _candidates(
         self, q: npt.NDArray[np.float32], k: int, near: bool = False
@@ -253,19 +254,6 @@ class SidecarVectorIndex(OnVectorLog):
                 if seq in changed:
                     out[n] = delta.get(seq, UNKNOWN)
         return out
-
-    def _exact_matching(
-        self, q: npt.NDArray[np.float32], limit: int, filters: SearchFilters
-    ) -> list[tuple[str, float]]:
-        import numpy as np
-
-        seqs, matrix = self._store.vectors_matching(filters)
-        if not len(seqs):
-            return []
-        sims = matrix @ q
-        top = np.argsort(-sims, kind="stable")[:limit]
-        visible = self._store.visible_snippets([int(seqs[i]) for i in top], filters)
-        return [(visible[int(seqs[i])], float(sims[i])) for i in top if int(seqs[i]) in visible]
 
     def _sync(self) -> None:
         """Catch up with the store: reopen a newer checkpoint, read the delta."""
