@@ -17,6 +17,7 @@ from docshelf.config import Settings
 from docshelf.errors import InvalidInput
 from docshelf.search.engines import engines_for
 from docshelf.search.engines.external import ExternalVectorIndex
+from docshelf.search.engines.tantivy import SidecarLexicalIndex
 from docshelf.search.engines.typesense import TypesenseServer
 from docshelf.search.engines.typesense_lexical import TypesenseLexicalIndex
 from docshelf.shelf import Shelf
@@ -174,3 +175,16 @@ def test_a_bad_url_never_shows_its_key(tmp_path: Path) -> None:
             assert "secret-key" not in caught.value.message
     finally:
         store.close()
+
+
+def test_back_to_the_default_a_small_library_searches_fts5(
+    text: tuple[SQLiteStore, TypesenseLexicalIndex],
+) -> None:
+    """Typesense switched the store's lexical log on; without DOCSHELF_SEARCH_URL the
+    tantivy index finds it on below its threshold and switches off instead of building
+    itself for a library FTS5 answers (it would rank differently)."""
+    store, _ = text
+    tantivy = SidecarLexicalIndex(store, threshold=50_000)
+    assert tantivy.maintain() == "switched to fts5"
+    assert tantivy.path == "fts5" and tantivy.mode() == "fts5"
+    assert not list(tantivy.directory.glob("index-*"))

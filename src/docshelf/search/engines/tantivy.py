@@ -368,7 +368,11 @@ class SidecarLexicalIndex(OnLexicalLog):
 
     def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
         """Apply the log, or rebuild (asked to, or the folder is of another epoch or
-        layout, torn, or behind a pruned log)."""
+        layout, torn, or behind a pruned log); switch off when the library is below half
+        the threshold (found on by another index of the same log, Typesense's, it is
+        not built at all)."""
+        if not force and self._size() < self.threshold // 2:
+            return self._switch_off()
         pointer = read_pointer(self.directory)
         if rebuild or pointer is None or pointer.epoch != epoch or not _current_layout(pointer):
             self._build(epoch, progress)
