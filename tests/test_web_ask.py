@@ -263,3 +263,20 @@ def test_a_follow_up_question_is_asked_in_the_thread(page: Page, site: Site) -> 
     screenshot(page, "web-ask-thread.png")
     page.get_by_role("button", name="New conversation").click()
     assert page.locator("#ask-thread").is_hidden()
+
+
+def test_a_question_typed_before_the_links_second_event_is_asked(page: Page, site: Site) -> None:
+    """A link to Ask fires popstate, then hashchange; on a busy machine the question can be
+    typed between the two. The second event is the same move: it must not route again
+    (which had emptied the box, so Enter asked nothing; CI failed so twice)."""
+    asked = count_asks(page)
+    sign_in(page, site.token)
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Ask").click()
+    box = page.get_by_label("Ask a question about your documents")
+    box.fill(HEARTBEAT)
+    page.evaluate("window.dispatchEvent(new HashChangeEvent('hashchange'))")  # the late one
+    assert box.input_value() == HEARTBEAT
+    box.press("Enter")
+    page.wait_for_function("() => document.getElementById('answer-mode').textContent !== ''")
+    assert asked == [HEARTBEAT]
+    assert "q=What" in page.url

@@ -26,12 +26,17 @@ class App {
   constructor() {
     this.api = null;
     this.views = null;
+    this.routed = null; // the address last shown (route)
     $("signin-form").addEventListener("submit", (event) => {
       event.preventDefault();
       this.signIn($("token").value.trim());
     });
     $("sign-out").addEventListener("click", () => this.signOut());
-    window.addEventListener("hashchange", () => this.route());
+    // A link to another address fires popstate, then hashchange: the second is the same
+    // move, shown once (routed again, it would reset what was typed in between).
+    window.addEventListener("hashchange", () => {
+      if (window.location.hash !== this.routed) this.route();
+    });
     // Back and Forward through states a view put in the address (state.js)
     window.addEventListener("popstate", () => this.route());
     document.addEventListener("keydown", (event) => this.shortcut(event));
@@ -128,6 +133,7 @@ class App {
 
   route() {
     if (!this.api) return;
+    this.routed = window.location.hash;
     const { name, args, params } = parseHash();
     const [arg, ...rest] = args;
     // #cite/<chunk id>: the open view finds the chunk's document itself.
