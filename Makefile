@@ -19,7 +19,7 @@ endif
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,server,speedups,rabbitmq,redis,s3,postgres,mcp,langchain,qdrant,milvus,chroma,typesense,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,server,speedups,rabbitmq,redis,s3,postgres,mcp,langchain,qdrant,milvus,chroma,typesense,local-llm,dev]"
 	touch $(STAMP)
 
 # The web page's browser tests drive Debian's chromium (never a downloaded browser):

@@ -134,6 +134,15 @@ def chroma_address() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def llama_url() -> Iterator[str]:
+    """The packaged local model (``docshelf llm-serve``) for the whole run, as its base URL."""
+    from tests.llama_server import llama_server
+
+    with llama_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def typesense_address() -> Iterator[str]:
     """A Typesense server for the whole run, as ``API_KEY@HOST:PORT``."""
     from tests.typesense_server import typesense_server

@@ -74,6 +74,7 @@ HOSTED = {  # long-running work a face runs, handed the Shelf, and its settings
     "ingest.filing:watch_inbox",
     "shutdown:run_workers",
     "shutdown:serve",
+    "llm.local:*",  # the packaged local model, served by `docshelf llm-serve`
 }
 READER = {  # the web reader shows a document from its bytes, parsed as it was indexed
     "parse:parse",

@@ -70,6 +70,9 @@ def _render_answers(r: dict[str, Any]) -> None:
             f"{s['abstention_recall']:.3f}" if "abstention_recall" in s else "",
         )
     console.print(table)
+    written = ", ".join(f"{n} {mode}" for mode, n in r.get("modes", {}).items())
+    if written:
+        console.print(f"answers written: {written}")
 
 
 def _render(o: Outcome) -> None:

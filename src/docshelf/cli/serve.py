@@ -4,6 +4,7 @@ stopped and say so on stderr (stdout is the MCP protocol's)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -203,3 +204,38 @@ def mcp(ctx: typer.Context) -> None:
         run_stdio(shelf)
     finally:
         shelf.close()
+
+
+@plain_command("llm-serve")
+def llm_serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8751,
+    model: Annotated[
+        Path | None,
+        typer.Option(help="A GGUF file of your own instead of the packaged Gemma 3 270M."),
+    ] = None,
+    threads: Annotated[int, typer.Option(help="CPU threads for the model.", min=1)] = 2,
+) -> None:
+    """Serve a local model (the packaged Gemma 3 270M, GGUF) over an OpenAI-compatible API
+    with llama.cpp, for `ask` and the other LLM features: then set DOCSHELF_LLM_URL and
+    DOCSHELF_LLM_MODEL as it says. Needs the `local-llm` extra."""
+    import os
+
+    from docshelf.config import Settings
+    from docshelf.errors import Unavailable
+    from docshelf.llm import local
+
+    try:
+        home = Settings.from_env(state(ctx).home).home
+        gguf = model or local.packaged_model(home / "models")
+        name = local.MODEL if model is None else gguf.stem
+        command = local.server_command(gguf, host=host, port=port, threads=threads, alias=name)
+    except Unavailable as exc:
+        err_console.print(Text(exc.message, style="red"))
+        raise typer.Exit(1) from None
+    err_console.print(
+        f"{gguf.name} on http://{host}:{port}/v1 — for docshelf: "
+        f"DOCSHELF_LLM_URL=http://{host}:{port}/v1 DOCSHELF_LLM_MODEL={name}"
+    )
+    os.execv(command[0], command)  # the server is this process from here: Ctrl-C stops it

@@ -59,6 +59,7 @@ COMMANDS: tuple[Command, ...] = (
     serve.worker,
     serve.serve,
     serve.mcp,
+    serve.llm_serve,
 )
 for _command in COMMANDS:
     app.command(_command.name)(_command.callback)

@@ -1,11 +1,15 @@
-"""``docshelf eval DOCQA --answers``: every question of a docqa set asked (``ask``, the
-offline answer: eval libraries have no LLM), each in its own collection's cached library,
-and the answers scored by ``answer_score``: accuracy, cited accuracy, abstention."""
+"""``docshelf eval DOCQA --answers``: every question of a docqa set asked (``ask``: the
+offline answer, or the LLM's when DOCSHELF_LLM_URL names one), each in its own
+collection's cached library, and the answers scored by ``answer_score``: accuracy, cited
+accuracy, abstention; the report counts the answers each mode wrote (an LLM's answer that
+could not be grounded is the offline one)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,13 +70,16 @@ def run_answers(
     unanswerable = [g for g in gold.values() if g.get("answerable") is False]
     model = embedder.model_id if embedder else "none"
     asked: list[Asked] = []
+    modes: Counter[str] = Counter()
     for collection, folder in ds.collections.items():
         home = collection_home(settings.home, ds, collection, model)
-        with Shelf(settings=eval_settings(home, model, settings), embedder=embedder) as shelf:
+        library = dataclasses.replace(eval_settings(home, model, settings), llm=settings.llm)
+        with Shelf(settings=library, embedder=embedder) as shelf:
             shelf.add(folder, progress)
             shelf.prepare_query_model()
             for q in (q for q in ds.questions if q.collection == collection):
                 answer = shelf.ask(q.question)
+                modes[answer.mode] += 1
                 right = answer.answered and correct(answer.answer, gold[q.id])
                 places = [{"path": a.path, "heading": a.heading, "page": a.page} for a in q.answers]
                 shown = tuple(_places(answer, folder))
@@ -84,6 +91,7 @@ def run_answers(
                 )
             for u in (u for u in unanswerable if u.get("collection") == collection):
                 answer = shelf.ask(str(u["question"]))
+                modes[answer.mode] += 1
                 kind = f"unanswerable {u.get('kind', '')}".strip()
                 shown = tuple(_places(answer, folder))
                 asked.append(
@@ -95,7 +103,8 @@ def run_answers(
         "dataset": ds.name,
         "format": "docqa-answers",
         "model": model,
-        "answers": "extractive",
+        "answers": f"llm {settings.llm.model}" if settings.llm.url else "extractive",
+        "modes": dict(sorted(modes.items())),
         "questions": len(asked),
         "scores": table(asked),
         "per_question": [a.as_run_line() for a in asked],

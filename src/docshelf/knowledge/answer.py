@@ -42,6 +42,9 @@ SYSTEM = (
     "Cite only numbers that appear in the sources. If the sources do not answer the "
     "question, say so briefly. Answer concisely."
 )
+# The most an answer may take (tokens): a concise cited answer needs far fewer; a model that
+# rambles on (a small local one does) stops here, not at the server's 512 or more.
+ANSWER_TOKENS = 320
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,8 @@ def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None
     text = ""
     with telemetry.llm_call("answer", "ask"):
         for strict in (False, True):
-            text = llm.complete(_prompt(question, sources, strict)).text.strip()
+            prompt = _prompt(question, sources, strict)
+            text = llm.complete(prompt, max_tokens=ANSWER_TOKENS).text.strip()
             if set(cited_numbers(text)) <= valid:
                 return text
     repaired = strip_broken(text, valid)
@@ -515,7 +519,7 @@ def _stream(
     kept: list[str] = []
     dropped = 0
     try:
-        pieces = llm.stream(_prompt(question, sources, False))
+        pieces = llm.stream(_prompt(question, sources, False), max_tokens=ANSWER_TOKENS)
         traced = telemetry.llm_stream("answer", "ask.stream", pieces)
         for sentence in sentences_as_they_come(traced):
             if set(cited_numbers(sentence)) <= valid:
