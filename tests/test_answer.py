@@ -13,9 +13,10 @@ from docshelf.cli import app
 from docshelf.errors import InvalidInput, NotFound, Unavailable
 from docshelf.knowledge.answer import (
     NOT_ANSWERED,
+    Source,
     cited_numbers,
+    grounded,
     plain_sentences,
-    strip_broken,
 )
 from docshelf.llm import Message
 from docshelf.llm.openai import OpenAILLM
@@ -31,9 +32,20 @@ def library(shelf: Shelf, notes: Path) -> Shelf:
 
 def test_citation_helpers() -> None:
     assert cited_numbers("A [1]. B [2, 3][4]. C.") == [1, 2, 3, 4]
-    assert strip_broken(
-        "Raft elects leaders [1]. Paxos is older [7]. Logs replicate [2].", {1, 2}
-    ) == ("Raft elects leaders [1]. Logs replicate [2].")
+
+
+def test_a_model_s_sentence_stands_when_what_it_cites_says_it(library: Shelf) -> None:
+    hit = library.search("heartbeat", mode="lexical").hits[0]
+    raft = Source(1, hit, "A follower that hears no heartbeat becomes a candidate.")
+    bread = Source(2, hit, "Bread needs flour, water and yeast.")
+    given = [raft, bread]
+    assert grounded("A follower without a heartbeat becomes a candidate [1].", given)
+    assert grounded("Without a heartbeat a follower stands for election [1].", given)  # half
+    assert grounded("It becomes a candidate [2][1].", given)  # one source holds it
+    assert not grounded("A follower becomes a candidate.", given)  # cites nothing
+    assert not grounded("A follower becomes a candidate [3].", given)  # not given
+    assert not grounded("Raft was invented at Stanford in 2014 [1].", given)  # invented
+    assert not grounded("A follower becomes a candidate [1]. Flour [7].", given)
 
 
 def test_extractive_answer_offline(library: Shelf) -> None:
@@ -77,6 +89,12 @@ def test_a_citation_to_nothing_retrieved_never_reaches_the_user(library: Shelf) 
         library.llm = OpenAILLM(url, "fake-model", backoff=0.01)
         answer = library.ask("leader election", limit=3)
     assert answer.answer == "Votes decide [1]." and answer.mode == "llm"
+
+    unsupported = Script(("ok", "Votes decide [1]. Raft won a Turing award in 2016 [1]."))
+    with fake_llm_server(unsupported) as url:  # a source given, but it never says that
+        library.llm = OpenAILLM(url, "fake-model", backoff=0.01)
+        answer = library.ask("leader election", limit=3)
+    assert answer.answer == "Votes decide [1]." and len(unsupported.requests) == 1
 
     hopeless = Script(("ok", invented), ("ok", invented))
     with fake_llm_server(hopeless) as url:

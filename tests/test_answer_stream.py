@@ -127,6 +127,8 @@ def test_a_streamed_sentence_citing_nothing_retrieved_never_reaches_the_user(
     reply = [
         "A follower that hears no heartbeat becomes a candidate [1]. ",
         "Raft was invented on the moon [7]. ",
+        "Raft was designed by astronauts in 1969 [1]. ",  # cites a source that never says it
+        "This answer needs no source. ",
         "The leader replicates entries [1].",
     ]
     script = Script(("stream", reply))
@@ -137,9 +139,11 @@ def test_a_streamed_sentence_citing_nothing_retrieved_never_reaches_the_user(
     assert kinds[0] == "sources" and kinds[-1] == "done" and set(kinds[1:-1]) == {"text"}
     streamed = "".join(p.text for p in pieces if p.kind == "text")
     assert "[7]" not in streamed and "moon" not in streamed
+    assert "astronauts" not in streamed and "no source" not in streamed
+    assert streamed.count("[1]") == 2
     answer = pieces[-1].answer
     assert answer is not None and answer.mode == "llm" and answer.answer == streamed
-    assert answer.notice and "left out" in answer.notice
+    assert answer.notice and "3 sentence(s) their sources do not support" in answer.notice
     valid = {c.n for c in pieces[0].sources}
     assert set(cited_numbers(answer.answer)) <= valid
     assert {c.n for c in answer.citations} == set(cited_numbers(answer.answer))

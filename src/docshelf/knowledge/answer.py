@@ -3,14 +3,14 @@
 With an LLM, the model answers from numbered sources (hits expanded to their
 parent sections within a token budget). Every ``[n]`` is then checked against
 the sources actually given: an answer citing something that was not retrieved
-is regenerated once, and if it still cites outside the sources, the sentences
-carrying the broken citations are removed — a broken citation never reaches
-the user. Without an LLM (or when it fails), the answer is extractive: the
-sentences of the cited snippets that hold the question's key words, as plain
-text (see :func:`plain_sentences`), in the order they read in their source,
-sources in rank order, numbered ``[1]``…``[n]`` without gaps (see
-:func:`extract`); streamed, one sentence per piece. The result always names
-its mode.
+is regenerated once; then only the sentences that cite sources given and say
+what those sources say stand (see :func:`grounded`) — a broken citation or an
+unsupported claim never reaches the user. Without an LLM (or when it fails),
+the answer is extractive: the sentences of the cited snippets that hold the
+question's key words, as plain text (see :func:`plain_sentences`), in the order
+they read in their source, sources in rank order, numbered ``[1]``…``[n]``
+without gaps (see :func:`extract`); streamed, one sentence per piece. The
+result always names its mode.
 """
 
 from __future__ import annotations
@@ -87,13 +87,6 @@ def cited_numbers(text: str) -> list[int]:
     return [int(n) for group in _CITE.findall(text) for n in group.split(",")]
 
 
-def strip_broken(text: str, valid: set[int]) -> str:
-    """Drop the sentences that cite any number outside ``valid``."""
-    sentences = _SENTENCE.split(text.strip())
-    kept = [s for s in sentences if set(cited_numbers(s)) <= valid]
-    return " ".join(kept).strip()
-
-
 def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int) -> list[Source]:
     """One source per hit (hits sharing a section share one), expanded to the parent
     section while the token budget lasts, else the snippet itself."""
@@ -141,7 +134,8 @@ def _citations(text: str, sources: Sequence[Source]) -> list[AnswerCitation]:
 
 
 def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None:
-    """The model's answer with every citation valid, or None if it cannot be had."""
+    """The model's answer, its sentences each :func:`grounded` (the model asked again
+    once when it cited a source it was not given), or None if none is."""
     valid = {s.n for s in sources}
     text = ""
     with telemetry.llm_call("answer", "ask"):
@@ -149,9 +143,28 @@ def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None
             prompt = _prompt(question, sources, strict)
             text = llm.complete(prompt, max_tokens=ANSWER_TOKENS).text.strip()
             if set(cited_numbers(text)) <= valid:
-                return text
-    repaired = strip_broken(text, valid)
-    return repaired if repaired and cited_numbers(repaired) else None
+                break
+    kept = [s.strip() for s in _SENTENCE.split(text) if grounded(s, sources)]
+    return " ".join(kept) or None
+
+
+# A model's sentence stands when most of what it says is in what it cites: at least this
+# share of its key words (stemmed, as the offline answer reads a question) is in the text
+# of the sources it cites. It keeps a paraphrase; it drops an invented fact, a sentence
+# that echoes the prompt, and one citing nothing.
+SUPPORT = 0.5
+
+
+def grounded(sentence: str, sources: Sequence[Source]) -> bool:
+    """Whether an LLM's ``sentence`` cites a source, only sources it was given, and
+    says what they say (``SUPPORT``)."""
+    by_n = {s.n: s.text for s in sources}
+    numbers = set(cited_numbers(sentence))
+    if not numbers or not numbers <= by_n.keys():
+        return False
+    words = set(key_terms(_CITE.sub(" ", sentence)))
+    held = {_stem(w) for n in numbers for w in re.findall(r"\w+", by_n[n])}
+    return len(words & held) >= SUPPORT * len(words)
 
 
 # -- the offline (extractive) answer ------------------------------------------------------------
@@ -515,14 +528,13 @@ def _stream(
         sources=[AnswerCitation.of(x.n, x.hit) for x in sources],
     )
     notice = None
-    valid = {x.n for x in sources}
     kept: list[str] = []
     dropped = 0
     try:
         pieces = llm.stream(_prompt(question, sources, False), max_tokens=ANSWER_TOKENS)
         traced = telemetry.llm_stream("answer", "ask.stream", pieces)
         for sentence in sentences_as_they_come(traced):
-            if set(cited_numbers(sentence)) <= valid:
+            if grounded(sentence, sources):
                 kept.append(sentence)
                 yield AnswerPiece("text", text=sentence if len(kept) == 1 else " " + sentence)
             else:
@@ -535,7 +547,7 @@ def _stream(
     if kept:
         text = " ".join(kept)
         if dropped and notice is None:
-            notice = f"{dropped} sentence(s) citing sources that were not retrieved were left out"
+            notice = f"{dropped} sentence(s) their sources do not support were left out"
         yield AnswerPiece(
             "done", answer=Answer(question, text, "llm", _citations(text, sources), notice)
         )
