@@ -21,10 +21,7 @@ from tests.optional import require_module
 
 EXTRA = "pip install 'docshelf[local-llm]'"
 
-QUESTIONS = (
-    "What does a follower do when it hears no heartbeat?",
-    "How long should bread dough rise?",
-)
+QUESTION = "What does a follower do when it hears no heartbeat?"
 
 
 @pytest.fixture
@@ -48,11 +45,8 @@ def test_the_server_answers_a_chat_completion(llama_url: str) -> None:
     assert "".join(llm.stream([Message("user", "One, two,")], max_tokens=4)).strip()
 
 
-@pytest.mark.parametrize("question", QUESTIONS)
-def test_an_answer_from_the_real_model_cites_only_what_was_retrieved(
-    library: Shelf, question: str
-) -> None:
-    answer = library.ask(question, limit=3)
+def test_an_answer_from_the_real_model_cites_only_what_was_retrieved(library: Shelf) -> None:
+    answer = library.ask(QUESTION, limit=3)
     assert answer.mode in ("llm", "extractive")
     if answer.mode == "extractive":  # the model's answer could not be grounded: said so
         assert answer.notice and "extractive" in answer.notice
@@ -60,7 +54,7 @@ def test_an_answer_from_the_real_model_cites_only_what_was_retrieved(
 
 
 def test_every_streamed_sentence_of_the_real_model_is_checked(library: Shelf) -> None:
-    pieces = list(library.ask_stream(QUESTIONS[0], limit=3))
+    pieces = list(library.ask_stream(QUESTION, limit=3))
     named = {c.n for c in pieces[0].sources}
     assert pieces[0].kind == "sources" and named <= {1, 2, 3}
     for piece in pieces[1:-1]:
