@@ -417,3 +417,18 @@ def test_a_lead_in_ending_in_a_colon_brings_its_list_or_code(shelf: Shelf, tmp_p
     assert "shell: $ widget self uninstall [1]" in answer.answer
     reserved = shelf.ask("Which keywords are reserved for future use?")
     assert "future use: abstract, become, box [1]" in reserved.answer
+
+
+def test_the_sentence_after_the_best_one_comes_with_it(shelf: Shelf, tmp_path: Path) -> None:
+    """The sentence nearest a question often restates it; the answer is the next one."""
+    (tmp_path / "logging.md").write_text(
+        "# Logging\n\n"
+        "If you do not configure logging yourself, the framework adds a stream handler. "
+        "That handler writes to the server's error stream, usually standard error. "
+        "Logging levels are described on another page of this manual for operators.\n"
+    )
+    shelf.add(tmp_path)
+    answer = shelf.ask("If I do not configure logging myself, where does the handler go?")
+    assert answer.answered and "adds a stream handler" in answer.answer
+    assert "error stream" in answer.answer
+    assert "Logging levels" not in answer.answer  # the best, the one after it: no more

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from docshelf import telemetry
+from docshelf.knowledge.answer import ANSWER_TOKENS
 from docshelf.llm import Message
 from docshelf.llm.anthropic import AnthropicLLM
 from docshelf.llm.openai import OpenAILLM
@@ -83,7 +84,7 @@ def test_an_answer_and_its_retry_are_one_run(
         assert span["gen_ai.system"] == "openai" and span["gen_ai.provider.name"] == "openai"
         assert span["gen_ai.request.model"] == span["gen_ai.response.model"] == "fake-model"
         assert (span["gen_ai.usage.input_tokens"], span["gen_ai.usage.output_tokens"]) == (100, 20)
-        assert span["gen_ai.request.max_tokens"] == 512
+        assert span["gen_ai.request.max_tokens"] == ANSWER_TOKENS
         assert span["gen_ai.request.temperature"] == 0.0
         assert (span["docshelf.component"], span["docshelf.action"]) == ("answer", "ask")
     assert first["docshelf.run_id"] == second["docshelf.run_id"]  # the retry: the same run

@@ -385,6 +385,8 @@ def extract(
         chosen.append(i)
         if len(chosen) == sentences:
             break
+    if best_about > 0:  # a weak answer is the one nearest sentence
+        chosen = _with_next(candidates, chosen, sentences)
     chosen.sort(key=lambda i: (candidates[i][0].n, candidates[i][1]))
     numbers: dict[int, int] = {}
     by_n = {s.n: s for s in sources}
@@ -400,6 +402,21 @@ def extract(
         coverage=max(coverage),
         similarity=best_sim,
     )
+
+
+def _with_next(
+    candidates: Sequence[tuple[Source, int, str]], chosen: list[int], sentences: int
+) -> list[int]:
+    """The best sentence, the one after it in its snippet, then the next best: the
+    sentence nearest a question often restates it, and the answer follows ("If you do
+    not configure logging, Flask adds a handler." — then where it writes)."""
+    if not chosen:
+        return chosen
+    source, at, _ = candidates[chosen[0]]
+    after = next((j for j, c in enumerate(candidates) if c[0] is source and c[1] == at + 1), None)
+    if after is None or after in chosen:
+        return chosen
+    return [chosen[0], after, *chosen[1 : sentences - 1]]
 
 
 def extractive_answer(
