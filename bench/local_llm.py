@@ -95,7 +95,7 @@ def main() -> None:
                         str(u["question"]),
                         f"unanswerable {u.get('kind', '')}",
                         False,
-                        [],
+                        (),
                     )
                     for u in gold.values()
                     if u.get("answerable") is False and u.get("collection") == collection
