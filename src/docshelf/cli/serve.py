@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from docshelf.ingest.worker_probe import WorkerProbe
 
 
+Host = Annotated[str, typer.Option(help="Interface to listen on.")]
+Port = Annotated[int, typer.Option(help="TCP port.")]
+
+
 @plain_command()
 def worker(
     ctx: typer.Context,
@@ -126,8 +130,8 @@ def _missing_extra(what: str, extra: str, exc: ImportError) -> typer.Exit:
 @plain_command()
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8750,
+    host: Host = "127.0.0.1",
+    port: Port = 8750,
     workers: Annotated[
         int | None,
         typer.Option(help="Ingest workers (default DOCSHELF_WORKERS or 1; 0 = none)."),
@@ -209,8 +213,8 @@ def mcp(ctx: typer.Context) -> None:
 @plain_command("llm-serve")
 def llm_serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8751,
+    host: Host = "127.0.0.1",
+    port: Port = 8751,
     model: Annotated[
         Path | None,
         typer.Option(help="A GGUF file of your own instead of the packaged Gemma 3 270M."),
