@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from docshelf.errors import InvalidInput
 from docshelf.model import BlockKind, ParsedDocument
 from docshelf.parse import FILE_TYPES, file_type_for, parse
+from docshelf.shelf import Shelf
 
 
 def md(text: str) -> ParsedDocument:
@@ -90,6 +93,26 @@ def test_title_is_the_first_h1_else_none() -> None:
     assert md("#\n\n# Not empty\n").title == "Not empty"
     assert md("just text\n\n## only h2\n").title is None
     assert md("#\n\ntext\n").title is None
+
+
+def test_a_template_s_placeholder_is_never_a_title() -> None:
+    """A note made from a template and never named keeps "{{title}}" (or Templater's
+    "<% … %>"): it names nothing, so the next title or the file's own name stands."""
+    assert md("---\ntitle: '{{title}}'\n---\n# {{title}}\n\nA thought.\n").title is None
+    assert md("# <% tp.file.title %>\n\nA thought.\n").title is None
+    assert md("---\ntitle: '{{title}}'\n---\n# Named at last\n\nText.\n").title == ("Named at last")
+    assert md("# {{date}} Daily review\n\nText.\n").title == "{{date}} Daily review"
+
+
+def test_a_vault_note_made_from_a_template_is_titled_by_its_file(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Garden ideas.md").write_text("# {{title}}\n\nSeeds are captured ideas.\n")
+    (vault / "Placeholder only.md").write_text("---\ntitle: '{{title}}'\n---\nNo heading.\n")
+    with Shelf(tmp_path / "home", embedder=None) as shelf:
+        shelf.add(vault)
+        titles = sorted(d.title for d in shelf.documents())
+    assert titles == ["Garden ideas", "Placeholder only"]
 
 
 def test_frontmatter_fields_are_read_and_removed_from_the_body() -> None:

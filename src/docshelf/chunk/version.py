@@ -14,6 +14,8 @@ CHANGES = {
     "keep each column's lines apart, and Markdown takes no tags from HTML",
     4: "PDF pages without a usable text layer (scans) are read by OCR when tesseract is "
     "installed, and cited by page",
+    5: "a Markdown note whose title is only a template's placeholder (`{{title}}`) is "
+    "titled by its file's name",
 }
 CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"

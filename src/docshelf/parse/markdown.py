@@ -43,6 +43,9 @@ _INLINE_CODE = re.compile(r"(`+).*?\1", re.DOTALL)
 _INLINE_HTML = re.compile(r"</?[A-Za-z][^<>]*>")  # a tag of inline HTML, attributes and all
 _INLINE_TAG = re.compile(r"(?<!\S)#([^\W\d_][\w/-]*)")
 _LIST_SEPARATORS = re.compile(r"[,\s]+")
+# A title that is only a template's placeholders ("{{title}}", "<% tp.file.title %>"): a note
+# made from a template and never named; it names nothing, so the file's own name stands.
+_PLACEHOLDER_TITLE = re.compile(r"\A\s*(?:(?:\{\{[^{}]*\}\}|<%.*?%>)\s*)+\Z", re.DOTALL)
 
 _BLOCK_KINDS: dict[str, BlockKind] = {
     "heading_open": BlockKind.HEADING,
@@ -70,7 +73,8 @@ def parse_markdown(text: str) -> ParsedDocument:
     tokens = _parsers()[0].parse(body)
     blocks = tuple(_blocks(body, tokens))
     h1_titles = (b.heading_path[0] for b in blocks if b.level == 1 and b.heading_path)
-    title = front.title or next(h1_titles, None)
+    named = (t for t in (front.title, *h1_titles) if t and not _PLACEHOLDER_TITLE.match(t))
+    title = next(named, None)
     return ParsedDocument(
         body=body,
         blocks=blocks,
