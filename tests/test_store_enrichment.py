@@ -37,7 +37,10 @@ def test_enrichment_fields_and_distillates(store: SearchStore) -> None:
     other = put(store, 2, "bread flour")
     snippets = [c.id for c in store.chunks_of_document(doc.id, Tier.SNIPPET)]
     assert store.get_document(doc.id).enriched_at is None  # type: ignore[union-attr]
+    before = store.generation()
     assert store.put_enrichment(doc.id, _enrichment(tuple(snippets)), 123.0)
+    # what filters read changed: a search cached under the old generation is not reused
+    assert store.generation() > before
     assert not store.put_enrichment("doc_gone", _enrichment(()), 1.0)
     got = store.get_document(doc.id)
     assert got is not None

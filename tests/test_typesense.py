@@ -141,6 +141,17 @@ def test_a_library_searches_through_typesense(
         names = set(lexical.server.names())
         assert any(n.startswith("e2e_text_") for n in names)
         assert any(n.startswith("e2e_") and "_text_" not in n for n in names)
+        assert "e2e_documents" in names and status.lexical_index["documents"] == "e2e_documents"
+        # the facets and a filtered search are Typesense's, the store's facet SQL not asked
+        by_store = shelf.store.facet_counts(SearchFilters())
+        monkeypatch.setattr(shelf.store, "facet_counts", _not_asked)
+        assert shelf.facets().counts == by_store and by_store["type"]
+        found = shelf.search("leader election", filters=SearchFilters(path_prefix="projects/"))
+        assert {h.document.rel_path for h in found.hits} == {"projects/raft.md"}
+
+
+def _not_asked(*args: object) -> dict[str, dict[str, int]]:
+    raise AssertionError("the store counted the facets")
 
 
 def test_a_snippet_in_typesense_carries_its_place_and_text(

@@ -4,8 +4,9 @@ links and claims as a user sees it, and the library's status."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from docshelf.accounts.access import files_seen, visible
 from docshelf.model import Chunk, Distillate, Document, Failure, Tier
@@ -158,18 +159,35 @@ class Facets:
     total: int
 
 
-def library_facets(store: Store, filters: SearchFilters) -> Facets:
+class FacetEngine(Protocol):
+    """An engine that counts facets itself (Typesense's documents collection), or says
+    it cannot for these filters (None: the store counts)."""
+
+    def facet_counts(
+        self, filters: SearchFilters, facets: Sequence[str]
+    ) -> dict[str, dict[str, int]] | None: ...
+
+
+def library_facets(
+    store: Store, filters: SearchFilters, engine: FacetEngine | None = None
+) -> Facets:
     """The facets (``store.FACETS``) of the documents matching ``filters`` (give its
-    ``user_id``: only what that user may read is counted). Each single-valued facet is
-    counted without its own filter, so the other values of a chosen facet stay
-    choosable; every count is exact, over the whole matching set."""
+    ``user_id``: only what that user may read is counted), counted by ``engine`` where
+    it can, else by the store. Each single-valued facet is counted without its own
+    filter, so the other values of a chosen facet stay choosable; every count is exact,
+    over the whole matching set."""
+
+    def count(filters: SearchFilters, facets: Sequence[str]) -> dict[str, dict[str, int]]:
+        counted = engine.facet_counts(filters, facets) if engine is not None else None
+        return counted if counted is not None else store.facet_counts(filters, facets)
+
     counts: dict[str, dict[str, int]] = {}
     plain = [f for f in FACETS if all(getattr(filters, k) is None for k in _OWN_FILTER.get(f, ()))]
-    counts.update(store.facet_counts(filters, plain))
+    counts.update(count(filters, plain))
     for facet in FACETS:
         if facet not in counts:
             cleared: dict[str, Any] = dict.fromkeys(_OWN_FILTER[facet])
             widened = dataclasses.replace(filters, **cleared)
-            counts.update(store.facet_counts(widened, [facet]))
+            counts.update(count(widened, [facet]))
     total = store.count_documents(listing=Listing(filters=filters))
     return Facets({f: counts[f] for f in FACETS}, total)

@@ -114,21 +114,22 @@ def _own(path: Path, st: os.stat_result) -> None:
         os.chmod(path, mode)
 
 
-def publish_pointer(directory: Path, data: dict[str, Any]) -> None:
-    """Write ``directory/current.json`` so a reader sees the old one or the new one whole."""
-    tmp = directory / f"{POINTER}.tmp"
+def publish_pointer(directory: Path, data: dict[str, Any], name: str = POINTER) -> None:
+    """Write ``directory/current.json`` (or ``name``) so a reader sees the old one or the
+    new one whole."""
+    tmp = directory / f"{name}.tmp"
     tmp.unlink(missing_ok=True)  # (a crashed writer's; writers hold the folder's lock)
     with create_private(tmp) as fh:
         fh.write(json.dumps(data, indent=1).encode())
     fsync(tmp)
-    os.replace(tmp, directory / POINTER)
+    os.replace(tmp, directory / name)
     fsync(directory)
 
 
-def read_pointer(directory: Path) -> dict[str, Any] | None:
-    """``directory/current.json``, or None when it is missing or unreadable."""
+def read_pointer(directory: Path, name: str = POINTER) -> dict[str, Any] | None:
+    """``directory/current.json`` (or ``name``), or None when it is missing or unreadable."""
     try:
-        data = json.loads((directory / POINTER).read_text())
+        data = json.loads((directory / name).read_text())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

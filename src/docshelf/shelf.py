@@ -263,12 +263,15 @@ class Shelf(Parts, Accounts, Asking):
     def facets(self, filters: SearchFilters | None = None, user_id: str | None = None) -> Facets:
         """Counts per file type, type, source, tag, concept and year (of ``user_id``'s)."""
         from docshelf import catalogue
+        from docshelf.search.engines.typesense_lexical import TypesenseLexicalIndex
         from docshelf.store import SearchFilters
 
         filters = filters or SearchFilters()
         if user_id is not None:
             filters = dataclasses.replace(filters, user_id=user_id)
-        return catalogue.library_facets(self.store, filters)
+        index = self.lexical_index
+        engine = index.documents if isinstance(index, TypesenseLexicalIndex) else None
+        return catalogue.library_facets(self.store, filters, engine)
 
     def document(self, document_id: str, user_id: str | None = None) -> DocumentView:
         """One document as ``user_id`` sees it: its files, sections, links and claims."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from docshelf.model import DocumentEntry
 from docshelf.store.base import ChunkPlace, SearchFilters
 from docshelf.store.sql.catalogue import CatalogueSQL
-from docshelf.store.sql.core import Rows
+from docshelf.store.sql.core import DATE_SQL, Rows
 from docshelf.store.sql.reads import PLACE_COLUMNS, SearchReadsSQL
 
 if TYPE_CHECKING:
@@ -147,6 +148,40 @@ class SQLiteSidecarFeed(CatalogueSQL, SearchReadsSQL):
             f"SELECT c.seq, c.id, {PLACE_COLUMNS} FROM chunks c WHERE {{}} AND c.tier = 'snippet'",
         )
         return {int(r[0]): (r[1], self._place(r, 2)) for r in rows}
+
+    def document_entries(self, after: str, limit: int) -> list[DocumentEntry]:
+        """The first ``limit`` documents whose id sorts after ``after``, in id order (an
+        engine's documents collection: search/engines/typesense_documents.py)."""
+        rows = self._q(
+            "SELECT d.id, d.sha256, d.title, d.path, d.rel_path, d.source_id, d.file_type, "
+            "d.document_type, d.category, d.tags, d.concept_ids, d.summary, d.page_count, "
+            f"d.size_bytes, d.added_at, {DATE_SQL}, d.status FROM documents d "
+            "WHERE d.id > ? ORDER BY d.id LIMIT ?",
+            (after, limit),
+        )
+        decode = self.dialect.decode_list
+        return [
+            DocumentEntry(
+                id=r[0],
+                sha256=r[1],
+                title=r[2],
+                path=r[3],
+                rel_path=r[4],
+                source_id=r[5],
+                file_type=r[6],
+                document_type=r[7],
+                category=r[8],
+                tags=decode(r[9]),
+                concept_ids=decode(r[10]),
+                summary=r[11],
+                page_count=r[12],
+                size_bytes=int(r[13]),
+                added_at=float(r[14]),
+                dated=float(r[15]),
+                status=r[16],
+            )
+            for r in rows
+        ]
 
     def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]:
         """Those of ``document_ids`` that match ``filters`` (whatever their status), each

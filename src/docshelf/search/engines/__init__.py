@@ -157,6 +157,7 @@ def _typesense(store: SidecarStore, url: str) -> Engines:
         ) from exc
     lexical = TypesenseLexicalIndex(store, server)
     vector = ExternalVectorIndex(store, Typesense(server), server.prefix)
+    vector.push = lexical.documents.pushed  # filters said in Typesense's syntax
     return Engines(lexical, vector, lexical, vector)
 
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, urlparse
 
@@ -153,6 +154,9 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
         self.name = name  # of this library's collections (None: docshelf_<library>)
         self.strict = strict  # an engine's failure raised, not answered exactly (tests)
         self.NAME = f"vector index ({backend.kind})"
+        # the documents a search's filters let through, named in the engine's query: the
+        # store's by default (Typesense's documents collection: engines._typesense)
+        self.push: Callable[[SearchFilters, int], frozenset[str] | None] = partial(pushed, store)
         self._exact = ExactVectorIndex(store)
         self._generation: object = None
         self._view: View | None = None
@@ -207,7 +211,7 @@ class ExternalVectorIndex(OnVectorLog, CollectionIndex):
     ) -> list[tuple[str, float]]:
         """Over-fetch until the filters leave ``limit`` (or the engine has no more); a
         filter the engine cannot apply that lets through very few is scanned exactly."""
-        documents = pushed(self._store, filters, self.backend.pushed)
+        documents = self.push(filters, self.backend.pushed)
         if documents is not None and not documents:
             return []
         hits = fetched(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 
 from docshelf import durable
 from docshelf.durable import folder_lock
+from docshelf.model import DocumentEntry
 from docshelf.search.entries import Entry, Known, Told, document_bits, document_id_of
 from docshelf.store.base import ChunkPlace, SearchFilters, SearchStore
 
@@ -132,6 +133,10 @@ class SidecarStore(SearchStore, Protocol):
 
     def remember_seqs(self, seqs: Mapping[str, int]) -> None:
         """Chunk id -> seq of chunks an index just named: read them by seq from now on."""
+        ...
+
+    def document_entries(self, after: str, limit: int) -> list[DocumentEntry]:
+        """The first ``limit`` documents whose id sorts after ``after``, in id order."""
         ...
 
     def matching_documents(self, filters: SearchFilters) -> frozenset[str]:

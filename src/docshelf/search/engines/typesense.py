@@ -3,8 +3,10 @@ over TLS): one server holding a library's full text (``typesense_lexical.py``) a
 vectors (here, a ``VectorBackend`` for ``external.py``). docshelf supplies every vector
 (no model runs in Typesense). A vector point is a document of the library's vector
 collection (``<prefix>_<build>``): the snippet's seq as its id, the chunk id, the
-document id and the embedding, never the text. Hybrid search fuses the two lists in
-docshelf (Typesense 0.24 answers a text query or a vector query, not both at once)."""
+document id and the embedding, never the text. The documents a search's filters let
+through are asked of the documents collection (``typesense_documents.py``). Hybrid
+search fuses the two lists in docshelf (Typesense 0.24 answers a text query or a vector
+query, not both at once)."""
 
 from __future__ import annotations
 

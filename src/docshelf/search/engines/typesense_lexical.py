@@ -3,12 +3,16 @@ the tantivy index is (``tantivy.py``), and like it derived from the store and ne
 trusted over it.
 
 - A snippet is a document of the library's ``<name>_text_<build>`` collection: its seq
-  (the id), chunk id and document id, its place (position, parent section, heading
-  path, page), its text as written (``content``; none of these searched),
+  (the id), chunk id and document id, its place (``CHUNK_FIELDS``: tier, position,
+  parent, previous and next chunk, heading path, pages), its header and text as
+  written (``context_prefix``, ``content``; none of these searched),
   and the fields every lexical index has (``store/lexical_fields.py``: title and
   headings from its header, the body) as the words the tantivy index makes of them
   (lowercased, accents folded, English stems: ``tantivy.text_analyzer``), so a word
   matches its other forms as in FTS5.
+- Beside it, the library's documents (``<name>_documents``: ``typesense_documents.py``),
+  brought in line by the same upkeep whenever the store changed; search's filters are
+  said in Typesense's syntax to it.
 - The collection holds the store as of one position of its lexical change log, named by
   the record beside the database (``docshelf.typesense/current.json``). Only a
   collection at the store's own position answers; while it is behind (a write not yet
@@ -36,7 +40,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf.search.engines.backend import PUSHED, collection_base
-from docshelf.search.engines.collections import CollectionIndex, fetched, pushed
+from docshelf.search.engines.collections import CollectionIndex, fetched
 from docshelf.search.engines.fts5 import Fts5
 from docshelf.search.engines.sidecar import (
     OnLexicalLog,
@@ -46,6 +50,7 @@ from docshelf.search.engines.sidecar import (
 )
 from docshelf.search.engines.tantivy import text_analyzer
 from docshelf.search.engines.typesense import TypesenseServer, only
+from docshelf.search.engines.typesense_documents import TypesenseDocuments
 from docshelf.search.entries import Known
 from docshelf.store.base import SearchFilters
 from docshelf.store.lexical_fields import WEIGHTS, header_fields
@@ -61,7 +66,29 @@ FIELDS = ("title", "headings", "body")
 QUERY_WEIGHTS = ",".join(str(round(w * 4)) for w in (WEIGHTS.title, WEIGHTS.headings, WEIGHTS.body))
 
 
-LAYOUT = 3  # the fields and their analysis above; a collection of another is rebuilt
+# What a snippet's document holds besides the searched fields: its ids and place, and
+# its text as written (its header, the context prefix, then the content); none searched.
+CHUNK_FIELDS: list[dict[str, Any]] = [
+    {"name": "seq", "type": "int64"},
+    {"name": "document_id", "type": "string"},
+    *(
+        {"name": name, "type": kind, "index": False, "optional": True}
+        for name, kind in [
+            ("chunk_id", "string"),
+            ("chunk_type", "string"),
+            ("index", "int32"),
+            ("parent_id", "string"),
+            ("prev_id", "string"),
+            ("next_id", "string"),
+            ("heading_path", "string[]"),
+            ("page", "int32"),
+            ("page_end", "int32"),
+            ("context_prefix", "string"),
+            ("content", "string"),
+        ]
+    ),
+]
+LAYOUT = 4  # the fields and their analysis above; a collection of another is rebuilt
 WEIGHT = {"title": WEIGHTS.title, "headings": WEIGHTS.headings, "body": WEIGHTS.body}
 
 
@@ -98,6 +125,8 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         self._analyzer = text_analyzer()
         self._synced: object = None
         self._ready: Held | None = None
+        # the library's documents, kept in step with the text (typesense_documents.py)
+        self.documents = TypesenseDocuments(store, server, self.directory, self._base)
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -144,7 +173,7 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         tokens = list(dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term)))
         if not tokens:
             return []
-        documents = pushed(self._store, filters, PUSHED)
+        documents = self.documents.pushed(filters, PUSHED)
         if documents is not None and not documents:
             return []
         return fetched(
@@ -224,6 +253,7 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
             self.epoch_of(mode) is not None and record is None,
             engine=self.server.where,
             collection=record.collection if record else None,
+            documents=self.documents.collection if self.documents.held() else None,
             behind=behind,
         )
 
@@ -235,7 +265,13 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         if force or rebuild:
             return False
         record = self._usable(self.epoch_of(self.mode()))
-        return record is not None and record.position == self._log_position()
+        if record is None or record.position != self._log_position():
+            return False
+        return self.documents.held() is not None  # (its documents at the store's generation)
+
+    def _update(self, epoch: str, *, force: bool, rebuild: bool, progress: Progress | None) -> str:
+        done = super()._update(epoch, force=force, rebuild=rebuild, progress=progress)
+        return "updated" if self.documents.sync() and done == "current" else done
 
     def _apply(self, collection: str, seqs: Sequence[int]) -> None:
         for start in range(0, len(seqs), BATCH):
@@ -248,27 +284,34 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
                 self.server.delete(collection, gone)
 
     def _write(self, collection: str, rows: list[tuple[int, str, str]]) -> None:
-        """Upsert snippets (seq, header, text) with their chunk and document ids."""
+        """Upsert snippets (seq, header, text) with their ids and place (``CHUNK_FIELDS``)."""
         places = self._store.snippet_places([seq for seq, _, _ in rows])
+        chunks = {c.id: c for c in self._store.get_chunks([c for c, _ in places.values()])}
         documents: list[dict[str, Any]] = []
         for seq, header, text in rows:
-            if seq not in places:
+            if seq not in places or places[seq][0] not in chunks:
                 continue
-            chunk_id, place = places[seq]
+            chunk = chunks[places[seq][0]]
             title, headings = header_fields(header)
             document: dict[str, Any] = {
                 "id": str(seq),
                 "seq": seq,
-                "chunk_id": chunk_id,
-                "document_id": place.document_id,
-                "index": place.index,
-                "heading_path": list(place.heading_path),
+                "chunk_id": chunk.id,
+                "document_id": chunk.document_id,
+                "chunk_type": chunk.tier.value,
+                "index": chunk.index,
+                "heading_path": list(chunk.heading_path),
+                "context_prefix": header,
                 "content": text,
             }
-            if place.parent_id:
-                document["parent_id"] = place.parent_id
-            if place.page_start is not None:
-                document["page"] = place.page_start
+            optional = {
+                "parent_id": chunk.parent_id,
+                "prev_id": chunk.prev_id,
+                "next_id": chunk.next_id,
+                "page": chunk.page_start,
+                "page_end": chunk.page_end,
+            }
+            document.update({k: v for k, v in optional.items() if v is not None})
             for name, value in zip(FIELDS, (title, headings, text), strict=True):
                 document[name] = " ".join(self._analyzer.analyze(value))
             documents.append(document)
@@ -279,17 +322,8 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
         """A new collection from every snippet in the store, published by the record."""
         position = self._log_position()
         collection = self._new_collection()
-        fields: list[dict[str, Any]] = [
-            {"name": "seq", "type": "int64"},
-            {"name": "chunk_id", "type": "string", "index": False, "optional": True},
-            {"name": "document_id", "type": "string"},
-            {"name": "index", "type": "int32", "index": False, "optional": True},
-            {"name": "parent_id", "type": "string", "index": False, "optional": True},
-            {"name": "heading_path", "type": "string[]", "index": False, "optional": True},
-            {"name": "page", "type": "int32", "index": False, "optional": True},
-            {"name": "content", "type": "string", "index": False, "optional": True},
-            *({"name": name, "type": "string"} for name in FIELDS),
-        ]
+        searched = [{"name": name, "type": "string"} for name in FIELDS]
+        fields: list[dict[str, Any]] = [*CHUNK_FIELDS, *searched]
         self.server.client.collections.create({"name": collection, "fields": fields})
         total, done = self._size(), 0
         for rows in self._store.iter_snippets(batch=BATCH):
@@ -298,6 +332,7 @@ class TypesenseLexicalIndex(OnLexicalLog, CollectionIndex):
             if progress:
                 progress(done, total, f"building the {self.NAME}")
         self._publish(Held(epoch, self.server.where, collection, position, 0, LAYOUT), built=True)
+        self.documents.sync()
 
     def _base(self) -> str:
         return collection_base(self._store, self.server.prefix)

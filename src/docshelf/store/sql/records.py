@@ -51,6 +51,7 @@ class RecordsSQL(SQLBase):
             )
             if not changed:
                 return False
+            self._bump_generation()  # its tags, type and concepts are what filters read
             if e.claims is None:  # a manifest's: the distillates stay
                 return True
             self._x("DELETE FROM distillates WHERE document_id = ?", (document_id,))
