@@ -1529,7 +1529,7 @@ def test_facet_counts_cover_the_whole_matching_set(store: SearchStore) -> None:
         "type": {"pdf": 2, "markdown": 1, "text": 1},
         "doctype": {"paper": 2, "note": 1},
         "source": {"src_1": 2, "src_2": 1},
-        "tag": {"papers": 2, "Raft": 1},
+        "tag": {"papers": 2, "raft": 1},  # a tag in any case, as the tag filter matches
         "concept": {"ds": 2, "food": 1, "storage": 1},
         "date": {"2025": 3, "2024": 1},  # a file's change, else the upload's arrival
     }

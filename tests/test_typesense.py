@@ -148,6 +148,10 @@ def test_a_library_searches_through_typesense(
         assert shelf.facets().counts == by_store and by_store["type"]
         found = shelf.search("leader election", filters=SearchFilters(path_prefix="projects/"))
         assert {h.document.rel_path for h in found.hits} == {"projects/raft.md"}
+        # enrichment writes types and concepts: its upkeep brings them to Typesense
+        assert shelf.enrich() and lexical.documents.held() is not None
+        doctypes = shelf.facets().counts["doctype"]
+        assert doctypes and sum(doctypes.values()) == len(shelf.documents())
 
 
 def _not_asked(*args: object) -> dict[str, dict[str, int]]:

@@ -31,7 +31,7 @@ LIBRARY = [
     (
         1,
         "raft leader election",
-        ("Raft", "consensus"),
+        ("Raft", "consensus", "raft"),  # (one tag in two cases: counted once)
         "markdown",
         "notes/raft.md",
         "src_a",
@@ -41,7 +41,7 @@ LIBRARY = [
     (
         3,
         "raft log replication",
-        ("consensus", "a, b && [c]"),
+        ("consensus", "a, b && [c]", "RAFT"),
         "pdf",
         "papers/raft.pdf",
         "src_b",
@@ -179,6 +179,8 @@ def test_facets_counted_by_typesense_are_the_stores(
 ) -> None:
     store, index, _ = library
     assert index.documents.facet_counts(filters, FACETS) == store.facet_counts(filters, FACETS)
+    if filters == SearchFilters():
+        assert store.facet_counts(filters, ["tag"])["tag"]["raft"] == 2  # Raft, raft; RAFT
     assert index.documents.facet_counts(SearchFilters(user_id="u1"), FACETS) is None
 
 

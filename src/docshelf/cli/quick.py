@@ -264,6 +264,10 @@ def render_status(o: Outcome) -> None:
             console.print(f"Lexical search: typesense at {li['engine']} ({li['indexed']} snippets)")
         else:
             console.print("Lexical search: FTS5 until Typesense catches up")
+        if li.get("documents"):
+            console.print(f"Filters and facets: typesense, collection {li['documents']}")
+        else:
+            console.print("Filters and facets: the store until Typesense's documents catch up")
     elif li.get("path") == "tantivy":
         console.print(f"Lexical search: tantivy index ({li['indexed']} snippets)")
     elif li.get("recorded") == "tantivy":

@@ -90,6 +90,7 @@ class Wiring(Protocol):
     @property
     def enricher(self) -> Enricher: ...
     def changed(self) -> None: ...
+    def enriched(self) -> None: ...
 
 
 class Wired(Protocol):
@@ -439,7 +440,7 @@ def enrich_documents(
         if progress:
             progress(ProgressEvent("enrich", n, len(ids), "documents", doc_id))
         results.append(rt.enricher.enrich(doc_id))
-    rt.changed()
+    rt.enriched()
     if progress and ids:
         progress(ProgressEvent("enrich", len(ids), len(ids), "documents", "done"))
     return results

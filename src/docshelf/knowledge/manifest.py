@@ -380,7 +380,7 @@ def backfill(
         if stream is not manifest:
             stream.close()
     if report.applied and not dry_run:
-        rt.changed()
+        rt.enriched()
     if progress and report.lines:
         progress(ProgressEvent("enrich", report.lines, report.lines, "lines", "done"))
     report.seconds = time.perf_counter() - started

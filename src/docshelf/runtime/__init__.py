@@ -402,8 +402,15 @@ class Runtime:
         ``expected``: how many the caller knows are pending, for ``progress``."""
         done = self.enricher.run_pending(limit, progress=progress, expected=expected)
         if done:
-            self.changed()
+            self.enriched()
         return done
+
+    def enriched(self) -> None:
+        """After enrichment wrote documents: the caches cleared, and the derived indexes
+        brought in line (the vectors it re-embedded; the documents' fields an engine
+        holds: Typesense's documents collection, whose filters the store answers until)."""
+        self.changed()
+        self.maintain_indexes()
 
     # -- derived indexes (runtime/indexes.py) ------------------------------------------
     def maintain_indexes(

@@ -42,7 +42,7 @@ from docshelf.store.base import FACETS, SearchFilters
 RECORD = "documents.json"  # {where, collection, generation, count}
 SEEN = "documents-seen.json"  # {document id: fingerprint of what Typesense holds}
 PAGE = 1_000  # documents read and written at a time
-LAYOUT = 1  # the fields below; a collection of another layout is filled again
+LAYOUT = 2  # the fields below; a collection of another layout is filled again
 
 SCHEMA: list[dict[str, Any]] = [
     {"name": "document_id", "type": "string"},
@@ -52,7 +52,7 @@ SCHEMA: list[dict[str, Any]] = [
     {"name": "document_type", "type": "string", "facet": True, "optional": True},
     {"name": "category", "type": "string", "facet": True, "optional": True},
     {"name": "tags", "type": "string[]", "facet": True},
-    {"name": "tag_keys", "type": "string[]"},  # the tags lowercased: a filter's any case
+    {"name": "tag_keys", "type": "string[]", "facet": True},  # lowercased (``tag_key``)
     {"name": "concept_ids", "type": "string[]", "facet": True},
     {"name": "summary", "type": "string", "optional": True},
     {"name": "page_count", "type": "int32", "optional": True},
@@ -73,7 +73,7 @@ FACET_FIELDS = {
     "type": "file_type",
     "doctype": "document_type",
     "source": "source_id",
-    "tag": "tags",
+    "tag": "tag_keys",
     "concept": "concept_ids",
     "date": "year",
 }
@@ -91,6 +91,15 @@ class Held:
 
 
 # -- what a document is in Typesense --------------------------------------------------------
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def tag_key(tag: str) -> str:
+    """A tag as the store matches and counts it: in any case, SQLite's ``lower()``
+    (which folds ASCII letters only)."""
+    return tag.translate(_ASCII_LOWER)
+
+
 def folders(path: str) -> list[str]:
     """Every folder above ``path``, each ending in "/": ``a/b/c.md`` → ``a/``, ``a/b/``."""
     parents = [str(p) for p in PurePosixPath(path).parents if str(p) not in (".", "")]
@@ -113,7 +122,7 @@ def entry_document(entry: DocumentEntry) -> dict[str, Any]:
         "file_name": PurePosixPath(entry.rel_path or entry.path).name,
         "file_type": entry.file_type,
         "tags": list(entry.tags),
-        "tag_keys": [t.lower() for t in entry.tags],
+        "tag_keys": list(dict.fromkeys(tag_key(t) for t in entry.tags)),
         "concept_ids": list(entry.concept_ids),
         "size": entry.size_bytes,
         "added_at": entry.added_at,
@@ -185,7 +194,7 @@ def filter_by(filters: SearchFilters, documents: Collection[str] | None = None) 
         parts.append(_any_of("file_type", [filters.file_type]))
     if filters.document_type:
         parts.append(_any_of("document_type", [filters.document_type]))
-    parts += [_any_of("tag_keys", [tag.lower()]) for tag in filters.tags]
+    parts += [_any_of("tag_keys", [tag_key(tag)]) for tag in filters.tags]
     parts += [_any_of("concept_ids", group) for group in filters.concept_groups]
     if not filters.user_id:
         if filters.source_id:

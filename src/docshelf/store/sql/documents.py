@@ -316,11 +316,12 @@ class DocumentsSQL(SQLBase):
                         f"WHERE {column} IS NOT NULL {where} GROUP BY {column}",
                         params,
                     )
-                elif facet in lists:
+                elif facet in lists:  # a tag in any case, as the tag filter matches it
+                    value = "lower(value)" if facet == "tag" else "value"
                     rows = q(
-                        f"SELECT value, COUNT(*) FROM documents d, "
+                        f"SELECT {value}, COUNT(DISTINCT d.id) FROM documents d, "
                         f"{self.dialect.elements(lists[facet])} WHERE 1 = 1 {where} "
-                        "GROUP BY value",
+                        f"GROUP BY {value}",
                         params,
                     )
                 else:  # date: by year, counted here (no portable SQL for a calendar year)
