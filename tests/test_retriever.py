@@ -298,3 +298,35 @@ def test_the_exact_match_rule_reads_places_and_texts_only_for_a_quotable_query(
         elif rule is not None:  # the named heading (or title) is the first hit
             top = hits[0].chunk
             assert (top.heading_path or (hits[0].document.title,))[-1] == rule, text
+
+
+def test_one_long_document_does_not_fill_the_page(tmp_path: Path) -> None:
+    """A document with many matching sections gives at most ``per_document`` hits before
+    the other documents' (its further ones follow when there is room); a search for one
+    document, or with no limit, has them all in score order."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    sections = "\n\n".join(
+        f"## Part {n}\n\nRaft consensus elects a leader, part {n}. {FILLER}" for n in range(6)
+    )
+    (notes / "long.md").write_text(f"# Raft consensus\n\n{sections}\n")
+    (notes / "paxos.md").write_text(f"# Paxos\n\nPaxos reaches consensus too. {FILLER}\n")
+    (notes / "zab.md").write_text(f"# Zab\n\nZab is a consensus protocol. {FILLER}\n")
+    home = tmp_path / "home"
+    found: dict[int, list[str]] = {}
+    for cap in (3, 0):
+        with Shelf(home, embedder=HashEmbedder(), fusion=FusionSettings(per_document=cap)) as shelf:
+            shelf.add(notes)
+            hits = shelf.search("raft consensus", mode="lexical", limit=5).hits
+            found[cap] = [h.document.rel_path for h in hits]
+            long = next(h.document.id for h in hits if h.document.rel_path == "long.md")
+            alone = shelf.search(
+                "raft consensus",
+                mode="lexical",
+                limit=5,
+                filters=SearchFilters(document_ids=(long,)),
+            ).hits
+            assert [h.document.rel_path for h in alone] == ["long.md"] * 5
+    assert found[0] == ["long.md"] * 5  # no limit: the long document fills the page
+    assert found[3][:3] == ["long.md"] * 3
+    assert sorted(found[3][3:]) == ["paxos.md", "zab.md"]

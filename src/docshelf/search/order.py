@@ -44,6 +44,7 @@ class FusionSettings:
     strong_lead: float = 0.3  # stages/strong.py (0: off)
     exact_first: bool = True  # stages/exact.py
     few_lexical: int = 10  # stages/few.py (0: off)
+    per_document: int = 3  # stages/cite.py: a document's hits before others' (0: no limit)
 
     @classmethod
     def configured(cls, concept_boost: float | None) -> FusionSettings:
@@ -82,7 +83,7 @@ def product(s: FusionSettings) -> Ranking:
             Feedback(s.feedback_docs, s.feedback_weight, refuse=fused),  # moved query, fused again
             ConceptBoost(s.concept_boost),  # the concepts the query names
             *((ExactFirst(),) if s.exact_first else ()),  # the named heading, the quoted line
-            Cite(),  # candidates to hits: one per place, cited under the right heading
+            Cite(s.per_document),  # candidates to hits: one per place, cited under its heading
             Rerank(),  # a stronger model's order of the top K, when configured
             SeenBy(),  # the page, as the caller names their documents
             Weak(),  # hits that match neither the query's words nor its meaning

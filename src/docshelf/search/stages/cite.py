@@ -8,39 +8,52 @@ file and heading path, or page; ``group``: per section chunk, per document, or e
 snippet). A hit is cited under the inner heading of its snippet whose part holds most
 of the query's words (``citing.cited_under``), and that place counts as its group.
 
+At most ``per_document`` hits of one document come before the hits of others (0: no
+limit): a long document's many matching places would fill the page, and a search is
+asked for what the library holds; its further hits follow, in order, when the other
+documents leave room. Not when the search is for one document (a ``document`` filter
+naming one, or one hit per document or every snippet asked for).
+
 Also the pool: the document of every candidate, in order (what evaluation measures and
 facets count).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Iterator, Sequence
 from itertools import islice
-from typing import ClassVar
+from typing import NamedTuple
 
 from docshelf.model import Chunk, Citation, Hit, Scores
 from docshelf.search import citing
 from docshelf.search.candidate import Candidate, placed_by
-from docshelf.search.pipeline import Fixed, Search
+from docshelf.search.pipeline import Search
 from docshelf.search.query import satisfies
 from docshelf.search.reader import Reader, chunk_place
 from docshelf.store.base import ChunkPlace
 
 
-class Cite(Fixed):
-    name: ClassVar[str] = "cite"
+class Cite(NamedTuple):
+    per_document: int = 0  # hits of one document before the others' (0: no limit)
+
+    @property
+    def name(self) -> str:
+        return "cite"
 
     def __call__(self, search: Search) -> None:
         documents = search.reader.document_ids(search.candidates)
         search.pool = [documents[c.id] for c in search.candidates if c.id in documents]
-        search.hits = _Citing(search).hits()
+        one = search.group in ("document", "all") or len(search.filters.document_ids) == 1
+        search.hits = _Citing(search, 0 if one else self.per_document).hits()
 
 
 class _Citing:
     """The walk down the candidates of one search."""
 
-    def __init__(self, search: Search) -> None:
+    def __init__(self, search: Search, per_document: int) -> None:
         self.search = search
+        self.per_document = per_document
         self.reader: Reader = search.reader
         self.group = search.group
         self.want = search.wanted
@@ -51,13 +64,20 @@ class _Citing:
 
     def hits(self) -> list[Hit]:
         cands = self.search.candidates
+        held: Counter[str] = Counter()  # hits of each document so far
+        later: list[Hit] = []  # a document's hits past ``per_document``
         for n, c in enumerate(cands):
             hit = self.cite(c, Ahead(cands, n))
-            if hit is not None:
-                self.out.append(hit)
-                if len(self.out) == self.want:
-                    break
-        return self.out
+            if hit is None:
+                continue
+            if self.per_document and held[hit.document.id] >= self.per_document:
+                later.append(hit)
+                continue
+            held[hit.document.id] += 1
+            self.out.append(hit)
+            if len(self.out) == self.want:
+                break
+        return self.out + later[: self.want - len(self.out)]
 
     def cite(self, c: Candidate, ahead: Ahead) -> Hit | None:
         """``c``'s hit, or None when it is passed over (``ahead``: ``c`` and the
