@@ -336,12 +336,9 @@ class TypesenseDocuments:
             self.server.client.collections.create({"name": self.collection, "fields": SCHEMA})
         changed = self._write(seen)
         durable.publish_pointer(self.directory, seen, SEEN)
-        held = Held(
-            self.server.where, self.collection, generation, self.server.count(self.collection)
-        )
-        durable.publish_pointer(
-            self.directory, {**dataclasses.asdict(held), "layout": LAYOUT}, RECORD
-        )
+        count = self.server.count(self.collection)
+        held = Held(self.server.where, self.collection, generation, count, LAYOUT)
+        durable.publish_pointer(self.directory, dataclasses.asdict(held), RECORD)
         return changed
 
     def _write(self, seen: dict[str, str]) -> int:
