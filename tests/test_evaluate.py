@@ -19,6 +19,7 @@ from docshelf.evaluate.beir import (
     parse_config,
     recall_at_k,
 )
+from docshelf.search.stages.cite import Cite
 
 
 def test_metrics_on_known_rankings() -> None:
@@ -37,6 +38,9 @@ def test_configurations() -> None:
     fusion = ranking.settings
     assert (fusion.method, fusion.vector_weight, fusion.lexical_weight) == ("convex", 0.6, 0.4)
     assert parse_config("hybrid:rrf")[1] is not None
+    capped = parse_config("hybrid+perdoc:3")[1]
+    assert capped is not None and capped.settings.per_document == 3
+    assert Cite(3) in capped.stages and Cite(0) in parse_config("hybrid:rrf")[1].stages  # type: ignore[union-attr]
     for bad in ("fuzzy", "vector:rrf", "hybrid:magic", "hybrid:convex:1.5", "hybrid:convex:x"):
         with pytest.raises(InvalidInput):
             parse_config(bad)

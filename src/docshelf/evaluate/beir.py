@@ -126,7 +126,12 @@ class EvalResult:
 
 
 # the product's options (FusionSettings) and the study's (evaluate/study.py)
-OPTIONS = {"strong": "strong_lead", "exact": "exact_first", "few": "few_lexical"}
+OPTIONS = {
+    "strong": "strong_lead",
+    "exact": "exact_first",
+    "few": "few_lexical",
+    "perdoc": "per_document",
+}
 STUDY_OPTIONS = {
     "adapt": "adaptive_lead",
     "heading": "heading_boost",
@@ -146,7 +151,8 @@ def parse_config(config: str) -> tuple[str, Ranking | None]:
     number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
     from the top M snippets with weight B (``:0`` turns feedback off) — and by options:
     the product's ``+strong:T`` (a list's first leading by T of its range goes first;
-    ``+strong:0`` turns it off), ``+few:N`` and ``+exact:0|1``, and the study's rules
+    ``+strong:0`` turns it off), ``+few:N``, ``+exact:0|1`` and ``+perdoc:N`` (at most N
+    hits of one document before the others'), and the study's rules
     (evaluate/study.py: ``+adapt:T``, ``+heading:H``, ``+section:S``, ``+sibling:H``, …).
     The ranking is None where the configuration names none (the shelf's own)."""
     config, *options = config.split("+")
@@ -158,7 +164,7 @@ def parse_config(config: str) -> tuple[str, Ranking | None]:
         if not known or not (name in ANY_MODE or config.startswith("hybrid")):
             raise InvalidInput(
                 f"Unknown option {option!r}; use +strong:T, +adapt:T, +heading:H, "
-                "+section:S, +exact:1 or +sibling:H"
+                "+section:S, +exact:1, +perdoc:N or +sibling:H"
             )
         try:
             number = float(value)
@@ -170,7 +176,7 @@ def parse_config(config: str) -> tuple[str, Ranking | None]:
         field = OPTIONS.get(name) or STUDY_OPTIONS[name]
         if name in ("exact", "agree"):
             into[field] = bool(number)
-        elif name in ("top", "few"):
+        elif name in ("top", "few", "perdoc"):
             into[field] = int(number)
         else:
             into[field] = number
