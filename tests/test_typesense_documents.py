@@ -213,3 +213,14 @@ def test_the_syntax() -> None:
     assert store_part(with_caller) == with_caller
     assert folders("a/b/c.md") == ["a/", "a/b/"] and folders("/x/y.md") == ["/", "/x/"]
     assert typesense_documents.year(float("inf")) == ""
+
+
+@given(
+    path=st.lists(st.sampled_from(["a", "b", "", "x y", "é"]), min_size=1, max_size=5),
+    prefix=st.lists(st.sampled_from(["a", "b", "", "x y", "é"]), min_size=1, max_size=4),
+)
+def test_a_folder_filter_is_the_stores_prefix(path: list[str], prefix: list[str]) -> None:
+    """A path prefix ending in "/" lets through what the store's LIKE does: the paths
+    that start with it."""
+    p, f = "/".join(path), "/".join(prefix) + "/"
+    assert (f in folders(p)) == p.startswith(f)

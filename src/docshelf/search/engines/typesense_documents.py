@@ -102,8 +102,8 @@ def tag_key(tag: str) -> str:
 
 def folders(path: str) -> list[str]:
     """Every folder above ``path``, each ending in "/": ``a/b/c.md`` → ``a/``, ``a/b/``."""
-    parents = [str(p) for p in PurePosixPath(path).parents if str(p) not in (".", "")]
-    return [p if p.endswith("/") else f"{p}/" for p in reversed(parents)]
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: n + 1]) + "/" for n in range(len(parts))]
 
 
 def year(when: float) -> str:
