@@ -78,6 +78,7 @@ SHIPPED = {
     ("sqlite", 15): "e59f2e8897ee4148",
     ("sqlite", 16): "c51a0e6c38f67795",
     ("sqlite", 17): "fe86ae9f763bddd9",
+    ("sqlite", 18): "4a66b60234611f25",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -95,6 +96,7 @@ SHIPPED = {
     ("postgres", 15): "4c675361ceba0135",
     ("postgres", 16): "e3e42810335f9d28",
     ("postgres", 17): "6ff6e2403f0f91d6",
+    ("postgres", 18): "44e9a8b8d188b0d6",
 }
 
 
@@ -138,6 +140,9 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
             "docshelf.store.sql.documents.document_row", lambda d, e: rows.document_row(d, e)[:-1]
         )
         patch.setattr("docshelf.store.sql.documents.PENDING", "SELECT ?, ?")  # (migration 14)
+        patch.setattr(  # (migration 18)
+            "docshelf.store.sql.documents.DocumentsSQL._put_repeats", lambda *_, **__: None
+        )
         store = open_store(url)
         assert store.schema_version() == 8
         sha = "ab" * 32

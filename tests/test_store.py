@@ -1614,3 +1614,19 @@ def test_the_sqlite_file_is_mapped_once_the_process_searches(
         assert mapped() == 0
         assert shelf.search("leader election", mode="lexical").hits
         assert mapped() > 0
+
+
+def test_blocks_many_documents_repeat(store: SearchStore) -> None:
+    """The store keeps each document's snippet blocks by key (``repeats``): a key is
+    repeated from ``least`` documents on; a deleted or rewritten document's blocks go."""
+    from docshelf.plaintext import repeat_key
+
+    for n in range(1, 6):
+        put(store, n, "edit this note")
+    key = repeat_key("edit this note part0")
+    assert key is not None
+    assert store.repeated([key, "nothing"], 5) == {key} and store.repeated([key], 6) == set()
+    store.delete_document(make_doc(1, "")[0].id)
+    assert store.repeated([key], 5) == set() and store.repeated([key], 4) == {key}
+    put(store, 2, "other words")  # rewritten: its old blocks are no longer its
+    assert store.repeated([key], 4) == set() and store.repeated([], 1) == set()

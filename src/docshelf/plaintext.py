@@ -20,6 +20,7 @@ Which markup a stored text carries is its document's file type (``markup_of``).
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Literal
@@ -127,6 +128,18 @@ def inline_plain(text: str) -> str:
     if codes:
         text = _HELD.sub(lambda m: codes[int(m.group(1))], text)
     return " ".join(text.split())
+
+
+_URL = re.compile(r"\b(?:https?://|www\.)\S+")
+
+
+def repeat_key(text: str) -> str | None:
+    """A block of text as many files repeat it (a footer, a template's boilerplate): a
+    hash of its words as read (``inline_plain``: links as their text; URLs, case and
+    punctuation aside), so the same footer linking to each file's own address has one
+    key. None for a text with no words."""
+    words = re.findall(r"\w+", _URL.sub(" ", inline_plain(text)).casefold())
+    return hashlib.sha1(" ".join(words).encode()).hexdigest()[:16] if words else None
 
 
 def plain_units(text: str, markup: Markup = "markdown") -> list[str]:

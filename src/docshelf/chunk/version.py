@@ -16,6 +16,8 @@ CHANGES = {
     "installed, and cited by page",
     5: "a Markdown note whose title is only a template's placeholder (`{{title}}`) is "
     "titled by its file's name",
+    6: "a block of text many files repeat (a footer on every note) is recognised and never "
+    "cited as a hit",
 }
 CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"

@@ -131,6 +131,7 @@ OPTIONS = {
     "exact": "exact_first",
     "few": "few_lexical",
     "perdoc": "per_document",
+    "repeats": "repeated_in",
 }
 STUDY_OPTIONS = {
     "adapt": "adaptive_lead",
@@ -176,7 +177,7 @@ def parse_config(config: str) -> tuple[str, Ranking | None]:
         field = OPTIONS.get(name) or STUDY_OPTIONS[name]
         if name in ("exact", "agree"):
             into[field] = bool(number)
-        elif name in ("top", "few", "perdoc"):
+        elif name in ("top", "few", "perdoc", "repeats"):
             into[field] = int(number)
         else:
             into[field] = number

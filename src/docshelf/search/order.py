@@ -47,6 +47,8 @@ class FusionSettings:
     # stages/cite.py: at most this many hits of a document before others' (0: no limit).
     # Off: on docqa-dev, 3 cost hit@5 0.950 -> 0.938 and 5 cost MRR (docqa-dev.md)
     per_document: int = 0
+    # stages/cite.py: a block this many documents hold is no one's own, never cited (0: off)
+    repeated_in: int = 5
 
     @classmethod
     def configured(cls, concept_boost: float | None) -> FusionSettings:
@@ -85,7 +87,7 @@ def product(s: FusionSettings) -> Ranking:
             Feedback(s.feedback_docs, s.feedback_weight, refuse=fused),  # moved query, fused again
             ConceptBoost(s.concept_boost),  # the concepts the query names
             *((ExactFirst(),) if s.exact_first else ()),  # the named heading, the quoted line
-            Cite(s.per_document),  # candidates to hits: one per place, cited under its heading
+            Cite(s.per_document, s.repeated_in),  # candidates to hits: one per place, cited
             Rerank(),  # a stronger model's order of the top K, when configured
             SeenBy(),  # the page, as the caller names their documents
             Weak(),  # hits that match neither the query's words nor its meaning

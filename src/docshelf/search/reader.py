@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 
 from docshelf.model import Chunk, Document
+from docshelf.plaintext import repeat_key
 from docshelf.search.candidate import Candidate
 from docshelf.store.base import ChunkPlace, SearchStore
 
@@ -39,6 +40,8 @@ class Reader:
         self._placed: set[str] = set()  # places read, or asked for and gone
         self._read: set[str] = set()  # asked for by ``chunk`` (read, or gone)
         self._asked: set[str] = set()  # documents read, or asked for and gone
+        self._keys: dict[str, str | None] = {}  # chunk id -> its block's key (repeat_key)
+        self._repeated: set[str] = set()  # the keys found repeated
 
     # -- places --------------------------------------------------------------------------
     def _untold(self, candidates: Iterable[Candidate]) -> None:
@@ -111,6 +114,17 @@ class Reader:
                 unread.append(c.id)
             self._chunks.update((chunk.id, chunk) for chunk in self._store.get_chunks(unread))
         return self._chunks.get(c.id)
+
+    def repeated(self, chunk: Chunk, least: int) -> bool:
+        """Whether ``chunk``'s text is a block ``least`` or more documents hold (a footer
+        on every note): asked of the store once for every chunk read since the last ask."""
+        if chunk.id not in self._keys:
+            fresh = {i: repeat_key(c.text) for i, c in self._chunks.items() if i not in self._keys}
+            fresh.setdefault(chunk.id, repeat_key(chunk.text))
+            self._keys.update(fresh)
+            keys = [k for k in fresh.values() if k]
+            self._repeated |= self._store.repeated(keys, least) if keys else set()
+        return self._keys[chunk.id] in self._repeated
 
     def looked_at(self, c: Candidate) -> bool:
         """Whether ``chunk`` was asked for ``c`` (as one wanted or one of ``more``)."""

@@ -142,10 +142,8 @@ FACETS: tuple[str, ...] = ("type", "doctype", "source", "tag", "concept", "date"
 
 @dataclass
 class VectorSnapshot:
-    """All snippet vectors at one generation, for an exact scan.
-
-    ``chunk_ids[i]`` and ``document_ids[i]`` describe row ``i`` of ``matrix``.
-    """
+    """All snippet vectors at one generation, for an exact scan (``chunk_ids[i]`` and
+    ``document_ids[i]`` describe row ``i`` of ``matrix``)."""
 
     generation: int
     chunk_ids: list[str]
@@ -558,11 +556,10 @@ class Store(NotebookRecords, ConversationRecords, Protocol):
 
 @runtime_checkable
 class SearchReads(Protocol):
-    """What search reads of a store beyond the ``Store`` port (search/: its reader, stages
-    and engines): the places, texts and vectors of candidates, the documents filters let
-    through, every vector for an exact scan, and plain reads of the store's own SQL for
-    the engines over its own indexes (search/engines/: FTS5, PostgreSQL full text,
-    pgvector)."""
+    """What search reads of a store beyond the ``Store`` port: the places, texts and
+    vectors of candidates, the documents filters let through, the blocks many documents
+    repeat, every vector for an exact scan, and plain reads of its SQL for the engines
+    over its own indexes (search/engines/: FTS5, PostgreSQL full text, pgvector)."""
 
     url: str
 
@@ -572,8 +569,11 @@ class SearchReads(Protocol):
         ...
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        """chunk id -> its text alone, for the chunks that exist (the exact-match rule
-        looks for a quoted query in every candidate)."""
+        """chunk id -> its text alone, for the chunks that exist (for the exact-match rule)."""
+        ...
+
+    def repeated(self, keys: Sequence[str], least: int) -> set[str]:
+        """The keys (``plaintext.repeat_key``) held by ``least`` or more documents' snippets."""
         ...
 
     def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:

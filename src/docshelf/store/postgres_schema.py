@@ -340,3 +340,16 @@ MIGRATIONS += (
         ),
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        18,
+        "repeats",
+        POSTGRES.ddl(
+            """
+        -- Blocks repeated across files (see the SQLite schema).
+        {repeats}
+        """
+        ),
+    ),
+)

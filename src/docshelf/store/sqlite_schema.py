@@ -421,3 +421,18 @@ MIGRATIONS += (
         ),
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        18,
+        "repeats",
+        SQLITE.ddl(
+            """
+        -- Blocks repeated across files (issue 36): each document's snippets by key, so
+        -- search passes over a footer many files hold. Filled as documents are written
+        -- (chunker version 6 asks for a reindex of what was written before).
+        {repeats}
+        """
+        ),
+    ),
+)

@@ -8,6 +8,10 @@ file and heading path, or page; ``group``: per section chunk, per document, or e
 snippet). A hit is cited under the inner heading of its snippet whose part holds most
 of the query's words (``citing.cited_under``), and that place counts as its group.
 
+A candidate whose text is a block ``repeated_in`` or more documents hold (a footer on
+every note of a vault, a template's boilerplate: the same words, links and URLs aside,
+``plaintext.repeat_key``) is no document's own and is passed over (0: never).
+
 At most ``per_document`` hits of one document come before the hits of others (0: no
 limit): a long document's many matching places would fill the page, and a search is
 asked for what the library holds; its further hits follow, in order, when the other
@@ -36,6 +40,7 @@ from docshelf.store.base import ChunkPlace
 
 class Cite(NamedTuple):
     per_document: int = 0  # hits of one document before the others' (0: no limit)
+    repeated_in: int = 0  # documents holding a block that make it a repeated one (0: off)
 
     @property
     def name(self) -> str:
@@ -45,15 +50,16 @@ class Cite(NamedTuple):
         documents = search.reader.document_ids(search.candidates)
         search.pool = [documents[c.id] for c in search.candidates if c.id in documents]
         one = search.group in ("document", "all") or len(search.filters.document_ids) == 1
-        search.hits = _Citing(search, 0 if one else self.per_document).hits()
+        search.hits = _Citing(search, 0 if one else self.per_document, self.repeated_in).hits()
 
 
 class _Citing:
     """The walk down the candidates of one search."""
 
-    def __init__(self, search: Search, per_document: int) -> None:
+    def __init__(self, search: Search, per_document: int, repeated_in: int) -> None:
         self.search = search
         self.per_document = per_document
+        self.repeated_in = repeated_in
         self.reader: Reader = search.reader
         self.group = search.group
         self.want = search.wanted
@@ -87,7 +93,7 @@ class _Citing:
             return None
         short = self.want - len(self.out)
         chunk = self.reader.chunk(c, self.open_ahead(ahead), max(8, 2 * short))
-        if chunk is None:
+        if chunk is None or (self.repeated_in and self.reader.repeated(chunk, self.repeated_in)):
             return None
         doc = self.reader.document(chunk.document_id, ahead, max(4, short + 2))
         parsed = self.search.parsed

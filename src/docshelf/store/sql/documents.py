@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from docshelf.model import Chunk, Document, Tier
+from docshelf.plaintext import repeat_key
 from docshelf.store.base import FACETS, LIST_ORDERS, Listing, NewUpload, SearchFilters
 from docshelf.store.rows import (
     CHUNK_COLUMNS,
@@ -211,6 +212,7 @@ class DocumentsSQL(SQLBase):
                     f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                     (chunk_row(c, encode) for c in chunks),  # rows made as they are written
                 )
+            self._put_repeats(document.id, snippets, replace=True)
             if vectors is not None and len(snippets):
                 self._insert_vectors([c.id for c in snippets], vectors)
             # without the vectors its model makes, the document waits for them (Store)
@@ -253,7 +255,20 @@ class DocumentsSQL(SQLBase):
                 f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({_marks(CHUNK_COLUMNS)})",
                 (chunk_row(c, encode) for c in chunks),
             )
+            self._put_repeats(document_id, [c for c in chunks if c.tier is Tier.SNIPPET], False)
             self._bump_generation()
+
+    def _put_repeats(self, document_id: str, snippets: Sequence[Chunk], replace: bool) -> None:
+        """The keys of the blocks these snippets of the document hold (``repeats``; with
+        ``replace``, its only ones: a deleted document's go with it, by cascade)."""
+        if replace:
+            self._x("DELETE FROM repeats WHERE document_id = ?", (document_id,))
+        keys = {k for k in (repeat_key(c.text) for c in snippets) if k}
+        if keys:
+            self._xm(
+                self.dialect.insert_ignoring("repeats(key, document_id)", "key, document_id"),
+                [(k, document_id) for k in sorted(keys)],
+            )
 
     def update_document_path(
         self, document_id: str, path: str, rel_path: str, source_id: str | None = None

@@ -57,6 +57,17 @@ class SearchReadsSQL(SQLBase):
 
         return self._memo_many("chunk_place", list(dict.fromkeys(chunk_ids)), read)
 
+    def repeated(self, keys: Sequence[str], least: int) -> set[str]:
+        out: set[str] = set()
+        for batch in self.dialect.batches(sorted(set(keys))):
+            among, params = self.dialect.among("key", batch)
+            rows = self._q(
+                f"SELECT key FROM repeats WHERE {among} GROUP BY key HAVING COUNT(*) >= ?",
+                [*params, least],
+            )
+            out.update(r[0] for r in rows)
+        return out
+
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         rows = self._each_chunk(chunk_ids, "SELECT c.id, c.text FROM chunks c WHERE {}")
         return dict(rows)

@@ -260,6 +260,19 @@ _SHARED = {
             PRIMARY KEY (conversation_id, n)
         );
     """,
+    # -- 18 repeats ---------------------------------------------------------------------
+    "repeats": """
+        -- The blocks each document's snippets hold, by key (plaintext.repeat_key: their
+        -- words as read, links and URLs aside). A key many documents hold is a block
+        -- repeated across files (a footer, a template's boilerplate): search does not
+        -- cite it (search/stages/cite.py).
+        CREATE TABLE repeats (
+            key         {text} NOT NULL,
+            document_id {text} NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            PRIMARY KEY (key, document_id)
+        );
+        CREATE INDEX repeats_document ON repeats(document_id);
+    """,
 }
 SHARED = {name: textwrap.dedent(sql).strip("\n") for name, sql in _SHARED.items()}
 
