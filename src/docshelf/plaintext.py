@@ -130,15 +130,18 @@ def inline_plain(text: str) -> str:
     return " ".join(text.split())
 
 
-_URL = re.compile(r"\b(?:https?://|www\.)\S+")
+_ADDRESS = re.compile(
+    r"\]\([^)\n]*\)|</?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?/?>|\b(?:https?://|www\.)\S+"
+)
+_WORD = re.compile(r"\w+")
 
 
 def repeat_key(text: str) -> str | None:
     """A block of text as many files repeat it (a footer, a template's boilerplate): a
-    hash of its words as read (``inline_plain``: links as their text; URLs, case and
-    punctuation aside), so the same footer linking to each file's own address has one
-    key. None for a text with no words."""
-    words = re.findall(r"\w+", _URL.sub(" ", inline_plain(text)).casefold())
+    hash of its words as read — a link's text, not its address; no HTML tags, no URLs;
+    case and punctuation aside — so the same footer linking to each file's own address
+    has one key. None for a text with no words."""
+    words = _WORD.findall(_ADDRESS.sub(" ", text).casefold())
     return hashlib.sha1(" ".join(words).encode()).hexdigest()[:16] if words else None
 
 

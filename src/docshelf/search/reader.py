@@ -40,8 +40,7 @@ class Reader:
         self._placed: set[str] = set()  # places read, or asked for and gone
         self._read: set[str] = set()  # asked for by ``chunk`` (read, or gone)
         self._asked: set[str] = set()  # documents read, or asked for and gone
-        self._keys: dict[str, str | None] = {}  # chunk id -> its block's key (repeat_key)
-        self._repeated: set[str] = set()  # the keys found repeated
+        self._repeats: dict[str, bool] = {}  # a block's key -> whether it is repeated
 
     # -- places --------------------------------------------------------------------------
     def _untold(self, candidates: Iterable[Candidate]) -> None:
@@ -117,14 +116,13 @@ class Reader:
 
     def repeated(self, chunk: Chunk, least: int) -> bool:
         """Whether ``chunk``'s text is a block ``least`` or more documents hold (a footer
-        on every note): asked of the store once for every chunk read since the last ask."""
-        if chunk.id not in self._keys:
-            fresh = {i: repeat_key(c.text) for i, c in self._chunks.items() if i not in self._keys}
-            fresh.setdefault(chunk.id, repeat_key(chunk.text))
-            self._keys.update(fresh)
-            keys = [k for k in fresh.values() if k]
-            self._repeated |= self._store.repeated(keys, least) if keys else set()
-        return self._keys[chunk.id] in self._repeated
+        on every note), asked of the store once a block."""
+        key = repeat_key(chunk.text)
+        if key is None:
+            return False
+        if key not in self._repeats:
+            self._repeats[key] = bool(self._store.repeated([key], least))
+        return self._repeats[key]
 
     def looked_at(self, c: Candidate) -> bool:
         """Whether ``chunk`` was asked for ``c`` (as one wanted or one of ``more``)."""
