@@ -187,31 +187,6 @@ class Document:
 
 
 @dataclass(frozen=True)
-class DocumentEntry:
-    """What an engine's documents collection holds of a document
-    (``search/engines/typesense_documents.py``): its record's searchable fields and its
-    date (``DATE_SQL``: its file's last change, else when it was added)."""
-
-    id: str
-    sha256: str
-    title: str
-    path: str
-    rel_path: str
-    source_id: str | None
-    file_type: str
-    document_type: str | None
-    category: str | None
-    tags: tuple[str, ...]
-    concept_ids: tuple[str, ...]
-    summary: str | None
-    page_count: int | None
-    size_bytes: int
-    added_at: float
-    dated: float
-    status: str
-
-
-@dataclass(frozen=True)
 class Distillate:
     """One key claim or fact of a document, citing the chunks it came from."""
 

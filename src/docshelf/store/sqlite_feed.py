@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from docshelf.model import DocumentEntry
+from docshelf.model import Document
 from docshelf.store.base import ChunkPlace, SearchFilters
+from docshelf.store.rows import DOCUMENT_FIELDS, document_from_row
 from docshelf.store.sql.catalogue import CatalogueSQL
 from docshelf.store.sql.core import DATE_SQL, Rows
 from docshelf.store.sql.reads import PLACE_COLUMNS, SearchReadsSQL
@@ -149,39 +150,17 @@ class SQLiteSidecarFeed(CatalogueSQL, SearchReadsSQL):
         )
         return {int(r[0]): (r[1], self._place(r, 2)) for r in rows}
 
-    def document_entries(self, after: str, limit: int) -> list[DocumentEntry]:
-        """The first ``limit`` documents whose id sorts after ``after``, in id order (an
-        engine's documents collection: search/engines/typesense_documents.py)."""
+    def dated_documents(self, after: str, limit: int) -> list[tuple[Document, float]]:
+        """The first ``limit`` documents whose id sorts after ``after``, in id order, each
+        with its date (``DATE_SQL``): an engine's documents collection
+        (search/engines/typesense_documents.py)."""
+        columns = ", ".join(f"d.{c}" for c in DOCUMENT_FIELDS)
         rows = self._q(
-            "SELECT d.id, d.sha256, d.title, d.path, d.rel_path, d.source_id, d.file_type, "
-            "d.document_type, d.category, d.tags, d.concept_ids, d.summary, d.page_count, "
-            f"d.size_bytes, d.added_at, {DATE_SQL}, d.status FROM documents d "
-            "WHERE d.id > ? ORDER BY d.id LIMIT ?",
+            f"SELECT {columns}, {DATE_SQL} FROM documents d WHERE d.id > ? ORDER BY d.id LIMIT ?",
             (after, limit),
         )
         decode = self.dialect.decode_list
-        return [
-            DocumentEntry(
-                id=r[0],
-                sha256=r[1],
-                title=r[2],
-                path=r[3],
-                rel_path=r[4],
-                source_id=r[5],
-                file_type=r[6],
-                document_type=r[7],
-                category=r[8],
-                tags=decode(r[9]),
-                concept_ids=decode(r[10]),
-                summary=r[11],
-                page_count=r[12],
-                size_bytes=int(r[13]),
-                added_at=float(r[14]),
-                dated=float(r[15]),
-                status=r[16],
-            )
-            for r in rows
-        ]
+        return [(document_from_row(r[:-1], {}, decode), float(r[-1])) for r in rows]
 
     def documents_among(self, filters: SearchFilters, document_ids: Sequence[str]) -> set[str]:
         """Those of ``document_ids`` that match ``filters`` (whatever their status), each

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 
 from docshelf import durable
 from docshelf.durable import folder_lock
-from docshelf.model import DocumentEntry
+from docshelf.model import Document
 from docshelf.search.entries import Entry, Known, Told, document_bits, document_id_of
 from docshelf.store.base import ChunkPlace, SearchFilters, SearchStore
 
@@ -135,8 +135,9 @@ class SidecarStore(SearchStore, Protocol):
         """Chunk id -> seq of chunks an index just named: read them by seq from now on."""
         ...
 
-    def document_entries(self, after: str, limit: int) -> list[DocumentEntry]:
-        """The first ``limit`` documents whose id sorts after ``after``, in id order."""
+    def dated_documents(self, after: str, limit: int) -> list[tuple[Document, float]]:
+        """The first ``limit`` documents whose id sorts after ``after``, in id order, each
+        with its date (its file's last change, else when it was added)."""
         ...
 
     def matching_documents(self, filters: SearchFilters) -> frozenset[str]:

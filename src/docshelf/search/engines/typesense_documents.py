@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from docshelf import durable
-from docshelf.model import DocumentEntry
+from docshelf.model import Document
 from docshelf.search.engines.collections import pushed
 from docshelf.search.engines.sidecar import SidecarStore
 from docshelf.search.engines.typesense import PAGE as PAGE_HITS
@@ -113,33 +113,34 @@ def year(when: float) -> str:
         return ""
 
 
-def entry_document(entry: DocumentEntry) -> dict[str, Any]:
-    """The Typesense document of a store's document (its id the document's)."""
+def as_typesense(doc: Document, dated: float) -> dict[str, Any]:
+    """The Typesense document of a store's document (its id the document's), ``dated``
+    its date (``DATE_SQL``)."""
     document: dict[str, Any] = {
-        "id": entry.id,
-        "document_id": entry.id,
-        "title": entry.title,
-        "file_name": PurePosixPath(entry.rel_path or entry.path).name,
-        "file_type": entry.file_type,
-        "tags": list(entry.tags),
-        "tag_keys": list(dict.fromkeys(tag_key(t) for t in entry.tags)),
-        "concept_ids": list(entry.concept_ids),
-        "size": entry.size_bytes,
-        "added_at": entry.added_at,
-        "dated": entry.dated,
-        "year": year(entry.dated),
-        "path": entry.path,
-        "rel_path": entry.rel_path,
-        "folders": sorted({*folders(entry.path), *folders(entry.rel_path)}),
-        "sha256": entry.sha256,
-        "status": entry.status,
+        "id": doc.id,
+        "document_id": doc.id,
+        "title": doc.title,
+        "file_name": PurePosixPath(doc.rel_path or doc.path).name,
+        "file_type": doc.file_type,
+        "tags": list(doc.tags),
+        "tag_keys": list(dict.fromkeys(tag_key(t) for t in doc.tags)),
+        "concept_ids": list(doc.concept_ids),
+        "size": doc.size_bytes,
+        "added_at": doc.added_at,
+        "dated": dated,
+        "year": year(dated),
+        "path": doc.path,
+        "rel_path": doc.rel_path,
+        "folders": sorted({*folders(doc.path), *folders(doc.rel_path)}),
+        "sha256": doc.sha256,
+        "status": doc.status,
     }
     optional = {
-        "document_type": entry.document_type,
-        "category": entry.category,
-        "summary": entry.summary,
-        "page_count": entry.page_count,
-        "source_id": entry.source_id,
+        "document_type": doc.document_type,
+        "category": doc.category,
+        "summary": doc.summary,
+        "page_count": doc.page_count,
+        "source_id": doc.source_id,
     }
     document.update({k: v for k, v in optional.items() if v is not None})
     return document
@@ -345,7 +346,7 @@ class TypesenseDocuments:
         """Upsert what changed, delete what is gone; ``seen`` updated to match."""
         changed, kept = 0, set()
         for entries in self._pages():
-            documents = [entry_document(e) for e in entries]
+            documents = [as_typesense(d, dated) for d, dated in entries]
             marks = [fingerprint(d) for d in documents]
             fresh = [d for d, m in zip(documents, marks, strict=True) if seen.get(d["id"]) != m]
             if fresh:
@@ -366,8 +367,8 @@ class TypesenseDocuments:
             del seen[document_id]
         return changed + len(gone)
 
-    def _pages(self) -> Iterator[list[DocumentEntry]]:
+    def _pages(self) -> Iterator[list[tuple[Document, float]]]:
         after = ""
-        while entries := self._store.document_entries(after, PAGE):
+        while entries := self._store.dated_documents(after, PAGE):
             yield entries
-            after = entries[-1].id
+            after = entries[-1][0].id
