@@ -40,7 +40,9 @@ def test_configurations() -> None:
     assert parse_config("hybrid:rrf")[1] is not None
     capped = parse_config("hybrid+perdoc:3")[1]
     assert capped is not None and capped.settings.per_document == 3
-    assert Cite(3) in capped.stages and Cite(0) in parse_config("hybrid:rrf")[1].stages  # type: ignore[union-attr]
+    assert Cite(3, 5) in capped.stages  # (the product's repeated blocks rule stays)
+    plain = parse_config("hybrid+repeats:0")[1]
+    assert plain is not None and Cite(0, 0) in plain.stages
     for bad in ("fuzzy", "vector:rrf", "hybrid:magic", "hybrid:convex:1.5", "hybrid:convex:x"):
         with pytest.raises(InvalidInput):
             parse_config(bad)
