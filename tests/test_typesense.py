@@ -203,3 +203,19 @@ def test_back_to_the_default_a_small_library_searches_fts5(
     assert tantivy.maintain() == "switched to fts5"
     assert tantivy.path == "fts5" and tantivy.mode() == "fts5"
     assert not list(tantivy.directory.glob("index-*"))
+
+
+def test_an_add_that_enriches_leaves_typesenses_documents_in_step(
+    typesense_address: str, isolated_home: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``add`` enriches after it indexed (the types and concepts it writes move the
+    store on): its upkeep after enrichment brings them to Typesense's documents."""
+    monkeypatch.setenv("DOCSHELF_SEARCH_URL", f"typesense://{typesense_address}/enriched")
+    monkeypatch.setenv("DOCSHELF_ENRICH", "offline")
+    with Shelf(isolated_home, embedder=HashEmbedder()) as shelf:
+        shelf.add(notes)
+        lexical = shelf.lexical_index
+        assert isinstance(lexical, TypesenseLexicalIndex)
+        assert lexical.documents.held() is not None
+        counted = lexical.documents.facet_counts(SearchFilters(), ["doctype"])
+        assert counted is not None and sum(counted["doctype"].values()) == len(shelf.documents())

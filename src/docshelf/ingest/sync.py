@@ -247,8 +247,9 @@ class Sync:
         enriched: a lease of a process that has died is over, ``owners``)."""
         if self.rt.settings.enrich == "off":
             return
-        if waiting := self.store.pending_enrichment(time.time()):
-            self.rt.enrich_pending(progress=progress, expected=waiting)
+        waiting = self.store.pending_enrichment(time.time())
+        if waiting and self.rt.enrich_pending(progress=progress, expected=waiting):
+            self.rt.maintain_indexes()  # (what enrichment wrote: Typesense's documents)
 
     @property
     def images(self) -> bool:

@@ -399,10 +399,12 @@ class Runtime:
         self, limit: int | None = None, *, progress: Progress | None = None, expected: int = 0
     ) -> list[EnrichResult]:
         """Enrich documents whose enrichment is pending (what workers do when idle);
-        ``expected``: how many the caller knows are pending, for ``progress``."""
+        ``expected``: how many the caller knows are pending, for ``progress``. (The
+        indexes' upkeep is the caller's: a worker enriches one at a time and keeps them
+        when idle; ``add`` after all it enriched.)"""
         done = self.enricher.run_pending(limit, progress=progress, expected=expected)
         if done:
-            self.enriched()
+            self.changed()
         return done
 
     def enriched(self) -> None:
