@@ -130,9 +130,8 @@ def inline_plain(text: str) -> str:
     return " ".join(text.split())
 
 
-_ADDRESS = re.compile(
-    r"\]\([^)\n]*\)|</?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?/?>|\b(?:https?://|www\.)\S+"
-)
+# what is not a block's words: a link's address, an HTML tag, a URL
+_ADDRESS = re.compile(rf"\]\([^)\n]*\)|{_HTML_TAG.pattern}|\b(?:https?://|www\.)\S+")
 _WORD = re.compile(r"\w+")
 
 

@@ -152,8 +152,9 @@ def parse_config(config: str) -> tuple[str, Ranking | None]:
     number is the vector weight), optionally followed by ``:M`` or ``:M:B`` — feedback
     from the top M snippets with weight B (``:0`` turns feedback off) — and by options:
     the product's ``+strong:T`` (a list's first leading by T of its range goes first;
-    ``+strong:0`` turns it off), ``+few:N``, ``+exact:0|1`` and ``+perdoc:N`` (at most N
-    hits of one document before the others'), and the study's rules
+    ``+strong:0`` turns it off), ``+few:N``, ``+exact:0|1``, ``+perdoc:N`` (at most N
+    hits of one document before the others') and ``+repeats:N`` (a block N documents
+    hold is never cited; ``+repeats:0`` turns it off), and the study's rules
     (evaluate/study.py: ``+adapt:T``, ``+heading:H``, ``+section:S``, ``+sibling:H``, …).
     The ranking is None where the configuration names none (the shelf's own)."""
     config, *options = config.split("+")
@@ -165,7 +166,7 @@ def parse_config(config: str) -> tuple[str, Ranking | None]:
         if not known or not (name in ANY_MODE or config.startswith("hybrid")):
             raise InvalidInput(
                 f"Unknown option {option!r}; use +strong:T, +adapt:T, +heading:H, "
-                "+section:S, +exact:1, +perdoc:N or +sibling:H"
+                "+section:S, +exact:1, +perdoc:N, +repeats:N or +sibling:H"
             )
         try:
             number = float(value)

@@ -242,12 +242,7 @@ class TypesenseDocuments:
         except OSError:
             return None
         if stamp != self._held[0]:
-            data = durable.read_pointer(self.directory, RECORD)
-            try:
-                record = Held(**data) if data is not None else None
-            except TypeError:
-                record = None
-            self._held = (stamp, record)
+            self._held = (stamp, self._record())
         record = self._held[1]
         if record is None or record.where != self.server.where or record.layout != LAYOUT:
             return None
@@ -314,31 +309,38 @@ class TypesenseDocuments:
                 out[facet] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         return out
 
+    def _record(self) -> Held | None:
+        data = durable.read_pointer(self.directory, RECORD)
+        try:
+            return Held(**data) if data is not None else None
+        except TypeError:  # (of another shape: filled again)
+            return None
+
     # -- writing (under the text index's folder lock) ----------------------------------------
     def sync(self) -> int:
         """Bring the collection in line with the store (idempotent: a crash half-way is
         healed by doing it again). Returns how many documents were written or deleted."""
-        generation = self._store.generation()
-        data = durable.read_pointer(self.directory, RECORD) or {}
+        generation, collection = self._store.generation(), self.collection
+        record, present = self._record(), collection in self.server.names()
         seen: dict[str, str] = {}
         if (
-            data.get("where") == self.server.where
-            and data.get("collection") == self.collection
-            and data.get("layout") == LAYOUT
-            and self.collection in self.server.names()
-            and self.server.count(self.collection) == data.get("count")
+            record is not None
+            and (record.where, record.collection, record.layout)
+            == (self.server.where, collection, LAYOUT)
+            and present
+            and self.server.count(collection) == record.count
         ):
-            if data.get("generation") == generation:
+            if record.generation == generation:
                 return 0
             seen = durable.read_pointer(self.directory, SEEN) or {}
         else:  # new, of another server or layout, or not what it was: filled again
-            if self.collection in self.server.names():
-                self.server.drop(self.collection)
-            self.server.client.collections.create({"name": self.collection, "fields": SCHEMA})
+            if present:
+                self.server.drop(collection)
+            self.server.client.collections.create({"name": collection, "fields": SCHEMA})
         changed = self._write(seen)
         durable.publish_pointer(self.directory, seen, SEEN)
-        count = self.server.count(self.collection)
-        held = Held(self.server.where, self.collection, generation, count, LAYOUT)
+        count = self.server.count(collection)
+        held = Held(self.server.where, collection, generation, count, LAYOUT)
         durable.publish_pointer(self.directory, dataclasses.asdict(held), RECORD)
         return changed
 
