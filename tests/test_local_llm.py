@@ -65,7 +65,7 @@ def test_an_answer_from_the_real_model_cites_only_what_was_retrieved(library: Sh
     answer = library.ask(QUESTION, limit=3)
     assert answer.mode in ("llm", "extractive")
     if answer.mode == "extractive":  # the model's answer could not be grounded: said so
-        assert answer.notice and "extractive" in answer.notice
+        assert answer.notice and "could not be grounded" in answer.notice  # not "failed"
     grounded(answer.answer, {c.n for c in answer.citations}, 3)
 
 
@@ -78,6 +78,8 @@ def test_every_streamed_sentence_of_the_real_model_is_checked(library: Shelf) ->
         grounded(piece.text, named, 3)
     done = pieces[-1].answer
     assert pieces[-1].kind == "done" and done is not None
+    # the server answered (its answer may be ungrounded), it did not fail or stop
+    assert not (done.notice or "").startswith(("The LLM failed", "The LLM stopped"))
     grounded(done.answer, {c.n for c in done.citations}, 3)
 
 

@@ -53,7 +53,7 @@ def server_command(
     return [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        "docshelf.llm.llama_serve",  # llama_cpp.server's, weights in plain buffers
         *("--model", str(model), "--model_alias", alias),
         *("--host", host, "--port", str(port)),
         *("--n_ctx", str(CONTEXT), "--n_threads", str(threads)),
