@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -15,6 +16,8 @@ from docshelf.knowledge.answer import (
     NOT_ANSWERED,
     Source,
     cited_numbers,
+    extract,
+    gather_sources,
     grounded,
     plain_sentences,
 )
@@ -432,3 +435,32 @@ def test_the_sentence_after_the_best_one_comes_with_it(shelf: Shelf, tmp_path: P
     assert answer.answered and "adds a stream handler" in answer.answer
     assert "error stream" in answer.answer
     assert "Logging levels" not in answer.answer  # the best, the one after it: no more
+
+
+def test_an_answer_reads_the_snippets_beside_its_hit_in_the_same_place(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    """A section cut into two snippets keeps its answer in the second; the first is the
+    hit. The sentences of the snippets beside a hit under the same heading are
+    candidates, cited where they are; the part of one under another heading is not."""
+    filler = " ".join(
+        f"The list shows note number {n} of the vault with its folder and its last edit."
+        for n in range(8)
+    )
+    (tmp_path / "plugins.md").write_text(
+        "# Core plugins\n\n## Quick switcher\n\n"
+        f"The quick switcher core plugin lets you jump to another file. {filler}\n\n"
+        "Plugin ID: `switcher`\n\n"
+        "## Outline\n\nThe outline core plugin has the plugin ID `outline`.\n"
+    )
+    shelf.add(tmp_path)
+    question = "Which plugin ID does the quick switcher core plugin have?"
+    cited = shelf.search(question, limit=1).hits[0]  # the section's second snippet
+    assert cited.chunk.prev_id and "switcher`" in cited.chunk.text
+    (first,) = shelf.runtime.store.get_chunks([cited.chunk.prev_id])
+    hit = dataclasses.replace(cited, chunk=first)  # a hit on its first one
+    assert "switcher`" not in hit.chunk.text and "The quick switcher core" in hit.chunk.text
+    found = extract(shelf.retriever, question, gather_sources(shelf.retriever, [hit], 3000))
+    assert "Plugin ID: switcher. [1]" in found.text, found.text
+    assert "outline" not in found.text  # the snippet beside it, under the next heading
+    assert [c.citation.heading_path[-1] for c in found.citations] == ["Quick switcher"]

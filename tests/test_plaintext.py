@@ -8,6 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docshelf import plaintext
+from docshelf.knowledge.answer import plain_sentences
+from docshelf.plaintext import units
 
 RST = """Registering Blueprints
 ----------------------
@@ -243,3 +245,25 @@ def test_html_text_keeps_the_words_between_any_tags(words: list[str]) -> None:
     markup = "".join(f'<span title="<i>">{w}</span><!-- {w} -->' for w in words)
     expected = [" ".join(line.split()) for line in "".join(words).split("\n")]
     assert plaintext.html_text(markup) == "\n".join(line for line in expected if line)
+
+
+def test_a_label_line_is_a_fact_of_its_own() -> None:
+    """ "Plugin ID: `switcher`" after a sentence, and the label lines after it, are units
+    of their own read as items (a full stop added), not one run-on sentence; a line with
+    a colon inside a paragraph's sentence stays in it."""
+    text = (
+        "Use Ctrl/Cmd+O to jump to other files.\n\nPlugin ID: `switcher`\n"
+        "Documentation: [Quick switcher](https://example.org/qs)\n\n"
+        "The share is divided as follows:\n**Linux** — 12.1%\n**MacOS** — 34.4%\n\n"
+        "We read the notes that\nnote: this line is not a label, it goes on.\n"
+    )
+    assert units(text) == [
+        ("Use Ctrl/Cmd+O to jump to other files.", False),
+        ("Plugin ID: switcher", True),
+        ("Documentation: Quick switcher", True),
+        ("The share is divided as follows:", False),
+        ("Linux — 12.1%", True),
+        ("MacOS — 34.4%", True),
+        ("We read the notes that note: this line is not a label, it goes on.", False),
+    ]
+    assert plain_sentences(text)[1:3] == ["Plugin ID: switcher.", "Documentation: Quick switcher."]

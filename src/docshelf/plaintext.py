@@ -39,6 +39,15 @@ _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+# A label line: a few words, then ":", a dash or "=", then a value ("Plugin ID: `switcher`",
+# "**Linux** — 12.1%", "Default: ``True``"): a fact of its own even without a full stop.
+_LABEL_LINE = re.compile(
+    r"^\s*(?:\*\*|__)?[^\W_][\w.'/()&+%-]*(?:\s[\w.'/()&+%-]+){0,4}?(?:\*\*|__)?"
+    r"(?::|\s[\u2014\u2013=]|\s--?)\s+\S"
+)
+# Where a line may end a unit so that a label line after it begins its own: a sentence's
+# end or a lead-in's colon.
+_ENDS_UNIT = re.compile(r"[.!?:;][\"')\]*_`]*\s*$")
 _EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
@@ -155,7 +164,9 @@ def plain_units(text: str, markup: Markup = "markdown") -> list[str]:
 
 
 def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
-    """:func:`plain_units`, each saying whether it is a list item."""
+    """:func:`plain_units`, each saying whether it is a list item. A label line
+    (``Plugin ID: `switcher```) after a sentence's end, a colon or another label line
+    is a unit of its own, read as an item: lines of facts are not one run-on sentence."""
     markdown = markup == "markdown"
     units: list[tuple[str, bool]] = []
     current: list[str] = []
@@ -206,9 +217,10 @@ def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
         is_quote = markdown and bool(_QUOTE.match(line))
         quoted = _QUOTE.sub("", line) if markdown else line
         marker = _LIST_ITEM.match(quoted)
-        if marker or is_quote != was_quote:  # a list item or a quote begins a unit
+        label = not marker and _label_after(quoted, current)
+        if marker or label or is_quote != was_quote:  # an item or a quote begins a unit
             close()
-            item = bool(marker)
+            item = bool(marker) or label
             quoted = quoted[marker.end() :] if marker else quoted
         elif not current:
             item = False
@@ -216,6 +228,16 @@ def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
         current.append(quoted)
     close()
     return units
+
+
+def _label_after(line: str, current: list[str]) -> bool:
+    """Whether ``line`` is a label line that begins a unit of its own after ``current``'s
+    lines: at the start, or after a line that ends a sentence or is a label itself."""
+    if not _LABEL_LINE.match(line):
+        return False
+    return (
+        not current or bool(_ENDS_UNIT.search(current[-1])) or bool(_LABEL_LINE.match(current[-1]))
+    )
 
 
 # -- what a person reads -------------------------------------------------------------------

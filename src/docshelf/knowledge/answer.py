@@ -25,7 +25,8 @@ from docshelf import plaintext, telemetry
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.knowledge.abstain import answers
 from docshelf.llm import LLM, Message
-from docshelf.model import Citation, Hit
+from docshelf.model import Chunk, Citation, Hit
+from docshelf.search.citing import parts
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -80,6 +81,11 @@ class Source:
     n: int
     hit: Hit
     text: str
+
+
+# A candidate sentence of an extractive answer: its source, its place in reading order
+# (0 is the snippet's first), its text.
+Candidate = tuple[Source, int, str]
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -228,15 +234,52 @@ def _marks_out(hit: Hit, text: str) -> str:
     return without_reference_marks(text) if hit.document.file_type in REFERENCED else text
 
 
-def _whole_sentences(hit: Hit) -> list[str]:
-    """The sentences of a hit's snippet that are whole (a snippet cut out of a longer
-    text may begin mid-sentence, in lower case), without its own reference marks."""
+def _whole_sentences(hit: Hit, text: str | None = None) -> list[str]:
+    """The sentences of a hit's snippet (or ``text``, a part of one beside it) that are
+    whole (a snippet cut out of a longer text may begin mid-sentence, in lower case),
+    without its own reference marks."""
     chunk = hit.chunk
     markup = plaintext.markup_of(hit.document.file_type, bool(chunk.heading_path))
-    units = [_marks_out(hit, u) for u in plain_sentences(chunk.text, markup)]
+    read = chunk.text if text is None else text
+    units = [_marks_out(hit, u) for u in plain_sentences(read, markup)]
     if units and units[0][:1].islower():
         units = units[1:]
     return units
+
+
+def _beside(hit: Hit, chunk: Chunk, after: bool) -> str:
+    """The text of ``chunk``, the snippet just before or ``after`` the hit's, that is in
+    the place the hit cites (under its heading; in a paged document, on its pages), so
+    that a sentence of it is cited, and opens, where it is: "" when none is."""
+    cited = hit.citation
+    if (cited.page_start is None) != (chunk.page_start is None):
+        return ""
+    if cited.page_start is not None and chunk.page_start is not None:
+        last, end = cited.page_end or cited.page_start, chunk.page_end or chunk.page_start
+        if not cited.page_start <= chunk.page_start <= end <= last:
+            return ""
+    own, near = parts(hit.chunk), parts(chunk)
+    (edge, _), (head, text) = (own[-1], near[0]) if after else (own[0], near[-1])
+    edge_path = edge.heading_path if edge else hit.chunk.heading_path
+    path = head.heading_path if head else chunk.heading_path
+    return text if edge_path == path == cited.heading_path else ""
+
+
+def _sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candidate]:
+    """The answer's candidate sentences: each source's snippet's, with those of the
+    snippets just before and after it in the place it cites (a section cut in two keeps
+    its answer in the other half), numbered in reading order around the snippet's."""
+    ids = [i for s in sources for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id) if i]
+    near = {c.id: c for c in retriever.store.get_chunks(ids)} if ids else {}
+    out: list[Candidate] = []
+    for s in sources:
+        prev, after = (near.get(i or "") for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id))
+        before = _whole_sentences(s.hit, _beside(s.hit, prev, False)) if prev else []
+        later = _whole_sentences(s.hit, _beside(s.hit, after, True)) if after else []
+        for i, sentence in enumerate([*before, *_whole_sentences(s.hit), *later], -len(before)):
+            if len(sentence) > 12 and len(sentence.split()) >= 3:
+                out.append((s, i, sentence))
+    return out
 
 
 def _with_block(source: Source, _: int, sentence: str) -> str:
@@ -332,11 +375,7 @@ def extract(
     are numbered 1..n in order of first use (the citations say which hit each is);
     without, they keep their numbers (when a ``sources`` event already named them).
     Deterministic."""
-    candidates: list[tuple[Source, int, str]] = []
-    for s in sources:  # the cited snippet itself, so every [n] opens where it is
-        for i, sentence in enumerate(_whole_sentences(s.hit)):
-            if len(sentence) > 20 and len(sentence.split()) >= 4:
-                candidates.append((s, i, sentence))
+    candidates = _sentences_of(retriever, sources)
     if not candidates:
         return Extract([], [], weak=True)
     terms = key_terms(question)
@@ -404,9 +443,7 @@ def extract(
     )
 
 
-def _with_next(
-    candidates: Sequence[tuple[Source, int, str]], chosen: list[int], sentences: int
-) -> list[int]:
+def _with_next(candidates: Sequence[Candidate], chosen: list[int], sentences: int) -> list[int]:
     """The best sentence, the one after it in its snippet, then the next best: the
     sentence nearest a question often restates it, and the answer follows ("If you do
     not configure logging, Flask adds a handler." — then where it writes)."""
