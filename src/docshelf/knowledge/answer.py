@@ -84,8 +84,9 @@ class Source:
 
 
 # A candidate sentence of an extractive answer: its source, its place in reading order
-# (0 is the snippet's first), its text.
-Candidate = tuple[Source, int, str]
+# (0 is the snippet's first), its text, whether the cited snippet holds it (else a snippet
+# beside it does).
+Candidate = tuple[Source, int, str, bool]
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -276,9 +277,10 @@ def _sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candi
         prev, after = (near.get(i or "") for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id))
         before = _whole_sentences(s.hit, _beside(s.hit, prev, False)) if prev else []
         later = _whole_sentences(s.hit, _beside(s.hit, after, True)) if after else []
-        for i, sentence in enumerate([*before, *_whole_sentences(s.hit), *later], -len(before)):
+        own = _whole_sentences(s.hit)
+        for i, sentence in enumerate([*before, *own, *later], -len(before)):
             if len(sentence) > 12 and len(sentence.split()) >= 3:
-                out.append((s, i, sentence))
+                out.append((s, i, sentence, 0 <= i < len(own)))
     return out
 
 
@@ -405,11 +407,15 @@ def extract(
     about = list(scores)  # what the sentence says of the question's own words
     embedder = retriever.embedder
     best_sim: float | None = None
-    if embedder is not None:
-        vectors = embedder.embed([question] + [c[2] for c in candidates])
-        sims = vectors[1:] @ vectors[0]
-        scores = [x + float(v) for x, v in zip(scores, sims, strict=True)]
-        best_sim = float(max(sims))
+    if embedder is not None:  # beside the snippet, only a sentence with a key word is read
+        read = [i for i, c in enumerate(candidates) if c[3] or about[i] > 0]
+        read = read or list(range(len(candidates)))
+        vectors = embedder.embed([question] + [candidates[i][2] for i in read])
+        sims = [0.0] * len(candidates)
+        for i, v in zip(read, vectors[1:] @ vectors[0], strict=True):
+            sims[i] = float(v)
+        scores = [x + v for x, v in zip(scores, sims, strict=True)]
+        best_sim = max(sims[i] for i in read)
     ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
     best_about = max(about)
     chosen: list[int] = []
@@ -432,7 +438,7 @@ def extract(
     for i in chosen:
         n = candidates[i][0].n
         numbers.setdefault(n, len(numbers) + 1 if renumber else n)
-    out = [f"{_with_block(*candidates[i])} [{numbers[candidates[i][0].n]}]" for i in chosen]
+    out = [f"{_with_block(*candidates[i][:3])} [{numbers[candidates[i][0].n]}]" for i in chosen]
     citations = [AnswerCitation.of(new, by_n[old].hit) for old, new in numbers.items()]
     return Extract(
         out,
@@ -449,7 +455,7 @@ def _with_next(candidates: Sequence[Candidate], chosen: list[int], sentences: in
     not configure logging, Flask adds a handler." — then where it writes)."""
     if not chosen:
         return chosen
-    source, at, _ = candidates[chosen[0]]
+    source, at, *_ = candidates[chosen[0]]
     after = next((j for j, c in enumerate(candidates) if c[0] is source and c[1] == at + 1), None)
     if after is None or after in chosen:
         return chosen
