@@ -14,13 +14,12 @@ from docshelf.cli import app
 from docshelf.errors import InvalidInput, NotFound, Unavailable
 from docshelf.knowledge.answer import (
     NOT_ANSWERED,
-    Source,
     cited_numbers,
     extract,
     gather_sources,
     grounded,
-    plain_sentences,
 )
+from docshelf.knowledge.sentences import Source, plain_sentences
 from docshelf.llm import Message
 from docshelf.llm.openai import OpenAILLM
 from docshelf.shelf import Shelf
@@ -300,7 +299,7 @@ def test_abstaining_needs_a_key_word_and_for_a_measured_model_a_near_sentence() 
     ],
 )
 def test_a_papers_own_reference_marks_never_read_as_citations(text: str, read: str) -> None:
-    from docshelf.knowledge.answer import without_reference_marks
+    from docshelf.knowledge.sentences import without_reference_marks
 
     assert without_reference_marks(text) == read
     if read != text:  # what was taken out was all that read as a citation

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docshelf import plaintext
-from docshelf.knowledge.answer import plain_sentences
+from docshelf.knowledge.sentences import plain_sentences
 from docshelf.plaintext import units
 
 RST = """Registering Blueprints

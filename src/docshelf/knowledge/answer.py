@@ -21,12 +21,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from docshelf import plaintext, telemetry
+from docshelf import telemetry
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.knowledge.abstain import answers
+from docshelf.knowledge.sentences import (
+    SENTENCE_BOUNDARY,
+    Candidate,
+    Source,
+    marks_out,
+    sentences_of,
+    with_block,
+)
 from docshelf.llm import LLM, Message
-from docshelf.model import Chunk, Citation, Hit
-from docshelf.search.citing import parts
+from docshelf.model import Citation, Hit
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -34,8 +41,7 @@ if TYPE_CHECKING:
     from docshelf.store.base import SearchFilters
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-# Where one sentence ends and the next begins (shared with enrich.py).
-SENTENCE_BOUNDARY = _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_SENTENCE = SENTENCE_BOUNDARY
 
 SYSTEM = (
     "You answer questions using only the numbered sources you are given. "
@@ -76,19 +82,6 @@ class Answer:
     conversation: str | None = None  # the conversation it is a turn of (conversations.py)
 
 
-@dataclass(frozen=True)
-class Source:
-    n: int
-    hit: Hit
-    text: str
-
-
-# A candidate sentence of an extractive answer: its source, its place in reading order
-# (0 is the snippet's first), its text, whether the cited snippet holds it (else a snippet
-# beside it does).
-Candidate = tuple[Source, int, str, bool]
-
-
 def cited_numbers(text: str) -> list[int]:
     """Every number cited in ``text`` (``[2]``, ``[1, 3]``), in order of appearance."""
     return [int(n) for group in _CITE.findall(text) for n in group.split(",")]
@@ -116,7 +109,7 @@ def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int
         if used + cost > budget_tokens and sources:
             break
         used += cost
-        sources.append(Source(len(sources) + 1, hit, _marks_out(hit, text)))
+        sources.append(Source(len(sources) + 1, hit, marks_out(hit, text)))
     return sources
 
 
@@ -175,7 +168,6 @@ def grounded(sentence: str, sources: Sequence[Source]) -> bool:
 
 
 # -- the offline (extractive) answer ------------------------------------------------------------
-_TERMINAL = re.compile(r"[.!?:;][\"')\]]*$")
 # Words of a question that say what kind of answer is wanted, not what it is about.
 _QUESTION_WORDS = frozenset(
     [
@@ -195,107 +187,6 @@ _DEFINITION = re.compile(
     r"(?:\s+(?:in|of|for|on|at|with|from|about)\s+.*)?\s*\??\s*$",
     re.IGNORECASE,
 )
-
-
-def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[str]:
-    """The sentences of ``text`` (in ``markup``) as plain text, in reading order (see
-    :func:`docshelf.plaintext.plain_units`). A list item without closing punctuation
-    gets a full stop, so that it reads as a sentence beside the others; other text
-    without one is a heading line or a fragment (a PDF's running title, a snippet cut
-    mid-sentence), not a sentence."""
-    out: list[str] = []
-    for unit, is_item in plaintext.units(text, markup):
-        for sentence in _SENTENCE.split(unit):
-            sentence = sentence.strip()
-            if not sentence:
-                continue
-            if _TERMINAL.search(sentence):
-                out.append(sentence)
-            elif is_item:
-                out.append(sentence + ".")
-    return out
-
-
-# A paper's own reference marks: "[4]", "[12, 13]", "[3-5]" after a space (never code's
-# ``v[1]`` nor a Markdown reference link's ``][1]``); looked for in papers (PDFs) only, as
-# a manual's prose may well show a list ``[1, 2, 3]``.
-REFERENCED = frozenset({"pdf"})
-_REFERENCE_MARK = re.compile(r"(?:^|(?<=\s))\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\](?=\W|$)")
-
-
-def without_reference_marks(text: str) -> str:
-    """``text`` without a paper's own numbered reference marks: beside docshelf's ``[n]``
-    they would read as citations of the answer's sources (a paper's "[4]" is its
-    bibliography's fourth entry, not source 4)."""
-    bare = re.sub(r"[ \t]*" + _REFERENCE_MARK.pattern, "", text)
-    return re.sub(r"[ \t]+([.,;:])", r"\1", bare).lstrip(" \t")
-
-
-def _marks_out(hit: Hit, text: str) -> str:
-    return without_reference_marks(text) if hit.document.file_type in REFERENCED else text
-
-
-def _whole_sentences(hit: Hit, text: str | None = None) -> list[str]:
-    """The sentences of a hit's snippet (or ``text``, a part of one beside it) that are
-    whole (a snippet cut out of a longer text may begin mid-sentence, in lower case),
-    without its own reference marks."""
-    chunk = hit.chunk
-    markup = plaintext.markup_of(hit.document.file_type, bool(chunk.heading_path))
-    read = chunk.text if text is None else text
-    units = [_marks_out(hit, u) for u in plain_sentences(read, markup)]
-    if units and units[0][:1].islower():
-        units = units[1:]
-    return units
-
-
-def _beside(hit: Hit, chunk: Chunk, after: bool) -> str:
-    """The text of ``chunk``, the snippet just before or ``after`` the hit's, that is in
-    the place the hit cites (under its heading; in a paged document, on its pages), so
-    that a sentence of it is cited, and opens, where it is: "" when none is."""
-    cited = hit.citation
-    if (cited.page_start is None) != (chunk.page_start is None):
-        return ""
-    if cited.page_start is not None and chunk.page_start is not None:
-        last, end = cited.page_end or cited.page_start, chunk.page_end or chunk.page_start
-        if not cited.page_start <= chunk.page_start <= end <= last:
-            return ""
-    own, near = parts(hit.chunk), parts(chunk)
-    (edge, _), (head, text) = (own[-1], near[0]) if after else (own[0], near[-1])
-    edge_path = edge.heading_path if edge else hit.chunk.heading_path
-    path = head.heading_path if head else chunk.heading_path
-    return text if edge_path == path == cited.heading_path else ""
-
-
-def _sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candidate]:
-    """The answer's candidate sentences: each source's snippet's, with those of the
-    snippets just before and after it in the place it cites (a section cut in two keeps
-    its answer in the other half), numbered in reading order around the snippet's."""
-    ids = [i for s in sources for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id) if i]
-    near = {c.id: c for c in retriever.store.get_chunks(ids)} if ids else {}
-    out: list[Candidate] = []
-    for s in sources:
-        prev, after = (near.get(i or "") for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id))
-        before = _whole_sentences(s.hit, _beside(s.hit, prev, False)) if prev else []
-        later = _whole_sentences(s.hit, _beside(s.hit, after, True)) if after else []
-        own = _whole_sentences(s.hit)
-        for i, sentence in enumerate([*before, *own, *later], -len(before)):
-            if len(sentence) > 12 and len(sentence.split()) >= 3:
-                out.append((s, i, sentence, 0 <= i < len(own)))
-    return out
-
-
-def _with_block(source: Source, _: int, sentence: str) -> str:
-    """``sentence``, and when it is a lead-in ending in ":", the list or code it brings
-    (``plaintext.introduced``): "run the following from your shell:" is no answer alone."""
-    if not sentence.endswith(":"):
-        return sentence
-    chunk = source.hit.chunk
-    markup = plaintext.markup_of(source.hit.document.file_type, bool(chunk.heading_path))
-    leads = plaintext.introduced(chunk.text, markup)
-    for lead in sorted(leads, key=len, reverse=True):  # the longest lead-in it ends with
-        if sentence.endswith(lead.strip()):
-            return f"{sentence} {leads[lead]}"
-    return sentence
 
 
 def _stem(word: str) -> str:
@@ -377,7 +268,7 @@ def extract(
     are numbered 1..n in order of first use (the citations say which hit each is);
     without, they keep their numbers (when a ``sources`` event already named them).
     Deterministic."""
-    candidates = _sentences_of(retriever, sources)
+    candidates = sentences_of(retriever, sources)
     if not candidates:
         return Extract([], [], weak=True)
     terms = key_terms(question)
@@ -438,7 +329,7 @@ def extract(
     for i in chosen:
         n = candidates[i][0].n
         numbers.setdefault(n, len(numbers) + 1 if renumber else n)
-    out = [f"{_with_block(*candidates[i][:3])} [{numbers[candidates[i][0].n]}]" for i in chosen]
+    out = [f"{with_block(*candidates[i][:3])} [{numbers[candidates[i][0].n]}]" for i in chosen]
     citations = [AnswerCitation.of(new, by_n[old].hit) for old, new in numbers.items()]
     return Extract(
         out,
