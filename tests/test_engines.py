@@ -24,6 +24,7 @@ from docshelf.search.engines.typesense import TypesenseServer
 from docshelf.search.engines.typesense_lexical import TypesenseLexicalIndex
 from docshelf.search.engines.usearch import SidecarVectorIndex
 from docshelf.search.entries import Told
+from docshelf.search.query import lexical_terms
 from docshelf.store import SearchFilters, SearchStore, open_store
 from docshelf.store.sqlite import SQLiteStore
 from tests import pg
@@ -158,6 +159,23 @@ def test_a_lexical_engine_finds_words_by_the_contract(
     found = search(["raft"], 10, none, told)
     for chunk_id, entry in told.items():  # what an engine tells of a hit is its own
         assert chunk_id in dict(found) and entry[0] in {make_doc(n, "")[0].id for n in (1, 3)}
+
+
+@pytest.mark.parametrize(("engine", "library"), _lexical_cases(), indirect=["library"])
+def test_a_lexical_engine_finds_an_identifier_by_its_words(
+    engine: str, library: SearchStore, request: pytest.FixtureRequest
+) -> None:
+    """A word written with punctuation (``__name__``, ``--port``) reaches every engine as
+    its word characters and finds the snippets that hold it, whatever the engine's own
+    tokenizer makes of the punctuation (search/stages/written.py then orders them)."""
+    doc, chunks = make_doc(6, "app = Flask(__name__) then flask run --port 5001")
+    with library.transaction():
+        library.put_document(doc, chunks, vecs(2, dim=DIM, seed=6))
+    made = LEXICAL[engine][1]
+    search = (made(library, request) if isinstance(made, External) else made(library)).search
+    none = SearchFilters()
+    for typed in ("__name__", "Flask(__name__)", "--port", "5001"):
+        assert "6" in doc_of(search(lexical_terms(typed), 10, none)), typed
 
 
 @pytest.mark.parametrize(("engine", "library"), _vector_cases(), indirect=["library"])

@@ -44,6 +44,7 @@ def test_the_product_order_reads_top_to_bottom() -> None:
         "few",
         "feedback",
         "concepts",
+        "written",
         "exact",
         "cite",
         "rerank",

@@ -317,6 +317,7 @@ def render_status(o: Outcome) -> None:
 PLACED_BY = {
     "named": "its heading is your query",
     "quoted": "quotes your query word for word",
+    "written": "holds your query's words as you wrote them",
     "strong": "far ahead in one of the two searches",
     "few": "one of few holding a rare word of your query",
 }

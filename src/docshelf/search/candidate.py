@@ -25,8 +25,9 @@ class Precedence(IntFlag):
     NONE = 0
     FEW = 1  # one of the few snippets holding a rare word of the query (stages/few.py)
     STRONG = 2  # a list's clear first (stages/strong.py)
-    QUOTED = 4  # the best candidate quoting the query word for word (stages/exact.py)
-    NAMED = 8  # under the heading (or title) the query names (stages/exact.py)
+    WRITTEN = 4  # holds the query's punctuated words as written (stages/written.py)
+    QUOTED = 8  # the best candidate quoting the query word for word (stages/exact.py)
+    NAMED = 16  # under the heading (or title) the query names (stages/exact.py)
 
 
 class Candidate:

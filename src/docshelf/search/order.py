@@ -26,6 +26,7 @@ from docshelf.search.stages.rerank import Rerank
 from docshelf.search.stages.strong import StrongFirst
 from docshelf.search.stages.view import Expand, Facets, SeenBy
 from docshelf.search.stages.weak import Weak
+from docshelf.search.stages.written import AsWritten
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def product(s: FusionSettings) -> Ranking:
             *fused,
             Feedback(s.feedback_docs, s.feedback_weight, refuse=fused),  # moved query, fused again
             ConceptBoost(s.concept_boost),  # the concepts the query names
+            AsWritten(),  # the query's punctuated words (__name__, --port) as typed
             *((ExactFirst(),) if s.exact_first else ()),  # the named heading, the quoted line
             Cite(s.per_document, s.repeated_in),  # candidates to hits: one per place, cited
             Rerank(),  # a stronger model's order of the top K, when configured

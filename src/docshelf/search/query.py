@@ -69,7 +69,7 @@ def lexical_terms(query: str) -> list[str]:
 
 # -- query syntax ----------------------------------------------------------------------
 # "a phrase"   must appear as written (case and spacing aside)
-# -word        must not appear; -"a phrase" likewise
+# -word        must not appear; -"a phrase" likewise (--word is a word: a flag as typed)
 # tag:x path:notes/ type:pdf source:src_… concept:x   filters (search/filters.py), AND-ed
 # Anything else is free text. Unbalanced quotes are plain characters: every
 # string is a valid query.
@@ -110,7 +110,7 @@ def parse_query(query: str) -> ParsedQuery:
         field = query_field(key, value) if sep else None
         if field is not None:
             fields.append(field)
-        elif bare.startswith("-") and len(bare) > 1 and _WORD.search(bare[1:]):
+        elif bare.startswith("-") and _WORD.match(bare[1:]):  # not "--port": a flag
             excluded.append(bare[1:])
         else:
             words.append(bare.replace('"', " "))
