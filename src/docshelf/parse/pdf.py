@@ -47,6 +47,7 @@ from docshelf.parse.pdf_layout import (
     drawn_twice,
     gutter,
     same_row,
+    table_row_alone,
     wide_gap,
 )
 from docshelf.parse.pdf_ocr import PageOcr, drawn_on, ocr_pages
@@ -133,6 +134,7 @@ RULES: tuple[Callable[..., object], ...] = (
     gutter,
     column_line,
     cuts_band,
+    table_row_alone,
     # paragraphs and tables, per region (parse.pdf_pieces)
     typical_pitch,
     table_run_end,
