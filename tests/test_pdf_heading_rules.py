@@ -11,28 +11,32 @@ from __future__ import annotations
 from collections import Counter
 
 from docshelf.model import BlockKind
+from docshelf.parse.pdf_bylines import (
+    is_affiliation,
+    is_author_list,
+    is_person_name,
+    lower_case_words,
+)
 from docshelf.parse.pdf_structure import (
     Numbered,
     apply_font_sizes,
     apply_outline,
     body_line,
     body_size,
+    bylines,
     continues_broken_word,
     follows,
     joined_across_breaks,
     numbered_headings,
     numbered_list,
-    one_title_heading,
+    numbered_running_heads,
     outline_match,
     page_edges,
-    placeholder_title,
     repeated_texts,
     running_furniture,
     section_number,
     set_larger,
     short,
-    title,
-    title_lines,
     without_furniture,
 )
 from docshelf.parse.pdf_text import (
@@ -41,7 +45,16 @@ from docshelf.parse.pdf_text import (
     is_formula,
     is_garbled,
     is_page_number,
+    is_page_reference,
     real_hyphen,
+    without_stray_marks,
+)
+from docshelf.parse.pdf_title import (
+    one_title_heading,
+    placeholder_title,
+    title,
+    title_above_authors,
+    title_lines,
 )
 from tests.pdf_builders import PROSE, piece
 
@@ -82,6 +95,25 @@ def test_running_furniture() -> None:
     pages[6].insert(0, piece("Draft", size=8))
     assert ("draft", 8) in running_furniture(pages)  # three of eight: a quarter
     assert ("draft", 8) not in running_furniture(pages + [[piece(PROSE)]] * 5)  # of 13
+
+
+def test_numbered_running_heads() -> None:
+    pages = [
+        [piece(f"{n - 22} 2 Concurrency", page=n, size=8), piece(PROSE, page=n, lines=9)]
+        if n % 2 == 0
+        else [piece(f"2.3 Concurrency {n - 22}", page=n, size=8), piece(PROSE, page=n, lines=9)]
+        for n in range(68, 74)
+    ]
+    heads = numbered_running_heads(pages, body=10)
+    assert heads == {id(page[0]) for page in pages}  # the page less 22, on six pages
+    assert numbered_running_heads(pages[:2], body=10) == set()  # on too few pages
+    assert numbered_running_heads(pages, body=7) == set()  # set larger than the body
+    # a section's number at a page's top, once, is no page number
+    sections = [
+        [piece(f"{n} Results", page=at), piece(PROSE, page=at)]
+        for n, at in ((1, 3), (4, 5), (9, 12))
+    ]
+    assert numbered_running_heads(sections, body=10) == set()
 
 
 def test_continues_broken_word() -> None:
@@ -166,6 +198,72 @@ def test_is_garbled() -> None:
     assert not is_garbled("TAO: Facebook\u2019s Data Store") and not is_garbled("iPhone")
 
 
+def test_is_page_reference() -> None:
+    assert is_page_reference("C. A. R. HOARE--cont'd from page 580")
+    assert is_page_reference("(Continued on p. 583)")
+    assert not is_page_reference("Continued Fractions") and not is_page_reference("Page 3")
+
+
+def test_bylines() -> None:
+    title_piece = piece("Consensus for Everyone", size=18)
+    authors = piece("Diego Ongaro, Ann Wollrath and Sam Kendall", size=14)
+    name = piece("Chris Okasaki", size=14)
+    heading = piece("Leader Election", size=14)  # its words are the body's too
+    late = piece("Chris Okasaki", size=14, page=3)  # past the first pages
+    body = piece("the leader election starts when a follower hears nothing", lines=9)
+    found = [title_piece, authors, name, heading, body, late]
+    assert bylines(found) == {id(authors), id(name)}  # the name beside the author list
+    assert bylines([title_piece, name, body]) == set()  # a name alone beside no byline
+    email = piece("okasaki@cs.cmu.edu")
+    assert bylines([title_piece, name, heading, email, body]) == {id(email)}  # not beside
+    second = piece("Chris Okasaki", size=18)  # in the title's size, right after it
+    assert bylines([title_piece, second, email, body]) == {id(email)}  # the title goes on
+    numbered = piece("2 Raft Basics", size=14)
+    assert bylines([numbered, body]) == set()  # a numbered section is no byline
+
+
+def test_is_author_list() -> None:
+    common = lower_case_words(["the leader sends heartbeats; a single chain with no failures"])
+    for text in (
+        "Jim Waldo, Geoff Wyant, Ann Wollrath, and Sam Kendall",
+        "Seth Gilbert\u2217 Nancy Lynch\u2217",  # footnote marks between the names
+        "Peter W. Shor\u2020",  # one name, with a footnote mark
+        "Ding Yuan, Yu Luo, and Michael Stumm, University of Toronto",
+        "Debra A. Lelewer and Daniel S. Hirschberg",
+    ):
+        assert is_author_list(text, common), text
+    for text in (
+        "Single Chain, No Failures",  # the document's own words
+        "Categories and Subject Descriptors",  # "Categories" is no name
+        "Atomic, Partition Tolerant",
+        "Peter W. Shor",  # one name, no mark: is_person_name's to judge
+    ):
+        assert not is_author_list(text, common), text
+
+
+def test_is_person_name() -> None:
+    common = lower_case_words(["lazy rebuilding is a chain of thunks", "jim.waldo@sun.com"])
+    assert is_person_name("Chris Okasaki", common)
+    assert is_person_name("Robbert van Renesse", common)
+    assert is_person_name("C. A. R. HOARE", common)
+    assert is_person_name("Jim Waldo", common)  # an e-mail address's words are not counted
+    assert not is_person_name("Lazy Rebuilding", common)  # words the document uses
+    assert not is_person_name("Okasaki", common)  # one word
+    assert not is_person_name("Glossary of Symbols", common)
+
+
+def test_is_affiliation() -> None:
+    for text in (
+        "The Queen's University of Belfast,* Northern Ireland",
+        "Department of Computer Science, University of Massachusetts, Amherst, MA 01002",
+        "Akamai Technologies, 8 Cambridge Center, Cambridge, MA 02142",
+        "Secure Networks, Inc.",
+    ):
+        assert is_affiliation(text), text
+    assert not is_affiliation("Mesos: A Platform for Resource Sharing in the Data Center")
+    assert not is_affiliation("This research was done at the University of Toronto")
+
+
 def test_repeated_texts() -> None:
     found = [piece("Notes On Consensus", page=n) for n in (1, 2, 3)]
     found += [piece(f"{2 * n} Epidemic Algorithms", page=n) for n in (1, 2, 3)]
@@ -241,15 +339,39 @@ def test_title_lines() -> None:
     assert title_lines(on_page_2, body=10) == []
     caption = [piece("Figure 1: Overview", size=17), piece(PROSE)]
     assert title_lines(caption, body=10) == []
+    above = [piece("University of Leeds", size=18), piece("Raft", size=16), piece(PROSE)]
+    assert [p.text for p in title_lines(above, body=10)] == ["Raft"]  # not the affiliation
+    after = [piece("Raft", size=14), piece("Abstract", size=16), piece("Safety", size=18)]
+    assert [p.text for p in title_lines([*after, piece(PROSE)], body=10)] == ["Raft"]
+
+
+def test_title_above_authors() -> None:
+    found = [
+        piece("Data Compression", size=11),
+        piece("Debra A. Lelewer and Daniel S. Hirschberg", size=11),
+        piece("Abstract", size=9),
+        piece("data compression is often referred to as coding", size=11, lines=9),
+    ]
+    assert title_above_authors(found, body=11) == [found[0]]
+    assert title_above_authors(found, body=12) == []  # smaller than the body
+    assert title_above_authors([found[0], found[2], found[1], found[3]], body=11) == []
+    assert title_above_authors([found[0], found[3]], body=11) == []  # no authors
+
+
+def test_without_stray_marks() -> None:
+    assert without_stray_marks("Replicated . Database") == "Replicated Database"
+    assert without_stray_marks("Items , Lists \u00b7 Sets") == "Items Lists Sets"
+    for kept in ("3.1. Axiom of Assignment", "TAO: Facebook\u2019s Store", "Search & Transfer"):
+        assert without_stray_marks(kept) == kept
 
 
 def test_one_title_heading() -> None:
     first, second = piece("Macaroons: Cookies with", size=20), piece("Contextual Caveats", size=20)
-    body = piece(PROSE)
+    body = piece("macaroons are cookies with contextual caveats")
     for p in (first, second):
         p.kind, p.level = BlockKind.HEADING, 1
     found = one_title_heading([first, second, body], body=10)
-    assert [p.text for p in found] == ["Macaroons: Cookies with Contextual Caveats", PROSE]
+    assert [p.text for p in found] == ["Macaroons: Cookies with Contextual Caveats", body.text]
     second.kind = BlockKind.PARAGRAPH  # not all of its lines are headings: left alone
     third = piece("Contextual Caveats", size=20)
     assert one_title_heading([first, third, body], body=10) == [first, third, body]
@@ -265,6 +387,9 @@ def test_placeholder_title() -> None:
 def test_title() -> None:
     found = [piece("Raft", size=20), piece(PROSE)]
     assert title(found, body=10) == "Raft"
+    assert title([piece("In Search . of Consensus", size=20), piece(PROSE)], body=10) == (
+        "In Search of Consensus"
+    )
     heading = piece("In Search of Consensus", size=12, page=2)
     heading.kind = BlockKind.HEADING
     assert title([piece(PROSE), heading], body=10) == "In Search of Consensus"

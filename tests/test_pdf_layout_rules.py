@@ -21,6 +21,7 @@ from docshelf.parse.pdf_layout import (
     drawn_twice,
     gutter,
     same_row,
+    table_row_alone,
     wide_gap,
 )
 from docshelf.parse.pdf_page import is_ruling_line, jumps, spans_lines, turned, visible
@@ -118,6 +119,10 @@ def test_gutter() -> None:
     assert gutter(rows((50, f"{PROSE} and a wide line across the page"), n=10)) is None
     table = rows((50, "alpha"), (150, "3"), (320, "leader"), (420, "ok"), n=10)
     assert gutter(table) is None  # short cells each side: a table, not columns
+    # formulas set in cells on a few rows of the right column: still a column
+    formulas = rows((50, PROSE), (320, "y<r"), (350, "+y"), (380, "X q ="), (420, "(1 +q)"), n=4)
+    with_formulas = [*formulas, *rows((50, PROSE), (320, PROSE), top=640, n=6)]
+    assert gutter(with_formulas) is not None
 
 
 def _columns() -> Columns:
@@ -151,6 +156,15 @@ def test_cuts_band() -> None:
     assert not cuts_band(two_cells, *_sides(two_cells), columns)
     heading = row(700, (120, "I."), (136, "INTRODUCTION"), (320, PROSE))  # centred, apart
     assert not cuts_band(heading, *_sides(heading), columns)
+
+
+def test_table_row_alone() -> None:
+    head = row(700, (50, "D. OAuth2 and Macaroons"), (410, "Python"), (460, "JS"), (510, "Node"))
+    assert table_row_alone(head, *_sides(head), [False, False])  # lines of columns beside
+    assert not table_row_alone(head, *_sides(head), [False, True])  # a table's next row
+    assert not table_row_alone(head, *_sides(head), [])  # a region of one row: not alone
+    crossing = row(700, (50, f"{PROSE} {PROSE}"))
+    assert not table_row_alone(crossing, *_sides(crossing), [False, False])
 
 
 # -- paragraphs and tables --------------------------------------------------------------------

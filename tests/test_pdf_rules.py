@@ -55,7 +55,16 @@ _ALLOWED = {"pdf_structure.py": {5, 10}, "pdf_page.py": {0xFFFD}}
 
 @pytest.mark.parametrize(
     "module",
-    ["pdf.py", "pdf_page.py", "pdf_layout.py", "pdf_pieces.py", "pdf_structure.py", "pdf_text.py"],
+    [
+        "pdf.py",
+        "pdf_page.py",
+        "pdf_layout.py",
+        "pdf_pieces.py",
+        "pdf_structure.py",
+        "pdf_bylines.py",
+        "pdf_title.py",
+        "pdf_text.py",
+    ],
 )
 def test_thresholds_and_patterns_live_in_one_place(module: str) -> None:
     tree = ast.parse((PARSE / module).read_text(encoding="utf-8"))

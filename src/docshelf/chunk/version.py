@@ -18,6 +18,9 @@ CHANGES = {
     "titled by its file's name",
     6: "a block of text many files repeat (a footer on every note) is recognised and never "
     "cited as a hit",
+    7: "PDF titles and headings are no longer authors, affiliations, dates or running heads "
+    "with page numbers (those running heads leave the text), and a column with formulas "
+    "set in cells is read as a column",
 }
 CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"

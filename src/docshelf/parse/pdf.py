@@ -13,7 +13,9 @@ threshold and pattern they use is in ``parse.pdf_thresholds``. The modules:
 - ``parse.pdf_page``: a page's words and ruling lines through PDFium;
 - ``parse.pdf_layout``: words into rows, rows into columns and bands;
 - ``parse.pdf_pieces``: a region's rows into paragraphs and tables;
-- ``parse.pdf_structure``: across pages, furniture out, then headings and title;
+- ``parse.pdf_structure``: across pages, furniture out, then headings;
+- ``parse.pdf_bylines``: authors, affiliations and dates, never headings or the title;
+- ``parse.pdf_title``: the title;
 - ``parse.pdf_text``: text judged and mended (gibberish, hyphens, captions…).
 
 Every block carries its 1-based ``page``. A page with no text layer (a scan) and
@@ -40,6 +42,7 @@ from docshelf.model import BlockKind, ParsedDocument
 from docshelf.parse import PDF_PASSWORD_ENV
 from docshelf.parse._blocks import BodyBuilder, one_line
 from docshelf.parse.ocr import Ocr, unavailable
+from docshelf.parse.pdf_bylines import is_affiliation, is_author_list, is_person_name
 from docshelf.parse.pdf_layout import (
     Piece,
     column_line,
@@ -47,6 +50,7 @@ from docshelf.parse.pdf_layout import (
     drawn_twice,
     gutter,
     same_row,
+    table_row_alone,
     wide_gap,
 )
 from docshelf.parse.pdf_ocr import PageOcr, drawn_on, ocr_pages
@@ -77,22 +81,20 @@ from docshelf.parse.pdf_structure import (
     apply_outline,
     body_line,
     body_size,
+    bylines,
     continues_broken_word,
     follows,
     joined_across_breaks,
     numbered_headings,
     numbered_list,
-    one_title_heading,
+    numbered_running_heads,
     outline_match,
     page_edges,
-    placeholder_title,
     repeated_texts,
     running_furniture,
     section_number,
     set_larger,
     short,
-    title,
-    title_lines,
     without_furniture,
 )
 from docshelf.parse.pdf_text import (
@@ -101,9 +103,11 @@ from docshelf.parse.pdf_text import (
     is_formula,
     is_garbled,
     is_page_number,
+    is_page_reference,
     is_unreadable,
     real_hyphen,
     vocabulary,
+    without_stray_marks,
 )
 from docshelf.parse.pdf_thresholds import (
     EOF_WINDOW,
@@ -112,6 +116,13 @@ from docshelf.parse.pdf_thresholds import (
     MAX_OUTLINE_ITEMS,
     PDFIUM_REASON,
     WORD_PROCESSOR_PREFIX,
+)
+from docshelf.parse.pdf_title import (
+    one_title_heading,
+    placeholder_title,
+    title,
+    title_above_authors,
+    title_lines,
 )
 
 __all__ = ["RULES", "parse_pdf"]
@@ -133,6 +144,7 @@ RULES: tuple[Callable[..., object], ...] = (
     gutter,
     column_line,
     cuts_band,
+    table_row_alone,
     # paragraphs and tables, per region (parse.pdf_pieces)
     typical_pitch,
     table_run_end,
@@ -149,22 +161,30 @@ RULES: tuple[Callable[..., object], ...] = (
     page_edges,
     is_page_number,
     running_furniture,
+    numbered_running_heads,
     continues_broken_word,
     real_hyphen,
     body_size,
     outline_match,  # headings from the outline, if it names any piece ...
     short,  # ... else from font sizes ...
     set_larger,
+    is_page_reference,
     is_caption,
     is_formula,
     is_garbled,
     repeated_texts,
+    bylines,  # ... never who wrote it, where or when (parse.pdf_bylines) ...
+    is_author_list,
+    is_person_name,
+    is_affiliation,
     section_number,  # ... and section numbers in the body's size
     body_line,
     numbered_list,
     follows,
-    title_lines,  # the title's lines on page 1 ...
+    title_lines,  # the title's lines on page 1 (parse.pdf_title) ...
+    title_above_authors,  # ... or the line above the authors ...
     one_title_heading,  # ... one heading when they are headings
+    without_stray_marks,  # a title's or heading's lone marks between words go
     placeholder_title,  # the Title metadata, unless a placeholder ...
     title,  # ... else the title's lines or the first heading
 )
@@ -232,7 +252,8 @@ def parse_pdf(
         found = one_title_heading(found, body)
     builder = BodyBuilder()
     for piece in found:
-        builder.add(piece.kind, piece.text, level=piece.level, page=piece.page, ocr=piece.ocr)
+        text = without_stray_marks(piece.text) if piece.kind is BlockKind.HEADING else piece.text
+        builder.add(piece.kind, text, level=piece.level, page=piece.page, ocr=piece.ocr)
     return builder.build(
         title=meta_title or title(found, body),
         page_count=page_count,

@@ -13,7 +13,8 @@ groups each region's rows into paragraphs and tables.
    (:func:`gutter`): an x position in the middle of the text that few segments
    cross, with column-like text on both sides. Rows that cross the gutter (a
    title, an abstract, a wide figure) or a wide table's rows cut the page into
-   bands (:func:`cuts_band`); inside a band the left column is read before the
+   bands (:func:`cuts_band`; a row of cells alone is no table's:
+   :func:`table_row_alone`); inside a band the left column is read before the
    right one. Each column is split again (up to three levels), so three-column
    pages work too.
 
@@ -244,10 +245,11 @@ def regions(rows: Sequence[Row], depth: int = 0) -> list[list[Row]]:
         right.clear()
 
     columns = _columns(rows, at)
-    for row in rows:
-        lefts = [s for s in row.segments if s.x1 <= at]
-        rights = [s for s in row.segments if s.x0 >= at]
-        if cuts_band(row, lefts, rights, columns):
+    sides = [_sides(row, at) for row in rows]
+    cut = [cuts_band(row, *two, columns) for row, two in zip(rows, sides, strict=True)]
+    for n, row in enumerate(rows):
+        lefts, rights = sides[n]
+        if cut[n] and not table_row_alone(row, lefts, rights, cut[n - 1 : n] + cut[n + 1 : n + 2]):
             close_band()
             wide.append(row)
             continue
@@ -262,6 +264,11 @@ def regions(rows: Sequence[Row], depth: int = 0) -> list[list[Row]]:
         out.append(list(wide))
     close_band()
     return out
+
+
+def _sides(row: Row, at: float) -> tuple[list[Segment], list[Segment]]:
+    """The row's segments left of ``at`` and right of it (one across it is in neither)."""
+    return [s for s in row.segments if s.x1 <= at], [s for s in row.segments if s.x0 >= at]
 
 
 def _columns(rows: Sequence[Row], at: float) -> Columns:
@@ -294,6 +301,19 @@ def cuts_band(
     )
 
 
+def table_row_alone(
+    row: Row, lefts: Sequence[Segment], rights: Sequence[Segment], beside: Sequence[bool]
+) -> bool:
+    """A row of cells on both sides that :func:`cuts_band` calls a wide table's row, though
+    neither row beside it (``beside``: whether each cuts a band) cuts one: a line of one
+    column beside a table's head in the other, not a table's row (a table has rows).
+
+    A row that crosses the gutter always cuts a band.
+    """
+    crosses = len(lefts) + len(rights) < len(row.segments)
+    return not crosses and len(beside) > 0 and not any(beside)
+
+
 def column_line(side: Sequence[Segment], edge: float, width: float) -> bool:
     """One segment from the column's edge across most of its width: a line of prose."""
     return len(side) == 1 and _near(side[0], edge) and side[0].width >= COLUMN_LINE_FILL * width
@@ -316,8 +336,9 @@ def gutter(rows: Sequence[Row]) -> float | None:
     Covered means a segment spans it; the middle is between GUTTER_ZONE_START and
     GUTTER_ZONE_END of the text's width. Either side needs COLUMN_MIN_ROWS rows, at
     most GUTTER_CROSSING_SHARE of the rows may cross the gutter, and each side's text
-    spans COLUMN_MIN_WIDTH_SHARE of the width with segments (the median one) filling
-    COLUMN_LINE_SHARE of it: lines of running text, not a table's short cells.
+    spans COLUMN_MIN_WIDTH_SHARE of the width, its rows' widest segments (the median
+    one) filling COLUMN_LINE_SHARE of it: lines of running text, not a table's short
+    cells (a formula broken into cells is one row of many).
     """
     segments = [s for r in rows for s in r.segments]
     if len(rows) < GUTTER_MIN_ROWS:
@@ -360,18 +381,20 @@ def gutter(rows: Sequence[Row]) -> float | None:
 
 def _columns_either_side(rows: Sequence[Row], at: float, width: float) -> bool:
     crossing = sum(any(s.x0 < at < s.x1 for s in r.segments) for r in rows)
-    left = [s for r in rows for s in r.segments if s.x1 <= at]
-    right = [s for r in rows for s in r.segments if s.x0 >= at]
-    left_rows = sum(any(s.x1 <= at for s in r.segments) for r in rows)
-    right_rows = sum(any(s.x0 >= at for s in r.segments) for r in rows)
-    if min(left_rows, right_rows) < COLUMN_MIN_ROWS or crossing > GUTTER_CROSSING_SHARE * max(
-        left_rows, right_rows
+    sides = [_sides(r, at) for r in rows]
+    left = [lefts for lefts, _ in sides if lefts]  # each row's segments on the side
+    right = [rights for _, rights in sides if rights]
+    if min(len(left), len(right)) < COLUMN_MIN_ROWS or crossing > GUTTER_CROSSING_SHARE * max(
+        len(left), len(right)
     ):
         return False
     for side in (left, right):
-        extent = max(s.x1 for s in side) - min(s.x0 for s in side)
+        extent = max(s.x1 for row in side for s in row) - min(s.x0 for row in side for s in row)
         if extent < COLUMN_MIN_WIDTH_SHARE * width:
             return False
-        if statistics.median(s.width for s in side) < COLUMN_LINE_SHARE * extent:
+        # each row by its widest segment: a formula set in cells is one row of its column
+        if statistics.median(max(s.width for s in row) for row in side) < (
+            COLUMN_LINE_SHARE * extent
+        ):
             return False  # short cells, not lines of running text
     return True

@@ -1,13 +1,12 @@
-"""A PDF's structure from all its pages' pieces: furniture out, headings and title found.
+"""A PDF's structure from all its pages' pieces: furniture out, headings found.
 
 In order: running heads, footers and page numbers are dropped
 (:func:`without_furniture`); a paragraph broken across a column or page break
 is joined again (:func:`joined_across_breaks`); then headings come from the
 outline (:func:`apply_outline`) or, failing that, from font sizes
-(:func:`apply_font_sizes`) and section numbers in the body's size
-(:func:`numbered_headings`); a title set on several lines that are headings
-becomes one heading (:func:`one_title_heading`), and the title is found
-(:func:`title`, :func:`placeholder_title`).
+(:func:`apply_font_sizes`: never the authors, their affiliations or the date,
+:func:`bylines`) and section numbers in the body's size
+(:func:`numbered_headings`). The title is found after them (``parse.pdf_title``).
 
 Thresholds and patterns are in ``parse.pdf_thresholds``.
 """
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 
 from docshelf.model import BlockKind
 from docshelf.parse._blocks import one_line
+from docshelf.parse.pdf_bylines import is_byline, is_person_name, lower_case_words
 from docshelf.parse.pdf_layout import Piece
 from docshelf.parse.pdf_text import heading_rejection, is_page_number
 from docshelf.parse.pdf_thresholds import (
@@ -42,17 +42,14 @@ from docshelf.parse.pdf_thresholds import (
     OUTLINE_LENGTH_SPREAD,
     OUTLINE_MIN_TAIL,
     OUTLINE_NUMBERING,
-    PLACEHOLDER_TITLE,
     REPEATED_MIN_PAGES,
+    RUNNING_HEAD_NUMBER,
     SECTION_LINE,
     SECTION_WORDS,
     SIZE_STEP,
     SMALL_CAPS_RATIO,
     TITLE_LINE_SIZE_TOLERANCE,
-    TITLE_MAX_CHARS,
-    TITLE_MAX_LINES,
     TITLE_PAGES,
-    TITLE_RATIO,
 )
 
 # -- running heads, footers and page numbers -----------------------------------------------
@@ -60,7 +57,8 @@ from docshelf.parse.pdf_thresholds import (
 
 def without_furniture(found: list[Piece]) -> list[Piece]:
     """The pieces without running heads, footers and page numbers: pieces at a page's
-    edges (:func:`page_edges`) that are a page number or :func:`running_furniture`.
+    edges (:func:`page_edges`) that are a page number, :func:`running_furniture` or
+    :func:`numbered_running_heads`.
     When that would leave no text at all (pages that repeat one short text, and
     nothing else), the repeated text is the document's: only page numbers go."""
     by_page: dict[int, list[Piece]] = defaultdict(list)
@@ -68,10 +66,11 @@ def without_furniture(found: list[Piece]) -> list[Piece]:
         by_page[piece.page].append(piece)
     if len(by_page) < FURNITURE_MIN_PAGES:
         return found
-    repeated = running_furniture(list(by_page.values()))
-    drop = {
+    pages = list(by_page.values())
+    repeated = running_furniture(pages)
+    drop = numbered_running_heads(pages, body_size(found)) | {
         id(p)
-        for pieces_of_page in by_page.values()
+        for pieces_of_page in pages
         for p in page_edges(pieces_of_page)
         if _furniture_key(p) in repeated or is_page_number(p.text)
     }
@@ -101,6 +100,31 @@ def running_furniture(pages: list[list[Piece]]) -> set[tuple[str, int]]:
         for k, n in counts.items()
         if n >= FURNITURE_MIN_PAGES and n >= FURNITURE_PAGE_SHARE * len(pages)
     }
+
+
+def numbered_running_heads(pages: list[list[Piece]], body: float) -> set[int]:
+    """Running heads that carry their page's printed number (``48 2 Concurrency``,
+    ``2.3 Concurrency 49``): texts at the pages' edges, not set larger than the body, that
+    open or close with the page's number less an offset FURNITURE_MIN_PAGES pages share
+    (as ``id``).
+
+    A book's running heads name its chapters and sections, each on too few of its
+    pages to repeat as :func:`running_furniture` does; the page number tells them.
+    """
+    numbered: list[tuple[Piece, int]] = []  # (piece, its page less its number)
+    for pieces_of_page in pages:
+        for piece in page_edges(pieces_of_page):
+            if piece.size >= body * HEADING_RATIO or not _has_letters(piece.text, 1):
+                continue
+            match = RUNNING_HEAD_NUMBER.fullmatch(one_line(piece.text))
+            if match is not None:
+                number = match["opening"] or match["closing"]
+                numbered.append((piece, piece.page - int(number)))
+    on_pages: defaultdict[int, set[int]] = defaultdict(set)
+    for piece, offset in numbered:
+        on_pages[offset].add(piece.page)
+    shared = {offset for offset, on in on_pages.items() if len(on) >= FURNITURE_MIN_PAGES}
+    return {id(piece) for piece, offset in numbered if offset in shared}
 
 
 def _furniture_key(piece: Piece) -> tuple[str, int]:
@@ -201,15 +225,17 @@ def _comparable(text: str) -> str:
 
 def apply_font_sizes(found: list[Piece], body: float) -> int:
     """Mark the pieces :func:`set_larger` as headings, levels by size, largest first, unless
-    ``heading_rejection`` turns one down or it is :func:`repeated_texts`; returns how many
-    levels."""
+    ``heading_rejection`` turns one down or it is :func:`repeated_texts` or one of the
+    :func:`bylines`; returns how many levels."""
     repeated = repeated_texts(found)
+    byline = bylines(found)
     candidates = [
         p
         for p in found
         if set_larger(p, body)
         and heading_rejection(p.text) is None
         and _comparable(p.text) not in repeated
+        and id(p) not in byline
     ]
     sizes = sorted({_step(p.size) for p in candidates}, reverse=True)
     for piece in candidates:
@@ -241,6 +267,55 @@ def _has_letters(text: str, n: int) -> bool:
     """Whether ``text`` has at least ``n`` letters (counting stops at the n-th)."""
     letters = (c for c in text if c.isalpha())
     return sum(1 for _ in itertools.islice(letters, n)) == n
+
+
+def bylines(found: list[Piece]) -> set[int]:
+    """Who wrote the document, where and when: the :func:`short` texts of its first
+    TITLE_PAGES pages that ``is_byline`` says are an author list, an affiliation, an
+    e-mail address or a date, by the words the document uses in lower case, and the
+    names alone (``is_person_name``) beside them (as ``id``).
+
+    A name alone goes with the byline next to it, names between (``Robbert van
+    Renesse`` over ``rvr@cs.cornell.edu``); one right after a text in its size that is
+    no byline goes on from that text (``An Axiomatic Basis for`` / ``Computer
+    Programming``).
+    """
+    front = [p for p in found if p.page <= TITLE_PAGES]
+    if not front:
+        return set()
+    common = lower_case_words(p.text for p in found)
+    kinds: list[str | None] = []  # "byline", "name" or None, piece by piece
+    for before, piece in zip([None, *front], front, strict=False):
+        kinds.append(_byline_kind(piece, before, kinds[-1] if kinds else None, common))
+    return {
+        id(piece)
+        for n, (piece, kind) in enumerate(zip(front, kinds, strict=True))
+        if kind == "byline" or (kind == "name" and _beside_byline(kinds, n))
+    }
+
+
+def _byline_kind(
+    piece: Piece, before: Piece | None, before_kind: str | None, common: set[str]
+) -> str | None:
+    if piece.kind is BlockKind.TABLE or not short(piece):
+        return None
+    if is_byline(piece.text, common):
+        return "byline"
+    if not is_person_name(piece.text, common):
+        return None
+    goes_on = (
+        before is not None
+        and before_kind is None
+        and abs(before.size - piece.size) <= TITLE_LINE_SIZE_TOLERANCE
+    )
+    return None if goes_on else "name"
+
+
+def _beside_byline(kinds: list[str | None], n: int) -> bool:
+    """Whether the first piece that is no name before or after piece ``n`` is a byline."""
+    before = next((k for k in reversed(kinds[:n]) if k != "name"), None)
+    after = next((k for k in kinds[n + 1 :] if k != "name"), None)
+    return "byline" in (before, after)
 
 
 def repeated_texts(found: list[Piece], *, digits: bool = True) -> set[str]:
@@ -373,69 +448,3 @@ def follows(before: tuple[int, ...] | None, number: tuple[int, ...]) -> bool:
     if number == (*before, 1):
         return True
     return any(number == (*before[:k], before[k] + 1) for k in range(len(before)))
-
-
-# -- title ---------------------------------------------------------------------------------
-
-
-def title(found: list[Piece], body: float) -> str | None:
-    """The title on page 1 (:func:`title_lines`), else the first heading on the first
-    TITLE_PAGES pages."""
-    lines = title_lines(found, body)
-    if lines:
-        return " ".join(p.text for p in lines)
-    return next(
-        (p.text for p in found if p.kind is BlockKind.HEADING and p.page <= TITLE_PAGES), None
-    )
-
-
-def title_lines(found: list[Piece], body: float) -> list[Piece]:
-    """The title on page 1: its largest short text if it stands out (TITLE_RATIO times the
-    body size), with the one or two pieces after it in its size ([] if none stands out).
-
-    The further pieces are a title set on two or three lines that became pieces of
-    their own; joined, they are at most TITLE_MAX_CHARS characters. Rotated text,
-    tables and what ``heading_rejection`` turns down are never the title.
-    """
-    first_page = [
-        p
-        for p in found
-        if p.page == 1
-        and p.kind is not BlockKind.TABLE
-        and not p.rotated
-        and short(p)
-        and heading_rejection(p.text) is None
-    ]
-    if not first_page:
-        return []
-    largest = max(first_page, key=lambda p: p.size)
-    if largest.size < body * TITLE_RATIO:
-        return []
-    at = first_page.index(largest)
-    lines = [largest]
-    for piece in first_page[at + 1 : at + TITLE_MAX_LINES]:
-        joined = " ".join(p.text for p in [*lines, piece])
-        if (
-            abs(piece.size - largest.size) > TITLE_LINE_SIZE_TOLERANCE
-            or len(joined) > TITLE_MAX_CHARS
-        ):
-            break
-        lines.append(piece)
-    return lines
-
-
-def one_title_heading(found: list[Piece], body: float) -> list[Piece]:
-    """A title set on several lines that are all headings, as one heading: otherwise its
-    last line alone would head every section of the document."""
-    lines = title_lines(found, body)
-    if len(lines) < 2 or any(p.kind is not BlockKind.HEADING for p in lines):
-        return found
-    lines[0].text = " ".join(p.text for p in lines)
-    joined = {id(p) for p in lines[1:]}
-    return [p for p in found if id(p) not in joined]
-
-
-def placeholder_title(text: str) -> bool:
-    """A metadata title that names nothing: empty, a placeholder (``untitled``), a file
-    name, an arXiv identifier or a template's name."""
-    return not text or PLACEHOLDER_TITLE.search(text) is not None

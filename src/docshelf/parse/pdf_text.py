@@ -10,9 +10,12 @@
   is joined, unless the document itself shows the hyphen is real
   (:func:`real_hyphen`: ``well-known``).
 - :func:`heading_rejection`: why a short, large line is not a heading — a
-  page number, a figure or table caption, a formula, unreadable text
-  (:func:`is_page_number`, :func:`is_caption`, :func:`is_formula`,
-  :func:`is_garbled`) — or None.
+  page number, a line that says where its text goes on (``cont'd from page
+  580``), a figure or table caption, a formula, unreadable text
+  (:func:`is_page_number`, :func:`is_page_reference`, :func:`is_caption`,
+  :func:`is_formula`, :func:`is_garbled`) — or None.
+- :func:`without_stray_marks`: a title or heading without a lone mark between
+  its words (``Replicated . Database``: a speck OCR read).
 
 Thresholds and patterns are in ``parse.pdf_thresholds``.
 """
@@ -47,9 +50,11 @@ from docshelf.parse.pdf_thresholds import (
     NUMBER,
     PAGE_NUMBER,
     PAGE_NUMBER_DASHES,
+    PAGE_REFERENCE,
     PLAIN_WORD,
     RELATION,
     SAMPLE_WORDS,
+    STRAY_MARK,
     TOKEN,
     TOKEN_BRACKETS,
     UNREADABLE_WORDS,
@@ -68,10 +73,12 @@ __all__ = [
     "is_formula",
     "is_garbled",
     "is_page_number",
+    "is_page_reference",
     "is_unreadable",
     "readable_share",
     "real_hyphen",
     "vocabulary",
+    "without_stray_marks",
 ]
 
 
@@ -181,6 +188,8 @@ def heading_rejection(text: str) -> str | None:
     stripped = text.strip()
     if is_page_number(stripped):
         return "page number"
+    if is_page_reference(stripped):
+        return "page reference"
     if is_caption(stripped):
         return "caption"
     if not stripped:
@@ -195,6 +204,18 @@ def heading_rejection(text: str) -> str | None:
 def is_page_number(text: str) -> bool:
     """A page number alone: ``12``, ``iv``, ``Page 3 of 9``, ``- 4 -``."""
     return PAGE_NUMBER.fullmatch(text.strip(PAGE_NUMBER_DASHES)) is not None
+
+
+def is_page_reference(text: str) -> bool:
+    """A line that says where its text goes on or came from: ``(Continued on p. 583)``,
+    ``C. A. R. HOARE--cont'd from page 580``."""
+    return PAGE_REFERENCE.search(text) is not None
+
+
+def without_stray_marks(text: str) -> str:
+    """A title or heading without a lone mark (``.``, ``,``, ``·``, a quote) between two of
+    its words: a speck of dust OCR read, or a stray dot of the layout."""
+    return STRAY_MARK.sub(" ", text)
 
 
 def is_caption(text: str) -> bool:

@@ -96,6 +96,60 @@ TOKEN_BRACKETS = "()[],.;:"  # what may stand around a one-character token of a 
 UNREADABLE_WORDS = 2  # count: words a heading candidate needs to be judged on its share
 GARBLED_SYMBOLS = 2  # count: this many symbols inside a word with letters garble it
 IN_WORD_PUNCTUATION = "'\u2019-."  # punctuation a word may have inside it
+# An e-mail address, a space by its @ allowed ("newsham @securenetworks.com",
+# "{nygren, ramesh}@akamai.com").
+EMAIL = re.compile(r"[\w.+}-]\s?@\s?[\w-]+(?:\.[\w-]+)+")
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november"
+    r"|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"
+)
+_DAYS = "\\d{1,2}(?:\\s*[-\u2013]\\s*\\d{1,2})?"  # "7", "6-8"
+# A date alone ("September 1996", "January, 1998", "April 7, 2010", "6-8 October 2014").
+DATE = re.compile(rf"(?:{_DAYS}\s+)?{_MONTH},?\s+(?:{_DAYS},?\s+)?\d{{4}}\.?", re.I)
+# A line that says where its text goes on or came from: "(Continued on p. 583)",
+# "C. A. R. HOARE--cont'd from page 580".
+PAGE_REFERENCE = re.compile(
+    r"\bcont(?:inued|['\u2019]d|\.)\s+(?:from|on)\s+(?:page|p\.|pg\.)\s*\d+", re.I
+)
+# A lone mark between two words of a title or heading: a speck of dust OCR read
+# ("Replicated . Database"), or a stray dot of the layout.
+STRAY_MARK = re.compile("(?<=\\w)\\s+[.,\u00b7\u02d9'`\u2018\u2019]\\s+(?=\\w)")
+
+# -- who wrote it, and where (parse.pdf_bylines) -------------------------------------------
+
+# The marks that send an author's name to its affiliation's footnote, after the name
+# ("Gilbert\u2217", "Sitaraman\u2020\u2021", "Lynch2").
+AUTHOR_MARK = re.compile("[*\u2217\u2020\u2021\u00a7\u00b6]|(?<=[^\\W\\d_])\\d{1,2}(?!\\w)")
+# What stands between the names of an author list: commas, "and", "&", those marks.
+NAME_SEPARATOR = re.compile(f"(?:\\s*(?:[,;&]|\\band\\b|{AUTHOR_MARK.pattern}))+\\s*")
+NAME_MIN_WORDS = 2  # count: words of a person's name (initials and particles count) ...
+NAME_MAX_WORDS = 5  # count: ... at least and at most
+INITIALS = re.compile(r"(?:[A-Z]\.-?){1,3}")  # "W.", "A.R.", "J.-"
+# Lower-case words inside a name ("Robbert van Renesse").
+NAME_PARTICLES = frozenset(
+    {"van", "von", "de", "der", "den", "del", "della", "di", "da", "du", "dos", "das", "la"}
+    | {"le", "ter", "ten", "bin", "al", "zu", "y"}
+)
+# What names an institution: a university, a department, a laboratory, a company.
+INSTITUTION = re.compile(
+    r"\b(?:universit(?:y|ies|\u00e4t|at|\u00e9|e|\u00e0|a|eit)|institut(?:e|o)?|department"
+    r"|dept\.|laborator(?:y|ies|ium)|labs?|college|school\s+of|faculty\s+of|inc\.|ltd\.?"
+    r"|llc|corp\.|corporation|gmbh)(?!\w)",
+    re.I,
+)
+# E-mail and web addresses, whose lower-case words are often names ("jim.waldo@sun.com",
+# "{nygren, ramesh}@akamai.com"): not counted among a document's lower-case words.
+ADDRESSES = re.compile(r"\{[^{}]*\}\s?@\s?\S+|\S+\s?@\s?\S+|\S+://\S+|\bwww\.\S+")
+POSTAL_CODE = re.compile(r"\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b")  # a US state and ZIP code
+# Lower-case words an affiliation's name or address may have ("Department of Computer
+# Science and Engineering", "Universit\u00e9 de Paris").
+AFFILIATION_LINKS = frozenset(
+    {"of", "and", "for", "the", "at", "in", "on", "de", "di", "du", "des", "la", "le", "y"}
+    | {"f\u00fcr"}
+)
+# The heading of an abstract ("Abstract", "ABSTRACT:", "Abstract\u2014Controlled sharing
+# ..."): the title on page 1 comes before it.
+ABSTRACT = re.compile("abstract(?:\\s*[:.\u2014\u2013-]|\\s*$)", re.I)
 
 # -- rows and columns (parse.pdf_layout) ---------------------------------------------------
 
@@ -150,6 +204,9 @@ FURNITURE_EDGE_PIECES = 2  # count: pieces at the top and at the bottom of a pag
 FURNITURE_MAX_ROWS = 2  # count: lines of a running head, footer or page number, at most
 FURNITURE_MAX_CHARS = 120  # count: characters of one, at most
 DIGITS = re.compile(r"\d+")  # numbers, which change from page to page in a running head
+# A running head that opens or closes with its page's number ("48 2 Concurrency",
+# "2.3 Concurrency 49").
+RUNNING_HEAD_NUMBER = re.compile(r"(?P<opening>\d{1,4})\s+\S.*|.*\S\s+(?P<closing>\d{1,4})")
 NON_WORD = re.compile(r"\W+")  # what texts compared loosely ignore
 ENDS_BROKEN = re.compile(f"[^\\W\\d_](?:-|{HYPHEN_MARK})$")  # a text ending in a broken word
 
