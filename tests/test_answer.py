@@ -463,3 +463,39 @@ def test_an_answer_reads_the_snippets_beside_its_hit_in_the_same_place(
     assert "Plugin ID: switcher. [1]" in found.text, found.text
     assert "outline" not in found.text  # the snippet beside it, under the next heading
     assert [c.citation.heading_path[-1] for c in found.citations] == ["Quick switcher"]
+
+
+def test_a_named_heading_is_answered_by_its_opening(shelf: Shelf, tmp_path: Path) -> None:
+    """A question that is a note's title asks what the note is: its opening sentences,
+    not the lines that repeat the title's words."""
+    (tmp_path / "dead-links.md").write_text(
+        "# Scanning the Hub for Dead Links\n\n"
+        "This is a guide to checking the vault for links that no longer work. "
+        "A link checker writes a report of every link it follows. "
+        "A small script then keeps only the broken ones. "
+        "Scanning for dead links in the hub takes a minute; dead links are scanned again "
+        "after every release of the hub.\n"
+    )
+    (tmp_path / "other.md").write_text("# Releases\n\nA release of the hub is made monthly.\n")
+    shelf.add(tmp_path)
+    answer = shelf.ask("Scanning the Hub for Dead Links")
+    assert answer.answer.startswith("This is a guide to checking the vault"), answer.answer
+    assert "keeps only the broken ones" in answer.answer
+    assert "takes a minute" not in answer.answer  # the opening, not the title's echo
+
+
+def test_a_quoted_line_is_answered_with_the_lines_around_it(shelf: Shelf, tmp_path: Path) -> None:
+    """A question that quotes a line word for word asks where it is from: the line, the
+    one before it and the one after."""
+    (tmp_path / "history.md").write_text(
+        "# Early history\n\nThe lab had many visitors that year. "
+        "During a meeting with the planner Don, Alan lost his patience. "
+        "The best way to predict the future is to invent it. "
+        "Don remained unconvinced, and the project went on without him. "
+        "Later the group moved to another building.\n"
+    )
+    shelf.add(tmp_path)
+    answer = shelf.ask("The best way to predict the future is to invent it")
+    assert "Alan lost his patience. [1]" in answer.answer, answer.answer
+    assert "Don remained unconvinced" in answer.answer
+    assert "visitors" not in answer.answer and "another building" not in answer.answer

@@ -34,6 +34,7 @@ from docshelf.knowledge.sentences import (
 )
 from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit
+from docshelf.search.evidence import verbatim_pattern, words
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -321,7 +322,10 @@ def extract(
         chosen.append(i)
         if len(chosen) == sentences:
             break
-    if best_about > 0:  # a weak answer is the one nearest sentence
+    known = _known_item(question, candidates, sources[0], sentences)
+    if known:
+        chosen = known
+    elif best_about > 0:  # a weak answer is the one nearest sentence
         chosen = _with_next(candidates, chosen, sentences)
     chosen.sort(key=lambda i: (candidates[i][0].n, candidates[i][1]))
     numbers: dict[int, int] = {}
@@ -338,6 +342,25 @@ def extract(
         coverage=max(coverage),
         similarity=best_sim,
     )
+
+
+def _known_item(
+    question: str, candidates: Sequence[Candidate], first: Source, sentences: int
+) -> list[int]:
+    """A question that names its first hit's heading or title, or quotes a line of it
+    word for word (``placed_by``: search/stages/exact.py), asks what that is: the answer
+    is the section's opening sentences, or the quoted line with the one before and the
+    one after it; [] for any other question."""
+    mine = sorted((c[1], i) for i, c in enumerate(candidates) if c[0] is first)
+    if "named" in first.hit.placed_by:
+        return [i for _, i in mine[:sentences]]
+    pattern = verbatim_pattern(words(question))
+    if "quoted" not in first.hit.placed_by or pattern is None:
+        return []
+    at = next(
+        (k for k, (_, i) in enumerate(mine) if pattern.search(candidates[i][2].casefold())), None
+    )
+    return [] if at is None else [i for _, i in mine[max(0, at - 1) : at + 2]]
 
 
 def _with_next(candidates: Sequence[Candidate], chosen: list[int], sentences: int) -> list[int]:
