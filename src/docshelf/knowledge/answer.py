@@ -256,18 +256,22 @@ def extract(
 ) -> Extract:
     """The sentences of the hits that answer ``question``, each with its citation.
 
-    A sentence is scored by the share of the question's key terms it holds (each term
-    weighted by how rare it is among the candidates, so a word on every line counts
-    little; one only its snippet's headings hold counts ``HEADING_SHARE``) and a bonus
-    when it defines what a "what is X?" question asks about; only sentences with at
-    least ``KEEP`` of the best such score answer (so an answer about Raft does not end
-    with a sentence about bread, nor a tablet's definition come with a sentence about
-    the master). Among those, the embedder's cosine similarity to the question (when
-    there is one) adds to the ranking; at most two per source. With no sentence holding
-    a key word, the most similar one alone is given, marked weak. The kept sentences
-    read as in their source, sources in retrieval order. With ``renumber``, sources
-    are numbered 1..n in order of first use (the citations say which hit each is);
-    without, they keep their numbers (when a ``sources`` event already named them).
+    The candidates are knowledge/sentences.py's (each snippet's sentences, with those of
+    the snippets beside it in the same place). A question that names its first hit's
+    heading or quotes a line of it is answered by the section's opening or the line's
+    context (:func:`_known_item`). Otherwise a sentence is scored by the share of the
+    question's key terms it holds (each term weighted by how rare it is among the
+    candidates, so a word on every line counts little; one only its snippet's headings
+    hold counts ``HEADING_SHARE``) and a bonus when it defines what a "what is X?"
+    question asks about; only sentences with at least ``KEEP`` of the best such score
+    answer (so an answer about Raft does not end with a sentence about bread, nor a
+    tablet's definition come with a sentence about the master). Among those, the
+    embedder's cosine similarity to the question (when there is one) adds to the
+    ranking; at most two per source. With no sentence holding a key word, the most
+    similar one alone is given, marked weak. The kept sentences read as in their
+    source, sources in retrieval order. With ``renumber``, sources are numbered 1..n in
+    order of first use (the citations say which hit each is); without, they keep their
+    numbers (when a ``sources`` event already named them).
     Deterministic."""
     candidates = sentences_of(retriever, sources)
     if not candidates:
