@@ -499,3 +499,24 @@ def test_a_quoted_line_is_answered_with_the_lines_around_it(shelf: Shelf, tmp_pa
     assert "Alan lost his patience. [1]" in answer.answer, answer.answer
     assert "Don remained unconvinced" in answer.answer
     assert "visitors" not in answer.answer and "another building" not in answer.answer
+
+
+def test_a_sentence_is_cited_under_its_own_heading_in_a_packed_snippet(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    """Short sections share one snippet; the hit is cited under one of them. A sentence
+    of the answer from another is cited under its own heading (a number of its own), so
+    every [n] opens where its sentence is."""
+    (tmp_path / "prizes.md").write_text(
+        "# October prizes\n\n## Winner\n\nThe winner of the plugin contest got a trophy.\n\n"
+        "## Runners-up\n\nEach runner-up of the plugin contest received a credit of $200.\n"
+    )
+    shelf.add(tmp_path)
+    hit = shelf.search("runner-up plugin contest credit", limit=1).hits[0]
+    assert hit.chunk.inner  # one snippet, two sections
+    answer = shelf.ask("What did the winner and each runner-up of the plugin contest receive?")
+    by_n = {c.n: c.citation.heading_path[-1] for c in answer.citations}
+    for sentence in answer.answer.split("] "):
+        n = int(sentence.rsplit("[", 1)[1].rstrip("]"))
+        assert ("Winner" if "trophy" in sentence else "Runners-up") == by_n[n], answer
+    assert set(by_n.values()) == {"Winner", "Runners-up"}

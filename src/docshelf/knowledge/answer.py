@@ -15,6 +15,7 @@ result always names its mode.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -332,20 +333,36 @@ def extract(
     elif best_about > 0:  # a weak answer is the one nearest sentence
         chosen = _with_next(candidates, chosen, sentences)
     chosen.sort(key=lambda i: (candidates[i][0].n, candidates[i][1]))
-    numbers: dict[int, int] = {}
-    by_n = {s.n: s for s in sources}
-    for i in chosen:
-        n = candidates[i][0].n
-        numbers.setdefault(n, len(numbers) + 1 if renumber else n)
-    out = [f"{with_block(*candidates[i][:3])} [{numbers[candidates[i][0].n]}]" for i in chosen]
-    citations = [AnswerCitation.of(new, by_n[old].hit) for old, new in numbers.items()]
+    out, citations = _numbered([candidates[i] for i in chosen], renumber)
     return Extract(
         out,
-        sorted(citations, key=lambda c: c.n),
+        citations,
         weak=max(coverage) == 0,
         coverage=max(coverage),
         similarity=best_sim,
     )
+
+
+def _numbered(
+    chosen: Sequence[Candidate], renumber: bool
+) -> tuple[list[str], list[AnswerCitation]]:
+    """The chosen sentences, each ending in its ``[n]``, and their citations. Renumbered,
+    a sentence under another heading of its snippet than the one its source is cited
+    under is cited under its own (a number of its own); otherwise, sources keep their
+    numbers and places (a ``sources`` event named them)."""
+    numbers: dict[tuple[int, tuple[str, ...] | None], AnswerCitation] = {}
+    out: list[str] = []
+    for source, at, sentence, _, under in chosen:
+        place = under if renumber else None
+        key = (source.n, place.heading_path if place else None)
+        if key not in numbers:
+            hit = source.hit
+            if place is not None:
+                cited = Citation.for_chunk(hit.chunk, hit.document, place)
+                hit = dataclasses.replace(hit, citation=cited)
+            numbers[key] = AnswerCitation.of(len(numbers) + 1 if renumber else source.n, hit)
+        out.append(f"{with_block(source, at, sentence)} [{numbers[key].n}]")
+    return out, sorted(numbers.values(), key=lambda c: c.n)
 
 
 def _known_item(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docshelf import plaintext
-from docshelf.model import Chunk, Hit
+from docshelf.model import Chunk, Hit, InnerHeading
 from docshelf.search.citing import parts
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ class Source:
 
 # A candidate sentence of an extractive answer: its source, its place in reading order
 # (0 is the snippet's first), its text, whether the cited snippet holds it (else a snippet
-# beside it does).
-Candidate = tuple[Source, int, str, bool]
+# beside it does), and the inner heading it is under when that is not the one the source
+# cites (a snippet that packs short sections: the sentence is cited under its own).
+Candidate = tuple[Source, int, str, bool, InnerHeading | None]
 
 
 _TERMINAL = re.compile(r"[.!?:;][\"')\]]*$")
@@ -121,10 +122,25 @@ def sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candid
         prev, after = (near.get(i or "") for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id))
         before = whole_sentences(s.hit, beside(s.hit, prev, False)) if prev else []
         later = whole_sentences(s.hit, beside(s.hit, after, True)) if after else []
-        own = whole_sentences(s.hit)
-        for i, sentence in enumerate([*before, *own, *later], -len(before)):
+        own = _parted(s.hit)
+        read = [(t, None) for t in before] + own + [(t, None) for t in later]
+        for i, (sentence, at) in enumerate(read, -len(before)):
             if len(sentence) > 12 and len(sentence.split()) >= 3:
-                out.append((s, i, sentence, 0 <= i < len(own)))
+                out.append((s, i, sentence, 0 <= i < len(own), at))
+    return out
+
+
+def _parted(hit: Hit) -> list[tuple[str, InnerHeading | None]]:
+    """The hit's own sentences, each with the inner heading it is under when that is not
+    the heading the hit is cited under (None: the hit's own place)."""
+    chunk = hit.chunk
+    if not chunk.inner:
+        return [(t, None) for t in whole_sentences(hit)]
+    out: list[tuple[str, InnerHeading | None]] = []
+    for head, text in parts(chunk):
+        place = head or InnerHeading(chunk.start, chunk.heading_path)  # the snippet's own
+        at = None if place.heading_path == hit.citation.heading_path else place
+        out.extend((t, at) for t in whole_sentences(hit, text))
     return out
 
 
