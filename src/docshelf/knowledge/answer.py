@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from docshelf.store.base import SearchFilters
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_SENTENCE = SENTENCE_BOUNDARY
 
 SYSTEM = (
     "You answer questions using only the numbered sources you are given. "
@@ -146,7 +145,7 @@ def llm_answer(llm: LLM, question: str, sources: Sequence[Source]) -> str | None
             text = llm.complete(prompt, max_tokens=ANSWER_TOKENS).text.strip()
             if set(cited_numbers(text)) <= valid:
                 break
-    kept = [s.strip() for s in _SENTENCE.split(text) if grounded(s, sources)]
+    kept = [s.strip() for s in SENTENCE_BOUNDARY.split(text) if grounded(s, sources)]
     return " ".join(kept) or None
 
 
@@ -466,7 +465,7 @@ def sentences_as_they_come(pieces: Iterable[str]) -> Iterator[str]:
     buffer = ""
     for piece in pieces:
         buffer += piece
-        parts = _SENTENCE.split(buffer)
+        parts = SENTENCE_BOUNDARY.split(buffer)
         for sentence in parts[:-1]:
             if sentence.strip():
                 yield sentence.strip()

@@ -41,6 +41,7 @@ class Reader:
         self._read: set[str] = set()  # asked for by ``chunk`` (read, or gone)
         self._asked: set[str] = set()  # documents read, or asked for and gone
         self._repeats: dict[str, bool] = {}  # a block's key -> whether it is repeated
+        self._texts: dict[str, str] = {}  # chunk id -> its text, as ``texts`` read it
 
     # -- places --------------------------------------------------------------------------
     def _untold(self, candidates: Iterable[Candidate]) -> None:
@@ -129,8 +130,12 @@ class Reader:
         return c.id in self._read
 
     def texts(self, ids: Sequence[str]) -> Mapping[str, str]:
-        """The texts of ``ids`` (candidates) that exist, in one read."""
-        return self._store.chunk_texts(ids) if ids else {}
+        """The texts of ``ids`` (candidates) that exist, those not read yet in one read
+        (the words-as-written and the exact stages both read a query's candidates)."""
+        unread = [i for i in ids if i not in self._texts]
+        if unread:
+            self._texts.update(self._store.chunk_texts(unread))
+        return {i: self._texts[i] for i in ids if i in self._texts}
 
     def document(self, document_id: str, ahead: Iterable[Candidate], count: int) -> Document | None:
         """A document; when it is not read yet, read with those of the chunks already read
