@@ -60,3 +60,15 @@ def _render_header(title: str, path: Sequence[str], concepts: Sequence[str]) -> 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def header_parts(header: str) -> tuple[str, list[str]]:
+    """The title and heading path a header names (``build_header``'s inverse for both;
+    ``("", [])`` for an empty header)."""
+    title, path = "", []
+    for line in header.splitlines():
+        if line.startswith("[DOC: ") and line.endswith("]"):
+            title = line[6:-1]
+        elif line.startswith("[PATH: ") and line.endswith("]"):
+            path = line[7:-1].split(" > ")
+    return title, path

@@ -26,7 +26,6 @@ from docshelf import telemetry
 from docshelf.errors import InvalidInput, Unavailable
 from docshelf.knowledge.abstain import answers
 from docshelf.knowledge.sentences import (
-    SENTENCE_BOUNDARY,
     Candidate,
     Source,
     marks_out,
@@ -35,6 +34,7 @@ from docshelf.knowledge.sentences import (
 )
 from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit
+from docshelf.plaintext import SENTENCE_BOUNDARY
 from docshelf.search.evidence import verbatim_pattern, words
 from docshelf.search.query import lexical_terms
 

@@ -33,10 +33,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from docshelf import plaintext, telemetry
 from docshelf.accounts.access import described
-from docshelf.knowledge.sentences import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM, Message
 from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Enrichment
+from docshelf.plaintext import SENTENCE_BOUNDARY as _SENTENCE
 from docshelf.plaintext import Markup
 from docshelf.search.query import lexical_terms
 

@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING
 
 from docshelf import plaintext
 from docshelf.model import Chunk, Hit, InnerHeading
+from docshelf.plaintext import SENTENCE_BOUNDARY
 from docshelf.search.citing import parts
 
 if TYPE_CHECKING:
     from docshelf.search.retriever import Retriever
-
-# Where one sentence ends and the next begins (answer.py's and enrich.py's too).
-SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
 @dataclass(frozen=True)
