@@ -5,15 +5,16 @@
     .venv/bin/python bench/adapt_model.py --home H --out H2 [--pairs 8000] \
         [--dataset ../shared/data/docqa-dev]
 
-Training pairs come from every library under ``H/eval`` that ``--libraries`` matches (a
-library of the collections together; for dbpedia-5k pass its folder and ``--libraries
-'beir-*'``). The model is fine-tuned (its minutes), ``H`` is copied to ``H2`` and every
-snippet there is embedded again by the adapted model (its minutes per 1,000 snippets); then
-the dataset is evaluated on ``H`` with the packaged model and on ``H2`` with the adapted one,
-the same questions, lexical, vector and hybrid: hit@1 / hit@5 / MRR@10 (nDCG@10 for a BEIR
-set) overall and per collection and kind, and the paired test per mode. The adapted weights
-are read under the packaged model's name (the copy's vectors all come from them), so the
-copy's cached libraries are found as they are.
+Training pairs come from every library under ``H/eval`` that ``--libraries`` matches (one
+model for the collections together; for dbpedia-5k pass its folder and ``--libraries
+'dbpedia-*'``). The model is fine-tuned (its minutes), those libraries are copied to ``H2``
+and every snippet there is embedded again by the adapted model (its minutes per 1,000
+snippets); then the dataset is evaluated on ``H`` with the packaged model and on ``H2`` with
+the adapted one, the same questions, lexical, vector and hybrid. Printed per mode: hit@1 and
+MRR@10 (nDCG@10 for a BEIR set) before and after, the questions better and worse, and the
+paired test; the per-question files stay in ``H2`` (``before.*.jsonl``, ``after.*.jsonl``)
+for the cuts by collection and kind. The adapted weights are read under the packaged model's
+name (the copy's vectors all come from them), so the copied libraries are found as they are.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def embed_again(found: list[Path], model_dir: Path) -> tuple[int, float]:
     assert embedder._dir == model_dir, embedder._dir
     started, done = time.monotonic(), 0
     for library in found:
-        (library / "docshelf.ann").unlink(missing_ok=True)  # built again from the new vectors
+        ann = library / "docshelf.ann"  # built again from the new vectors (a file or a folder)
+        shutil.rmtree(ann) if ann.is_dir() else ann.unlink(missing_ok=True)
         shutil.rmtree(library / "models", ignore_errors=True)  # the old weights' query export
         store = open_store(f"sqlite:///{library / 'docshelf.db'}")
         try:
@@ -120,6 +122,7 @@ def main() -> None:
     p.add_argument("--dataset", type=Path, default=Path("../shared/data/docqa-dev"))
     p.add_argument("--libraries", default="docqa-*")
     p.add_argument("--pairs", type=int, default=AdaptSettings.pairs)
+    p.add_argument("--model", type=Path, help="an adapted model made before: no fine-tune")
     a = p.parse_args()
     settings = AdaptSettings(pairs=a.pairs)
     found = libraries(a.home, a.libraries)
@@ -128,11 +131,14 @@ def main() -> None:
     from docshelf.embed.local import _model_dir
 
     packaged = _model_dir()
-    adapted = a.out / "adapted-model"
-    pairs = pairs_of(found, settings)
-    print(f"{len(pairs)} pairs from {len(found)} libraries", flush=True)
-    report = fine_tune(packaged, pairs, adapted, settings, _progress)
-    print(f"fine-tune: {report.steps} steps, {report.seconds / 60:.1f} min, loss {report.loss:.3f}")
+    a.out.mkdir(parents=True, exist_ok=True)
+    adapted = a.model or a.out / "adapted-model"
+    if a.model is None:
+        pairs = pairs_of(found, settings)
+        print(f"{len(pairs)} pairs from {len(found)} libraries", flush=True)
+        report = fine_tune(packaged, pairs, adapted, settings, _progress)
+        minutes = report.seconds / 60
+        print(f"fine-tune: {report.steps} steps, {minutes:.1f} min, loss {report.loss:.3f}")
     base = evaluate(a.home, a.dataset, a.out / "before.jsonl")
     for library in found:
         shutil.copytree(library, a.out / "eval" / library.name, dirs_exist_ok=True)

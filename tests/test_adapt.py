@@ -14,11 +14,8 @@ from docshelf.chunk.header import build_header, header_parts
 from docshelf.embed import local_available
 from docshelf.embed.adapt import AdaptSettings, Pair, fine_tune, training_pairs
 
-_NAME = (
-    st.text(st.characters(categories=("L", "N"), include_characters=" -'"), min_size=1, max_size=20)
-    .map(lambda s: " ".join(s.split()))
-    .filter(bool)
-)
+_LETTERS = st.characters(categories=("L", "N"), include_characters=" -'[]()")
+_NAME = st.text(_LETTERS, min_size=1, max_size=20).map(lambda s: " ".join(s.split())).filter(bool)
 
 
 @given(_NAME, st.lists(_NAME, max_size=4))

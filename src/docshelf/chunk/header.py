@@ -63,8 +63,8 @@ def _one_line(text: str) -> str:
 
 
 def header_parts(header: str) -> tuple[str, list[str]]:
-    """The title and heading path a header names (``build_header``'s inverse for both;
-    ``("", [])`` for an empty header)."""
+    """The title and heading path a header names (``build_header``'s inverse for both, but
+    for a heading that holds " > " itself, read as two; ``("", [])`` for an empty header)."""
     title, path = "", []
     for line in header.splitlines():
         if line.startswith("[DOC: ") and line.endswith("]"):
