@@ -36,8 +36,7 @@ from docshelf.accounts.access import described
 from docshelf.knowledge.taxonomy import Taxonomy
 from docshelf.llm import LLM, Message
 from docshelf.model import DOCUMENT_TYPES, Chunk, Document, Enrichment
-from docshelf.plaintext import SENTENCE_BOUNDARY as _SENTENCE
-from docshelf.plaintext import Markup
+from docshelf.plaintext import SENTENCE_BOUNDARY, Markup
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ def split_sentences(text: str, markup: Markup = "markdown") -> list[str]:
     the author is no summary), links, code spans and emphasis read as their text."""
     out: list[str] = []
     for unit in plaintext.plain_units(text, markup):
-        out.extend(s.strip() for s in _SENTENCE.split(unit) if s.strip())
+        out.extend(s.strip() for s in SENTENCE_BOUNDARY.split(unit) if s.strip())
     return out
 
 
