@@ -46,6 +46,7 @@ def test_the_product_order_reads_top_to_bottom() -> None:
         "concepts",
         "written",
         "exact",
+        "passage",
         "cite",
         "rerank",
         "view",

@@ -320,6 +320,7 @@ PLACED_BY = {
     "written": "holds your query's words as you wrote them",
     "strong": "far ahead in one of the two searches",
     "few": "one of few holding a rare word of your query",
+    "passage": "holds more of your words than its other passages",
 }
 WEAK_RESULT = (
     "No close match: no hit holds half of the query's words or comes near its meaning. "

@@ -34,10 +34,13 @@ class Candidate:
     """A snippet found by recall: its scores from each engine (and its 1-based rank in
     each engine's list), the score the stages give it, its precedence, and what an
     engine told of it (``told``: its document id, heading key, seq and ``wide``, from
-    the sidecar indexes' entries; None when the store must be asked). A plain class
-    with slots: a search makes a few hundred."""
+    the sidecar indexes' entries; None when the store must be asked), and whether its
+    passage evidence put it above a passage of its document with a higher score
+    (``by_passage``, stages/passage.py). A plain class with slots: a search makes a few
+    hundred."""
 
     __slots__ = (
+        "by_passage",
         "id",
         "lexical",
         "lexical_rank",
@@ -67,6 +70,7 @@ class Candidate:
         self.vector_rank = vector_rank
         self.precedence = precedence
         self.told = told
+        self.by_passage = False
 
     def __repr__(self) -> str:
         return (
@@ -75,11 +79,11 @@ class Candidate:
         )
 
 
-def placed_by(precedence: int) -> tuple[str, ...]:
-    """The rules a precedence holds, by name, weightiest first (what a hit shows of why
-    it ranks where its score alone would not put it)."""
-    flags = sorted((f for f in Precedence if f and precedence & f), reverse=True)
-    return tuple(str(f.name).lower() for f in flags)
+def placed_by(c: Candidate) -> tuple[str, ...]:
+    """The rules that placed ``c`` where its score alone would not put it, by name,
+    weightiest first: its precedence's flags, then "passage" (stages/passage.py)."""
+    flags = sorted((f for f in Precedence if f and c.precedence & f), reverse=True)
+    return tuple(str(f.name).lower() for f in flags) + (("passage",) if c.by_passage else ())
 
 
 def rank_key(c: Candidate) -> tuple[int, float, str]:

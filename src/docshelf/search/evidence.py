@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -178,3 +179,35 @@ def exact_matches(query: str, chunks: Sequence[Chunk]) -> tuple[set[str], set[st
     content = content_words(query)
     named = {c.id for c in chunks if names_heading(content, c)}
     return named, quoting(query, lambda: {c.id: c.text for c in chunks}) - named
+
+
+def passage_evidence(query: frozenset[str], texts: Sequence[str]) -> list[float]:
+    """What each of one document's passages says of a query, apart from what they all
+    share: the share of the query's words (``citing.query_words``: stems, stopwords
+    aside) a passage holds, each word weighted by how rare it is among these passages,
+    ``log((n + 1) / (df + 0.5))`` — a word every passage holds (the paper's title, its
+    subject) tells them apart by little; one only this page holds, by much. In [0, 1]."""
+    bags = [held(query, text) for text in texts]
+    n = len(bags)
+    weight = {w: math.log((n + 1) / (sum(w in b for b in bags) + 0.5)) for w in query}
+    total = sum(weight.values())
+    if total <= 0:
+        return [0.0] * n
+    return [sum(weight[w] for w in bag) / total for bag in bags]
+
+
+def held(query: frozenset[str], text: str) -> set[str]:
+    """The stems of ``query`` that ``text`` holds: ``{stem(w) for w in words(text)} &
+    query``, found by one pattern rather than by stemming every word of the text (a
+    word's stem is the word less at most three letters)."""
+    if not query:
+        return set()
+    return {s for w in _stems_pattern(query).findall(text.casefold()) if (s := stem(w)) in query}
+
+
+@functools.lru_cache(maxsize=64)
+def _stems_pattern(query: frozenset[str]) -> re.Pattern[str]:
+    """Whole words that begin with one of ``query``'s stems and are at most three letters
+    longer (the words that may stem to it)."""
+    stems = "|".join(re.escape(s) for s in sorted(query, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{stems})\w{{0,3}}(?!\w)")

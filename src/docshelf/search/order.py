@@ -21,6 +21,7 @@ from docshelf.search.stages.exact import ExactFirst
 from docshelf.search.stages.feedback import Feedback
 from docshelf.search.stages.few import FewHolders
 from docshelf.search.stages.fuse import Fuse
+from docshelf.search.stages.passage import PassageOrder
 from docshelf.search.stages.recall import Recall
 from docshelf.search.stages.rerank import Rerank
 from docshelf.search.stages.strong import StrongFirst
@@ -45,6 +46,7 @@ class FusionSettings:
     strong_lead: float = 0.3  # stages/strong.py (0: off)
     exact_first: bool = True  # stages/exact.py
     few_lexical: int = 10  # stages/few.py (0: off)
+    passage_weight: float = 0.6  # stages/passage.py (0: off)
     # stages/cite.py: at most this many hits of a document before others' (0: no limit).
     # Off: on docqa-dev, 3 cost hit@5 0.950 -> 0.938 and 5 cost MRR (docqa-dev.md)
     per_document: int = 0
@@ -89,6 +91,7 @@ def product(s: FusionSettings) -> Ranking:
             ConceptBoost(s.concept_boost),  # the concepts the query names
             AsWritten(),  # the query's punctuated words (__name__, --port) as typed
             *((ExactFirst(),) if s.exact_first else ()),  # the named heading, the quoted line
+            PassageOrder(s.passage_weight),  # a document's passages by what each says
             Cite(s.per_document, s.repeated_in),  # candidates to hits: one per place, cited
             Rerank(),  # a stronger model's order of the top K, when configured
             SeenBy(),  # the page, as the caller names their documents

@@ -112,7 +112,7 @@ class _Citing:
         self.groups.add(key)
         scores = Scores(lexical=c.lexical, vector=c.vector, fused=c.score)
         citation = Citation.for_chunk(chunk, doc, at)
-        return Hit(chunk, doc, c.score, scores, citation, placed_by=placed_by(c.precedence))
+        return Hit(chunk, doc, c.score, scores, citation, placed_by=placed_by(c))
 
     def closed(self, c: Candidate, where: ChunkPlace) -> bool:
         """Every group the candidate may be cited under has its hit already."""
