@@ -79,6 +79,7 @@ SHIPPED = {
     ("sqlite", 16): "c51a0e6c38f67795",
     ("sqlite", 17): "fe86ae9f763bddd9",
     ("sqlite", 18): "4a66b60234611f25",
+    ("sqlite", 19): "5dd6138a86a02bf7",
     ("postgres", 1): "b4a0bbd142fcabee",
     ("postgres", 2): "6c5ceee58397bae3",
     ("postgres", 3): "7d66e84455327272",
@@ -97,6 +98,7 @@ SHIPPED = {
     ("postgres", 16): "e3e42810335f9d28",
     ("postgres", 17): "6ff6e2403f0f91d6",
     ("postgres", 18): "44e9a8b8d188b0d6",
+    ("postgres", 19): "15ded89ed6db4da5",
 }
 
 
@@ -122,9 +124,12 @@ def _old_store_with_notes(url: str, monkeypatch: pytest.MonkeyPatch, module: str
     schema = sqlite_schema if module == "sqlite" else postgres_schema
     with monkeypatch.context() as patch:
         patch.setattr(f"docshelf.store.{module}.MIGRATIONS", schema.MIGRATIONS[:8])
-        # chunk rows as they were written then (before migration 10's inner_headings and
-        # 16's ocr_confidence), and document rows (before 16's ocr_pages)
-        old_columns = rows.CHUNK_COLUMNS.removesuffix(", inner_headings, ocr_confidence")
+        # chunk rows as they were written then (before migration 10's inner_headings, 16's
+        # ocr_confidence and 19's page_breaks), and document rows (before 16's ocr_pages)
+        old_columns = rows.CHUNK_COLUMNS.removesuffix(
+            ", inner_headings, ocr_confidence, page_breaks"
+        )
+        assert old_columns != rows.CHUNK_COLUMNS
         patch.setattr("docshelf.store.sql.documents.CHUNK_COLUMNS", old_columns)
         patch.setattr(
             "docshelf.store.sql.documents.chunk_row", lambda c, e: rows.chunk_row(c, e)[:15]

@@ -100,12 +100,23 @@ class InnerHeading:
 
 
 @dataclass(frozen=True)
+class PageBreak:
+    """A later page a snippet runs onto: where that page's text starts in it (a body
+    offset) and the page's number. Its part of the snippet runs to the next break's
+    start, or the snippet's end."""
+
+    start: int
+    page: int
+
+
+@dataclass(frozen=True)
 class Chunk:
     """A section or snippet. ``text`` is the body span; ``header`` the structural prefix.
 
     ``inner`` are the places of the headings packed inside a snippet after its first
     content (its own heading is ``heading_path``): a search cites the hit under the one
-    whose part holds the query's words (``search/citing.py``)."""
+    whose part holds the query's words (``search/citing.py``). ``page_breaks`` are the
+    later pages a snippet on pages runs onto: it is cited at the one its words are on."""
 
     id: str
     document_id: str
@@ -123,6 +134,7 @@ class Chunk:
     page_end: int | None = None
     token_count: int = 0
     inner: tuple[InnerHeading, ...] = ()
+    page_breaks: tuple[PageBreak, ...] = ()
     # the mean word confidence (0 to 1) of the text in it that OCR read, None when none did
     ocr_confidence: float | None = None
 
@@ -235,26 +247,30 @@ class Citation:
     anchor: int = 0
 
     @classmethod
-    def for_chunk(cls, chunk: Chunk, doc: Document, at: InnerHeading | None = None) -> Citation:
-        """The citation of ``chunk``: under its own heading, or under its inner heading
-        ``at`` (one of ``chunk.inner``), whose heading path and start it then carries."""
-        if chunk.page_start is not None:
-            pages = (
-                f"p.{chunk.page_start}"
-                if chunk.page_end in (None, chunk.page_start)
-                else f"pp.{chunk.page_start}-{chunk.page_end}"
-            )
+    def for_chunk(
+        cls, chunk: Chunk, doc: Document, at: InnerHeading | PageBreak | None = None
+    ) -> Citation:
+        """The citation of ``chunk``: under its own heading and on its pages, or at ``at``:
+        an inner heading (one of ``chunk.inner``), whose heading path and start it then
+        carries, or one page it runs onto (its first, or one of ``chunk.page_breaks``),
+        whose number and start it then carries."""
+        first, last = chunk.page_start, chunk.page_end
+        if isinstance(at, PageBreak):
+            first, last = at.page, at.page
+        if first is not None:
+            pages = f"p.{first}" if last in (None, first) else f"pp.{first}-{last}"
             where = f"{doc.rel_path} {pages}"
         else:
             where = f"{doc.rel_path}#{chunk.index}"
+        under = at.heading_path if isinstance(at, InnerHeading) else chunk.heading_path
         return cls(
             label=f"{doc.title} ({where})",
             path=doc.path,
             title=doc.title,
-            heading_path=at.heading_path if at is not None else chunk.heading_path,
+            heading_path=under,
             chunk_index=chunk.index,
-            page_start=chunk.page_start,
-            page_end=chunk.page_end,
+            page_start=first,
+            page_end=last,
             anchor=at.start if at is not None else chunk.start,
         )
 

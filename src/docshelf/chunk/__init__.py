@@ -32,7 +32,15 @@ from docshelf.chunk.tokens import TokenCounter, approx_tokens
 from docshelf.chunk.units import Unit, units_of
 from docshelf.chunk.version import CHANGES as CHANGES
 from docshelf.chunk.version import CHUNKER_META, CHUNKER_VERSION, reindex_due
-from docshelf.model import Chunk, InnerHeading, ParsedDocument, Tier, chunk_id, document_id
+from docshelf.model import (
+    Chunk,
+    InnerHeading,
+    PageBreak,
+    ParsedDocument,
+    Tier,
+    chunk_id,
+    document_id,
+)
 
 __all__ = [
     "CHUNKER_META",
@@ -156,6 +164,8 @@ def _link(
         # a snippet (not on a page: a page is cited by its number) that packs several short
         # sections keeps where each later heading's part starts
         inner = _inner(group, first) if parents is not None and not pages else ()
+        # a snippet on pages keeps where each later page's text starts in it
+        breaks = _page_breaks(group) if parents is not None and pages else ()
         after = chunk_id(fp, tier, i + 1) if i < last else None
         if parents is not None and parents[i] != parent[0]:
             parent = (parents[i], chunk_id(fp, Tier.SECTION, parents[i]))
@@ -176,6 +186,7 @@ def _link(
             page_end=max(pages, default=None),
             token_count=count(text),
             inner=inner,
+            page_breaks=breaks,
             ocr_confidence=_ocr_confidence(group),
         )
         this, before = after or "", this
@@ -188,6 +199,17 @@ def _ocr_confidence(group: Sequence[Unit]) -> float | None:
     if not read:
         return None
     return round(sum(c * n for c, n in read) / (sum(n for _, n in read) or 1), 4)
+
+
+def _page_breaks(group: Sequence[Unit]) -> tuple[PageBreak, ...]:
+    """Where each later page of a group on pages starts: at its first unit on that page."""
+    out: list[PageBreak] = []
+    current = next(u.page for u in group if u.page is not None)
+    for u in group:
+        if u.page is not None and u.page != current:
+            out.append(PageBreak(u.start, u.page))
+            current = u.page
+    return tuple(out)
 
 
 def _inner(group: Sequence[Unit], first: int) -> tuple[InnerHeading, ...]:

@@ -21,6 +21,7 @@ CHANGES = {
     7: "PDF titles and headings are no longer authors, affiliations, dates or running heads "
     "with page numbers (those running heads leave the text), and a column with formulas "
     "set in cells is read as a column",
+    8: "a PDF snippet that runs onto a second page is cited at the page its matching words are on",
 }
 CHUNKER_VERSION = max(CHANGES)
 CHUNKER_META = "chunker_version"

@@ -33,7 +33,7 @@ from docshelf.knowledge.sentences import (
     with_block,
 )
 from docshelf.llm import LLM, Message
-from docshelf.model import Citation, Hit
+from docshelf.model import Citation, Hit, InnerHeading
 from docshelf.plaintext import SENTENCE_BOUNDARY
 from docshelf.search.evidence import verbatim_pattern, words
 from docshelf.search.query import lexical_terms
@@ -347,13 +347,13 @@ def _numbered(
 ) -> tuple[list[str], list[AnswerCitation]]:
     """The chosen sentences, each ending in its ``[n]``, and their citations. Renumbered,
     a sentence under another heading of its snippet than the one its source is cited
-    under is cited under its own (a number of its own); otherwise, sources keep their
-    numbers and places (a ``sources`` event named them)."""
-    numbers: dict[tuple[int, tuple[str, ...] | None], AnswerCitation] = {}
+    under, or on another of its pages, is cited there (a number of its own); otherwise,
+    sources keep their numbers and places (a ``sources`` event named them)."""
+    numbers: dict[tuple[int, object], AnswerCitation] = {}
     out: list[str] = []
     for source, at, sentence, _, under in chosen:
         place = under if renumber else None
-        key = (source.n, place.heading_path if place else None)
+        key = (source.n, place.heading_path if isinstance(place, InnerHeading) else place)
         if key not in numbers:
             hit = source.hit
             if place is not None:

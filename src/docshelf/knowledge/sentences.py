@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docshelf import plaintext
-from docshelf.model import Chunk, Hit, InnerHeading
+from docshelf.model import Chunk, Hit, InnerHeading, PageBreak
 from docshelf.plaintext import SENTENCE_BOUNDARY
-from docshelf.search.citing import parts
+from docshelf.search.citing import page_parts, parts, place_of
 
 if TYPE_CHECKING:
     from docshelf.search.retriever import Retriever
@@ -32,9 +32,10 @@ class Source:
 
 # A candidate sentence of an extractive answer: its source, its place in reading order
 # (0 is the snippet's first), its text, whether the cited snippet holds it (else a snippet
-# beside it does), and the inner heading it is under when that is not the one the source
-# cites (a snippet that packs short sections: the sentence is cited under its own).
-Candidate = tuple[Source, int, str, bool, InnerHeading | None]
+# beside it does), and the inner heading it is under or the page it is on when that is
+# not the one the source cites (a snippet that packs short sections, or runs onto another
+# page: the sentence is cited under its own heading, on its own page).
+Candidate = tuple[Source, int, str, bool, InnerHeading | PageBreak | None]
 
 
 _TERMINAL = re.compile(r"[.!?:;][\"')\]]*$")
@@ -128,13 +129,20 @@ def sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candid
     return out
 
 
-def _parted(hit: Hit) -> list[tuple[str, InnerHeading | None]]:
-    """The hit's own sentences, each with the inner heading it is under when that is not
-    the heading the hit is cited under (None: the hit's own place)."""
+def _parted(hit: Hit) -> list[tuple[str, InnerHeading | PageBreak | None]]:
+    """The hit's own sentences, each with the inner heading it is under, or the page it
+    is on, when that is not where the hit is cited (None: the hit's own place)."""
     chunk = hit.chunk
+    cited = place_of(chunk, hit.citation)
+    if isinstance(cited, PageBreak):  # cited at one of its pages: the others' are their own
+        return [
+            (t, None if page.page == cited.page else page)
+            for page, text in page_parts(chunk)
+            for t in whole_sentences(hit, text)
+        ]
     if not chunk.inner:
         return [(t, None) for t in whole_sentences(hit)]
-    out: list[tuple[str, InnerHeading | None]] = []
+    out: list[tuple[str, InnerHeading | PageBreak | None]] = []
     for head, text in parts(chunk):
         place = head or InnerHeading(chunk.start, chunk.heading_path)  # the snippet's own
         at = None if place.heading_path == hit.citation.heading_path else place

@@ -31,6 +31,7 @@ from docshelf.model import (
     Document,
     InnerHeading,
     Job,
+    PageBreak,
     Source,
     Tier,
     User,
@@ -125,10 +126,13 @@ def _entry(obj: dict[str, Any], where: str, dim: int | None) -> Entry:
     chunks: list[Chunk] = []
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     for c in checked(list[dict[str, Any]], obj.get("chunks"), f"{where}.chunks"):
-        fields = {k: v for k, v in c.items() if k != "inner"}
+        fields = {k: v for k, v in c.items() if k not in ("inner", "page_breaks")}
         chunk = build(Chunk, {**fields, "document_id": doc.id}, f"{where}.chunks")
         if c.get("inner"):
             chunk = dataclasses.replace(chunk, inner=_inner(c["inner"], chunk, where))
+        if c.get("page_breaks"):
+            breaks = _page_breaks(c["page_breaks"], chunk, where)
+            chunk = dataclasses.replace(chunk, page_breaks=breaks)
         if chunk.id != chunk_id(doc.sha256, chunk.tier, chunk.index):
             raise InvalidInput(f"{where}: chunk id {chunk.id!r} does not match its document")
         chunks.append(chunk)
@@ -180,6 +184,26 @@ def _entry(obj: dict[str, Any], where: str, dim: int | None) -> Entry:
     if distillates and (doc.enriched_at is None or doc.enrichment_mode is None):
         raise InvalidInput(f"{where}: distillates on a document that was never enriched")
     return Entry(doc, chunks, vectors, files, access, links, names, job, distillates)
+
+
+def _page_breaks(raw: Any, chunk: Chunk, where: str) -> tuple[PageBreak, ...]:
+    """A snippet's page breaks from its archive line: ``[[start, page]…]``, each inside the
+    snippet and its pages, in order (an archive written before them has none)."""
+    out: list[PageBreak] = []
+    for item in checked(list[Any], raw, f"{where}.chunks.page_breaks"):
+        pair = checked(list[int], item, f"{where}.chunks.page_breaks")
+        if len(pair) != 2:
+            raise InvalidInput(f"{where}: a page break of {chunk.id} is not [start, page]")
+        start, page = pair
+        inside = chunk.start < start < chunk.end and (out == [] or start > out[-1].start)
+        if (
+            not inside
+            or chunk.page_start is None
+            or not (chunk.page_start <= page <= (chunk.page_end or chunk.page_start))
+        ):
+            raise InvalidInput(f"{where}: a page break of {chunk.id} is out of place")
+        out.append(PageBreak(start, page))
+    return tuple(out)
 
 
 def _inner(raw: Any, chunk: Chunk, where: str) -> tuple[InnerHeading, ...]:

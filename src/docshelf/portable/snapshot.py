@@ -32,6 +32,7 @@ from docshelf.store.rows import (
     JOB_FIELDS,
     SOURCE_COLUMNS,
     USER_COLUMNS,
+    decode_breaks,
     decode_inner,
     source_from_row,
     user_from_row,
@@ -237,6 +238,7 @@ class Reader:
             "text": r[14],
             "inner": [[i.start, list(i.heading_path)] for i in decode_inner(r[15])],
             "ocr_confidence": r[16],
+            "page_breaks": [[b.start, b.page] for b in decode_breaks(r[17])],
             "vector": base64.b64encode(raw).decode("ascii") if raw is not None else None,
         }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from docshelf.errors import InvalidInput, NotFound
-from docshelf.model import Chunk, Citation, Distillate, Document, Tier
+from docshelf.model import Chunk, Citation, Distillate, Document, InnerHeading, PageBreak, Tier
 from docshelf.plaintext import markup_of
 from docshelf.search import citing, spans
 from docshelf.search.filters import with_query_fields
@@ -46,8 +46,9 @@ class Around:
         """Widen a hit: its neighbouring snippets, the section of its heading, or that
         section with its neighbours, bounded (search/spans.py); a section chunk asked for
         by its id is itself, or itself and its neighbours. With a search citation's
-        ``anchor``, cited as the search cited it (under the inner heading that starts
-        there; any other anchor: under the chunk's own heading)."""
+        ``anchor``, cited as the search cited it (under the inner heading, or at the later
+        page, that starts there; any other anchor: under the chunk's own heading, on its
+        pages)."""
         if mode not in CONTEXT_MODES:
             raise InvalidInput(
                 f"Unknown context mode {mode!r}; use one of {', '.join(CONTEXT_MODES)}"
@@ -62,7 +63,9 @@ class Around:
             doc = self.visible(chunk.document_id, user_id)
         except NotFound:
             raise NotFound(f"No chunk {chunk_id!r}") from None
-        at = citing.inner_at(chunk, anchor) if anchor is not None else None
+        at: InnerHeading | PageBreak | None = None
+        if anchor is not None:
+            at = citing.inner_at(chunk, anchor) or citing.page_at(chunk, anchor)
         cut = spans.Span(0, 0)
         if mode == "snippet-window":
             chunks = self._neighbours(chunk, window)

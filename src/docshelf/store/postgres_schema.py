@@ -353,3 +353,14 @@ MIGRATIONS += (
         ),
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        19,
+        "chunk_page_breaks",
+        """
+        -- Where each later page a PDF snippet runs onto starts in it (see the SQLite schema).
+        ALTER TABLE chunks ADD COLUMN page_breaks text NOT NULL DEFAULT '[]';
+        """,
+    ),
+)

@@ -16,6 +16,7 @@ from docshelf.model import (
     Document,
     InnerHeading,
     Job,
+    PageBreak,
     Source,
     Stage,
     Tier,
@@ -39,7 +40,8 @@ JOB_COLUMNS = (
 )
 CHUNK_COLUMNS = (
     "id, document_id, tier, ord, parent_id, prev_id, next_id, heading_path, page_start, "
-    "page_end, char_start, char_end, token_count, header, text, inner_headings, ocr_confidence"
+    "page_end, char_start, char_end, token_count, header, text, inner_headings, ocr_confidence, "
+    "page_breaks"
 )
 
 
@@ -139,6 +141,7 @@ def chunk_row(c: Chunk, encode_path: Encode = json_list) -> tuple[Any, ...]:
         c.text,
         encode_inner(c.inner),
         c.ocr_confidence,
+        encode_breaks(c.page_breaks),
     )
 
 
@@ -152,6 +155,18 @@ def decode_inner(raw: Any) -> tuple[InnerHeading, ...]:
     if raw is None or raw == "[]":
         return ()
     return tuple(InnerHeading(int(s), tuple(p)) for s, p in json.loads(raw))
+
+
+def encode_breaks(breaks: Sequence[PageBreak]) -> str:
+    """A snippet's page breaks as stored (JSON text in both stores): ``[[start, page]…]``."""
+    return json.dumps([[b.start, b.page] for b in breaks]) if breaks else "[]"
+
+
+def decode_breaks(raw: Any) -> tuple[PageBreak, ...]:
+    """``encode_breaks``'s value back (a row of a store before the column: none)."""
+    if raw is None or raw == "[]":
+        return ()
+    return tuple(PageBreak(int(s), int(p)) for s, p in json.loads(raw))
 
 
 def inner_paths(raw: Any) -> tuple[tuple[str, ...], ...]:
@@ -178,6 +193,7 @@ def chunk_from_row(r: Sequence[Any], decode_path: Decode = from_json_list) -> Ch
         text=r[14],
         inner=decode_inner(r[15]) if len(r) > 15 else (),
         ocr_confidence=r[16] if len(r) > 16 else None,
+        page_breaks=decode_breaks(r[17]) if len(r) > 17 else (),
     )
 
 

@@ -436,3 +436,17 @@ MIGRATIONS += (
         ),
     ),
 )
+
+MIGRATIONS += (
+    Migration(
+        19,
+        "chunk_page_breaks",
+        """
+        -- Where each later page a PDF snippet runs onto starts in it, as JSON text:
+        -- [[start, page], ...] (store/rows.py encode_breaks): a search cites a hit at the
+        -- page its query's words are on. Chunks written before have none and are cited at
+        -- their first page; chunker version 8 asks for a reindex.
+        ALTER TABLE chunks ADD COLUMN page_breaks TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
+)

@@ -6,7 +6,8 @@ as an earlier hit's (near-identical snippets: the first 400 characters, case and
 aside), or when its group already has a hit: one hit per cited place by default (the
 file and heading path, or page; ``group``: per section chunk, per document, or every
 snippet). A hit is cited under the inner heading of its snippet whose part holds most
-of the query's words (``citing.cited_under``), and that place counts as its group.
+of the query's words (``citing.cited_under``), and that place counts as its group; one
+that runs onto another page, at the page that holds most of them (``citing.cited_page``).
 
 A candidate whose text is a block ``repeated_in`` or more documents hold (a footer on
 every note of a vault, a template's boilerplate: the same words, links and URLs aside,
@@ -29,7 +30,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from itertools import islice
 from typing import NamedTuple
 
-from docshelf.model import Chunk, Citation, Hit, Scores
+from docshelf.model import Chunk, Citation, Hit, InnerHeading, Scores
 from docshelf.search import citing
 from docshelf.search.candidate import Candidate, placed_by
 from docshelf.search.pipeline import Search
@@ -102,9 +103,9 @@ class _Citing:
         same_text = " ".join(chunk.text.casefold().split())[:400]
         if same_text in self.texts or doc is None:
             return None
-        at = citing.cited_under(chunk, self.query)
+        at = citing.cited_under(chunk, self.query) or citing.cited_page(chunk, self.query)
         key = place_key(c.id, where, self.group)
-        if at is not None and self.group == "snippet":
+        if isinstance(at, InnerHeading) and self.group == "snippet":
             key = (where.document_id, at.heading_path, where.page_start)
         if key in self.groups:
             return None

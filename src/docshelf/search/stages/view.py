@@ -26,7 +26,7 @@ class SeenBy(Fixed):
             for n, h in enumerate(hits):
                 doc = seen[h.document.id]
                 if doc is not h.document:
-                    at = citing.inner_at(h.chunk, h.citation.anchor)
+                    at = citing.place_of(h.chunk, h.citation)
                     citation = Citation.for_chunk(h.chunk, doc, at)
                     hits[n] = dataclasses.replace(h, document=doc, citation=citation)
         search.hits = hits
