@@ -280,3 +280,41 @@ def test_a_question_typed_before_the_links_second_event_is_asked(page: Page, sit
     page.wait_for_function("() => document.getElementById('answer-mode').textContent !== ''")
     assert asked == [HEARTBEAT]
     assert "q=What" in page.url
+
+
+def test_a_source_on_two_pages_opens_at_the_page_its_words_are_on(page: Page, site: Site) -> None:
+    """A snippet that runs onto a second page is cited at the page its words are on, and
+    opens there: from the answer's [n], and from a search's hit."""
+    culture = site.upload(
+        "kombucha.pdf",
+        paged_pdf(
+            [
+                ["The brewery kept its kombucha culture in a cool vault.",
+                 "The brewers fed the culture with black tea every morning."],
+                ["In the warm greenhouse the culture thickened within six days.",
+                 "A cold vault slowed the culture to a month."],
+            ]
+        ),
+    )  # fmt: skip
+    site.wait_for(culture, "complete")
+    sign_in(page, site.token)
+    ask(page, "How fast did the kombucha culture thicken in the warm greenhouse?")
+    text = page.locator("#answer-text")
+    assert "within six days" in text.inner_text()
+    source = page.locator("#answer-sources li").filter(has_text="kombucha.pdf p.2")
+    n = source.first.get_attribute("data-n")
+    text.locator(f'a.cite[data-n="{n}"]').first.click()
+    panel = page.locator("#ask-cited")
+    page.wait_for_function(
+        "() => document.querySelector('#ask-cited .page-number')?.textContent === 'Page 2 of 2'"
+    )
+    panel.locator(".page-frame .hl").first.wait_for()  # its lines boxed on that page
+
+    page.get_by_role("link", name="Search").click()
+    page.get_by_label("Search your documents").fill("kombucha culture thickened warm greenhouse")
+    hit = page.locator(".hit").filter(has_text="kombucha.pdf p.2").first
+    hit.locator(".citation").first.click()
+    page.wait_for_function(
+        "() => document.querySelector('#open-view .page-number')?.textContent === 'Page 2 of 2'"
+    )
+    page.locator("#open-view .page-frame .hl").first.wait_for()

@@ -317,9 +317,9 @@ export class AskView {
     replace(this.panelTitle, h("span", { class: "cite-number" }, `[${n}]`), " ", source.label);
     const citation = source.citation ?? {};
     // a text citation opens at its anchor (the inner heading it is cited under); a page's
-    // citation at its page (the server finds it from the chunk)
+    // citation at its page (of a snippet that runs onto two, the one its sentence is on)
     const anchor = citation.page_start == null ? (citation.anchor ?? null) : null;
-    this.opener.show("", source.chunk_id, null, anchor);
+    this.opener.show("", source.chunk_id, citation.page_start ?? null, anchor);
   }
 
   /** The panel as the frame its document scrolls in: its own scroll beside the answer,

@@ -75,9 +75,15 @@ export class OpenView {
           })
         : await this.api.request("GET", `/v1/chunks/${encodeURIComponent(chunkId)}/view`);
       const elsewhere = anchor !== null && view.kind !== "page" && view.anchor !== anchor;
-      if (!documentId && elsewhere && sequence === this.sequence) {
-        // cited under an inner heading of its chunk: now its document is known, open there
-        view = await this.api.view(view.document_id, { chunk: chunkId, at: anchor });
+      const turned = Boolean(page) && view.kind === "page" && view.page !== page;
+      if (!documentId && (elsewhere || turned) && sequence === this.sequence) {
+        // cited under an inner heading of its chunk, or at its second page: now its
+        // document is known, open there
+        view = await this.api.view(view.document_id, {
+          chunk: chunkId,
+          page: turned ? page : null,
+          at: anchor,
+        });
       }
     } catch (error) {
       if (sequence !== this.sequence) return;

@@ -344,11 +344,12 @@ export class SearchView {
               "a",
               {
                 // a text citation opens at its anchor (the inner heading it is cited
-                // under); a page's citation opens at its page
+                // under); a page's citation opens at its page (of a snippet that runs
+                // onto two, the one its words are on)
                 href: openHref(
                   hit.document_id,
                   hit.chunk_id,
-                  null,
+                  citation.page_start ?? null,
                   citation.page_start == null ? (citation.anchor ?? null) : null,
                 ),
                 class: "citation",
