@@ -309,7 +309,9 @@ def test_a_source_on_two_pages_opens_at_the_page_its_words_are_on(page: Page, si
         "() => document.querySelector('#ask-cited .page-number')?.textContent === 'Page 2 of 2'"
     )
     panel.locator(".page-frame .hl").first.wait_for()  # its lines boxed on that page
+    screenshot(page, "web-ask-source-pdf-page-2.png")
 
+    page.set_viewport_size({"width": 390, "height": 844})
     page.get_by_role("link", name="Search").click()
     page.get_by_label("Search your documents").fill("kombucha culture thickened warm greenhouse")
     hit = page.locator(".hit").filter(has_text="kombucha.pdf p.2").first
@@ -318,3 +320,4 @@ def test_a_source_on_two_pages_opens_at_the_page_its_words_are_on(page: Page, si
         "() => document.querySelector('#open-view .page-number')?.textContent === 'Page 2 of 2'"
     )
     page.locator("#open-view .page-frame .hl").first.wait_for()
+    screenshot(page, "web-open-pdf-page-2-narrow.png")
