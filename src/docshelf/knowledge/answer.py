@@ -33,7 +33,7 @@ from docshelf.knowledge.sentences import (
     with_block,
 )
 from docshelf.llm import LLM, Message
-from docshelf.model import Citation, Hit, InnerHeading
+from docshelf.model import Citation, Hit, InnerHeading, PageBreak
 from docshelf.plaintext import SENTENCE_BOUNDARY
 from docshelf.search.evidence import verbatim_pattern, words
 from docshelf.search.query import lexical_terms
@@ -349,7 +349,8 @@ def _numbered(
     a sentence under another heading of its snippet than the one its source is cited
     under, or on another of its pages, is cited there (a number of its own); otherwise,
     sources keep their numbers and places (a ``sources`` event named them)."""
-    numbers: dict[tuple[int, object], AnswerCitation] = {}
+    # by source and place: an inner heading's path, a page, or None for the source's own
+    numbers: dict[tuple[int, tuple[str, ...] | PageBreak | None], AnswerCitation] = {}
     out: list[str] = []
     for source, at, sentence, _, under in chosen:
         place = under if renumber else None

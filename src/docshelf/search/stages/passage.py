@@ -29,7 +29,7 @@ from docshelf.search.pipeline import Search
 
 
 class PassageOrder(NamedTuple):
-    weight: float = 0.7  # 0: off
+    weight: float = 0.6  # 0: off (FusionSettings.passage_weight)
     window: int = 30  # the candidates whose documents' passages are ordered
 
     @property
