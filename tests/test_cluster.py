@@ -187,6 +187,23 @@ def wait_for(what: str, check: Any, cluster: Cluster, seconds: float = 40.0) -> 
         time.sleep(0.005)
 
 
+def freeze_mid_job(
+    victim: subprocess.Popen[bytes], busy: Any, cluster: Cluster, tries: int = 200
+) -> list[str]:
+    """Stop the victim (SIGSTOP) at a moment it holds a running job, and return those
+    jobs. Polling and then killing races the victim finishing its job on a busy host; a
+    stopped process cannot finish anything, so the kill that follows lands mid-job.
+    A stop that finds it between jobs lets it go on and tries again."""
+    for _ in range(tries):
+        wait_for("the victim to hold a job", busy, cluster)
+        victim.send_signal(signal.SIGSTOP)
+        held: list[str] = busy()
+        if held:
+            return held
+        victim.send_signal(signal.SIGCONT)
+    pytest.fail(f"the victim was never stopped mid-job in {tries} tries\n{cluster.output()}")
+
+
 def test_three_workers_one_killed_every_document_completes_once(cluster: Cluster) -> None:
     notes = {f"note{i:02}.md": note(i) for i in range(30)}
     with cluster.shelf() as shelf:
@@ -203,7 +220,7 @@ def test_three_workers_one_killed_every_document_completes_once(cluster: Cluster
                 if owner and tag in owner and status == "running"
             ]
 
-        busy = wait_for("the victim to hold a job", victim_busy, cluster)
+        busy = freeze_mid_job(victim, victim_busy, cluster)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         # Whatever the victim leased when it died is still leased to it, mid-job.
