@@ -43,16 +43,17 @@ def test_the_evidence_is_a_share_that_grows_with_the_query_words_held(
     passages: list[list[str]], query: set[str]
 ) -> None:
     texts = [" ".join(p) for p in passages]
-    evidence = passage_evidence(frozenset(query), texts)
+    stems = frozenset(stem(w) for w in query)
+    evidence = passage_evidence(stems, texts)
     assert len(evidence) == len(texts) and all(0 <= e <= 1 + 1e-9 for e in evidence)
-    held = [set(p) & query for p in passages]
+    held = [{stem(w) for w in p} & stems for p in passages]
     for a, b in ((a, b) for a in range(len(texts)) for b in range(len(texts))):
         if held[a] >= held[b]:
             assert evidence[a] >= evidence[b] - 1e-12
-        if held[a] == query:
+        if held[a] == stems:
             assert abs(evidence[a] - 1) < 1e-9
     # the passages' order does not matter: evidence follows its passage
-    assert passage_evidence(frozenset(query), texts[::-1]) == evidence[::-1]
+    assert passage_evidence(stems, texts[::-1]) == evidence[::-1]
 
 
 @given(

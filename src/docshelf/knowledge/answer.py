@@ -35,7 +35,7 @@ from docshelf.knowledge.sentences import (
 from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit, InnerHeading, PageBreak
 from docshelf.plaintext import SENTENCE_BOUNDARY
-from docshelf.search.evidence import verbatim_pattern, words
+from docshelf.search.evidence import stem, verbatim_pattern, words
 from docshelf.search.query import lexical_terms
 
 if TYPE_CHECKING:
@@ -191,21 +191,9 @@ _DEFINITION = re.compile(
 
 
 def _stem(word: str) -> str:
-    """A light English stem, enough to match ``tablets`` with ``tablet`` and ``becomes``
-    with ``become`` without matching ``table`` with ``tablet``."""
-    w = word.lower()
-    if w.endswith("'s"):
-        w = w[:-2]
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
-        return w[:-2]
-    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    for suffix in ("ing", "ed"):
-        if len(w) > len(suffix) + 3 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
+    """A word's English (Snowball) stem, the one search compares words by: ``tablets``
+    matches ``tablet`` and ``becomes`` ``become``, ``table`` not ``tablet``."""
+    return stem(word.casefold())
 
 
 def key_terms(question: str) -> list[str]:

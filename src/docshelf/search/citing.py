@@ -21,7 +21,7 @@ from collections.abc import Hashable
 from typing import TypeVar
 
 from docshelf.model import Chunk, Citation, InnerHeading, PageBreak
-from docshelf.search.evidence import held, stem, words
+from docshelf.search.evidence import held, stems, words
 from docshelf.search.query import STOPWORDS
 from docshelf.store.base import ChunkPlace
 
@@ -29,8 +29,8 @@ from docshelf.store.base import ChunkPlace
 def query_words(text: str) -> frozenset[str]:
     """The stems of the query's content words (its stopwords only, if it has nothing else)."""
     found = words(text)
-    content = frozenset(stem(w) for w in found if w not in STOPWORDS)
-    return content or frozenset(stem(w) for w in found)
+    content = frozenset(stems([w for w in found if w not in STOPWORDS]))
+    return content or frozenset(stems(found))
 
 
 def parts(chunk: Chunk) -> list[tuple[InnerHeading | None, str]]:

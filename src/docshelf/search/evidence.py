@@ -5,8 +5,9 @@ in its text (at least ``VERBATIM_WORDS`` words) — what a user who remembers a 
 line types. Pure functions over places, texts and the query's words; the stage that
 turns them into an order is ``stages/exact.py``.
 
-Words are compared case-folded, as runs of word characters, with a crude English stem
-(``stem``), so "Lifecycle" matches "lifecycle" and "plugins" "plugin".
+Words are compared case-folded, as runs of word characters, by their English (Snowball)
+stem (``stem``), the stemmer the lexical engines use: "Lifecycle" matches "lifecycle",
+"plugins" "plugin" and "nominated" "nomination".
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ import functools
 import hashlib
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
+
+import Stemmer
 
 from docshelf.model import Chunk
 from docshelf.search.query import STOPWORDS
@@ -50,19 +54,35 @@ def words(text: str) -> list[str]:
     return _WORDS.findall(text.casefold())
 
 
+_LOCAL = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    """This thread's Snowball English stemmer (one stemmer must not serve two threads)."""
+    found: Stemmer.Stemmer | None = getattr(_LOCAL, "stemmer", None)
+    if found is None:
+        found = _LOCAL.stemmer = Stemmer.Stemmer("english")
+    return found
+
+
 def stem(word: str) -> str:
-    """A crude English stem, enough to match a query word to a heading word."""
-    for suffix in ("ing", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+    """The English (Snowball) stem of a case-folded word: "nominated", "nomination" and
+    "nominate" are all "nomin"."""
+    result: str = _stemmer().stemWord(word)
+    return result
+
+
+def stems(words: Sequence[str]) -> list[str]:
+    """``[stem(w) for w in words]``, in one call."""
+    result: list[str] = _stemmer().stemWords(words)
+    return result
 
 
 @functools.lru_cache(maxsize=8192)
 def content_words(text: str) -> frozenset[str]:
     """The stems of ``text``'s words that are not stopwords (remembered: a search asks it
     of the same few headings again and again)."""
-    return frozenset(stem(w) for w in words(text) if w not in STOPWORDS)
+    return frozenset(stems([w for w in words(text) if w not in STOPWORDS]))
 
 
 def own_heading(chunk: Placed) -> str:
@@ -104,7 +124,7 @@ def query_heading_key(query: str) -> int:
 # of a probe list) and the stopwords. A sidecar index records the stamp its entries were
 # made with and ignores them, until it makes them again, when it differs: a change never
 # leaves keys that no longer match.
-HEADING_KEY_VERSION = 1
+HEADING_KEY_VERSION = 2
 HEADING_KEY_STAMP = f"{HEADING_KEY_VERSION}:{words_key(STOPWORDS):016x}"
 
 
@@ -198,16 +218,7 @@ def passage_evidence(query: frozenset[str], texts: Sequence[str]) -> list[float]
 
 def held(query: frozenset[str], text: str) -> set[str]:
     """The stems of ``query`` that ``text`` holds: ``{stem(w) for w in words(text)} &
-    query``, found by one pattern rather than by stemming every word of the text (a
-    word's stem is the word less at most three letters)."""
+    query``, each distinct word stemmed once."""
     if not query:
         return set()
-    return {s for w in _stems_pattern(query).findall(text.casefold()) if (s := stem(w)) in query}
-
-
-@functools.lru_cache(maxsize=64)
-def _stems_pattern(query: frozenset[str]) -> re.Pattern[str]:
-    """Whole words that begin with one of ``query``'s stems and are at most three letters
-    longer (the words that may stem to it)."""
-    stems = "|".join(re.escape(s) for s in sorted(query, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:{stems})\w{{0,3}}(?!\w)")
+    return set(stems(list(set(words(text))))) & query

@@ -21,7 +21,7 @@ import dataclasses
 from typing import ClassVar
 
 from docshelf.search.citing import query_words
-from docshelf.search.evidence import stem, words
+from docshelf.search.evidence import held
 from docshelf.search.pipeline import Fixed, Search
 
 WORDS = 0.5  # the share of the query's content words a hit holds, below which it may be weak
@@ -45,7 +45,7 @@ class Weak(Fixed):
         for h in search.hits:
             vector = vectors.get(h.chunk.id)
             similar = vector is None or float(query @ vector) >= floor  # not embedded: unknown
-            held = {stem(w) for w in words(h.chunk.retrieval_text)} & wanted
-            weak = not similar and len(held) < WORDS * len(wanted)
+            holds = held(wanted, h.chunk.retrieval_text)
+            weak = not similar and len(holds) < WORDS * len(wanted)
             hits.append(dataclasses.replace(h, weak=weak) if weak else h)
         search.hits = hits
