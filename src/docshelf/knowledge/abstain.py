@@ -1,25 +1,54 @@
-"""Whether an offline answer answers: the rule that lets ``ask`` say "No passage in your
+"""Whether an offline answer answers: the rules that let ``ask`` say "No passage in your
 library answers this" (``Answer.answered``) instead of splicing the nearest sentences.
 
-The evidence is the extract's (``answer.extract``): ``coverage``, the largest share of the
-question's key terms one candidate sentence holds (each term weighted by its rarity among
-the candidates, a term only the sentence's headings hold counting in part), and
-``similarity``, the largest cosine of a candidate sentence to the question. A question
-is answered when a sentence holds some of its key words and one comes near it in
-meaning; the threshold was chosen on docqa-dev's 80 answerable and 20 unanswerable
-questions (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). It catches questions far from
-everything the library holds; a question on the library's topic whose particular fact it
-does not state (a near miss) is answered with the nearest sentences — telling those
-apart needs the claim itself read, which this rule does not do.
+``answers`` reads the extract's evidence (``answer.extract``): ``coverage``, the largest
+share of the question's key terms one candidate sentence holds (each term weighted by its
+rarity among the candidates, a term only the sentence's headings hold counting in part),
+and ``similarity``, the largest cosine of a candidate sentence to the question. A question
+is answered when a sentence holds some of its key words and one comes near it in meaning.
+It catches questions far from everything the library holds (a World Cup winner asked of
+the Rust book).
+
+``absent_subject`` catches a question about a thing the library never names: a word of
+the question that no snippet holds, and that carries the question's meaning (leaving it
+out moves the question, in the model's meaning, about as far as leaving out its most
+telling word does) — "Bloom" in "How does a Bloom filter's false-positive rate depend on
+the number of hash functions?" asked of papers that never mention one. A word the asker
+chose where the library uses another ("clobbering", "tiny") moves the question little.
+
+The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
+(docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
+topic whose particular fact it does not state (a near miss: the 2021 winner where the
+library names 2022's) is still answered with the nearest sentences — telling those apart
+needs the claim itself read, which these rules do not do.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from docshelf.search.query import STOPWORDS
+
+if TYPE_CHECKING:
+    from docshelf.embed import Embedder
 
 # No sentence nearer the question in meaning than this (cosine) answers it, by model: a
 # threshold holds for the model it was measured with only. With the packaged model, on
 # docqa-dev the answerable questions' nearest sentence is at 0.35 or more, the off-domain
 # ones' (a World Cup winner asked of the Rust book) at 0.32 or less.
 SIMILARITY = {"all-MiniLM-L6-v2": 0.33}
+
+# A word the library never holds is the question's subject when leaving it out moves the
+# question at least this share of what leaving out its most telling word does. On
+# docqa-dev the unanswerable questions' absent subjects move it 0.81 or more of the most;
+# the answerable questions' words the library lacks (the asker's own: "hangout",
+# "sweets", "oversized") 0.67 or less.
+SUBJECT = 0.75
+# ... unless a sentence comes this near the question (cosine): the library then says the
+# thing in words of its own. Unanswerable questions' nearest sentences: 0.64 or less.
+SAYS_IT = {"all-MiniLM-L6-v2": 0.70}
 
 
 def answers(coverage: float, similarity: float | None, model: str | None) -> bool:
@@ -30,3 +59,50 @@ def answers(coverage: float, similarity: float | None, model: str | None) -> boo
         return False
     floor = SIMILARITY.get(model or "")
     return similarity is None or floor is None or similarity >= floor
+
+
+def left_out(question: str, word: str) -> str:
+    """The question without ``word`` (every occurrence, any case, as a whole word)."""
+    return re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", " ", question, flags=re.IGNORECASE)
+
+
+def shares(embedder: Embedder, question: str, words: Sequence[str]) -> dict[str, float]:
+    """What each of ``words`` carries of the question's meaning: how far (1 - cosine) the
+    question moves when the word is left out, as a share of the most any of them moves it
+    (the most telling word: 1.0)."""
+    vectors = embedder.embed([question, *(left_out(question, w) for w in words)])
+    # a move within float error of none is none (a word not in the question moves nothing)
+    moves = [m if (m := 1.0 - float(vectors[0] @ v)) > 1e-6 else 0.0 for v in vectors[1:]]
+    most = max(moves, default=0.0)
+    return {w: (m / most if most > 0 else 0.0) for w, m in zip(words, moves, strict=True)}
+
+
+def absent_subject(
+    question: str,
+    words: Sequence[str],
+    unheld: Callable[[list[str]], list[str]],
+    embedder: Embedder | None,
+    similarity: float | None,
+) -> str | None:
+    """The word of ``question`` that is its subject and that the library never holds, or
+    None. ``words`` are the question's content words that none of the answer's sources
+    holds (the candidates); ``unheld`` tells which of them no snippet of the library
+    holds (one lexical lookup each). Without a ``model`` measured here (its ``SAYS_IT``),
+    or with a sentence that near the question (``similarity``), there is none."""
+    near = SAYS_IT.get(embedder.model_id) if embedder is not None else None
+    if embedder is None or near is None or not words:
+        return None
+    if similarity is not None and similarity >= near:
+        return None
+    absent = unheld(list(words))
+    if not absent:
+        return None
+    share = shares(embedder, question, _telling(question))
+    return next((w for w in absent if share.get(w, 0.0) >= SUBJECT), None)
+
+
+def _telling(question: str) -> list[str]:
+    """The words each left out in turn to weigh the question's words: its words of more
+    than one character, stopwords aside, once each, case-folded."""
+    found = re.findall(r"\w+", question.casefold())
+    return list(dict.fromkeys(w for w in found if len(w) > 1 and w not in STOPWORDS))

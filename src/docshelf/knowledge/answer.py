@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.knowledge.abstain import answers
+from docshelf.knowledge.abstain import absent_subject, answers
 from docshelf.knowledge.sentences import (
     Candidate,
     Source,
@@ -396,16 +396,45 @@ NO_MATCH = "No document matched the question."
 NOT_ANSWERED = "No passage in your library answers this; the closest are:"
 
 
+def never_mentions(word: str) -> str:
+    """The notice of an answer whose question's subject the library never holds."""
+    return f"Your library never mentions \u201c{word}\u201d."
+
+
+def _unsourced(question: str, sources: Sequence[Source]) -> list[str]:
+    """The question's content words (case-folded, as typed) that none of ``sources``
+    holds, in its text or its headings."""
+    held: set[str] = set()
+    for s in sources:
+        held |= {_stem(w) for w in re.findall(r"\w+", s.text)} | _heading_stems(s)
+    asked = (t for t in lexical_terms(question) if t not in _QUESTION_WORDS and len(t) > 1)
+    return [w for w in asked if _stem(w) not in held]
+
+
 def _extractive(
     retriever: Retriever,
     question: str,
     sources: Sequence[Source],
     notice: str | None,
     renumber: bool = True,
+    *,
+    user_id: str | None = None,
+    filters: SearchFilters | None = None,
 ) -> tuple[Extract, Answer]:
     found = extract(retriever, question, sources, renumber=renumber)
-    model = retriever.embedder.model_id if retriever.embedder is not None else None
-    if not found.sentences or not answers(found.coverage, found.similarity, model):
+    embedder = retriever.embedder
+    model = embedder.model_id if embedder is not None else None
+    answered = bool(found.sentences) and answers(found.coverage, found.similarity, model)
+    if answered:
+
+        def unheld(words: list[str]) -> list[str]:
+            return retriever.unheld(words, user_id=user_id, filters=filters)
+
+        words = _unsourced(question, sources)
+        subject = absent_subject(question, words, unheld, embedder, found.similarity)
+        if subject is not None:
+            answered, notice = False, notice or never_mentions(subject)
+    if not answered:
         text = f"{NOT_ANSWERED} {found.text}".strip()
         return found, Answer(question, text, "extractive", found.citations, notice, False)
     return found, Answer(question, found.text, "extractive", found.citations, notice)
@@ -434,7 +463,7 @@ def ask(
         if text:
             return Answer(question, text, "llm", _citations(text, sources))
         notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
-    return _extractive(retriever, question, sources, notice)[1]
+    return _extractive(retriever, question, sources, notice, user_id=user_id, filters=filters)[1]
 
 
 # -- streaming -----------------------------------------------------------------------------------
@@ -499,7 +528,9 @@ def _stream(
         return
     sources = gather_sources(retriever, result.hits, budget_tokens)
     if llm is None:  # offline: the sources named are the ones the sentences cite, 1..n
-        found, answer = _extractive(retriever, question, sources, None)
+        found, answer = _extractive(
+            retriever, question, sources, None, user_id=user_id, filters=filters
+        )
         yield AnswerPiece("sources", sources=found.citations)
         said = [] if answer.answered else [NOT_ANSWERED]
         for i, sentence in enumerate([*said, *found.sentences]):
@@ -537,7 +568,9 @@ def _stream(
         return
     notice = notice or "The LLM's answer could not be grounded; this answer is extractive"
     # Sources already named by a ``sources`` event keep their numbers.
-    found, answer = _extractive(retriever, question, sources, notice, renumber=False)
+    found, answer = _extractive(
+        retriever, question, sources, notice, False, user_id=user_id, filters=filters
+    )
     said = [] if answer.answered else [NOT_ANSWERED]
     for i, sentence in enumerate([*said, *found.sentences]):
         yield AnswerPiece("text", text=sentence if i == 0 else " " + sentence)

@@ -10,7 +10,7 @@ they were wired.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from docshelf.errors import InvalidInput
@@ -195,6 +195,22 @@ class Retriever:
             search.backlog = backlog
             notice = notice or still_embedding(*backlog)
         return search, notice
+
+    def unheld(
+        self,
+        words: Sequence[str],
+        *,
+        user_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[str]:
+        """The ``words`` that no snippet within ``filters`` the user may read holds, each
+        asked of the lexical engine alone (so a word counts as held in the forms that
+        engine matches: "clobbering" holds for a text of "clobber")."""
+        search, _ = self.prepare(" ".join(words), 1, "lexical", filters, user_id=user_id)
+        if search is None:
+            return []
+        with self.store.searching():
+            return [w for w in words if not self.lexical.search([w], 1, search.filters)]
 
     # -- around a hit (search/around.py) -----------------------------------------------------
     def visible(self, document_id: str, user_id: str | None) -> Document:

@@ -1,0 +1,164 @@
+"""Abstaining on a question whose subject the library never names (knowledge/abstain.py,
+``absent_subject``; ``Retriever.unheld``): the rule with a fake model, the lookups on a
+real library per user, and the whole ``ask`` with the packaged model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docshelf.embed import Embedder, local_available, make_embedder
+from docshelf.ingest.worker import Worker
+from docshelf.knowledge.abstain import SAYS_IT, SUBJECT, absent_subject, left_out, shares
+from docshelf.knowledge.answer import NOT_ANSWERED, never_mentions
+from docshelf.shelf import Shelf
+
+MODEL = "all-MiniLM-L6-v2"
+QUESTION = "How does a bloom filter trade memory for false positives?"
+# how much each word weighs in the fake model's meaning of a question
+WEIGHTS = {"bloom": 5.0, "filter": 3.0, "memory": 2.0, "trade": 0.5, "false": 1.0}
+
+
+class WeightedWords:
+    """A fake model: a text's vector is its words' one-hot vectors, each scaled by its
+    weight (1.0 for a word not in ``WEIGHTS``), normalised."""
+
+    model_id = MODEL
+    dim = 64
+    window = 256
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.casefold().replace("?", " ").split():
+                out[row, hash(word) % self.dim] += WEIGHTS.get(word, 1.0)
+            out[row] /= np.linalg.norm(out[row]) or 1.0
+        return out
+
+
+def _lookups(absent: set[str]) -> tuple[list[list[str]], Callable[[list[str]], list[str]]]:
+    asked: list[list[str]] = []
+
+    def unheld(words: list[str]) -> list[str]:
+        asked.append(words)
+        return [w for w in words if w in absent]
+
+    return asked, unheld
+
+
+def test_the_subject_the_library_never_holds_is_named() -> None:
+    asked, unheld = _lookups({"bloom", "trade"})
+    found = absent_subject(QUESTION, ["bloom", "trade"], unheld, WeightedWords(), 0.5)
+    assert found == "bloom" and asked == [["bloom", "trade"]]
+
+
+def test_a_word_of_the_askers_own_the_library_lacks_is_not_a_subject() -> None:
+    # "trade" is absent too, but leaving it out barely moves the question
+    _, unheld = _lookups({"trade"})
+    assert absent_subject(QUESTION, ["trade"], unheld, WeightedWords(), 0.5) is None
+
+
+def test_a_subject_the_library_holds_is_not_absent() -> None:
+    _, unheld = _lookups(set())
+    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), 0.5) is None
+
+
+def test_no_lookup_when_a_sentence_says_it_or_the_model_is_unmeasured() -> None:
+    asked, unheld = _lookups({"bloom"})
+    near = SAYS_IT[MODEL]
+    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near) is None
+    other = WeightedWords()
+    other.model_id = "another-model"
+    assert absent_subject(QUESTION, ["bloom"], unheld, other, 0.1) is None
+    assert absent_subject(QUESTION, ["bloom"], unheld, None, 0.1) is None
+    assert absent_subject(QUESTION, [], unheld, WeightedWords(), 0.1) is None
+    assert asked == []  # the library was never asked
+    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near - 0.01) == "bloom"
+
+
+@given(st.lists(st.sampled_from([*WEIGHTS, "quicksort", "the"]), min_size=1, unique=True))
+def test_shares_are_at_most_one_and_the_most_telling_word_has_one(words: list[str]) -> None:
+    found = shares(WeightedWords(), QUESTION, words)
+    assert set(found) == set(words) and all(0.0 <= s <= 1.0 + 1e-6 for s in found.values())
+    moved = [w for w in words if left_out(QUESTION, w) != QUESTION]
+    if moved:
+        assert max(found.values()) == pytest.approx(1.0)
+    assert all(found[w] == 0.0 for w in words if w not in moved)  # not in the question
+    if {"bloom", "trade"} <= set(words):
+        assert found["bloom"] >= SUBJECT > found["trade"]
+
+
+def test_a_word_is_left_out_whole_and_in_any_case() -> None:
+    assert left_out("Bloom filters bloomed; BLOOM.", "bloom").split() == [
+        "filters",
+        "bloomed;",
+        ".",
+    ]
+
+
+# -- the lookups on a real library ---------------------------------------------------------
+
+
+def test_unheld_words_are_those_no_snippet_the_user_may_read_holds(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    ann = shelf.create_user("ann")[0].id
+    bob = shelf.create_user("bob")[0].id
+    shelf.upload(ann, "tests.md", b"# Tests\n\nParallel tests clobber the same file.\n")
+    shelf.upload(bob, "sort.md", b"# Sorting\n\nQuicksort partitions around a pivot.\n")
+    worker = Worker(shelf)
+    while worker.run_once():
+        pass
+    words = ["clobbering", "parallel", "quicksort", "zebra"]
+    # the lexical engine's own forms: "clobbering" holds for a text of "clobber"
+    assert shelf.retriever.unheld(words, user_id=ann) == ["quicksort", "zebra"]
+    assert shelf.retriever.unheld(words, user_id=bob) == ["clobbering", "parallel", "zebra"]
+
+
+# -- the whole ask, with the packaged model ------------------------------------------------
+
+SORTING = """# Sorting algorithms
+
+## Merge sort
+
+Merge sort splits the list in two halves, sorts each half and merges them. It runs in
+O(n log n) time in the worst case and needs extra memory for the merge.
+
+## Insertion sort
+
+Insertion sort builds the sorted list one item at a time. It is fast for tiny or nearly
+sorted inputs and runs in quadratic time in the worst case.
+"""
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not local_available(), reason="the `local` extra is not installed")
+def test_ask_abstains_on_a_subject_the_library_never_names(
+    isolated_home: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "sorting.md").write_text(SORTING)
+    local: Embedder | None = make_embedder("local")
+    with Shelf(isolated_home, embedder=local) as shelf:
+        shelf.add(root)
+        absent = shelf.ask("What is the worst-case running time of quicksort?")
+        assert absent.answered is False and absent.answer.startswith(NOT_ANSWERED)
+        assert absent.notice == never_mentions("quicksort") and absent.citations
+        streamed = list(shelf.ask_stream("What is the worst-case running time of quicksort?"))
+        done = streamed[-1].answer
+        assert done is not None and done.answered is False and done.notice == absent.notice
+        # a word of the asker's own ("speedy") the notes lack does not stop an answer
+        assert shelf.retriever.unheld(["speedy", "sorted"]) == ["speedy"]
+        held = shelf.ask("Which sort is speedy for nearly sorted inputs?")
+        assert held.answered and held.notice is None and "nearly sorted inputs" in held.answer
+        assert held.citations[0].citation.heading_path[-1] == "Insertion sort"
