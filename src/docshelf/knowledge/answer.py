@@ -340,7 +340,12 @@ def _numbered(
     # by source and place: an inner heading's path, a page, or None for the source's own
     numbers: dict[tuple[int, tuple[str, ...] | PageBreak | None], AnswerCitation] = {}
     out: list[str] = []
+    brought = ""  # the lists and code lead-ins brought: an item of one is not said twice
     for source, at, sentence, _, under in chosen:
+        if sentence.rstrip(".;,") in brought:
+            continue
+        said = with_block(source, at, sentence)
+        brought += said[len(sentence) :]
         place = under if renumber else None
         key = (source.n, place.heading_path if isinstance(place, InnerHeading) else place)
         if key not in numbers:
@@ -349,7 +354,7 @@ def _numbered(
                 cited = Citation.for_chunk(hit.chunk, hit.document, place)
                 hit = dataclasses.replace(hit, citation=cited)
             numbers[key] = AnswerCitation.of(len(numbers) + 1 if renumber else source.n, hit)
-        out.append(f"{with_block(source, at, sentence)} [{numbers[key].n}]")
+        out.append(f"{said} [{numbers[key].n}]")
     return out, sorted(numbers.values(), key=lambda c: c.n)
 
 

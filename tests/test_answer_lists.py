@@ -1,0 +1,56 @@
+"""An offline answer's lead-in brings the list it introduces (knowledge/sentences.py,
+``with_block``; ``plaintext.introduced``): when its colon sits inside emphasis, and when
+the list begins the next snippet; an item it brought is not said again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docshelf.model import Tier
+from docshelf.plaintext import introduced
+from docshelf.shelf import Shelf
+
+# a paragraph that fills most of a snippet, so the list after its lead-in starts the next
+FILLER = " ".join(
+    f"Sentence {i} of the long paragraph says a little more about how a data race comes to be."
+    for i in range(7)
+)
+NOTE = (
+    "# Races\n\n## Data races\n\n"
+    f"{FILLER} A data race happens when these three behaviors occur:\n\n"
+    "- Two or more pointers access the same data at the same time, from threads that each "
+    "believe they have it to themselves for as long as the work takes.\n"
+    "- At least one of the pointers is being used to write to the data, while the others "
+    "read what may be half written at that moment.\n"
+    "- There is no mechanism being used to synchronize access to the data, no lock, no "
+    "channel and no atomic operation of any kind.\n\n"
+    "Data races cause undefined behavior.\n"
+)
+
+
+def test_a_colon_inside_emphasis_ends_a_lead_in() -> None:
+    text = (
+        "**You can add region markers using:**\n\n"
+        "- `/*#region*/` at the start\n- `/*#endregion*/` at the end\n"
+    )
+    assert introduced(text) == {
+        "You can add region markers using:": "/*#region*/ at the start, /*#endregion*/ at the end"
+    }
+
+
+def test_a_lead_in_brings_its_list_from_the_next_snippet_and_says_each_item_once(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "races.md").write_text(NOTE)
+    shelf.add(tmp_path / "notes")
+    doc = shelf.search("data race behaviors").hits[0].document
+    snippets = shelf.store.chunks_of_document(doc.id, Tier.SNIPPET)
+    lead = next(c for c in snippets if "three behaviors occur:" in c.text)
+    assert "Two or more pointers" not in lead.text  # the list begins the next snippet
+    answer = shelf.ask("When does a data race happen, which three behaviors?")
+    assert (
+        "these three behaviors occur: Two or more pointers access the same data at the same "
+        "time, from threads"
+    ) in answer.answer
+    assert answer.answer.count("Two or more pointers") == 1
