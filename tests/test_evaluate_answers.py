@@ -24,10 +24,11 @@ from tests.test_evaluate_docqa import _write_set
             ["python", "3.10", "use", "1", "mb", "and", "50", "percent"],
         ),
         ("Four antibodies", ["4", "antibody"]),
-        (
+        (  # the stripper strips again while three letters remain: "name" and "home" too
             "__name__ @ home",
-            ["underscore", "underscore", "name", "underscore", "underscore", "at", "home"],
+            ["underscor", "underscor", "nam", "underscor", "underscor", "at", "hom"],
         ),
+        ("Sherlocking, as the term goes", ["sherlock", "as", "the", "term", "goe"]),
     ],
 )
 def test_answers_and_gold_compare_as_normalised_tokens(text: str, tokens: list[str]) -> None:

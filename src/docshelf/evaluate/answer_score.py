@@ -58,12 +58,26 @@ NUMBER_WORDS = {word: str(n) for n, word in enumerate(_NUMBERS)} | {
 }
 
 
+# The set's light suffix stripper: of a word of letters longer than three, the first of
+# these endings it has is replaced, again and again, while at least three letters remain
+# ("sherlocking" -> "sherlock", "antibodies" -> "antibody", "home" -> "hom"; a double "s"
+# keeps its "s"). Both sides are stripped alike, so only matching matters.
+_ENDINGS = (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("e", ""))
+
+
 def _stem(token: str) -> str:
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
+    if len(token) <= 3 or not token.isalpha():
+        return token
+    while True:
+        for ending, becomes in _ENDINGS:
+            cut = len(token) - len(ending)
+            if token.endswith(ending) and cut + len(becomes) >= 3:
+                if ending == "s" and token.endswith("ss"):
+                    continue
+                token = token[:cut] + becomes
+                break
+        else:
+            return token
 
 
 def normalized(text: str) -> list[str]:
