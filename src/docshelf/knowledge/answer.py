@@ -36,7 +36,7 @@ from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit, InnerHeading, PageBreak
 from docshelf.plaintext import SENTENCE_BOUNDARY
 from docshelf.search.evidence import stem, verbatim_pattern, words
-from docshelf.search.query import lexical_terms
+from docshelf.search.query import lexical_terms, parse_query
 
 if TYPE_CHECKING:
     from docshelf.search.retriever import Retriever
@@ -435,8 +435,9 @@ def _extractive(
         def unheld(words: list[str]) -> list[str]:
             return retriever.unheld(words, user_id=user_id, filters=filters)
 
-        words = _unsourced(question, sources)
-        subject = absent_subject(question, words, unheld, embedder, found.similarity)
+        asked = parse_query(question).text  # its words, not its filters
+        words = _unsourced(asked, sources)
+        subject = absent_subject(asked, words, unheld, embedder, found.similarity)
         if subject is not None:
             answered, notice = False, notice or never_mentions(subject)
     if not answered:
