@@ -54,3 +54,16 @@ def test_a_lead_in_brings_its_list_from_the_next_snippet_and_says_each_item_once
         "time, from threads"
     ) in answer.answer
     assert answer.answer.count("Two or more pointers") == 1
+
+
+def test_a_sentence_two_places_repeat_is_said_once(shelf: Shelf, tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "config.md").write_text(
+        "# Configuration\n\n## UPLOAD_LIMIT\n\nThe most bytes an upload may hold. "
+        "If it is set to None, no limit is enforced at the application level.\n\n"
+        "## FORM_LIMIT\n\nThe most bytes a form may hold in memory. "
+        "If it is set to None, no limit is enforced at the application level.\n"
+    )
+    shelf.add(tmp_path / "notes")
+    answer = shelf.ask("What happens when the limit is set to None?")
+    assert answer.answer.count("no limit is enforced") == 1, answer.answer

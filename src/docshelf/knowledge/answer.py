@@ -340,10 +340,14 @@ def _numbered(
     # by source and place: an inner heading's path, a page, or None for the source's own
     numbers: dict[tuple[int, tuple[str, ...] | PageBreak | None], AnswerCitation] = {}
     out: list[str] = []
-    brought = ""  # the lists and code lead-ins brought: an item of one is not said twice
+    # what was said, and the lists and code lead-ins brought: no sentence, and no item of a
+    # list brought, is said twice (a reference page repeats "If it is set to None, …")
+    told: set[str] = set()
+    brought = ""
     for source, at, sentence, _, under in chosen:
-        if sentence.rstrip(".;,") in brought:
+        if sentence in told or sentence.rstrip(".;,") in brought:
             continue
+        told.add(sentence)
         said = with_block(source, at, sentence)
         brought += said[len(sentence) :]
         place = under if renumber else None
