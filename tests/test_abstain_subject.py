@@ -4,6 +4,7 @@ real library per user, and the whole ``ask`` with the packaged model."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -15,14 +16,16 @@ from hypothesis import strategies as st
 
 from docshelf.embed import Embedder, local_available, make_embedder
 from docshelf.ingest.worker import Worker
-from docshelf.knowledge.abstain import SAYS_IT, SUBJECT, absent_subject, left_out, shares
+from docshelf.knowledge.abstain import SAYS_IT, SUBJECT, absent_subject, carried, left_out
 from docshelf.knowledge.answer import NOT_ANSWERED, never_mentions
 from docshelf.shelf import Shelf
 
 MODEL = "all-MiniLM-L6-v2"
-QUESTION = "How does a bloom filter trade memory for false positives?"
+QUESTION = "How does a Bloom filter trade memory for false positives?"
 # how much each word weighs in the fake model's meaning of a question
 WEIGHTS = {"bloom": 5.0, "filter": 3.0, "memory": 2.0, "trade": 0.5, "false": 1.0}
+WEIGHTS |= {"gdpr": 2.0, "eu": 2.0, "residents": 1.5, "compliant": 3.0}
+GDPR = "Is a vault GDPR compliant for the data of EU residents?"
 
 
 class WeightedWords:
@@ -40,7 +43,7 @@ class WeightedWords:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in text.casefold().replace("?", " ").split():
-                out[row, hash(word) % self.dim] += WEIGHTS.get(word, 1.0)
+                out[row, zlib.crc32(word.encode()) % self.dim] += WEIGHTS.get(word, 1.0)
             out[row] /= np.linalg.norm(out[row]) or 1.0
         return out
 
@@ -55,46 +58,57 @@ def _lookups(absent: set[str]) -> tuple[list[list[str]], Callable[[list[str]], l
     return asked, unheld
 
 
-def test_the_subject_the_library_never_holds_is_named() -> None:
+def test_the_subject_the_library_never_holds_is_named_as_spelled() -> None:
     asked, unheld = _lookups({"bloom", "trade"})
     found = absent_subject(QUESTION, ["bloom", "trade"], unheld, WeightedWords(), 0.5)
-    assert found == "bloom" and asked == [["bloom", "trade"]]
+    assert found == ["Bloom", "trade"] and asked == [["bloom", "trade"]]
+
+
+def test_words_the_library_lacks_may_carry_the_question_together() -> None:
+    # none of the three weighs as much as "compliant", all three together more
+    each = [carried(WeightedWords(), GDPR, [w]) for w in ("gdpr", "eu", "residents")]
+    assert max(each) < SUBJECT
+    _, unheld = _lookups({"gdpr", "eu", "residents"})
+    both = absent_subject(GDPR, ["gdpr", "eu", "residents"], unheld, WeightedWords(), 0.5)
+    assert both == ["GDPR", "EU", "residents"]
+    assert never_mentions(both) == "Your library never mentions “GDPR”, “EU” or “residents”."
 
 
 def test_a_word_of_the_askers_own_the_library_lacks_is_not_a_subject() -> None:
     # "trade" is absent too, but leaving it out barely moves the question
     _, unheld = _lookups({"trade"})
-    assert absent_subject(QUESTION, ["trade"], unheld, WeightedWords(), 0.5) is None
+    assert absent_subject(QUESTION, ["trade"], unheld, WeightedWords(), 0.5) == []
 
 
 def test_a_subject_the_library_holds_is_not_absent() -> None:
     _, unheld = _lookups(set())
-    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), 0.5) is None
+    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), 0.5) == []
 
 
 def test_no_lookup_when_a_sentence_says_it_or_the_model_is_unmeasured() -> None:
     asked, unheld = _lookups({"bloom"})
     near = SAYS_IT[MODEL]
-    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near) is None
+    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near) == []
     other = WeightedWords()
     other.model_id = "another-model"
-    assert absent_subject(QUESTION, ["bloom"], unheld, other, 0.1) is None
-    assert absent_subject(QUESTION, ["bloom"], unheld, None, 0.1) is None
-    assert absent_subject(QUESTION, [], unheld, WeightedWords(), 0.1) is None
+    assert absent_subject(QUESTION, ["bloom"], unheld, other, 0.1) == []
+    assert absent_subject(QUESTION, ["bloom"], unheld, None, 0.1) == []
+    assert absent_subject(QUESTION, [], unheld, WeightedWords(), 0.1) == []
     assert asked == []  # the library was never asked
-    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near - 0.01) == "bloom"
+    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near - 0.01) == ["Bloom"]
 
 
-@given(st.lists(st.sampled_from([*WEIGHTS, "quicksort", "the"]), min_size=1, unique=True))
-def test_shares_are_at_most_one_and_the_most_telling_word_has_one(words: list[str]) -> None:
-    found = shares(WeightedWords(), QUESTION, words)
-    assert set(found) == set(words) and all(0.0 <= s <= 1.0 + 1e-6 for s in found.values())
-    moved = [w for w in words if left_out(QUESTION, w) != QUESTION]
-    if moved:
-        assert max(found.values()) == pytest.approx(1.0)
-    assert all(found[w] == 0.0 for w in words if w not in moved)  # not in the question
-    if {"bloom", "trade"} <= set(words):
-        assert found["bloom"] >= SUBJECT > found["trade"]
+@given(st.lists(st.sampled_from([*WEIGHTS, "quicksort", "the"]), unique=True))
+def test_what_words_carry_is_none_for_words_not_asked_and_one_for_the_most_telling(
+    words: list[str],
+) -> None:
+    fake = WeightedWords()
+    found = carried(fake, QUESTION, words)
+    assert found >= 0.0
+    if not any(left_out(QUESTION, w) != QUESTION for w in words):
+        assert found == 0.0  # none of them is in the question
+    assert carried(fake, QUESTION, ["bloom"]) == pytest.approx(1.0)  # the most telling
+    assert carried(fake, QUESTION, ["trade"]) < SUBJECT
 
 
 def test_a_word_is_left_out_whole_and_in_any_case() -> None:
@@ -153,7 +167,7 @@ def test_ask_abstains_on_a_subject_the_library_never_names(
         shelf.add(root)
         absent = shelf.ask("What is the worst-case running time of quicksort?")
         assert absent.answered is False and absent.answer.startswith(NOT_ANSWERED)
-        assert absent.notice == never_mentions("quicksort") and absent.citations
+        assert absent.notice == never_mentions(["quicksort"]) and absent.citations
         streamed = list(shelf.ask_stream("What is the worst-case running time of quicksort?"))
         done = streamed[-1].answer
         assert done is not None and done.answered is False and done.notice == absent.notice

@@ -9,12 +9,13 @@ is answered when a sentence holds some of its key words and one comes near it in
 It catches questions far from everything the library holds (a World Cup winner asked of
 the Rust book).
 
-``absent_subject`` catches a question about a thing the library never names: a word of
-the question that no snippet holds, and that carries the question's meaning (leaving it
+``absent_subject`` catches a question about a thing the library never names: the words of
+the question that no snippet holds, when together they carry its meaning (leaving them
 out moves the question, in the model's meaning, about as far as leaving out its most
 telling word does) — "Bloom" in "How does a Bloom filter's false-positive rate depend on
-the number of hash functions?" asked of papers that never mention one. A word the asker
-chose where the library uses another ("clobbering", "tiny") moves the question little.
+the number of hash functions?" asked of papers that never mention one; "GDPR", "EU" and
+"residents" of a vault that names none of them. Words the asker chose where the library
+uses others ("clobbering", "tiny") move the question little.
 
 The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
 (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
@@ -40,11 +41,12 @@ if TYPE_CHECKING:
 # ones' (a World Cup winner asked of the Rust book) at 0.32 or less.
 SIMILARITY = {"all-MiniLM-L6-v2": 0.33}
 
-# A word the library never holds is the question's subject when leaving it out moves the
-# question at least this share of what leaving out its most telling word does. On
-# docqa-dev the unanswerable questions' absent subjects move it 0.81 or more of the most;
-# the answerable questions' words the library lacks (the asker's own: "hangout",
-# "sweets", "oversized") 0.67 or less.
+# The words the library never holds are the question's subject when leaving them out (all
+# of them at once) moves the question at least this share of what leaving out its most
+# telling word does. On docqa-dev the unanswerable questions' absent words move it 0.81 or
+# more of the most ("GDPR", "EU" and "residents" together 1.55; "Bloom" alone 1.00); the
+# answerable questions' words the library lacks (the asker's own: "sweets", "oversized",
+# "hangout"; "suits" and "tiny" together) 0.67 or less.
 SUBJECT = 0.75
 # ... unless a sentence comes this near the question (cosine): the library then says the
 # thing in words of its own. Unanswerable questions' nearest sentences: 0.64 or less.
@@ -66,15 +68,20 @@ def left_out(question: str, word: str) -> str:
     return re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", " ", question, flags=re.IGNORECASE)
 
 
-def shares(embedder: Embedder, question: str, words: Sequence[str]) -> dict[str, float]:
-    """What each of ``words`` carries of the question's meaning: how far (1 - cosine) the
-    question moves when the word is left out, as a share of the most any of them moves it
-    (the most telling word: 1.0)."""
-    vectors = embedder.embed([question, *(left_out(question, w) for w in words)])
+def carried(embedder: Embedder, question: str, words: Sequence[str]) -> float:
+    """How much of the question's meaning ``words`` carry together: how far (1 - cosine)
+    the question moves when all of them are left out, as a share of the most that
+    leaving out one of its words (``telling``) does — 1.0 for its most telling word
+    alone, more for words that together carry more than any one."""
+    telling = _telling(question)
+    without = question
+    for word in words:
+        without = left_out(without, word)
+    vectors = embedder.embed([question, without, *(left_out(question, w) for w in telling)])
     # a move within float error of none is none (a word not in the question moves nothing)
     moves = [m if (m := 1.0 - float(vectors[0] @ v)) > 1e-6 else 0.0 for v in vectors[1:]]
-    most = max(moves, default=0.0)
-    return {w: (m / most if most > 0 else 0.0) for w, m in zip(words, moves, strict=True)}
+    most = max(moves[1:], default=0.0)
+    return moves[0] / most if most > 0 else 0.0
 
 
 def absent_subject(
@@ -83,22 +90,27 @@ def absent_subject(
     unheld: Callable[[list[str]], list[str]],
     embedder: Embedder | None,
     similarity: float | None,
-) -> str | None:
-    """The word of ``question`` that is its subject and that the library never holds, or
-    None. ``words`` are the question's content words that none of the answer's sources
-    holds (the candidates); ``unheld`` tells which of them no snippet of the library
-    holds (one lexical lookup each). Without a ``model`` measured here (its ``SAYS_IT``),
-    or with a sentence that near the question (``similarity``), there is none."""
+) -> list[str]:
+    """The words of ``question`` the library never holds when together they are its
+    subject (``carried`` at least ``SUBJECT``), as the question spells them; else none.
+    ``words`` are the question's content words that none of the answer's sources holds
+    (the candidates); ``unheld`` tells which of them no snippet of the library holds (one
+    lexical lookup each). Without a model measured here (its ``SAYS_IT``), or with a
+    sentence that near the question (``similarity``), there are none."""
     near = SAYS_IT.get(embedder.model_id) if embedder is not None else None
     if embedder is None or near is None or not words:
-        return None
+        return []
     if similarity is not None and similarity >= near:
-        return None
+        return []
     absent = unheld(list(words))
-    if not absent:
-        return None
-    share = shares(embedder, question, _telling(question))
-    return next((w for w in absent if share.get(w, 0.0) >= SUBJECT), None)
+    if not absent or carried(embedder, question, absent) < SUBJECT:
+        return []
+    return [_as_spelled(question, w) for w in absent]
+
+
+def _as_spelled(question: str, word: str) -> str:
+    found = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", question, flags=re.IGNORECASE)
+    return found.group(0) if found else word
 
 
 def _telling(question: str) -> list[str]:

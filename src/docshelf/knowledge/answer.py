@@ -405,9 +405,11 @@ NO_MATCH = "No document matched the question."
 NOT_ANSWERED = "No passage in your library answers this; the closest are:"
 
 
-def never_mentions(word: str) -> str:
+def never_mentions(words: Sequence[str]) -> str:
     """The notice of an answer whose question's subject the library never holds."""
-    return f"Your library never mentions \u201c{word}\u201d."
+    quoted = [f"\u201c{w}\u201d" for w in words]
+    named = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"Your library never mentions {named}."
 
 
 def _unsourced(question: str, sources: Sequence[Source]) -> list[str]:
@@ -442,7 +444,7 @@ def _extractive(
         asked = parse_query(question).text  # its words, not its filters
         words = _unsourced(asked, sources)
         subject = absent_subject(asked, words, unheld, embedder, found.similarity)
-        if subject is not None:
+        if subject:
             answered, notice = False, notice or never_mentions(subject)
     if not answered:
         text = f"{NOT_ANSWERED} {found.text}".strip()
