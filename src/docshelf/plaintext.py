@@ -258,9 +258,8 @@ def introduced(text: str, markup: Markup = "markdown") -> dict[str, str]:
     found: dict[str, str] = {}
     for i, line in enumerate(lines):
         # (a colon inside emphasis ends a lead-in too: "**Add markers using:**")
-        if not line.rstrip().rstrip("*_").endswith(":") or _FENCE.match(line):
-            continue
-        if _LIST_ITEM.match(line):
+        lead_in = line.rstrip().rstrip("*_").endswith(":")
+        if not lead_in or _FENCE.match(line) or _LIST_ITEM.match(line):
             continue
         j = i + 1
         while j < len(lines) and not lines[j].strip():
