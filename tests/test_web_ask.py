@@ -321,3 +321,21 @@ def test_a_source_on_two_pages_opens_at_the_page_its_words_are_on(page: Page, si
     )
     page.locator("#open-view .page-frame .hl").first.wait_for()
     screenshot(page, "web-open-pdf-page-2-narrow.png")
+
+
+def test_a_long_source_path_breaks_inside_the_answer_on_a_phone(page: Page, site: Site) -> None:
+    name = "a_note_whose_file_name_runs_on_and_on_without_a_single_place_to_break_at.md"
+    doc = site.upload(
+        name, b"# Lanterns\n\nA storm lantern burns paraffin behind a glass chimney.\n"
+    )
+    site.wait_for(doc, "complete")
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, site.token)
+    ask(page, "What does a storm lantern burn?")
+    page.locator("#answer-sources li").filter(has_text="runs_on_and_on").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # and a search's hit of it
+    page.get_by_role("navigation", name="Views").get_by_role("link", name="Search").click()
+    page.get_by_label("Search your documents").fill("storm lantern")
+    page.locator(".hit .citation").filter(has_text="runs_on_and_on").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
