@@ -63,9 +63,14 @@ def answers(coverage: float, similarity: float | None, model: str | None) -> boo
     return similarity is None or floor is None or similarity >= floor
 
 
+def _whole(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word, in any case."""
+    return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+
+
 def left_out(question: str, word: str) -> str:
     """The question without ``word`` (every occurrence, any case, as a whole word)."""
-    return re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", " ", question, flags=re.IGNORECASE)
+    return _whole(word).sub(" ", question)
 
 
 def carried(embedder: Embedder, question: str, words: Sequence[str]) -> float:
@@ -109,7 +114,7 @@ def absent_subject(
 
 
 def _as_spelled(question: str, word: str) -> str:
-    found = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", question, flags=re.IGNORECASE)
+    found = _whole(word).search(question)
     return found.group(0) if found else word
 
 

@@ -16,6 +16,7 @@ result always names its mode.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -229,6 +230,8 @@ class Extract:
     # sentence to the question (None without an embedder)
     coverage: float = 0.0
     similarity: float | None = None
+    # the stems the candidate sentences and their sources' headings hold
+    held: frozenset[str] = frozenset()
 
     @property
     def text(self) -> str:
@@ -327,6 +330,7 @@ def extract(
         weak=max(coverage) == 0,
         coverage=max(coverage),
         similarity=best_sim,
+        held=frozenset().union(*stems, *heads.values()),
     )
 
 
@@ -412,12 +416,9 @@ def never_mentions(words: Sequence[str]) -> str:
     return f"Your library never mentions {named}."
 
 
-def _unsourced(question: str, sources: Sequence[Source]) -> list[str]:
-    """The question's content words (case-folded, as typed) that none of ``sources``
-    holds, in its text or its headings."""
-    held: set[str] = set()
-    for s in sources:
-        held |= {_stem(w) for w in re.findall(r"\w+", s.text)} | _heading_stems(s)
+def _unsourced(question: str, held: frozenset[str]) -> list[str]:
+    """The question's content words (case-folded, as typed) whose stems are not ``held``
+    (by the answer's candidate sentences)."""
     asked = (t for t in lexical_terms(question) if t not in _QUESTION_WORDS and len(t) > 1)
     return [w for w in asked if _stem(w) not in held]
 
@@ -437,12 +438,9 @@ def _extractive(
     model = embedder.model_id if embedder is not None else None
     answered = bool(found.sentences) and answers(found.coverage, found.similarity, model)
     if answered:
-
-        def unheld(words: list[str]) -> list[str]:
-            return retriever.unheld(words, user_id=user_id, filters=filters)
-
+        unheld = functools.partial(retriever.unheld, user_id=user_id, filters=filters)
         asked = parse_query(question).text  # its words, not its filters
-        words = _unsourced(asked, sources)
+        words = _unsourced(asked, found.held)
         subject = absent_subject(asked, words, unheld, embedder, found.similarity)
         if subject:
             answered, notice = False, notice or never_mentions(subject)

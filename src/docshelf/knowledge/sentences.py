@@ -157,9 +157,9 @@ def with_block(source: Source, _: int, sentence: str) -> str:
         return sentence
     chunk = source.hit.chunk
     markup = plaintext.markup_of(source.hit.document.file_type, bool(chunk.heading_path))
-    # the source's text is its section's when the budget allowed: a list the snippet's
-    # lead-in introduces may begin the next snippet
-    leads = plaintext.introduced(source.text, markup) | plaintext.introduced(chunk.text, markup)
+    # the source's text (its section's when the budget allowed, else the snippet's; its
+    # reference marks out, as the sentence's are): a list may begin the next snippet
+    leads = plaintext.introduced(source.text, markup)
     # the lead-in it ends with (a lead-in's key is its last line: a wrapped paragraph's
     # last few words, or a one-line paragraph that ends with the sentence), longest first
     for lead in sorted(leads, key=len, reverse=True):

@@ -206,11 +206,9 @@ class Retriever:
         """The ``words`` that no snippet within ``filters`` the user may read holds, each
         asked of the lexical engine alone (so a word counts as held in the forms that
         engine matches: "clobbering" holds for a text of "clobber")."""
-        search, _ = self.prepare(" ".join(words), 1, "lexical", filters, user_id=user_id)
-        if search is None:
-            return []
+        scope = with_query_fields(filters or SearchFilters(), (), user_id, self.taxonomy)
         with self.store.searching():
-            return [w for w in words if not self.lexical.search([w], 1, search.filters)]
+            return [w for w in words if not self.lexical.search([w], 1, scope)]
 
     # -- around a hit (search/around.py) -----------------------------------------------------
     def visible(self, document_id: str, user_id: str | None) -> Document:
