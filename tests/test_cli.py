@@ -606,7 +606,8 @@ def test_a_person_at_a_terminal_sees_the_same_from_both_paths(
     tmp_path: Path, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the quick path draws on a terminal is what the typer app draws, errors too
-    (each on a library of its own, of the same folder)."""
+    (each on a library of its own, of the same folder). The progress bars, which
+    appear after a moment of work, are held back: a busy host reaches that moment."""
     from docshelf.cli import quick
     from docshelf.cli.typer_app import app as typer_app
     from docshelf.shelf import Shelf
@@ -632,6 +633,7 @@ def test_a_person_at_a_terminal_sees_the_same_from_both_paths(
             with monkeypatch.context() as m:
                 m.setenv("DOCSHELF_EMBEDDER", "none")
                 m.setenv("DOCSHELF_SEARCH_HELPER", "off")
+                m.setattr("docshelf.cli.progress.SHOW_AFTER", 3600.0)
                 m.setattr(sys, "stdout", out)
                 m.setattr(sys, "stderr", err)
                 code = 0
