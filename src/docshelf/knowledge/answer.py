@@ -29,14 +29,16 @@ from docshelf.knowledge.abstain import absent_subject, answers
 from docshelf.knowledge.sentences import (
     Candidate,
     Source,
+    known_item,
     marks_out,
+    read_on,
     sentences_of,
     with_block,
 )
 from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit, InnerHeading, PageBreak
 from docshelf.plaintext import SENTENCE_BOUNDARY
-from docshelf.search.evidence import stem, verbatim_pattern, words
+from docshelf.search.evidence import stem
 from docshelf.search.query import lexical_terms, parse_query
 
 if TYPE_CHECKING:
@@ -95,7 +97,7 @@ def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int
     sources: list[Source] = []
     seen_sections: set[str] = set()
     used = 0
-    for hit in hits:
+    for hit in map(functools.partial(read_on, retriever), hits):
         section_id = hit.chunk.parent_id or hit.chunk.id
         if section_id in seen_sections:
             continue
@@ -250,7 +252,7 @@ def extract(
     The candidates are knowledge/sentences.py's (each snippet's sentences, with those of
     the snippets beside it in the same place). A question that names its first hit's
     heading or quotes a line of it is answered by the section's opening or the line's
-    context (:func:`_known_item`). Otherwise a sentence is scored by the share of the
+    context (``sentences.known_item``). Otherwise a sentence is scored by the share of the
     question's key terms it holds (each term weighted by how rare it is among the
     candidates, so a word on every line counts little; one only its snippet's headings
     hold counts ``HEADING_SHARE``) and a bonus when it defines what a "what is X?"
@@ -317,7 +319,7 @@ def extract(
         chosen.append(i)
         if len(chosen) == sentences:
             break
-    known = _known_item(question, candidates, sources[0], sentences)
+    known = known_item(question, candidates, sources[0], sentences)
     if known:
         chosen = known
     elif best_about > 0:  # a weak answer is the one nearest sentence
@@ -364,25 +366,6 @@ def _numbered(
             numbers[key] = AnswerCitation.of(len(numbers) + 1 if renumber else source.n, hit)
         out.append(f"{said} [{numbers[key].n}]")
     return out, sorted(numbers.values(), key=lambda c: c.n)
-
-
-def _known_item(
-    question: str, candidates: Sequence[Candidate], first: Source, sentences: int
-) -> list[int]:
-    """A question that names its first hit's heading or title, or quotes a line of it
-    word for word (``placed_by``: search/stages/exact.py), asks what that is: the answer
-    is the section's opening sentences, or the quoted line with the one before and the
-    one after it; [] for any other question."""
-    mine = sorted((c[1], i) for i, c in enumerate(candidates) if c[0] is first)
-    if "named" in first.hit.placed_by:
-        return [i for _, i in mine[:sentences]]
-    pattern = verbatim_pattern(words(question))
-    if "quoted" not in first.hit.placed_by or pattern is None:
-        return []
-    at = next(
-        (k for k, (_, i) in enumerate(mine) if pattern.search(candidates[i][2].casefold())), None
-    )
-    return [] if at is None else [i for _, i in mine[max(0, at - 1) : at + 2]]
 
 
 def _with_next(candidates: Sequence[Candidate], chosen: list[int], sentences: int) -> list[int]:

@@ -6,15 +6,17 @@ brings the list or code it introduces (``with_block``). knowledge/answer.py choo
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docshelf import plaintext
-from docshelf.model import Chunk, Hit, InnerHeading, PageBreak
+from docshelf.model import Chunk, Citation, Hit, InnerHeading, PageBreak
 from docshelf.plaintext import SENTENCE_BOUNDARY
 from docshelf.search.citing import page_parts, parts, place_of
+from docshelf.search.evidence import verbatim_pattern, words
 
 if TYPE_CHECKING:
     from docshelf.search.retriever import Retriever
@@ -124,9 +126,14 @@ def sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candid
         own = _parted(s.hit)
         read = [(t, None) for t in before] + own + [(t, None) for t in later]
         for i, (sentence, at) in enumerate(read, -len(before)):
-            if len(sentence) > 12 and len(sentence.split()) >= 3:
+            if _readable(sentence):
                 out.append((s, i, sentence, 0 <= i < len(own), at))
     return out
+
+
+def _readable(sentence: str) -> bool:
+    """Long enough to say something (not an initial's "Fred B.", nor "See below.")."""
+    return len(sentence) > 12 and len(sentence.split()) >= 3
 
 
 def _parted(hit: Hit) -> list[tuple[str, InnerHeading | PageBreak | None]]:
@@ -166,3 +173,39 @@ def with_block(source: Source, _: int, sentence: str) -> str:
         if sentence.endswith(lead.strip()) or lead.strip().endswith(sentence):
             return f"{sentence} {leads[lead]}"
     return sentence
+
+
+def read_on(retriever: Retriever, hit: Hit) -> Hit:
+    """``hit``, or when the query names its title (``named``) and its snippet holds no
+    sentence (a paper's title block: its title, authors and their addresses), the
+    snippet after it in its document, cited where that is: what a title names is what
+    follows it (the abstract)."""
+    chunk = hit.chunk
+    if "named" not in hit.placed_by or not chunk.next_id:
+        return hit
+    if any(_readable(s) for s in whole_sentences(hit)):
+        return hit
+    after = retriever.store.get_chunks([chunk.next_id])
+    if not after or after[0].document_id != chunk.document_id:
+        return hit
+    cited = Citation.for_chunk(after[0], hit.document)
+    return dataclasses.replace(hit, chunk=after[0], citation=cited)
+
+
+def known_item(
+    question: str, candidates: Sequence[Candidate], first: Source, sentences: int
+) -> list[int]:
+    """A question that names its first hit's heading or title, or quotes a line of it
+    word for word (``placed_by``: search/stages/exact.py), asks what that is: the answer
+    is the section's opening sentences, or the quoted line with the one before and the
+    one after it; [] for any other question."""
+    mine = sorted((c[1], i) for i, c in enumerate(candidates) if c[0] is first)
+    if "named" in first.hit.placed_by:
+        return [i for _, i in mine[:sentences]]
+    pattern = verbatim_pattern(words(question))
+    if "quoted" not in first.hit.placed_by or pattern is None:
+        return []
+    at = next(
+        (k for k, (_, i) in enumerate(mine) if pattern.search(candidates[i][2].casefold())), None
+    )
+    return [] if at is None else [i for _, i in mine[max(0, at - 1) : at + 2]]
