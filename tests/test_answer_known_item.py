@@ -1,10 +1,18 @@
-"""A question that names a document's title asks what it is: when the snippet under the
-title holds no sentence (a paper's title block: its title and authors), the answer is
-read on from the snippet after it, cited there (knowledge/sentences.py, ``read_on``)."""
+"""Which sentences an offline answer gives (knowledge/answer.py, ``extract``): a question
+that names a document's title asks what it is, and when the snippet under the title holds
+no sentence (a paper's title block: its title and authors), the answer is read on from
+the snippet after it, cited there (knowledge/sentences.py, ``read_on``); a sentence near
+the question in meaning but short of its words does not lead the answer."""
 
 from __future__ import annotations
 
+import re
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from docshelf.shelf import Shelf
 
@@ -25,9 +33,7 @@ PAPER = (
 )
 
 
-def test_a_named_title_block_is_answered_by_what_follows_it(
-    shelf: Shelf, tmp_path: Path
-) -> None:
+def test_a_named_title_block_is_answered_by_what_follows_it(shelf: Shelf, tmp_path: Path) -> None:
     (tmp_path / "papers").mkdir()
     (tmp_path / "papers" / "braided.md").write_text(PAPER)
     shelf.add(tmp_path / "papers")
@@ -39,3 +45,51 @@ def test_a_named_title_block_is_answered_by_what_follows_it(
         "Braided logs keep a durable queue on three disks that fail independently. [1]"
     ), answer.answer
     assert answer.citations[0].citation.heading_path[-1] == "Abstract"
+
+
+class Spelled:
+    """A fake model whose meaning of a text is its words, ``NAME`` weighing most: the
+    sentence that names the tool comes nearest any question that does."""
+
+    model_id = "fake-spelled"
+    dim = 64
+    window = 256
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.casefold()):
+                out[row, zlib.crc32(word.encode()) % self.dim] += 8.0 if word == NAME else 1.0
+            out[row] /= np.linalg.norm(out[row]) or 1.0
+        return out
+
+
+NAME = "quorumd"
+GUIDE = (
+    "# Quorumd\n\n## Running it\n\n"
+    "Quorumd reads one file at start-up, named after itself.\n"
+    "Each line of that file sets one option and nothing else.\n"
+    "The -r option sets how many replicas to keep; a sensible value is three per rack.\n"
+    "The default is a single replica, which is rarely what a cluster wants.\n"
+)
+
+
+def test_the_nearest_sentence_answers_only_when_it_holds_the_questions_words(
+    tmp_path: Path,
+) -> None:
+    """The sentence nearest the question in meaning but holding few of its words ("Quorumd
+    reads one file …") neither leads the answer nor brings the sentence after it."""
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "quorumd.md").write_text(GUIDE)
+    with Shelf(tmp_path / "home", embedder=Spelled()) as shelf:
+        shelf.add(tmp_path / "guide")
+        answer = shelf.ask(
+            "How many replicas does quorumd keep by default, and what value is suggested?"
+        )
+    assert answer.answer == (
+        "The -r option sets how many replicas to keep; a sensible value is three per rack. [1] "
+        "The default is a single replica, which is rarely what a cluster wants. [1]"
+    ), answer.answer

@@ -310,8 +310,10 @@ def extract(
     chosen: list[int] = []
     per_source: dict[int, int] = {}
     for i in ranked:
-        if chosen and (best_about == 0 or about[i] < best_about * KEEP):
-            continue  # without the key words only the most similar sentence answers
+        if about[i] < best_about * KEEP:
+            continue  # the most similar sentence first, among those holding the key words
+        if chosen and best_about == 0:
+            break  # without the key words only the most similar sentence answers
         n = candidates[i][0].n
         if per_source.get(n, 0) >= 2:
             continue
