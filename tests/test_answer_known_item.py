@@ -2,18 +2,25 @@
 that names a document's title asks what it is, and when the snippet under the title holds
 no sentence (a paper's title block: its title and authors), the answer is read on from
 the snippet after it, cited there (knowledge/sentences.py, ``read_on``); a sentence near
-the question in meaning but short of its words does not lead the answer."""
+the question in meaning but short of its words does not lead the answer; a source gives
+at most two sentences while another source has one to give."""
 
 from __future__ import annotations
 
 import re
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
+from hypothesis import given
+from hypothesis import strategies as st
 
+from docshelf.knowledge.sentences import Candidate, spread
 from docshelf.shelf import Shelf
 
 # an abstract too long to share a snippet with the title block above it
@@ -93,3 +100,27 @@ def test_the_nearest_sentence_answers_only_when_it_holds_the_questions_words(
         "The -r option sets how many replicas to keep; a sensible value is three per rack. [1] "
         "The default is a single replica, which is rarely what a cluster wants. [1]"
     ), answer.answer
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=4), min_size=0, max_size=12),
+    st.integers(min_value=1, max_value=5),
+)
+def test_a_source_gives_a_third_sentence_only_when_no_other_source_has_one(
+    of_source: list[int], sentences: int
+) -> None:
+    """``spread``: as many sentences as asked (or there are), the best first; a third of
+    one source only when every other source's sentences are all taken."""
+    candidates = cast(
+        "list[Candidate]",
+        [(SimpleNamespace(n=n), i, f"s{i}", True, None) for i, n in enumerate(of_source)],
+    )
+    ranked = list(range(len(candidates)))
+    chosen = spread(candidates, ranked, sentences)
+    assert len(chosen) == min(sentences, len(ranked)) == len(set(chosen))
+    per = Counter(of_source[i] for i in chosen)
+    left = [i for i in ranked if i not in chosen]
+    for n, count in per.items():
+        if count > 2:  # only when nothing of another source was left out
+            assert all(of_source[i] == n for i in left)
+    assert sorted(chosen[:1]) == ranked[:1]

@@ -33,6 +33,7 @@ from docshelf.knowledge.sentences import (
     marks_out,
     read_on,
     sentences_of,
+    spread,
     with_block,
 )
 from docshelf.llm import LLM, Message
@@ -307,20 +308,10 @@ def extract(
         best_sim = max(sims[i] for i in read)
     ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
     best_about = max(about)
-    chosen: list[int] = []
-    per_source: dict[int, int] = {}
-    for i in ranked:
-        if about[i] < best_about * KEEP:
-            continue  # the most similar sentence first, among those holding the key words
-        if chosen and best_about == 0:
-            break  # without the key words only the most similar sentence answers
-        n = candidates[i][0].n
-        if per_source.get(n, 0) >= 2:
-            continue
-        per_source[n] = per_source.get(n, 0) + 1
-        chosen.append(i)
-        if len(chosen) == sentences:
-            break
+    # the most similar sentences first, among those holding the key words; without the
+    # key words only the most similar sentence answers
+    eligible = [i for i in ranked if about[i] >= best_about * KEEP]
+    chosen = spread(candidates, eligible[:1] if best_about == 0 else eligible, sentences)
     known = known_item(question, candidates, sources[0], sentences)
     if known:
         chosen = known

@@ -209,3 +209,19 @@ def known_item(
         (k for k, (_, i) in enumerate(mine) if pattern.search(candidates[i][2].casefold())), None
     )
     return [] if at is None else [i for _, i in mine[max(0, at - 1) : at + 2]]
+
+
+def spread(candidates: Sequence[Candidate], ranked: Sequence[int], sentences: int) -> list[int]:
+    """The first ``sentences`` of ``ranked`` (indexes of ``candidates``, best first), at
+    most two of one source while another source's sentence is left; then the best of
+    the rest (a page that alone answers gives its third sentence: "That is why the
+    default opt-level for the release profile is 3.")."""
+    chosen: list[int] = []
+    per_source: dict[int, int] = {}
+    for i in ranked:
+        n = candidates[i][0].n
+        if per_source.get(n, 0) < 2 and len(chosen) < sentences:
+            per_source[n] = per_source.get(n, 0) + 1
+            chosen.append(i)
+    rest = [i for i in ranked if i not in chosen]
+    return chosen + rest[: sentences - len(chosen)]
