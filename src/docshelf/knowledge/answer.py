@@ -92,14 +92,19 @@ def cited_numbers(text: str) -> list[int]:
     return [int(n) for group in _CITE.findall(text) for n in group.split(",")]
 
 
-def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int) -> list[Source]:
-    """One source per hit (hits sharing a section share one), expanded to the parent
-    section while the token budget lasts, else the snippet itself."""
+def gather_sources(
+    retriever: Retriever, hits: Sequence[Hit], budget_tokens: int, *, each_hit: bool = False
+) -> list[Source]:
+    """One source per hit (for a model, hits sharing a section share one), expanded to
+    the parent section while the token budget lasts, else the snippet itself. With
+    ``each_hit`` (an offline answer, which reads each hit's snippet and the snippets
+    beside it, and no model's context), every hit is a source, with its section's text
+    and no budget."""
     sources: list[Source] = []
     seen_sections: set[str] = set()
     used = 0
     for hit in map(functools.partial(read_on, retriever), hits):
-        section_id = hit.chunk.parent_id or hit.chunk.id
+        section_id = hit.chunk.id if each_hit else hit.chunk.parent_id or hit.chunk.id
         if section_id in seen_sections:
             continue
         seen_sections.add(section_id)
@@ -109,9 +114,9 @@ def gather_sources(retriever: Retriever, hits: Sequence[Hit], budget_tokens: int
         parent = retriever.store.get_chunks([hit.chunk.parent_id]) if hit.chunk.parent_id else []
         if parent:
             section = parent[0]
-            if used + section.token_count <= budget_tokens:
+            if each_hit or used + section.token_count <= budget_tokens:
                 text, cost = section.text, section.token_count
-        if used + cost > budget_tokens and sources:
+        if used + cost > budget_tokens and sources and not each_hit:
             break
         used += cost
         sources.append(Source(len(sources) + 1, hit, marks_out(hit, text)))
@@ -439,7 +444,7 @@ def ask(
     result = retriever.search(question, limit=limit, user_id=user_id, filters=filters)
     if not result.hits:
         return Answer(question, NO_MATCH, "extractive", [], answered=False)
-    sources = gather_sources(retriever, result.hits, budget_tokens)
+    sources = gather_sources(retriever, result.hits, budget_tokens, each_hit=llm is None)
     notice = None
     if llm is not None:
         try:
@@ -512,7 +517,7 @@ def _stream(
             "done", answer=Answer(question, NO_MATCH, "extractive", [], answered=False)
         )
         return
-    sources = gather_sources(retriever, result.hits, budget_tokens)
+    sources = gather_sources(retriever, result.hits, budget_tokens, each_hit=llm is None)
     if llm is None:  # offline: the sources named are the ones the sentences cite, 1..n
         found, answer = _extractive(
             retriever, question, sources, None, user_id=user_id, filters=filters

@@ -3,10 +3,12 @@ that names a document's title asks what it is, and when the snippet under the ti
 no sentence (a paper's title block: its title and authors), the answer is read on from
 the snippet after it, cited there (knowledge/sentences.py, ``read_on``); a sentence near
 the question in meaning but short of its words does not lead the answer; a source gives
-at most two sentences while another source has one to give."""
+at most two sentences while another source has one to give; every hit is read, even two
+of one section."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import zlib
 from collections import Counter
@@ -20,7 +22,9 @@ import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 
+from docshelf.knowledge.answer import extract, gather_sources
 from docshelf.knowledge.sentences import Candidate, spread
+from docshelf.model import Tier
 from docshelf.shelf import Shelf
 
 # an abstract too long to share a snippet with the title block above it
@@ -124,3 +128,38 @@ def test_a_source_gives_a_third_sentence_only_when_no_other_source_has_one(
         if count > 2:  # only when nothing of another source was left out
             assert all(of_source[i] == n for i in left)
     assert sorted(chosen[:1]) == ranked[:1]
+
+
+def test_an_offline_answer_reads_every_hit_even_two_of_one_section(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    """Hits of one section share a source for a model (the section's text holds both),
+    but an offline answer reads snippets: each hit is a source of its own, so the
+    sentence of the later one is a candidate."""
+    filler = [
+        " ".join(
+            f"Part {p} line {n} tells how the lighthouse keeper logs the weather at dawn."
+            for n in range(9)
+        )
+        for p in range(4)
+    ]
+    (tmp_path / "keeper.md").write_text(
+        "# Lighthouse\n\n## Duties\n\n"
+        f"The keeper lights the lamp at dusk. {filler[0]}\n\n{filler[1]}\n\n{filler[2]}\n\n"
+        f"{filler[3]} The lamp burns paraffin from the store below the gallery.\n"
+    )
+    shelf.add(tmp_path)
+    hit = shelf.search("lighthouse keeper lamp dusk").hits[0]
+    snippets = shelf.store.chunks_of_document(hit.document.id, Tier.SNIPPET)
+    first, later = (
+        dataclasses.replace(hit, chunk=next(c for c in snippets if said in c.text))
+        for said in ("lights the lamp at dusk", "burns paraffin")
+    )
+    assert first.chunk.parent_id == later.chunk.parent_id  # one section
+    assert later.chunk.id not in (first.chunk.next_id, first.chunk.prev_id)  # not beside it
+    retriever = shelf.retriever
+    assert len(gather_sources(retriever, [first, later], 3000)) == 1
+    sources = gather_sources(retriever, [first, later], 3000, each_hit=True)
+    assert [s.hit.chunk.id for s in sources] == [first.chunk.id, later.chunk.id]
+    found = extract(retriever, "What fuel does the lighthouse lamp burn?", sources)
+    assert "The lamp burns paraffin from the store below the gallery." in found.text, found.text
