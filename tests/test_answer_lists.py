@@ -1,6 +1,7 @@
 """An offline answer's lead-in brings the list it introduces (knowledge/sentences.py,
-``with_block``; ``plaintext.introduced``): when its colon sits inside emphasis, and when
-the list begins the next snippet; an item it brought is not said again."""
+``with_block``; ``plaintext.introduced``): when its colon sits inside emphasis, when the
+list begins the next snippet, and when its items are label lines or a loose list; an item
+it brought is not said again."""
 
 from __future__ import annotations
 
@@ -36,6 +37,23 @@ def test_a_colon_inside_emphasis_ends_a_lead_in() -> None:
     assert introduced(text) == {
         "You can add region markers using:": "/*#region*/ at the start, /*#endregion*/ at the end"
     }
+
+
+def test_a_lead_in_brings_label_lines_and_a_loose_list_past_blank_and_quoted_lines() -> None:
+    shares = (
+        "Measured last spring, the readers are spread as follows:\n"
+        "**Paper** — 61.5%\n> weekday: 70%\n> weekend: 30%\n\n"
+        "**Tablet** — 27.0%\n\n**Phone** — 11.5%\n\n## Method\n"
+    )
+    assert introduced(shares) == {
+        "Measured last spring, the readers are spread as follows:": (
+            "Paper — 61.5%, Tablet — 27.0%, Phone — 11.5%"
+        )
+    }
+    loose = "Pack these:\n\n- a lamp\n\n- a rope\n\nThe rest stays home.\n\n- a tent\n"
+    assert introduced(loose) == {"Pack these:": "a lamp, a rope"}
+    # in plain text a line with a dash is no label line
+    assert introduced("Spread as follows:\nPaper — 61.5%\n", "plain") == {}
 
 
 def test_a_lead_in_brings_its_list_from_the_next_snippet_and_says_each_item_once(

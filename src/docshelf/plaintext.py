@@ -273,9 +273,7 @@ def introduced(text: str, markup: Markup = "markdown") -> dict[str, str]:
                     parts.append(code.strip())
             block = "; ".join(parts)
         else:
-            while j < len(lines) and (marker := _LIST_ITEM.match(lines[j])):
-                parts.append(inline_plain(lines[j][marker.end() :]).rstrip(".;,"))
-                j += 1
+            parts = _items(lines[j:], markup)
             block = ", ".join(p for p in parts if p)
         if block:
             lead = inline_plain(line) if markup == "markdown" else " ".join(line.split())
@@ -283,6 +281,23 @@ def introduced(text: str, markup: Markup = "markdown") -> dict[str, str]:
                 block if len(block) <= INTRODUCED_CHARS else block[: INTRODUCED_CHARS - 1] + "…"
             )
     return found
+
+
+def _items(lines: list[str], markup: Markup) -> list[str]:
+    """The items of the list that ``lines`` begin with, as plain text: its list items, or
+    in Markdown its label lines ("**Linux** — 12.1%"), blank lines between them (a loose
+    list) and the quoted lines under one (its details) passed over."""
+    items: list[str] = []
+    for line in lines:
+        if not line.strip() or (items and _QUOTE.match(line)):
+            continue
+        if marker := _LIST_ITEM.match(line):
+            items.append(inline_plain(line[marker.end() :]).rstrip(".;,"))
+        elif markup == "markdown" and _LABEL_LINE.match(line):
+            items.append(inline_plain(line).rstrip(".;,"))
+        else:
+            break
+    return items
 
 
 def markup_of(file_type: str, has_headings: bool) -> Markup:
