@@ -56,6 +56,15 @@ def test_a_lead_in_brings_label_lines_and_a_loose_list_past_blank_and_quoted_lin
     assert introduced("Spread as follows:\nPaper — 61.5%\n", "plain") == {}
 
 
+def test_a_lead_in_does_not_bring_a_template_directive_for_code() -> None:
+    """A docs build's include ("{{#rustdoc_include …}}") stands where code will be: it
+    is not brought as the code."""
+    only = "the arm will run:\n\n```rust\n{{#rustdoc_include ../listings/a.rs:here}}\n```\n"
+    assert introduced(only) == {}
+    mixed = "run:\n\n```rust\n{{#include a.rs}}\n{% raw %}\nfn main() {}\n```\n"
+    assert introduced(mixed) == {"run:": "fn main() {}"}
+
+
 def test_a_lead_in_brings_its_list_from_the_next_snippet_and_says_each_item_once(
     shelf: Shelf, tmp_path: Path
 ) -> None:

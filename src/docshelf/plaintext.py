@@ -50,6 +50,9 @@ _LABEL_LINE = re.compile(
 # Where a line may end a unit so that a label line after it begins its own: a sentence's
 # end or a lead-in's colon.
 _ENDS_UNIT = re.compile(r"[.!?:;][\"')\]*_`]*\s*$")
+# A line that is a template's directive alone, not text: mdBook's "{{#include …}}", a
+# Jinja "{% … %}" (what a docs build puts there is not in the source).
+_DIRECTIVE = re.compile(r"^\s*(?:\{\{.*\}\}|\{%.*%\})\s*$")
 _EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
@@ -269,7 +272,7 @@ def introduced(text: str, markup: Markup = "markdown") -> dict[str, str]:
             for code in lines[j + 1 :]:
                 if _FENCE.match(code):
                     break
-                if code.strip():
+                if code.strip() and not _DIRECTIVE.match(code):
                     parts.append(code.strip())
             block = "; ".join(parts)
         else:
