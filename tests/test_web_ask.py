@@ -232,6 +232,51 @@ def test_a_question_the_library_does_not_answer_says_so(page: Page, site: Site) 
     assert answer.locator("#answer-sources li").count() >= 1  # the closest, to check
 
 
+def test_what_the_library_never_mentions_is_said_where_the_abstention_is(
+    page: Page, site: Site
+) -> None:
+    """The notice of an abstention (the words the library never holds) is read in the
+    status line that says "Not in your library", not in the small line under the answer."""
+    chunk = site.shelf.search("heartbeat", mode="lexical", user_id=site.user.id).hits[0].chunk
+    citation = {"label": "Raft (projects/raft.md#1)", "heading_path": ["Raft"]}
+    source = {"n": 1, "chunk_id": chunk.id, "label": citation["label"], "citation": citation}
+    notice = "Your library never mentions \u201cquicksort\u201d."
+    text = "No passage in your library answers this; the closest are: Raft elects leaders. [1]"
+    done = {
+        "question": "q",
+        "answer": text,
+        "mode": "extractive",
+        "citations": [source],
+        "notice": notice,
+        "answered": False,
+    }
+    body = "".join(
+        f"event: {event}\ndata: {json.dumps(data)}\n\n"
+        for event, data in [
+            ("sources", {"sources": [source]}),
+            ("text", {"text": text}),
+            ("done", done),
+        ]
+    )
+    page.route(
+        "**/v1/ask",
+        lambda route: route.fulfill(
+            status=200, headers={"Content-Type": "text/event-stream"}, body=body
+        ),
+    )
+    sign_in(page, site.token)
+    ask(page, "What is the worst case of quicksort?")
+    page.locator('#answer[data-answered="false"]').wait_for()
+    assert page.locator("#ask-status").inner_text() == (
+        f"Not in your library. {notice} The passages below are only the closest."
+    )
+    assert notice not in page.locator("#answer").inner_text()
+    screenshot(page, "web-ask-abstain.png")
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "web-ask-abstain-narrow.png")
+
+
 def test_a_follow_up_question_is_asked_in_the_thread(page: Page, site: Site) -> None:
     bodies: list[dict[str, object]] = []
     page.on(

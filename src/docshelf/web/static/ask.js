@@ -206,14 +206,15 @@ export class AskView {
       answer.mode === "extractive"
         ? "Sentences taken from your documents (no language model is configured)."
         : `Written by ${answer.mode}, from the sources below.`;
-    replace(this.mode, answer.notice ? `${how} ${answer.notice}` : how);
-    // no passage answers it: the answer says so, and its sources are only the closest
-    this.answer.dataset.answered = String(answer.answered !== false);
+    // no passage answers it: the answer says so, with its notice (what the library never
+    // mentions) where it is read, and its sources are only the closest
+    const answered = answer.answered !== false;
+    replace(this.mode, answer.notice && answered ? `${how} ${answer.notice}` : how);
+    this.answer.dataset.answered = String(answered);
+    const why = answer.notice ? ` ${answer.notice}` : "";
     replace(
       this.status,
-      answer.answered === false
-        ? "Not in your library: the passages below are only the closest."
-        : "",
+      answered ? "" : `Not in your library.${why} The passages below are only the closest.`,
     );
   }
 
