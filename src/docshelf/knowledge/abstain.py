@@ -17,6 +17,10 @@ the number of hash functions?" asked of papers that never mention one; "GDPR", "
 "residents" of a vault that names none of them. Words the asker chose where the library
 uses others ("clobbering", "tiny") move the question little.
 
+``unquoted`` catches an answer about something else than what the question quoted as code:
+the asker wrote `bench` word for word, and no sentence of the answer (nor a heading it
+cites) holds it.
+
 The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
 (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
 topic whose particular fact it does not state (a near miss: the 2021 winner where the
@@ -30,6 +34,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from docshelf.search.evidence import verbatim_pattern, words
 from docshelf.search.query import STOPWORDS
 
 if TYPE_CHECKING:
@@ -111,6 +116,24 @@ def absent_subject(
     if not absent or carried(embedder, question, absent) < SUBJECT:
         return []
     return [_as_spelled(question, w) for w in absent]
+
+
+# A code span of the question: `bench`, `rustup target add`.
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def unquoted(question: str, said: str) -> list[str]:
+    """The code spans of ``question`` (an identifier or command the asker quoted: `bench`
+    in "What opt-level does Cargo use for the `bench` profile?") whose words ``said``,
+    the answer's sentences and headings, never holds in order: an answer that never
+    mentions what was quoted word for word is about something else."""
+    folded = said.casefold()
+    out = []
+    for span in dict.fromkeys(m.group(1).strip() for m in _CODE_SPAN.finditer(question)):
+        pattern = verbatim_pattern(words(span), 1)
+        if pattern is not None and not pattern.search(folded):
+            out.append(span)
+    return out
 
 
 def _as_spelled(question: str, word: str) -> str:

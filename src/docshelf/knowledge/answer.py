@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.knowledge.abstain import absent_subject, answers
+from docshelf.knowledge.abstain import absent_subject, answers, unquoted
 from docshelf.knowledge.sentences import (
     Candidate,
     Source,
@@ -397,6 +397,18 @@ def never_mentions(words: Sequence[str]) -> str:
     return f"Your library never mentions {named}."
 
 
+def not_mentioned(spans: Sequence[str]) -> str:
+    """The notice of an answer whose passages never mention what the question quoted."""
+    named = " or ".join(f"`{s}`" for s in spans)
+    return f"The closest passages never mention {named}."
+
+
+def _said(found: Extract) -> str:
+    """What an answer says: its sentences and the headings it cites them under."""
+    heads = (h for c in found.citations for h in c.citation.heading_path)
+    return " ".join([*found.sentences, *heads])
+
+
 def _unsourced(question: str, held: frozenset[str]) -> list[str]:
     """The question's content words (case-folded, as typed) whose stems are not ``held``
     (by the answer's candidate sentences)."""
@@ -425,6 +437,9 @@ def _extractive(
         subject = absent_subject(asked, words, unheld, embedder, found.similarity)
         if subject:
             answered, notice = False, notice or never_mentions(subject)
+        quoted = unquoted(question, _said(found))
+        if answered and quoted:
+            answered, notice = False, notice or not_mentioned(quoted)
     if not answered:
         text = f"{NOT_ANSWERED} {found.text}".strip()
         return found, Answer(question, text, "extractive", found.citations, notice, False)

@@ -134,10 +134,10 @@ def names_heading(query: frozenset[str], chunk: Placed) -> bool:
     return len(query) >= 2 and content_words(own_heading(chunk)) == query
 
 
-def verbatim_pattern(query: Sequence[str]) -> re.Pattern[str] | None:
+def verbatim_pattern(query: Sequence[str], least: int = VERBATIM_WORDS) -> re.Pattern[str] | None:
     """A pattern finding the query's words in order, separated by anything but word
-    characters, in case-folded text; None below ``VERBATIM_WORDS`` words."""
-    if len(query) < VERBATIM_WORDS:
+    characters, in case-folded text; None below ``least`` words (and for none)."""
+    if len(query) < max(least, 1):
         return None
     return re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, query)) + r"(?!\w)")
 
