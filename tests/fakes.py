@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,4 +39,28 @@ class HashEmbedder:
             out[row] = out[row] / norm if norm else out[row]
             if not norm:
                 out[row, 0] = 1.0
+        return out
+
+
+class WeightedWords:
+    """A fake model whose meaning of a text is its words, each weighing ``weights[word]``
+    (1.0 for a word not there): a text's vector is its words' one-hot vectors (by a
+    stable hash) so scaled, normalised. A heavy word pulls every text holding it together."""
+
+    dim = 64
+    window = 256
+
+    def __init__(self, weights: dict[str, float], model_id: str = "fake-weighted") -> None:
+        self.weights = weights
+        self.model_id = model_id
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.casefold()):
+                out[row, zlib.crc32(word.encode()) % self.dim] += self.weights.get(word, 1.0)
+            out[row] /= np.linalg.norm(out[row]) or 1.0
         return out

@@ -4,12 +4,9 @@ real library per user, and the whole ``ask`` with the packaged model."""
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +16,7 @@ from docshelf.ingest.worker import Worker
 from docshelf.knowledge.abstain import SAYS_IT, SUBJECT, absent_subject, carried, left_out
 from docshelf.knowledge.answer import NOT_ANSWERED, never_mentions
 from docshelf.shelf import Shelf
+from tests.fakes import WeightedWords
 
 MODEL = "all-MiniLM-L6-v2"
 QUESTION = "How does a Bloom filter trade memory for false positives?"
@@ -28,24 +26,8 @@ WEIGHTS |= {"gdpr": 2.0, "eu": 2.0, "residents": 1.5, "compliant": 3.0}
 GDPR = "Is a vault GDPR compliant for the data of EU residents?"
 
 
-class WeightedWords:
-    """A fake model: a text's vector is its words' one-hot vectors, each scaled by its
-    weight (1.0 for a word not in ``WEIGHTS``), normalised."""
-
-    model_id = MODEL
-    dim = 64
-    window = 256
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.casefold().replace("?", " ").split():
-                out[row, zlib.crc32(word.encode()) % self.dim] += WEIGHTS.get(word, 1.0)
-            out[row] /= np.linalg.norm(out[row]) or 1.0
-        return out
+def _model() -> WeightedWords:
+    return WeightedWords(WEIGHTS, MODEL)
 
 
 def _lookups(absent: set[str]) -> tuple[list[list[str]], Callable[[list[str]], list[str]]]:
@@ -60,16 +42,16 @@ def _lookups(absent: set[str]) -> tuple[list[list[str]], Callable[[list[str]], l
 
 def test_the_subject_the_library_never_holds_is_named_as_spelled() -> None:
     asked, unheld = _lookups({"bloom", "trade"})
-    found = absent_subject(QUESTION, ["bloom", "trade"], unheld, WeightedWords(), 0.5)
+    found = absent_subject(QUESTION, ["bloom", "trade"], unheld, _model(), 0.5)
     assert found == ["Bloom", "trade"] and asked == [["bloom", "trade"]]
 
 
 def test_words_the_library_lacks_may_carry_the_question_together() -> None:
     # none of the three weighs as much as "compliant", all three together more
-    each = [carried(WeightedWords(), GDPR, [w]) for w in ("gdpr", "eu", "residents")]
+    each = [carried(_model(), GDPR, [w]) for w in ("gdpr", "eu", "residents")]
     assert max(each) < SUBJECT
     _, unheld = _lookups({"gdpr", "eu", "residents"})
-    both = absent_subject(GDPR, ["gdpr", "eu", "residents"], unheld, WeightedWords(), 0.5)
+    both = absent_subject(GDPR, ["gdpr", "eu", "residents"], unheld, _model(), 0.5)
     assert both == ["GDPR", "EU", "residents"]
     assert never_mentions(both) == "Your library never mentions “GDPR”, “EU” or “residents”."
 
@@ -77,32 +59,32 @@ def test_words_the_library_lacks_may_carry_the_question_together() -> None:
 def test_a_word_of_the_askers_own_the_library_lacks_is_not_a_subject() -> None:
     # "trade" is absent too, but leaving it out barely moves the question
     _, unheld = _lookups({"trade"})
-    assert absent_subject(QUESTION, ["trade"], unheld, WeightedWords(), 0.5) == []
+    assert absent_subject(QUESTION, ["trade"], unheld, _model(), 0.5) == []
 
 
 def test_a_subject_the_library_holds_is_not_absent() -> None:
     _, unheld = _lookups(set())
-    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), 0.5) == []
+    assert absent_subject(QUESTION, ["bloom"], unheld, _model(), 0.5) == []
 
 
 def test_no_lookup_when_a_sentence_says_it_or_the_model_is_unmeasured() -> None:
     asked, unheld = _lookups({"bloom"})
     near = SAYS_IT[MODEL]
-    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near) == []
-    other = WeightedWords()
+    assert absent_subject(QUESTION, ["bloom"], unheld, _model(), near) == []
+    other = _model()
     other.model_id = "another-model"
     assert absent_subject(QUESTION, ["bloom"], unheld, other, 0.1) == []
     assert absent_subject(QUESTION, ["bloom"], unheld, None, 0.1) == []
-    assert absent_subject(QUESTION, [], unheld, WeightedWords(), 0.1) == []
+    assert absent_subject(QUESTION, [], unheld, _model(), 0.1) == []
     assert asked == []  # the library was never asked
-    assert absent_subject(QUESTION, ["bloom"], unheld, WeightedWords(), near - 0.01) == ["Bloom"]
+    assert absent_subject(QUESTION, ["bloom"], unheld, _model(), near - 0.01) == ["Bloom"]
 
 
 @given(st.lists(st.sampled_from([*WEIGHTS, "quicksort", "the"]), unique=True))
 def test_what_words_carry_is_none_for_words_not_asked_and_one_for_the_most_telling(
     words: list[str],
 ) -> None:
-    fake = WeightedWords()
+    fake = _model()
     found = carried(fake, QUESTION, words)
     assert found >= 0.0
     if not any(left_out(QUESTION, w) != QUESTION for w in words):

@@ -9,16 +9,11 @@ of one section."""
 from __future__ import annotations
 
 import dataclasses
-import re
-import zlib
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
-import numpy as np
-import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +21,7 @@ from docshelf.knowledge.answer import extract, gather_sources
 from docshelf.knowledge.sentences import Candidate, spread
 from docshelf.model import Tier
 from docshelf.shelf import Shelf
+from tests.fakes import WeightedWords
 
 # an abstract too long to share a snippet with the title block above it
 MORE = " ".join(
@@ -58,26 +54,6 @@ def test_a_named_title_block_is_answered_by_what_follows_it(shelf: Shelf, tmp_pa
     assert answer.citations[0].citation.heading_path[-1] == "Abstract"
 
 
-class Spelled:
-    """A fake model whose meaning of a text is its words, ``NAME`` weighing most: the
-    sentence that names the tool comes nearest any question that does."""
-
-    model_id = "fake-spelled"
-    dim = 64
-    window = 256
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.casefold()):
-                out[row, zlib.crc32(word.encode()) % self.dim] += 8.0 if word == NAME else 1.0
-            out[row] /= np.linalg.norm(out[row]) or 1.0
-        return out
-
-
 NAME = "quorumd"
 GUIDE = (
     "# Quorumd\n\n## Running it\n\n"
@@ -95,7 +71,7 @@ def test_the_nearest_sentence_answers_only_when_it_holds_the_questions_words(
     reads one file …") neither leads the answer nor brings the sentence after it."""
     (tmp_path / "guide").mkdir()
     (tmp_path / "guide" / "quorumd.md").write_text(GUIDE)
-    with Shelf(tmp_path / "home", embedder=Spelled()) as shelf:
+    with Shelf(tmp_path / "home", embedder=WeightedWords({NAME: 8.0})) as shelf:
         shelf.add(tmp_path / "guide")
         answer = shelf.ask(
             "How many replicas does quorumd keep by default, and what value is suggested?"
