@@ -2,7 +2,10 @@
 sentences (``plain_sentences``: list items and label lines as sentences of their own,
 a paper's own reference marks out), with the sentences of the snippets just before and
 after it in the place it cites, each cited where it is; a lead-in that ends in ":"
-brings the list or code it introduces (``with_block``). knowledge/answer.py chooses."""
+brings the list or code it introduces (``with_block``). A named title with no sentence of
+its own is read on to the snippet after it (``read_on``). knowledge/answer.py scores the
+sentences and chooses, with ``known_item`` (what a named heading or a quoted line asks)
+and ``spread`` (at most two a source while another has one to give)."""
 
 from __future__ import annotations
 
