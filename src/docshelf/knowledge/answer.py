@@ -103,6 +103,7 @@ def gather_sources(
     sources: list[Source] = []
     seen_sections: set[str] = set()
     used = 0
+    budget = math.inf if each_hit else budget_tokens
     for hit in map(functools.partial(read_on, retriever), hits):
         section_id = hit.chunk.id if each_hit else hit.chunk.parent_id or hit.chunk.id
         if section_id in seen_sections:
@@ -114,9 +115,9 @@ def gather_sources(
         parent = retriever.store.get_chunks([hit.chunk.parent_id]) if hit.chunk.parent_id else []
         if parent:
             section = parent[0]
-            if each_hit or used + section.token_count <= budget_tokens:
+            if used + section.token_count <= budget:
                 text, cost = section.text, section.token_count
-        if used + cost > budget_tokens and sources and not each_hit:
+        if used + cost > budget and sources:
             break
         used += cost
         sources.append(Source(len(sources) + 1, hit, marks_out(hit, text)))
