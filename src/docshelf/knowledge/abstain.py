@@ -21,6 +21,11 @@ uses others ("clobbering", "tiny") move the question little.
 the asker wrote `bench` word for word, and no sentence of the answer (nor a heading it
 cites) holds it.
 
+``untyped`` catches an answer of the wrong kind: a question asking "how many", "how
+much" or "how long" answered with sentences that hold no number, or "in what year" with
+none that holds a year ("How many worker threads does Waitress start by default?"
+answered with how waitress-serve loads the app).
+
 The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
 (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
 topic whose particular fact it does not state (a near miss: the 2021 winner where the
@@ -134,6 +139,40 @@ def unquoted(question: str, said: str) -> list[str]:
         if pattern is not None and not pattern.search(folded):
             out.append(span)
     return out
+
+
+# What a question asks for when it asks for a quantity or a year, and what an answer
+# holding one looks like. A count may be spelled out ("never more than four"); a year is
+# four digits from 1000 to 2099 standing alone (not "61,000" nor "2.1000").
+_ASKS_NUMBER = re.compile(
+    r"\bhow\s+(?:many|much|long|old|big|large|small|far|fast|high|tall|wide)\b"
+    r"|\bwhat\s+(?:share|percentage|proportion|fraction|number)\b",
+    re.IGNORECASE,
+)
+_ASKS_YEAR = re.compile(r"\b(?:what|which)\s+year\b", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|"
+    r"fifty|sixty|seventy|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|"
+    r"single|once|twice|thrice|half|double|triple)\b",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"(?<![\d.,])(?:1\d|20)\d\d(?![\d]|[.,]\d)")
+# an answer's own citation marks, "[2]": not numbers it states
+_MARK = re.compile(r"\[\d+\]")
+
+
+def untyped(question: str, sentences: Sequence[str]) -> str | None:
+    """What ``question`` asks for that the answer's ``sentences`` never state: "year"
+    ("In what year…?") or "number" ("How many…?", "How long…?", "What share…?"), the
+    sentences holding none; else None. An answer with no number to a question asking
+    how many is about something else (the library does not give the count)."""
+    said = _MARK.sub(" ", " ".join(sentences))
+    if _ASKS_YEAR.search(question) and not _YEAR.search(said):
+        return "year"
+    if _ASKS_NUMBER.search(question) and not _NUMBER.search(said):
+        return "number"
+    return None
 
 
 def _as_spelled(question: str, word: str) -> str:

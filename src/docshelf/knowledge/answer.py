@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.knowledge.abstain import absent_subject, answers, unquoted
+from docshelf.knowledge.abstain import absent_subject, answers, unquoted, untyped
 from docshelf.knowledge.sentences import (
     Candidate,
     Source,
@@ -404,6 +404,12 @@ def not_mentioned(spans: Sequence[str]) -> str:
     return f"The closest passages never mention {named}."
 
 
+def no_such(wanted: str) -> str:
+    """The notice of an answer that states no ``wanted`` (a number, a year) the question
+    asks for."""
+    return f"The closest passages state no {wanted}."
+
+
 def _said(found: Extract) -> str:
     """What an answer says: its sentences and the headings it cites them under."""
     heads = (h for c in found.citations for h in c.citation.heading_path)
@@ -441,6 +447,9 @@ def _extractive(
         quoted = unquoted(question, _said(found))
         if answered and quoted:
             answered, notice = False, notice or not_mentioned(quoted)
+        wanted = untyped(asked, found.sentences)
+        if answered and wanted:
+            answered, notice = False, notice or no_such(wanted)
     if not answered:
         text = f"{NOT_ANSWERED} {found.text}".strip()
         return found, Answer(question, text, "extractive", found.citations, notice, False)
