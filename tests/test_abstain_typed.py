@@ -28,12 +28,16 @@ def test_a_count_asked_for_and_none_stated_is_untyped() -> None:
     assert untyped("How many worker threads does Waitress start?", loads) == "number"
     assert untyped("How long does verifying take?", loads) == "number"
     assert untyped("What share of users run Linux?", loads) == "number"
+    assert untyped("What worker timeout does it use by default?", loads) == "number"
+    assert untyped("Which maximum upload sizes apply?", loads) == "number"
+    assert untyped("What auto-save delay?", ["It is set to 1000 milliseconds."]) is None
     # a citation mark is not a number the answer states
     assert untyped("How many threads?", ["It uses threads. [3]"]) == "number"
     for stated in ("It starts 4 threads.", "Never more than four.", "Only a single one."):
         assert untyped("How many threads does it start?", [stated]) is None
     # a question that asks no quantity wants none
     assert untyped("Which server should I use?", loads) is None
+    assert untyped("What value does the header take?", loads) is None
     assert untyped("When hunting for a slow plugin, what do you switch off?", loads) is None
 
 

@@ -22,9 +22,9 @@ the asker wrote `bench` word for word, and no sentence of the answer (nor a head
 cites) holds it.
 
 ``untyped`` catches an answer of the wrong kind: a question asking "how many", "how
-much" or "how long" answered with sentences that hold no number, or "in what year" with
-none that holds a year ("How many worker threads does Waitress start by default?"
-answered with how waitress-serve loads the app).
+much", "how long" or for a measure by its name ("what timeout") answered with sentences
+that hold no number, or "in what year" with none that holds a year ("How many worker
+threads does Waitress start by default?" answered with how waitress-serve loads the app).
 
 The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
 (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
@@ -146,7 +146,10 @@ def unquoted(question: str, said: str) -> list[str]:
 # four digits from 1000 to 2099 standing alone (not "61,000" nor "2.1000").
 _ASKS_NUMBER = re.compile(
     r"\bhow\s+(?:many|much|long|old|big|large|small|far|fast|high|tall|wide)\b"
-    r"|\bwhat\s+(?:share|percentage|proportion|fraction|number)\b",
+    r"|\bwhat\s+(?:share|percentage|proportion|fraction|number)\b"
+    # a measure asked for by its name: "What worker timeout…?", "What auto-save delay…?"
+    r"|\b(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:timeout|delay|duration|interval|latency|"
+    r"size|length|limit|capacity|port)s?\b",
     re.IGNORECASE,
 )
 _ASKS_YEAR = re.compile(r"\b(?:what|which)\s+year\b", re.IGNORECASE)
@@ -164,9 +167,10 @@ _MARK = re.compile(r"\[\d+\]")
 
 def untyped(question: str, sentences: Sequence[str]) -> str | None:
     """What ``question`` asks for that the answer's ``sentences`` never state: "year"
-    ("In what year…?") or "number" ("How many…?", "How long…?", "What share…?"), the
-    sentences holding none; else None. An answer with no number to a question asking
-    how many is about something else (the library does not give the count)."""
+    ("In what year…?") or "number" ("How many…?", "How long…?", "What share…?", "What
+    worker timeout…?"), the sentences holding none; else None. An answer with no number
+    to a question asking how many is about something else (the library does not give
+    the count)."""
     said = _MARK.sub(" ", " ".join(sentences))
     if _ASKS_YEAR.search(question) and not _YEAR.search(said):
         return "year"
