@@ -33,7 +33,12 @@ def test_a_count_asked_for_and_none_stated_is_untyped() -> None:
     assert untyped("What auto-save delay?", ["It is set to 1000 milliseconds."]) is None
     # a citation mark is not a number the answer states
     assert untyped("How many threads?", ["It uses threads. [3]"]) == "number"
-    for stated in ("It starts 4 threads.", "Never more than four.", "Only a single one."):
+    # a flag's value in an example command, a digit in a name: no count stated
+    example = "Take a look at the following example: $ cargo test -- --test-threads=1 [1]"
+    assert untyped("By default, how many threads does it use?", [example]) == "number"
+    assert untyped("How many targets?", ["It builds for x86_64 and aarch64."]) == "number"
+    counts = ("It starts 4 threads.", "Never more than four.", "Only a single one.", "(12.1%)")
+    for stated in counts:
         assert untyped("How many threads does it start?", [stated]) is None
     # a question that asks no quantity wants none
     assert untyped("Which server should I use?", loads) is None

@@ -142,8 +142,10 @@ def unquoted(question: str, said: str) -> list[str]:
 
 
 # What a question asks for when it asks for a quantity or a year, and what an answer
-# holding one looks like. A count may be spelled out ("never more than four"); a year is
-# four digits from 1000 to 2099 standing alone (not "61,000" nor "2.1000").
+# holding one looks like. A number stands as a word of its own, or is spelled out ("never
+# more than four"): a flag's value in an example command ("--test-threads=1") or a digit
+# in a name ("x86_64") states no count. A year is four digits from 1000 to 2099 standing
+# alone (not "61,000" nor "2.1000").
 _ASKS_NUMBER = re.compile(
     r"\bhow\s+(?:many|much|long|old|big|large|small|far|fast|high|tall|wide)\b"
     r"|\bwhat\s+(?:share|percentage|proportion|fraction|number)\b"
@@ -154,7 +156,7 @@ _ASKS_NUMBER = re.compile(
 )
 _ASKS_YEAR = re.compile(r"\b(?:what|which)\s+year\b", re.IGNORECASE)
 _NUMBER = re.compile(
-    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"(?<![\w=.-])\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
     r"thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|"
     r"fifty|sixty|seventy|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|"
     r"single|once|twice|thrice|half|double|triple)\b",
