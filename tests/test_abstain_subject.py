@@ -13,8 +13,15 @@ from hypothesis import strategies as st
 
 from docshelf.embed import Embedder, local_available, make_embedder
 from docshelf.ingest.worker import Worker
-from docshelf.knowledge.abstain import SAYS_IT, SUBJECT, absent_subject, carried, left_out
-from docshelf.knowledge.answer import NOT_ANSWERED, never_mentions
+from docshelf.knowledge.abstain import (
+    SAYS_IT,
+    SUBJECT,
+    absent_subject,
+    carried,
+    left_out,
+    never_mentions,
+)
+from docshelf.knowledge.answer import NOT_ANSWERED
 from docshelf.shelf import Shelf
 from tests.fakes import WeightedWords
 

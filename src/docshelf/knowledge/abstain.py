@@ -26,6 +26,12 @@ much", "how long" or for a measure by its name ("what timeout") answered with se
 that hold no number, or "in what year" with none that holds a year ("How many worker
 threads does Waitress start by default?" answered with how waitress-serve loads the app).
 
+``unnamed`` catches an answer from documents that never name what the question names: a
+capitalised word of the question ("Canvas" in "What is the plugin ID of Obsidian's Canvas
+core plugin?") that no document the answer cites holds, though another document of the
+library does (the answer gave the Outline plugin's ID). A cited title's or heading's
+initials count as its name ("CSP" for "Communicating Sequential Processes").
+
 The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
 (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
 topic whose particular fact it does not state (a near miss: the 2021 winner where the
@@ -179,6 +185,75 @@ def untyped(question: str, sentences: Sequence[str]) -> str | None:
     if _ASKS_NUMBER.search(question) and not _NUMBER.search(said):
         return "number"
     return None
+
+
+# A capitalised word: a name when it does not open a sentence.
+_CAPITALISED = re.compile(r"(?<![\w'\u2019-])[A-Z][\w-]*")
+_OPENS = re.compile(r"(?:^|[.?!:;\"\u201c(]\s*)$")
+
+
+def names(question: str) -> list[str]:
+    """The names ``question`` gives: its capitalised words that do not open a sentence
+    (nor a quote), stopwords and one-letter words aside, once each, as spelled."""
+    out = []
+    for found in _CAPITALISED.finditer(question):
+        word = found.group(0).rstrip("-")
+        if _OPENS.search(question[: found.start()]) or len(word) < 2:
+            continue
+        if word.casefold() not in STOPWORDS:
+            out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def _initials(text: str) -> str:
+    return "".join(w[0] for w in re.findall(r"\w+", text)).upper()
+
+
+def unnamed(
+    question: str,
+    places: Sequence[str],
+    unheld_there: Callable[[list[str]], list[str]],
+    unheld: Callable[[list[str]], list[str]],
+) -> list[str]:
+    """The names of ``question`` (``names``) that no document the answer cites holds
+    (``unheld_there``: one lexical lookup each within those documents) while another
+    document of the library does (``unheld``); a name that is the initials of a cited
+    title or heading (``places``: "CSP", "Communicating Sequential Processes") is held."""
+    spelled = [_initials(p) for p in places]
+    asked = [n for n in names(question) if not (n.isupper() and any(n in i for i in spelled))]
+    lacking = unheld_there(asked) if asked else []
+    gone = set(unheld(lacking)) if lacking else set()
+    return [n for n in lacking if n not in gone]
+
+
+# -- what an abstention's notice says ------------------------------------------------------
+
+
+def _listed(words: Sequence[str]) -> str:
+    quoted = [f"\u201c{w}\u201d" for w in words]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def never_mentions(words: Sequence[str]) -> str:
+    """The notice of an answer whose question's subject the library never holds."""
+    return f"Your library never mentions {_listed(words)}."
+
+
+def not_mentioned(spans: Sequence[str]) -> str:
+    """The notice of an answer whose passages never mention what the question quoted."""
+    named = " or ".join(f"`{s}`" for s in spans)
+    return f"The closest passages never mention {named}."
+
+
+def no_such(wanted: str) -> str:
+    """The notice of an answer that states no ``wanted`` (a number, a year) the question
+    asks for."""
+    return f"The closest passages state no {wanted}."
+
+
+def never_named(names: Sequence[str]) -> str:
+    """The notice of an answer whose documents never name what the question names."""
+    return f"The closest passages' documents never name {_listed(names)}."
 
 
 def _as_spelled(question: str, word: str) -> str:

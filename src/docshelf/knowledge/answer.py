@@ -25,7 +25,17 @@ from typing import TYPE_CHECKING
 
 from docshelf import telemetry
 from docshelf.errors import InvalidInput, Unavailable
-from docshelf.knowledge.abstain import absent_subject, answers, unquoted, untyped
+from docshelf.knowledge.abstain import (
+    absent_subject,
+    answers,
+    never_mentions,
+    never_named,
+    no_such,
+    not_mentioned,
+    unnamed,
+    unquoted,
+    untyped,
+)
 from docshelf.knowledge.sentences import (
     Candidate,
     Source,
@@ -35,6 +45,7 @@ from docshelf.knowledge.sentences import (
     sentences_of,
     spread,
     with_block,
+    with_next,
 )
 from docshelf.llm import LLM, Message
 from docshelf.model import Citation, Hit, InnerHeading, PageBreak
@@ -322,7 +333,7 @@ def extract(
     if known:
         chosen = known
     elif best_about > 0:  # a weak answer is the one nearest sentence
-        chosen = _with_next(candidates, chosen, sentences)
+        chosen = with_next(candidates, chosen, sentences)
     chosen.sort(key=lambda i: (candidates[i][0].n, candidates[i][1]))
     out, citations = _numbered([candidates[i] for i in chosen], renumber)
     return Extract(
@@ -367,47 +378,33 @@ def _numbered(
     return out, sorted(numbers.values(), key=lambda c: c.n)
 
 
-def _with_next(candidates: Sequence[Candidate], chosen: list[int], sentences: int) -> list[int]:
-    """The best sentence, the one after it in its snippet, then the next best: the
-    sentence nearest a question often restates it, and the answer follows ("If you do
-    not configure logging, Flask adds a handler." — then where it writes)."""
-    if not chosen:
-        return chosen
-    source, at, *_ = candidates[chosen[0]]
-    after = next((j for j, c in enumerate(candidates) if c[0] is source and c[1] == at + 1), None)
-    if after is None or after in chosen:
-        return chosen
-    return [chosen[0], after, *chosen[1 : sentences - 1]]
-
-
-def extractive_answer(
-    retriever: Retriever, question: str, sources: Sequence[Source], sentences: int = 3
-) -> str:
-    """The text of :func:`extract` (sources renumbered from 1)."""
-    return extract(retriever, question, sources, sentences).text
-
-
 NO_MATCH = "No document matched the question."
 NOT_ANSWERED = "No passage in your library answers this; the closest are:"
 
 
-def never_mentions(words: Sequence[str]) -> str:
-    """The notice of an answer whose question's subject the library never holds."""
-    quoted = [f"\u201c{w}\u201d" for w in words]
-    named = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-    return f"Your library never mentions {named}."
+def _unnamed(
+    retriever: Retriever,
+    question: str,
+    sources: Sequence[Source],
+    found: Extract,
+    user_id: str | None,
+    filters: SearchFilters | None,
+) -> list[str]:
+    """``abstain.unnamed`` for the documents ``found`` cites (its sources' documents)."""
+    cited = {c.chunk_id for c in found.citations}
+    docs = tuple(dict.fromkeys(s.hit.document.id for s in sources if s.hit.chunk.id in cited))
+    if not docs:
+        return []
+    from docshelf.store.base import SearchFilters
 
-
-def not_mentioned(spans: Sequence[str]) -> str:
-    """The notice of an answer whose passages never mention what the question quoted."""
-    named = " or ".join(f"`{s}`" for s in spans)
-    return f"The closest passages never mention {named}."
-
-
-def no_such(wanted: str) -> str:
-    """The notice of an answer that states no ``wanted`` (a number, a year) the question
-    asks for."""
-    return f"The closest passages state no {wanted}."
+    within = dataclasses.replace(filters or SearchFilters(), document_ids=docs)
+    places = [p for c in found.citations for p in (c.citation.title, *c.citation.heading_path)]
+    return unnamed(
+        question,
+        places,
+        functools.partial(retriever.unheld, user_id=user_id, filters=within),
+        functools.partial(retriever.unheld, user_id=user_id, filters=filters),
+    )
 
 
 def _said(found: Extract) -> str:
@@ -450,6 +447,9 @@ def _extractive(
         wanted = untyped(asked, found.sentences)
         if answered and wanted:
             answered, notice = False, notice or no_such(wanted)
+        named = _unnamed(retriever, asked, sources, found, user_id, filters) if answered else []
+        if named:
+            answered, notice = False, notice or never_named(named)
     if not answered:
         text = f"{NOT_ANSWERED} {found.text}".strip()
         return found, Answer(question, text, "extractive", found.citations, notice, False)

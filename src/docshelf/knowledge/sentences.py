@@ -4,8 +4,9 @@ a paper's own reference marks out), with the sentences of the snippets just befo
 after it in the place it cites, each cited where it is; a lead-in that ends in ":"
 brings the list or code it introduces (``with_block``). A named title with no sentence of
 its own is read on to the snippet after it (``read_on``). knowledge/answer.py scores the
-sentences and chooses, with ``known_item`` (what a named heading or a quoted line asks)
-and ``spread`` (at most two a source while another has one to give)."""
+sentences and chooses, with ``known_item`` (what a named heading or a quoted line asks),
+``spread`` (at most two a source while another has one to give) and ``with_next`` (the
+best sentence brings the one after it)."""
 
 from __future__ import annotations
 
@@ -228,3 +229,16 @@ def spread(candidates: Sequence[Candidate], ranked: Sequence[int], sentences: in
             chosen.append(i)
     rest = [i for i in ranked if i not in chosen]
     return chosen + rest[: sentences - len(chosen)]
+
+
+def with_next(candidates: Sequence[Candidate], chosen: list[int], sentences: int) -> list[int]:
+    """The best sentence, the one after it in its snippet, then the next best: the
+    sentence nearest a question often restates it, and the answer follows ("If you do
+    not configure logging, Flask adds a handler." — then where it writes)."""
+    if not chosen:
+        return chosen
+    source, at, *_ = candidates[chosen[0]]
+    after = next((j for j, c in enumerate(candidates) if c[0] is source and c[1] == at + 1), None)
+    if after is None or after in chosen:
+        return chosen
+    return [chosen[0], after, *chosen[1 : sentences - 1]]
