@@ -4,6 +4,7 @@ with Outline's, from a page that lists every core plugin but that one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from docshelf.knowledge.abstain import names, never_named, unnamed
@@ -32,7 +33,7 @@ def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence() -
     assert names('Who said "Premature optimisation" and The A team?') == []
 
 
-def lookup(holders: dict[str, set[str]], scope: str):  # type: ignore[no-untyped-def]
+def lookup(holders: dict[str, set[str]], scope: str) -> Callable[[list[str]], list[str]]:
     """A lexical lookup of the words no document of ``scope`` holds."""
     return lambda words: [w for w in words if scope not in holders.get(w, set())]
 
@@ -49,6 +50,10 @@ def test_a_name_only_another_document_holds_is_unnamed() -> None:
     holders["CSP"] = {"library"}
     assert unnamed("In the CSP book, how many sit?", book, there, anywhere) == []
     assert unnamed("In the CSP book, how many sit?", ["Core plugins"], there, anywhere) == ["CSP"]
+    # a word of a cited title is held, though the text may never say it
+    holders["README"] = {"library"}
+    assert unnamed("What does the README say?", ["README", "Install"], there, anywhere) == []
+    assert unnamed("What does the README say?", ["Core plugins"], there, anywhere) == ["README"]
 
 
 def test_an_answer_from_documents_that_never_name_the_question_s_name_abstains(

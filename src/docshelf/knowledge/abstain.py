@@ -217,10 +217,16 @@ def unnamed(
 ) -> list[str]:
     """The names of ``question`` (``names``) that no document the answer cites holds
     (``unheld_there``: one lexical lookup each within those documents) while another
-    document of the library does (``unheld``); a name that is the initials of a cited
-    title or heading (``places``: "CSP", "Communicating Sequential Processes") is held."""
+    document of the library does (``unheld``). A word of a cited title or heading
+    (``places``: a README's own title, which its text may never say) is held, and so are
+    its initials ("CSP" for "Communicating Sequential Processes")."""
     spelled = [_initials(p) for p in places]
-    asked = [n for n in names(question) if not (n.isupper() and any(n in i for i in spelled))]
+    titled = {w.casefold() for p in places for w in re.findall(r"\w+", p)}
+    asked = [
+        n
+        for n in names(question)
+        if n.casefold() not in titled and not (n.isupper() and any(n in i for i in spelled))
+    ]
     lacking = unheld_there(asked) if asked else []
     gone = set(unheld(lacking)) if lacking else set()
     return [n for n in lacking if n not in gone]
