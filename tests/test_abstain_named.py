@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from docshelf.knowledge.abstain import names, never_named, unnamed
-from docshelf.knowledge.answer import NOT_ANSWERED
 from docshelf.shelf import Shelf
+from tests.asking import abstains, library
 
 CORE = (
     "# Core plugins\n\n"
@@ -59,14 +59,10 @@ def test_a_name_only_another_document_holds_is_unnamed() -> None:
 def test_an_answer_from_documents_that_never_name_the_question_s_name_abstains(
     shelf: Shelf, tmp_path: Path
 ) -> None:
-    (tmp_path / "vault").mkdir()
-    (tmp_path / "vault" / "Core plugins.md").write_text(CORE)
-    (tmp_path / "vault" / "Release notes.md").write_text(NEWS)
-    shelf.add(tmp_path / "vault")
-    canvas = shelf.ask("What is the internal plugin ID of the core plugin Canvas?")
+    library(shelf, tmp_path / "vault", {"Core plugins.md": CORE, "Release notes.md": NEWS})
+    question = "What is the internal plugin ID of the core plugin Canvas?"
+    canvas = abstains(shelf, question, never_named(["Canvas"]))
     assert {c.citation.title for c in canvas.citations} == {"Core plugins"}, canvas.citations
-    assert canvas.answered is False and canvas.answer.startswith(NOT_ANSWERED)
-    assert canvas.notice == never_named(["Canvas"])
     assert never_named(["Canvas"]) == "The closest passages' documents never name “Canvas”."
     outline = shelf.ask("What is the internal plugin ID of the core plugin Outline?")
     assert outline.answered is True and "outline" in outline.answer, outline.answer

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from docshelf.knowledge.abstain import unquoted
-from docshelf.knowledge.answer import NOT_ANSWERED
 from docshelf.shelf import Shelf
+from tests.asking import abstains, library
 
 BOOK = (
     "# Profiles\n\n## Optimisation levels\n\n"
@@ -36,11 +36,8 @@ def test_a_code_span_the_answer_never_holds_in_order_is_unquoted() -> None:
 def test_an_answer_that_never_mentions_the_quoted_code_abstains(
     shelf: Shelf, tmp_path: Path
 ) -> None:
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "profiles.md").write_text(BOOK)
-    shelf.add(tmp_path / "book")
-    quoted = shelf.ask("What opt-level does the `bench` profile build with?")
-    assert quoted.answered is False and quoted.answer.startswith(NOT_ANSWERED)
-    assert quoted.notice == "The closest passages never mention `bench`."
+    library(shelf, tmp_path / "book", {"profiles.md": BOOK})
+    question = "What opt-level does the `bench` profile build with?"
+    abstains(shelf, question, "The closest passages never mention `bench`.")
     named = shelf.ask("What opt-level does the `release` profile build with?")
     assert named.answered is True and "opt-level 3" in named.answer, named.answer

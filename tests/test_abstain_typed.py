@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from docshelf.knowledge.abstain import untyped
-from docshelf.knowledge.answer import NOT_ANSWERED
 from docshelf.shelf import Shelf
+from tests.asking import abstains, library
 
 GUIDE = (
     "# Serving\n\n## Waitress\n\n"
@@ -64,11 +64,8 @@ def test_every_year_standing_alone_is_a_year(year: int) -> None:
 
 
 def test_an_answer_with_no_number_to_how_many_abstains(shelf: Shelf, tmp_path: Path) -> None:
-    (tmp_path / "guide").mkdir()
-    (tmp_path / "guide" / "serving.md").write_text(GUIDE)
-    shelf.add(tmp_path / "guide")
-    waitress = shelf.ask("How many worker threads does Waitress start by default?")
-    assert waitress.answered is False and waitress.answer.startswith(NOT_ANSWERED)
-    assert waitress.notice == "The closest passages state no number."
+    library(shelf, tmp_path / "guide", {"serving.md": GUIDE})
+    question = "How many worker threads does Waitress start by default?"
+    abstains(shelf, question, "The closest passages state no number.")
     gunicorn = shelf.ask("How many worker processes does Gunicorn run by default?")
     assert gunicorn.answered is True and "one worker process" in gunicorn.answer, gunicorn.answer
