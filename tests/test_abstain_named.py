@@ -31,6 +31,10 @@ def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence() -
     # a sentence's or a quote's first word is no name; nor is a stopword, nor a letter
     assert names("Gunicorn runs workers. Which Flask docs say so?") == ["Flask"]
     assert names('Who said "Premature optimisation" and The A team?') == []
+    # a question typed in capitals, as a title, names nothing by them
+    assert names("Obsidian Sync Conflict Resolution") == []
+    assert names("HOW DO I INSTALL THE CANVAS PLUGIN?") == []
+    assert names("What does the Obsidian Sync guide say?") == ["Obsidian", "Sync"]
 
 
 def lookup(holders: dict[str, set[str]], scope: str) -> Callable[[list[str]], list[str]]:

@@ -194,7 +194,12 @@ _OPENS = re.compile(r"(?:^|[.?!:;\"\u201c(]\s*)$")
 
 def names(question: str) -> list[str]:
     """The names ``question`` gives: its capitalised words that do not open a sentence
-    (nor a quote), stopwords and one-letter words aside, once each, as spelled."""
+    (nor a quote), stopwords and one-letter words aside, once each, as spelled. A
+    question written mostly in capitals ("Flask Application Factory Pattern", typed as a
+    title) gives none: there a capital is no sign of a name."""
+    typed = re.findall(r"[^\W\d_]+", question)
+    if sum(w[0].isupper() for w in typed) * 2 > len(typed):
+        return []
     out = []
     for found in _CAPITALISED.finditer(question):
         word = found.group(0).rstrip("-")
