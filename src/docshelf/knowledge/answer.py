@@ -115,19 +115,20 @@ def gather_sources(
     seen_sections: set[str] = set()
     used = 0
     budget = math.inf if each_hit else budget_tokens
-    for hit in map(functools.partial(read_on, retriever), hits):
+    read = [read_on(retriever, hit) for hit in hits]
+    # the hits' section chunks (of their own documents, which the caller may read), at once
+    wanted = list(dict.fromkeys(h.chunk.parent_id for h in read if h.chunk.parent_id))
+    parents = {c.id: c for c in retriever.store.get_chunks(wanted)} if wanted else {}
+    for hit in read:
         section_id = hit.chunk.id if each_hit else hit.chunk.parent_id or hit.chunk.id
         if section_id in seen_sections:
             continue
         seen_sections.add(section_id)
         text = hit.chunk.text
         cost = hit.chunk.token_count
-        # its section chunk (of the hit's own document, which the caller may read)
-        parent = retriever.store.get_chunks([hit.chunk.parent_id]) if hit.chunk.parent_id else []
-        if parent:
-            section = parent[0]
-            if used + section.token_count <= budget:
-                text, cost = section.text, section.token_count
+        section = parents.get(hit.chunk.parent_id or "")
+        if section is not None and used + section.token_count <= budget:
+            text, cost = section.text, section.token_count
         if used + cost > budget and sources:
             break
         used += cost
@@ -382,31 +383,6 @@ NO_MATCH = "No document matched the question."
 NOT_ANSWERED = "No passage in your library answers this; the closest are:"
 
 
-def _unnamed(
-    retriever: Retriever,
-    question: str,
-    sources: Sequence[Source],
-    found: Extract,
-    user_id: str | None,
-    filters: SearchFilters | None,
-) -> list[str]:
-    """``abstain.unnamed`` for the documents ``found`` cites (its sources' documents)."""
-    cited = {c.chunk_id for c in found.citations}
-    docs = tuple(dict.fromkeys(s.hit.document.id for s in sources if s.hit.chunk.id in cited))
-    if not docs:
-        return []
-    from docshelf.store.base import SearchFilters
-
-    within = dataclasses.replace(filters or SearchFilters(), document_ids=docs)
-    places = [p for c in found.citations for p in (c.citation.title, *c.citation.heading_path)]
-    return unnamed(
-        question,
-        places,
-        functools.partial(retriever.unheld, user_id=user_id, filters=within),
-        functools.partial(retriever.unheld, user_id=user_id, filters=filters),
-    )
-
-
 def _said(found: Extract) -> str:
     """What an answer says: its sentences and the headings it cites them under."""
     heads = (h for c in found.citations for h in c.citation.heading_path)
@@ -418,6 +394,39 @@ def _unsourced(question: str, held: frozenset[str]) -> list[str]:
     (by the answer's candidate sentences)."""
     asked = (t for t in lexical_terms(question) if t not in _QUESTION_WORDS and len(t) > 1)
     return [w for w in asked if _stem(w) not in held]
+
+
+def _why_not(
+    retriever: Retriever,
+    question: str,
+    sources: Sequence[Source],
+    found: Extract,
+    user_id: str | None,
+    filters: SearchFilters | None,
+) -> Iterator[str]:
+    """Why ``found`` does not answer ``question`` though a sentence holds its words and
+    comes near it (knowledge/abstain.py), each reason's notice in turn, each rule read
+    only when the ones before found none."""
+    unheld = functools.partial(retriever.unheld, user_id=user_id, filters=filters)
+    asked = parse_query(question).text  # its words, not its filters
+    words = _unsourced(asked, found.held)
+    embedder = retriever.embedder
+    if subject := absent_subject(asked, words, unheld, embedder, found.similarity):
+        yield never_mentions(subject)
+    if quoted := unquoted(question, _said(found)):
+        yield not_mentioned(quoted)
+    if wanted := untyped(asked, found.sentences):
+        yield no_such(wanted)
+    # the names of the question, looked up within the documents the answer cites
+    cited = {c.chunk_id for c in found.citations}
+    docs = tuple(dict.fromkeys(s.hit.document.id for s in sources if s.hit.chunk.id in cited))
+    from docshelf.store.base import SearchFilters
+
+    there = dataclasses.replace(filters or SearchFilters(), document_ids=docs)
+    places = [p for c in found.citations for p in (c.citation.title, *c.citation.heading_path)]
+    within = functools.partial(retriever.unheld, user_id=user_id, filters=there)
+    if docs and (named := unnamed(asked, places, within, unheld)):
+        yield never_named(named)
 
 
 def _extractive(
@@ -434,22 +443,10 @@ def _extractive(
     embedder = retriever.embedder
     model = embedder.model_id if embedder is not None else None
     answered = bool(found.sentences) and answers(found.coverage, found.similarity, model)
-    if answered:
-        unheld = functools.partial(retriever.unheld, user_id=user_id, filters=filters)
-        asked = parse_query(question).text  # its words, not its filters
-        words = _unsourced(asked, found.held)
-        subject = absent_subject(asked, words, unheld, embedder, found.similarity)
-        if subject:
-            answered, notice = False, notice or never_mentions(subject)
-        quoted = unquoted(question, _said(found))
-        if answered and quoted:
-            answered, notice = False, notice or not_mentioned(quoted)
-        wanted = untyped(asked, found.sentences)
-        if answered and wanted:
-            answered, notice = False, notice or no_such(wanted)
-        named = _unnamed(retriever, asked, sources, found, user_id, filters) if answered else []
-        if named:
-            answered, notice = False, notice or never_named(named)
+    if answered and (
+        why := next(_why_not(retriever, question, sources, found, user_id, filters), None)
+    ):
+        answered, notice = False, notice or why
     if not answered:
         text = f"{NOT_ANSWERED} {found.text}".strip()
         return found, Answer(question, text, "extractive", found.citations, notice, False)
