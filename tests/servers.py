@@ -4,6 +4,7 @@ whole process group."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -40,14 +41,17 @@ def log_tail(log: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
+# prctl looked up here, in the test process: the child, between fork and exec, only calls it
+# (an import there could wait forever on a lock another thread of the test process held)
+_PRCTL = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
+
+
 def die_with_parent() -> None:
     """In the child, before exec: on Linux the kernel kills it when the test process
     dies without running its teardown (a SIGKILL), so no server outlives the run."""
-    if sys.platform == "linux":
-        import ctypes
-
+    if _PRCTL is not None:
         PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

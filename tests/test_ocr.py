@@ -12,6 +12,9 @@ import io
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -168,6 +171,50 @@ def fake_tesseract(folder: Path, script: str) -> Path:
     program.write_text(f"#!/bin/sh\n{script}\n")
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     return program
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting to be reaped has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="parent-death signals are Linux's")
+def test_tesseract_ends_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """The parser's process killed mid-OCR (the sandbox kills its child at a file's limits)
+    takes tesseract with it, though nothing ran between the fork and the program."""
+    started = tmp_path / "pid"
+    fake_tesseract(
+        tmp_path / "bin", f"echo $$ > {started}.part && mv {started}.part {started}\nexec sleep 300"
+    )
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from docshelf.parse.ocr import Ocr, read_image; read_image(b'', Ocr())",
+        ],
+        env=env,
+    )
+    try:
+        for _ in range(600):  # bounded: the child starts python, then the fake
+            if started.exists() or reader.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert started.exists(), "the fake tesseract never started"
+        pid = int(started.read_text())
+        assert not _gone(pid)
+    finally:
+        reader.kill()
+        reader.wait()
+    for _ in range(600):
+        if _gone(pid):
+            break
+        time.sleep(0.1)
+    assert _gone(pid), "tesseract outlived the process that started it"
 
 
 def test_a_page_whose_ocr_fails_loses_only_that_page(

@@ -11,8 +11,11 @@ and the call is wholly ours to limit:
   image is lost (:class:`OcrFailed`), nothing else;
 - the parser sandbox's memory limit, which the program inherits (``RLIMIT_AS`` of the
   sandbox's child: ``parse/sandbox.py``); a program that runs out fails alone;
-- it ends with the process that started it (Linux: ``PR_SET_PDEATHSIG``): the sandbox
-  kills its child at the file's limits, and a tesseract left behind would run on;
+- it ends with the process that started it (Linux's ``PR_SET_PDEATHSIG``, set by
+  util-linux's ``setpriv``, which then becomes tesseract): the sandbox kills its child
+  at the file's limits, and a tesseract left behind would run on. No Python runs between
+  the fork and the program (a ``preexec_fn`` would, and in a process with other threads
+  it can hang on a lock one of them held at the fork: a page lost to the time limit);
 - one OpenMP thread (``config.ocr_environment``): its threads spin while they wait, and
   on a busy machine a page took thirty times as long with two.
 
@@ -121,7 +124,7 @@ def read_image(image: bytes, ocr: Ocr, dpi: int | None = None) -> list[Paragraph
     program = shutil.which(PROGRAM)
     if program is None:
         raise OcrFailed("tesseract is not installed")
-    command = [program, "stdin", "stdout", "-l", ocr.languages]
+    command = [*_dying_with_parent(), program, "stdin", "stdout", "-l", ocr.languages]
     if dpi:
         command += ["--dpi", str(dpi)]
     try:
@@ -131,7 +134,6 @@ def read_image(image: bytes, ocr: Ocr, dpi: int | None = None) -> list[Paragraph
             capture_output=True,
             timeout=ocr.timeout_s,
             env=ocr_environment(),
-            preexec_fn=_die_with_parent,  # the sandbox's child runs one thread: fork is safe
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -152,15 +154,12 @@ def _failure(code: int, stderr: bytes) -> str:
     return f"tesseract failed (exit status {code}{': ' + last[0][:200] if last[0] else ''})"
 
 
-def _die_with_parent() -> None:
-    """In tesseract's process before it starts: be killed when the parser's process ends
-    (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+@functools.cache
+def _dying_with_parent() -> tuple[str, ...]:
+    """What runs tesseract so that it is killed when the parser's process ends: util-linux's
+    ``setpriv --pdeathsig KILL`` (Linux), or nothing where there is none."""
+    setpriv = shutil.which("setpriv")
+    return (setpriv, "--pdeathsig", "KILL", "--") if setpriv else ()
 
 
 def _median(values: list[int]) -> float:
