@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -210,11 +211,15 @@ def test_tesseract_ends_with_the_process_that_started_it(tmp_path: Path) -> None
     finally:
         reader.kill()
         reader.wait()
-    for _ in range(600):
-        if _gone(pid):
-            break
-        time.sleep(0.1)
-    assert _gone(pid), "tesseract outlived the process that started it"
+    try:
+        for _ in range(600):
+            if _gone(pid):
+                break
+            time.sleep(0.1)
+        assert _gone(pid), "tesseract outlived the process that started it"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_page_whose_ocr_fails_loses_only_that_page(
