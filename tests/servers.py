@@ -54,6 +54,33 @@ def die_with_parent() -> None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def wait_for(condition: Callable[[], object], what: str, seconds: float = 60.0) -> None:
+    """Until ``condition()`` holds, polled; an AssertionError naming ``what`` after
+    ``seconds`` (bounded: a test never waits forever, nor asserts on a time)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended: reaped here when it is a child of this process,
+    else no longer there or a zombie waiting for its parent."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)  # ours when started from this process
+        if done:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (ProcessLookupError, FileNotFoundError):
+        return True
+    return state in ("Z", "X")
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """Kill the whole process group (its graceful stop can take many seconds, and the
     data is thrown away anyway)."""

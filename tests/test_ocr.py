@@ -15,7 +15,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from docshelf.shelf import Shelf
 from docshelf.store import SearchFilters
 from tests.fixtures_formats import paged_pdf
 from tests.optional import require_program
+from tests.servers import gone, wait_for
 
 DPI = 200  # of the page images: a common scanner's setting
 
@@ -174,15 +174,6 @@ def fake_tesseract(folder: Path, script: str) -> Path:
     return program
 
 
-def _gone(pid: int) -> bool:
-    """Whether process ``pid`` has ended (a zombie waiting to be reaped has)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="parent-death signals are Linux's")
 def test_tesseract_ends_with_the_process_that_started_it(tmp_path: Path) -> None:
     """The parser's process killed mid-OCR (the sandbox kills its child at a file's limits)
@@ -201,24 +192,17 @@ def test_tesseract_ends_with_the_process_that_started_it(tmp_path: Path) -> None
         env=env,
     )
     try:
-        for _ in range(600):  # bounded: the child starts python, then the fake
-            if started.exists() or reader.poll() is not None:
-                break
-            time.sleep(0.1)
+        wait_for(lambda: started.exists() or reader.poll() is not None, "the fake tesseract")
         assert started.exists(), "the fake tesseract never started"
         pid = int(started.read_text())
-        assert not _gone(pid)
+        assert not gone(pid)
     finally:
         reader.kill()
         reader.wait()
     try:
-        for _ in range(600):
-            if _gone(pid):
-                break
-            time.sleep(0.1)
-        assert _gone(pid), "tesseract outlived the process that started it"
+        wait_for(lambda: gone(pid), "tesseract to end with the process that started it")
     finally:
-        if not _gone(pid):
+        if not gone(pid):
             os.kill(pid, signal.SIGKILL)
 
 

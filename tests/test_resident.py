@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from docshelf.cli.resident import Helper, SearchRequest
 from docshelf.config import Settings
 from docshelf.shelf import Shelf
 from tests.fakes import HashEmbedder
+from tests.servers import gone, wait_for
 
 REQUESTS = [
     SearchRequest("leader election heartbeat", 10, "hybrid", [], "snippet", None),
@@ -259,31 +259,8 @@ def _cli(home: Path, *args: str, **extra: str) -> str:
     return done.stdout
 
 
-def _wait_for(condition: Any, what: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
-
-
 def _helper_pid(home: Path) -> int:
     return int((home / resident.LOCK).read_text().strip())
-
-
-def _gone(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)  # ours when started from this process
-        if done:
-            return True
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state == "Z"
 
 
 def test_a_search_starts_a_helper_that_answers_the_next_with_the_same_json(
@@ -295,7 +272,7 @@ def test_a_search_starts_a_helper_that_answers_the_next_with_the_same_json(
     alone = _cli(home, *args, DOCSHELF_SEARCH_HELPER="off")
     first = _cli(home, *args, DOCSHELF_SEARCH_HELPER="auto", DOCSHELF_SEARCH_HELPER_IDLE="60")
     assert first == alone
-    _wait_for(lambda: (home / resident.SOCKET).exists(), "the helper's socket")
+    wait_for(lambda: (home / resident.SOCKET).exists(), "the helper's socket")
     pid = _helper_pid(home)
     try:
         with pytest.MonkeyPatch.context() as mp:
@@ -310,7 +287,7 @@ def test_a_search_starts_a_helper_that_answers_the_next_with_the_same_json(
         assert _helper_pid(home) == pid
     finally:
         os.kill(pid, signal.SIGTERM)
-    _wait_for(lambda: _gone(pid), "the helper to stop on SIGTERM")
+    wait_for(lambda: gone(pid), "the helper to stop on SIGTERM")
     assert not (home / resident.SOCKET).exists()
 
 
@@ -322,7 +299,7 @@ def test_the_helper_exits_when_idle(tmp_path: Path, notes: Path) -> None:
         env=_env(home, DOCSHELF_SEARCH_HELPER_IDLE="0.5"),
     )
     try:
-        _wait_for(lambda: (home / resident.SOCKET).exists() or proc.poll() is not None, "a socket")
+        wait_for(lambda: (home / resident.SOCKET).exists() or proc.poll() is not None, "a socket")
         assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
@@ -337,7 +314,7 @@ def test_a_second_helper_for_the_same_library_leaves_at_once(tmp_path: Path, not
     env = _env(home, DOCSHELF_SEARCH_HELPER_IDLE="60")
     first = subprocess.Popen([sys.executable, "-m", "docshelf.cli.resident", str(home)], env=env)
     try:
-        _wait_for(lambda: (home / resident.SOCKET).exists(), "the first helper's socket")
+        wait_for(lambda: (home / resident.SOCKET).exists(), "the first helper's socket")
         second = subprocess.run(
             [sys.executable, "-m", "docshelf.cli.resident", str(home)], env=env, timeout=60
         )
@@ -415,7 +392,7 @@ def test_a_json_search_loads_no_typer_and_a_helped_one_not_the_library(
         env=_env(home, DOCSHELF_SEARCH_HELPER_IDLE="60"),
     )
     try:
-        _wait_for(lambda: (home / resident.SOCKET).exists(), "the helper's socket")
+        wait_for(lambda: (home / resident.SOCKET).exists(), "the helper's socket")
         assert loaded(DOCSHELF_SEARCH_HELPER="use") == []
     finally:
         proc.terminate()
