@@ -4,7 +4,7 @@ no sentence (a paper's title block: its title and authors), the answer is read o
 the snippet after it, cited there (knowledge/sentences.py, ``read_on``); a sentence near
 the question in meaning but short of its words does not lead the answer; a source gives
 at most two sentences while another source has one to give; every hit is read, even two
-of one section."""
+of one section; a phrasal verb's particle ("down") is not a word the answer must hold."""
 
 from __future__ import annotations
 
@@ -140,3 +140,26 @@ def test_an_offline_answer_reads_every_hit_even_two_of_one_section(
     assert [s.hit.chunk.id for s in sources] == [first.chunk.id, later.chunk.id]
     found = extract(retriever, "What fuel does the lighthouse lamp burn?", sources)
     assert "The lamp burns paraffin from the store below the gallery." in found.text, found.text
+
+
+SLOW = (
+    "# Slow vaults\n\n## Finding the plugin\n\n"
+    "To find the plugin that slows things, turn the plugins off one at a time.\n\n"
+    "## Snapshots\n\n"
+    "A snapshot can narrow down the slow code of a plugin for its author.\n"
+)
+
+
+def test_a_phrasal_verbs_particle_is_not_what_the_question_asks_about(tmp_path: Path) -> None:
+    """'slowing the vault down': the sentence that says how to find the plugin answers. A
+    sentence holding "plugin", "slow" and a "down" of its own ("narrow down") does not
+    leave it short of the best one's share of the question's words (it did: the answer was
+    the snapshot sentence alone)."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "slow.md").write_text(SLOW)
+    with Shelf(tmp_path / "home", embedder=WeightedWords({"down": 8.0})) as shelf:
+        shelf.add(tmp_path / "notes")
+        answer = shelf.ask("Which plugin is slowing the vault down?")
+    assert answer.answer.startswith(
+        "To find the plugin that slows things, turn the plugins off one at a time. [1]"
+    ), answer.answer

@@ -199,6 +199,8 @@ _QUESTION_WORDS = frozenset(
         *("tell", "mean", "means", "meant", "define", "definition"),
         # function words: they say how, not what
         *("without", "within", "into", "onto", "over", "under", "between", "through"),
+        # a phrasal verb's particle ("slowing Obsidian down", "set it up"): its verb says what
+        *("up", "down", "out", "off"),
         *("during", "before", "after", "than", "then", "also", "not", "no", "any", "some"),
         *("all", "each", "other", "such", "so", "if", "but", "very", "just", "only"),
         *("much", "many", "there", "here", "these", "those", "he", "she", "his", "her"),
