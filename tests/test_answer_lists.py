@@ -94,3 +94,22 @@ def test_a_sentence_two_places_repeat_is_said_once(shelf: Shelf, tmp_path: Path)
     shelf.add(tmp_path / "notes")
     answer = shelf.ask("What happens when the limit is set to None?")
     assert answer.answer.count("no limit is enforced") == 1, answer.answer
+
+
+def test_a_lead_in_brings_a_list_bulleted_as_a_pdf_or_word_file_writes_it() -> None:
+    """A PDF's or a Word file's text carries its list's bullets as characters (•, ◦, ▪, ‣):
+    a theorem's "guarantees the following properties:" brings them."""
+    theorem = (
+        "It is impossible to implement a read/write data object that guarantees the "
+        "following properties:\n\n• Availability\n\n• Atomic consistency\n\n"
+        "in all executions (even those in which messages are lost).\n"
+    )
+    lead = (
+        "It is impossible to implement a read/write data object that guarantees the "
+        "following properties:"
+    )
+    assert introduced(theorem, "plain") == {lead: "Availability, Atomic consistency"}
+    nested = "Steps:\n\u25e6 open the file\n\u25aa read it\n\u2023 close it\n"
+    assert introduced(nested, "plain") == {"Steps:": "open the file, read it, close it"}
+    # a bullet on a line of its own, its item's text on the next, is no item
+    assert introduced("Steps:\n\u2022\nopen the file\n", "plain") == {}
