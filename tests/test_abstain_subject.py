@@ -165,3 +165,22 @@ def test_ask_abstains_on_a_subject_the_library_never_names(
         held = shelf.ask("Which sort is speedy for nearly sorted inputs?")
         assert held.answered and held.notice is None and "nearly sorted inputs" in held.answer
         assert held.citations[0].citation.heading_path[-1] == "Insertion sort"
+
+
+def test_a_subject_the_cited_title_spells_out_is_held() -> None:
+    """ "CAP", which no snippet holds, is the initials of words in a row of the cited
+    paper's title: the library names it, spelled out."""
+    title = (
+        "Brewer's Conjecture and the Feasibility of Consistent, Available, "
+        "Partition-Tolerant Web Services"
+    )
+    question = "What does the CAP theorem say about a partition?"
+    _, unheld = _lookups({"cap"})
+    model = WeightedWords({"cap": 8.0}, MODEL)
+    assert absent_subject(question, ["cap"], unheld, model, 0.2) == ["CAP"]
+    assert absent_subject(question, ["cap"], unheld, model, 0.2, [title, "Introduction"]) == []
+    # typed in lower case, or not the initials of words in a row, it is not spelled out
+    assert absent_subject(question.lower(), ["cap"], unheld, model, 0.2, [title]) == ["cap"]
+    assert absent_subject(question, ["cap"], unheld, model, 0.2, ["Consistent Partitions"]) == [
+        "CAP"
+    ]

@@ -29,8 +29,10 @@ threads does Waitress start by default?" answered with how waitress-serve loads 
 ``unnamed`` catches an answer from documents that never name what the question names: a
 capitalised word of the question ("Canvas" in "What is the plugin ID of Obsidian's Canvas
 core plugin?") that no document the answer cites holds, though another document of the
-library does (the answer gave the Outline plugin's ID). A cited title's or heading's
-initials count as its name ("CSP" for "Communicating Sequential Processes").
+library does (the answer gave the Outline plugin's ID). For this rule and
+``absent_subject``, a cited title's or heading's initials count as its name ("CSP" for
+"Communicating Sequential Processes", "CAP" for "… Consistent, Available,
+Partition-Tolerant …").
 
 The thresholds were chosen on docqa-dev's 80 answerable and 20 unanswerable questions
 (docs/benchmarks/enrichment-and-answers.md, "Abstaining"). A question on the library's
@@ -111,13 +113,17 @@ def absent_subject(
     unheld: Callable[[list[str]], list[str]],
     embedder: Embedder | None,
     similarity: float | None,
+    places: Sequence[str] = (),
 ) -> list[str]:
     """The words of ``question`` the library never holds when together they are its
     subject (``carried`` at least ``SUBJECT``), as the question spells them; else none.
     ``words`` are the question's content words that none of the answer's sources holds
     (the candidates); ``unheld`` tells which of them no snippet of the library holds (one
-    lexical lookup each). Without a model measured here (its ``SAYS_IT``), or with a
-    sentence that near the question (``similarity``), there are none."""
+    lexical lookup each). A word the titles and headings the answer cites spell out
+    (``places``, ``spelled_out``: "CAP") is held. Without a model measured here (its
+    ``SAYS_IT``), or with a sentence that near the question (``similarity``), there are
+    none."""
+    words = [w for w in words if not spelled_out(_as_spelled(question, w), places)]
     near = SAYS_IT.get(embedder.model_id) if embedder is not None else None
     if embedder is None or near is None or not words:
         return []
@@ -214,6 +220,14 @@ def _initials(text: str) -> str:
     return "".join(w[0] for w in re.findall(r"\w+", text)).upper()
 
 
+def spelled_out(word: str, places: Sequence[str]) -> bool:
+    """Whether ``word``, typed in capitals, is the initials of words in a row of one of
+    ``places`` (titles, headings): "CSP" of "Communicating Sequential Processes", "CAP" of
+    "Brewer's Conjecture and the Feasibility of Consistent, Available, Partition-Tolerant
+    Web Services"."""
+    return word.isupper() and any(word in _initials(p) for p in places)
+
+
 def unnamed(
     question: str,
     places: Sequence[str],
@@ -225,12 +239,9 @@ def unnamed(
     document of the library does (``unheld``). A word of a cited title or heading
     (``places``: a README's own title, which its text may never say) is held, and so are
     its initials ("CSP" for "Communicating Sequential Processes")."""
-    spelled = [_initials(p) for p in places]
     titled = {w.casefold() for p in places for w in re.findall(r"\w+", p)}
     asked = [
-        n
-        for n in names(question)
-        if n.casefold() not in titled and not (n.isupper() and any(n in i for i in spelled))
+        n for n in names(question) if n.casefold() not in titled and not spelled_out(n, places)
     ]
     lacking = unheld_there(asked) if asked else []
     gone = set(unheld(lacking)) if lacking else set()

@@ -413,7 +413,8 @@ def _why_not(
     asked = parse_query(question).text  # its words, not its filters
     words = _unsourced(asked, found.held)
     embedder = retriever.embedder
-    if subject := absent_subject(asked, words, unheld, embedder, found.similarity):
+    places = [p for c in found.citations for p in (c.citation.title, *c.citation.heading_path)]
+    if subject := absent_subject(asked, words, unheld, embedder, found.similarity, places):
         yield never_mentions(subject)
     if quoted := unquoted(question, _said(found)):
         yield not_mentioned(quoted)
@@ -425,7 +426,6 @@ def _why_not(
     from docshelf.store.base import SearchFilters
 
     there = dataclasses.replace(filters or SearchFilters(), document_ids=docs)
-    places = [p for c in found.citations for p in (c.citation.title, *c.citation.heading_path)]
     within = functools.partial(retriever.unheld, user_id=user_id, filters=there)
     if docs and (named := unnamed(asked, places, within, unheld)):
         yield never_named(named)
