@@ -163,3 +163,46 @@ def test_a_phrasal_verbs_particle_is_not_what_the_question_asks_about(tmp_path: 
     assert answer.answer.startswith(
         "To find the plugin that slows things, turn the plugins off one at a time. [1]"
     ), answer.answer
+
+
+CONSISTENCY = (
+    "# Consistency notes\n\n## Our store\n\n"
+    "Our store keeps linearizability for every key, even while nodes join and leave.\n\n"
+    "## References\n\n"
+    "Linearizability: a correctness condition for concurrent objects. ACM TOPLAS, 1990.\n"
+)
+
+
+def test_an_entry_of_a_list_of_works_cited_is_never_an_answers_sentence(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    """A bibliography's entry holds the question's words as another work's title; it
+    says nothing of them (knowledge/sentences.py, ``_WORKS_CITED``)."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "consistency.md").write_text(CONSISTENCY)
+    shelf.add(tmp_path / "notes")
+    answer = shelf.ask("What is linearizability?")
+    assert "keeps linearizability for every key" in answer.answer, answer.answer
+    assert "correctness condition" not in answer.answer, answer.answer
+
+
+def test_a_papers_reference_mark_does_not_cut_its_sentence_in_two(
+    shelf: Shelf, tmp_path: Path
+) -> None:
+    """ "Glendenning et al. [12] built …": the mark is taken out before the text is cut
+    into sentences, so "et al." followed by "[12]" ends no sentence."""
+    from tests.fixtures_formats import paged_pdf
+
+    paper = tmp_path / "papers" / "stores.pdf"
+    paper.parent.mkdir()
+    lines = [
+        "Many works have focused on the consistency of key-value stores.",
+        "Glendenning et al. [12] built a linearizable key-value store tolerant of churn.",
+    ]
+    paper.write_bytes(paged_pdf([lines]))
+    shelf.add(paper.parent)
+    answer = shelf.ask("Who built a linearizable key-value store tolerant of churn?")
+    assert (
+        "Glendenning et al. built a linearizable key-value store tolerant of churn. [1]"
+        in answer.answer
+    ), answer.answer

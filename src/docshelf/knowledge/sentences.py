@@ -1,7 +1,8 @@
 """The sentences an offline answer chooses from: each source's snippet read as plain
 sentences (``plain_sentences``: list items and label lines as sentences of their own,
 a paper's own reference marks out), with the sentences of the snippets just before and
-after it in the place it cites, each cited where it is; a lead-in that ends in ":"
+after it in the place it cites, each cited where it is, none from a list of works cited
+(a paper's "References"); a lead-in that ends in ":"
 brings the list or code it introduces (``with_block``). A named title with no sentence of
 its own is read on to the snippet after it (``read_on``). knowledge/answer.py scores the
 sentences and chooses, with ``known_item`` (what a named heading or a quoted line asks),
@@ -92,7 +93,8 @@ def whole_sentences(hit: Hit, text: str | None = None) -> list[str]:
     chunk = hit.chunk
     markup = plaintext.markup_of(hit.document.file_type, bool(chunk.heading_path))
     read = chunk.text if text is None else text
-    units = [marks_out(hit, u) for u in plain_sentences(read, markup)]
+    # the marks out first: "Glendenning et al. [12] built …" is one sentence, not two
+    units = plain_sentences(marks_out(hit, read), markup)
     if units and units[0][:1].islower():
         units = units[1:]
     return units
@@ -116,10 +118,27 @@ def beside(hit: Hit, chunk: Chunk, after: bool) -> str:
     return text if edge_path == path == cited.heading_path else ""
 
 
+# The heading of a paper's or a book's list of the works it cites ("References", "7
+# Bibliography"): an entry names another work ("Linearizability: A correctness condition
+# for concurrent objects.") and says nothing of it, so none is an answer's sentence.
+_WORKS_CITED = re.compile(
+    r"^\s*(?:[\dIVX]+\.?\s+)?(?:references|bibliography|works cited|literature cited)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _lists_works(source: Source, at: InnerHeading | PageBreak | None) -> bool:
+    """Whether a sentence of ``source`` (under ``at`` when that is an inner heading) is
+    in a list of works cited."""
+    path = at.heading_path if isinstance(at, InnerHeading) else source.hit.citation.heading_path
+    return bool(path) and bool(_WORKS_CITED.match(path[-1]))
+
+
 def sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candidate]:
     """The answer's candidate sentences: each source's snippet's, with those of the
     snippets just before and after it in the place it cites (a section cut in two keeps
-    its answer in the other half), numbered in reading order around the snippet's."""
+    its answer in the other half), numbered in reading order around the snippet's; none
+    of a list of works cited (``_WORKS_CITED``)."""
     ids = [i for s in sources for i in (s.hit.chunk.prev_id, s.hit.chunk.next_id) if i]
     near = {c.id: c for c in retriever.store.get_chunks(ids)} if ids else {}
     out: list[Candidate] = []
@@ -130,7 +149,7 @@ def sentences_of(retriever: Retriever, sources: Sequence[Source]) -> list[Candid
         own = _parted(s.hit)
         read = [(t, None) for t in before] + own + [(t, None) for t in later]
         for i, (sentence, at) in enumerate(read, -len(before)):
-            if _readable(sentence):
+            if _readable(sentence) and not _lists_works(s, at):
                 out.append((s, i, sentence, 0 <= i < len(own), at))
     return out
 
