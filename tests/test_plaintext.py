@@ -46,6 +46,16 @@ def test_a_reference_link_reads_as_its_text_and_an_index_stays() -> None:
     )
 
 
+def test_a_links_address_in_angle_brackets_or_with_parentheses_is_not_read() -> None:
+    """CommonMark's destinations: ``<…>`` may hold a ")", and parentheses that pair up
+    may stand in a bare address (a Wikipedia page); neither leaves ">)" or "(SOP)>)" as
+    text (a vault's answer read "Leah Ferguson's File Hierarchy SOP>).")."""
+    angled = "- [File Hierarchy SOP](<https://publish.example/04+SOP/File+Hierarchy+(SOP)>)."
+    assert plaintext.plain_units(angled) == ["File Hierarchy SOP."]
+    paired = 'See [Foo](https://en.wikipedia.org/wiki/Foo_(bar) "Foo") and ![a](x_(1).png) now.'
+    assert plaintext.inline_plain(paired) == "See Foo and now."
+
+
 def test_code_is_kept_as_written_and_only_html_tags_go() -> None:
     line = (
         "A `Vec<T>` or `HashMap<K, V>` (not Option<String>) calls `__init__` and "
