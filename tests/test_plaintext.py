@@ -277,3 +277,32 @@ def test_a_label_line_is_a_fact_of_its_own() -> None:
         ("We read the notes that note: this line is not a label, it goes on.", False),
     ]
     assert plain_sentences(text)[1:3] == ["Plugin ID: switcher.", "Documentation: Quick switcher."]
+
+
+def test_an_abbreviation_inside_a_sentence_ends_no_sentence() -> None:
+    text = (
+        "Plugins that render static HTML will work (i.e. Dataview) as before. Smith et al. "
+        "Showed it first, cf. Figure 2. Text, e.g. The Hobbit, is read. It ends here. Next."
+    )
+    assert plain_sentences(text, "plain") == [
+        "Plugins that render static HTML will work (i.e. Dataview) as before.",
+        "Smith et al. Showed it first, cf. Figure 2.",
+        "Text, e.g. The Hobbit, is read.",
+        "It ends here.",
+        "Next.",
+    ]
+
+
+def test_a_list_item_that_runs_on_into_the_next_reads_as_a_sentence_of_its_own() -> None:
+    """A list written as one sentence ("… servers, • halts …, and • …"): each item reads
+    without its comma or its "and", then a full stop."""
+    text = (
+        "the master:\n\n• detects failures of servers,\n\n• halts the chain, and\n\n"
+        "• informs clients;\n"
+    )
+    assert plain_sentences(text, "plain") == [
+        "the master:",
+        "detects failures of servers.",
+        "halts the chain.",
+        "informs clients;",
+    ]

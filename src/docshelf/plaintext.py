@@ -32,8 +32,12 @@ if TYPE_CHECKING:  # markdown-it is imported when a Markdown text is first read
 Markup = Literal["markdown", "rst", "plain"]
 
 # Markdown (and Obsidian) syntax, removed so that a sentence reads as text.
-# Where one sentence ends and the next begins (answers, enrichment, model adaptation).
-SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# Where one sentence ends and the next begins (answers, enrichment, model adaptation):
+# not after an abbreviation that stands inside sentences ("(i.e. Dataview)", "et al.")
+SENTENCE_BOUNDARY = re.compile(
+    r"(?<!\bi\.e\.)(?<!\be\.g\.)(?<!\bcf\.)(?<!\bvs\.)(?<!\bal\.)"
+    r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])"
+)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")

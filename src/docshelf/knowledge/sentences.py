@@ -46,6 +46,9 @@ Candidate = tuple[Source, int, str, bool, InnerHeading | PageBreak | None]
 
 
 _TERMINAL = re.compile(r"[.!?:;][\"')\]]*$")
+# what a list item ends with when its list reads as one sentence: "detects failures of
+# servers,", "halts rather than making erroneous state transitions, and"
+_RUNS_ON = re.compile(r"(?:[\s,;]+(?:and|or))?[\s,;]*$")
 
 
 def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[str]:
@@ -53,7 +56,7 @@ def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[st
     :func:`docshelf.plaintext.plain_units`). A list item without closing punctuation
     gets a full stop, so that it reads as a sentence beside the others; other text
     without one is a heading line or a fragment (a PDF's running title, a snippet cut
-    mid-sentence), not a sentence."""
+    mid-sentence), not a sentence. An item's comma or "and" (its list one sentence) goes."""
     out: list[str] = []
     for unit, is_item in plaintext.units(text, markup):
         for sentence in SENTENCE_BOUNDARY.split(unit):
@@ -63,7 +66,7 @@ def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[st
             if _TERMINAL.search(sentence):
                 out.append(sentence)
             elif is_item:
-                out.append(sentence + ".")
+                out.append(_RUNS_ON.sub("", sentence) + ".")
     return out
 
 
