@@ -306,3 +306,24 @@ def test_a_list_item_that_runs_on_into_the_next_reads_as_a_sentence_of_its_own()
         "halts the chain.",
         "informs clients;",
     ]
+
+
+def test_a_console_session_in_text_without_code_marks_is_no_prose() -> None:
+    """A parsed page or a PDF keeps a console block's lines but not its fence: from the
+    prompt's line to the next blank one, the session and its output (" * Serving …", a
+    bullet's look) are not sentences."""
+    text = (
+        "To enable debug mode, use the --debug option.\n\n"
+        '$ flask --app hello run --debug\n * Serving Flask app "hello"\n * Debug mode: on\n\n'
+        "The option can also be passed to the top level command.\n\n"
+        ">>> app.url_map\nMap([<Rule '/' -> index>])\n\nDone."
+    )
+    expected = [
+        "To enable debug mode, use the --debug option.",
+        "The option can also be passed to the top level command.",
+        "Done.",
+    ]
+    assert plain_sentences(text, "rst") == expected
+    assert plain_sentences(text, "plain") == expected
+    # in Markdown a prompt's line is text: its code is fenced
+    assert plain_sentences("$ 5 is the fee.\n", "markdown") == ["$ 5 is the fee."]

@@ -42,8 +42,8 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-# a list item: Markdown's markers, or the bullet a PDF or a Word file's text carries (•, ◦, ▪, ‣)
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022\u25e6\u25aa\u2023]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
+# a list item: Markdown's markers, or a bullet a PDF's or a Word file's text carries
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•◦▪●‣]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 # A label line: a few words, then ":", a dash or "=", then a value ("Plugin ID: `switcher`",
@@ -74,7 +74,7 @@ _CODE = re.compile(r"`+([^`\n]*)`+")
 _HTML_TAG = re.compile(r"</?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?/?>")
 _HELD = re.compile(r"\ue000(\d+)\ue001")  # a code span set aside while markup goes
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_BULLET = re.compile(r"\s*[•▪◦●]\s+")  # bullets inside extracted (PDF) text
+_BULLET = re.compile(r"\s*[•▪◦●‣]\s+")  # bullets inside extracted (PDF) text
 # a Sphinx role: :meth:`~flask.Flask.route`, :py:class:`Blueprint`, :ref:`the tutorial <t>`
 _RST_ROLE = re.compile(r":((?:[\w.+-]+:)*[\w.+-]+):`([^`\n]+)`")
 _ROLE_TITLE = re.compile(r"(.*?)\s*<([^<>]*)>", re.DOTALL)  # "title <target>"
@@ -87,6 +87,10 @@ _CALLABLE_ROLES = frozenset({"func", "meth"})
 _NUMBERED_ROLES = {"pep": "PEP", "rfc": "RFC"}
 _RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>`\n]*>`_{1,2}")  # `text <https://…>`_
 _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")  # .. code-block:: python
+# a console session's first line, its prompt and command ("$ flask --app hello run",
+# ">>> app.url_map"): in a text whose code is not marked (a parsed page, a PDF), the lines
+# down to the next blank one are the session and its output (" * Serving Flask app")
+_PROMPT = re.compile(r"^\s*(?:\$|>>>)\s")
 
 
 def _wikilink_text(match: re.Match[str]) -> str:
@@ -191,7 +195,7 @@ def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
                 units.append((plain, item or k > 0))
         current.clear()
 
-    in_code = was_quote = False
+    in_code = was_quote = console = False
     literal = False  # in reStructuredText's indented block after "::" or a directive
     if markdown:  # comments unseen, links as their text (not inside code), embeds gone
         text = _HTML_COMMENT.sub("", _obsidian(text, prose=True))
@@ -210,6 +214,10 @@ def units(text: str, markup: Markup = "markdown") -> list[tuple[str, bool]]:
         if _RST_DIRECTIVE.match(line):
             close()
             literal = True
+            continue
+        if not markdown and (console or _PROMPT.match(line)):
+            console = bool(line.strip())
+            close()
             continue
         if _SETEXT.match(line) and current:
             current.clear()  # the lines above were a heading
