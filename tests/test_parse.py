@@ -51,6 +51,20 @@ def test_heading_text_drops_markup_and_setext_headings_count() -> None:
     assert doc.blocks[-1].heading_path == ("Title with code and emphasis", "A link here")
 
 
+def test_a_headings_wikilink_reads_as_obsidian_shows_it() -> None:
+    """ "# An Introduction to [[dataview|Dataview]]" is titled as Obsidian shows it: the
+    alias, else the target; a code span's brackets stay as written."""
+    doc = md(
+        "# An Introduction to [[dataview|Dataview]]\n\ntext\n\n"
+        "## [[Breadcrumbs]] with `[[x]]` and [[Note#Part]]\n\nmore\n"
+    )
+    assert doc.title == "An Introduction to Dataview"
+    assert doc.blocks[-1].heading_path == (
+        "An Introduction to Dataview",
+        "Breadcrumbs with [[x]] and Note",
+    )
+
+
 def test_fenced_code_is_one_block_and_its_hash_lines_are_not_headings() -> None:
     doc = md("# Real\n\n```python\n# not a heading\nx = 1\n```\n\nafter\n")
     assert kinds(doc) == [BlockKind.HEADING, BlockKind.CODE, BlockKind.PARAGRAPH]

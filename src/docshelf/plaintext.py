@@ -93,6 +93,12 @@ _RST_DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::")  # .. code-block:: python
 _PROMPT = re.compile(r"^\s*(?:\$|>>>)\s")
 
 
+def wikilinks_as_text(text: str) -> str:
+    """``text`` with each wikilink as Obsidian shows it: its alias, else its target
+    ("An Introduction to [[dataview|Dataview]]" reads "An Introduction to Dataview")."""
+    return _WIKILINK.sub(_wikilink_text, text)
+
+
 def _wikilink_text(match: re.Match[str]) -> str:
     target, heading, alias = match.group(1), match.group(2), match.group(3)
     if alias and alias.strip():

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from docshelf.model import Block, BlockKind, ParsedDocument
+from docshelf.plaintext import wikilinks_as_text
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -184,14 +185,25 @@ def _span(body: str, line_starts: list[int], first: int, last: int) -> tuple[int
 
 
 def _heading_text(inline: Token) -> str:
-    """The visible text of a heading's inline token (its words, without markup)."""
+    """The visible text of a heading's inline token (its words, without markup; a
+    wikilink as its alias or target, as Obsidian shows it)."""
     parsed = _parsers()[1].parseInline(inline.content[:HEADING_CHARS])
     parts: list[str] = []
+    prose: list[str] = []  # the text since the last code span or image
+
+    def said() -> None:
+        parts.append(wikilinks_as_text("".join(prose)))
+        prose.clear()
+
     for child in parsed[0].children or [] if parsed else []:
-        if child.type in ("text", "code_inline", "image"):
+        if child.type == "text":
+            prose.append(child.content)
+        elif child.type in ("code_inline", "image"):
+            said()
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
+            prose.append(" ")
+    said()
     return " ".join("".join(parts).split())
 
 
