@@ -148,7 +148,7 @@ def inline_plain(text: str) -> str:
 
     text = _CODE.sub(hold, text)
     text = _EMBED.sub("", text)
-    text = _WIKILINK.sub(_wikilink_text, text)
+    text = wikilinks_as_text(text)
     text = _IMAGE.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _FOOTNOTE.sub("", text)
