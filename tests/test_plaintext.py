@@ -297,14 +297,14 @@ def test_a_list_item_that_runs_on_into_the_next_reads_as_a_sentence_of_its_own()
     """A list written as one sentence ("… servers, • halts …, and • …"): each item reads
     without its comma or its "and", then a full stop."""
     text = (
-        "the master:\n\n• detects failures of servers,\n\n• halts the chain, and\n\n"
-        "• informs clients;\n"
+        "the master:\n\n• Detects failures of servers,\n\n• Halts the chain, and\n\n"
+        "• Informs clients;\n"
     )
     assert plain_sentences(text, "plain") == [
         "the master:",
-        "detects failures of servers.",
-        "halts the chain.",
-        "informs clients;",
+        "Detects failures of servers.",
+        "Halts the chain.",
+        "Informs clients;",
     ]
 
 
@@ -327,3 +327,15 @@ def test_a_console_session_in_text_without_code_marks_is_no_prose() -> None:
     assert plain_sentences(text, "plain") == expected
     # in Markdown a prompt's line is text: its code is fenced
     assert plain_sentences("$ 5 is the fee.\n", "markdown") == ["$ 5 is the fee."]
+
+
+def test_a_pdf_list_item_in_lower_case_goes_on_the_sentence_before_it() -> None:
+    """ "… a service, called the master, that • detects failures of servers, • informs …":
+    in plain text an item in lower case is part of the sentence before it, none alone; in
+    Markdown an item is one ("- a lamp")."""
+    text = (
+        "For this purpose, we employ a service, called the master, that\n\n"
+        "• detects failures of servers,\n\n• Informs clients of the new tail.\n"
+    )
+    assert plain_sentences(text, "plain") == ["Informs clients of the new tail."]
+    assert plain_sentences("- a lamp\n- a rope\n") == ["a lamp.", "a rope."]

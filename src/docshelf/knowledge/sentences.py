@@ -56,12 +56,14 @@ def plain_sentences(text: str, markup: plaintext.Markup = "markdown") -> list[st
     :func:`docshelf.plaintext.plain_units`). A list item without closing punctuation
     gets a full stop, so that it reads as a sentence beside the others; other text
     without one is a heading line or a fragment (a PDF's running title, a snippet cut
-    mid-sentence), not a sentence. An item's comma or "and" (its list one sentence) goes."""
+    mid-sentence), not a sentence. An item's comma or "and" (its list one sentence) goes;
+    in plain text (a PDF's) an item in lower case goes on a sentence before it ("called
+    the master, that • detects failures of servers,"), so it is none alone."""
     out: list[str] = []
     for unit, is_item in plaintext.units(text, markup):
         for sentence in SENTENCE_BOUNDARY.split(unit):
             sentence = sentence.strip()
-            if not sentence:
+            if not sentence or (is_item and markup == "plain" and sentence[:1].islower()):
                 continue
             if _TERMINAL.search(sentence):
                 out.append(sentence)
