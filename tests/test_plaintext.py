@@ -294,8 +294,8 @@ def test_an_abbreviation_inside_a_sentence_ends_no_sentence() -> None:
 
 
 def test_a_list_item_that_runs_on_into_the_next_reads_as_a_sentence_of_its_own() -> None:
-    """A list written as one sentence ("… servers, • halts …, and • …"): each item reads
-    without its comma or its "and", then a full stop."""
+    """A list written as one sentence ("• Detects failures of servers, • Halts …, and"):
+    each item reads without its comma or its "and", then a full stop."""
     text = (
         "the master:\n\n• Detects failures of servers,\n\n• Halts the chain, and\n\n"
         "• Informs clients;\n"
