@@ -42,8 +42,10 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-# a list item: Markdown's markers, or a bullet a PDF's or a Word file's text carries
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•◦▪●‣]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?")
+# the bullets a PDF's or a Word file's text carries for its lists' items
+_BULLETS = "•◦▪●‣"
+# a list item: Markdown's markers, or a bullet
+_LIST_ITEM = re.compile(rf"^\s*(?:[-*+{_BULLETS}]|\d{{1,9}}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 # A label line: a few words, then ":", a dash or "=", then a value ("Plugin ID: `switcher`",
@@ -74,7 +76,7 @@ _CODE = re.compile(r"`+([^`\n]*)`+")
 _HTML_TAG = re.compile(r"</?[a-z][a-z0-9-]*(?:\s[^<>\n]*)?/?>")
 _HELD = re.compile(r"\ue000(\d+)\ue001")  # a code span set aside while markup goes
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_BULLET = re.compile(r"\s*[•▪◦●‣]\s+")  # bullets inside extracted (PDF) text
+_BULLET = re.compile(rf"\s*[{_BULLETS}]\s+")  # bullets inside extracted (PDF) text
 # a Sphinx role: :meth:`~flask.Flask.route`, :py:class:`Blueprint`, :ref:`the tutorial <t>`
 _RST_ROLE = re.compile(r":((?:[\w.+-]+:)*[\w.+-]+):`([^`\n]+)`")
 _ROLE_TITLE = re.compile(r"(.*?)\s*<([^<>]*)>", re.DOTALL)  # "title <target>"
